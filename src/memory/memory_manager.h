@@ -1,0 +1,176 @@
+/* The memory manager of one stream of one device (the seed's
+ * MemoryManagement): a list of dynamic pools plus a persistent pool over one
+ * storage.
+ *
+ * Reserve/bind follow the reference: the client creates a descriptor
+ * (ruda__memory_new) and hands it out as a handle before the device knows
+ * about it; the device's worker later calls ruda__memory_alloc() which
+ * reserves a slice and binds the descriptor to it. The slice is free again
+ * once only the pool's own reference to the descriptor is left.
+ *
+ * Not thread-safe: a manager is used only from its device's worker thread.
+ * Descriptor reference counts are atomic and may change concurrently.
+ */
+#ifndef RUDA_MEMORY_MANAGER_H
+#define RUDA_MEMORY_MANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "memory/storage.h"
+#include "ruda/memory.h"
+#include "ruda/types.h"
+
+/* ---- Descriptors (the seed's ManagedMemoryHandle internals) ---- */
+
+/* A new unbound descriptor holding one handle reference, or NULL when
+ * memory is exhausted. */
+ruda_memory_t *ruda__memory_new(void);
+bool ruda__memory_is_bound(const ruda_memory_t *m);
+uint64_t ruda__memory_id(const ruda_memory_t *m);
+/* Raw reference counting (handles count in both, bindings only in total). */
+void ruda__memory_retain_handle(ruda_memory_t *m);
+void ruda__memory_retain_binding(ruda_memory_t *m);
+void ruda__memory_release_handle(ruda_memory_t *m);
+void ruda__memory_release_binding(ruda_memory_t *m);
+
+/* ---- Pool configuration ---- */
+
+typedef enum ruda__pool_kind {
+  RUDA_POOL_SLICED = 0,    /* pages of page_size carved into slices */
+  RUDA_POOL_EXCLUSIVE = 1, /* one allocation per page */
+} ruda__pool_kind_t;
+
+typedef struct ruda__pool_options {
+  ruda__pool_kind_t kind;
+  uint64_t page_size;       /* sliced */
+  uint64_t max_slice_size;  /* sliced */
+  uint64_t max_alloc_size;  /* exclusive */
+  uint64_t dealloc_period;  /* allocations between periodic cleanups; UINT64_MAX: never */
+} ruda__pool_options_t;
+
+typedef enum ruda__memory_configuration {
+  RUDA_MEMORY_SUBSLICES = 0,      /* default */
+  RUDA_MEMORY_EXCLUSIVE_PAGES = 1,
+  RUDA_MEMORY_CUSTOM = 2,
+} ruda__memory_configuration_t;
+
+typedef enum ruda__persistent_memory {
+  RUDA_PERSISTENT_ENABLED = 0,  /* the mode setter applies (default) */
+  RUDA_PERSISTENT_DISABLED = 1, /* the setter is ignored; always Auto */
+  RUDA_PERSISTENT_ENFORCED = 2, /* always Persistent; the setter is ignored */
+} ruda__persistent_memory_t;
+
+#define RUDA_MAX_POOLS 32
+
+typedef struct ruda__memory_config {
+  ruda__memory_configuration_t configuration;
+  uint32_t num_custom;
+  ruda__pool_options_t custom[RUDA_MAX_POOLS];
+  ruda__persistent_memory_t persistent;
+} ruda__memory_config_t;
+
+/* Computes the pool list of a preset (SubSlices or ExclusivePages) for a
+ * max page size and alignment, as the reference does. Returns the count. */
+uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
+                              ruda_memory_properties_t props,
+                              ruda__pool_options_t out[RUDA_MAX_POOLS]);
+
+/* ---- The manager ---- */
+
+typedef struct ruda__memory_manager ruda__memory_manager_t;
+
+/* Takes ownership of `storage` (destroyed with the manager). `name` is
+ * copied and used in log lines ("Main CPU", "Main GPU Memory"). */
+ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
+                                          ruda_memory_properties_t props,
+                                          const ruda__memory_config_t *cfg,
+                                          const char *name,
+                                          ruda__memory_manager_t **out);
+/* Frees every page and the storage. Live descriptors stay valid as objects
+ * but become unbound (lookups give NotFound). */
+void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
+
+/* Reserves `size` bytes and binds `assigned` to the slice, recording
+ * `cursor` (the stream position of the binding). Errors: BufferTooBig when
+ * no pool accepts the size, OutOfMemory when the storage is exhausted;
+ * `assigned` stays unbound then and the manager stays usable. Binding an
+ * already bound descriptor gives RUDA_ERR_INVALID_ARGUMENT. */
+ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
+                                 uint64_t size, uint64_t cursor);
+
+/* Resolves a view to its storage: the slice's storage handle narrowed by the
+ * view's offsets. IoError::NotFound when the descriptor is unbound, stale, or
+ * bound in another manager. */
+ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
+                                   uint64_t offset_start, uint64_t offset_end,
+                                   ruda__storage_handle_t *out);
+/* The cursor recorded when `m` was bound; NotFound as above. */
+ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m,
+                                  uint64_t *out);
+/* Whether this manager holds the binding of `m`. */
+bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m);
+
+/* Explicit cleanup returns whole free pages to the storage; implicit
+ * (explicit = false) runs only the exclusive pools' periodic check. */
+void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_);
+void ruda__memory_set_mode(ruda__memory_manager_t *mm, ruda_memory_allocation_mode_t mode);
+ruda_memory_allocation_mode_t ruda__memory_mode(const ruda__memory_manager_t *mm);
+ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *mm);
+/* Per-pool report text; snprintf semantics. */
+size_t ruda__memory_report(const ruda__memory_manager_t *mm, char *buf, size_t cap);
+
+/* ---- Layout policies (client side, no device round trip) ---- */
+
+typedef enum ruda__layout_policy_kind {
+  RUDA_LAYOUT_POLICY_CONTIGUOUS = 0,
+  RUDA_LAYOUT_POLICY_PITCHED = 1,
+} ruda__layout_policy_kind_t;
+
+typedef struct ruda__layout_policy {
+  ruda__layout_policy_kind_t kind;
+  uint64_t alignment;
+} ruda__layout_policy_t;
+
+/* Applies the policy to `count` descriptors: creates one new unbound base
+ * handle (*out_base, sized for all of them, on `stream`) and one offset view
+ * per descriptor (out_layouts[i].memory is a handle clone narrowed to the
+ * descriptor, out_layouts[i].strides its strides). The caller owns every
+ * returned handle. RUDA_ERR_INVALID_ARGUMENT for a zero elem_size;
+ * IoError::BufferTooBig when the total overflows 64 bits. */
+ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy,
+                                 ruda_stream_id_t stream,
+                                 const ruda_memory_layout_descriptor_t *descs,
+                                 size_t count, ruda_handle_t *out_base,
+                                 ruda_memory_layout_t *out_layouts);
+
+/* ---- Deferred release of host buffers in flight (drop queue) ---- */
+
+/* A fence: `wait` blocks until all work submitted before `make` returned it
+ * has completed; `destroy` frees it. */
+typedef struct ruda__fence_ops {
+  void *(*make)(void *ctx);
+  void (*wait)(void *ctx, void *fence);
+  void (*destroy)(void *ctx, void *fence);
+  void *ctx;
+} ruda__fence_ops_t;
+
+typedef void (*ruda__drop_fn)(void *item);
+
+typedef struct ruda__drop_queue ruda__drop_queue_t;
+
+/* Flushes when `max_count` buffers (default 64) or `max_bytes` (default
+ * 64 MiB) are staged. */
+ruda__drop_queue_t *ruda__drop_queue_create(uint32_t max_count, uint64_t max_bytes,
+                                           ruda__fence_ops_t fence);
+/* Stages `item` (`bytes` long) to be dropped with `drop` once it is safe. */
+ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t bytes,
+                                    ruda__drop_fn drop);
+bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q);
+/* The reference's flush: waits on the previous fence and drops what it
+ * covered, then moves the staged items under a new fence. */
+void ruda__drop_queue_flush(ruda__drop_queue_t *q);
+/* Waits for everything and drops every item; frees the queue. */
+void ruda__drop_queue_destroy(ruda__drop_queue_t *q);
+
+#endif

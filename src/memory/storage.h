@@ -1,0 +1,56 @@
+/* Storage: where a pool's pages come from (the seed's ComputeStorage).
+ *
+ * A storage hands out whole allocations ("pages"); pools carve them into
+ * slices. The memory layer never knows which backend stores the bytes: the
+ * host storage returns malloc'ed memory, the CUDA storage device memory. An
+ * allocation is described by a storage handle whose `base` is an address in
+ * the backend's address space (a host pointer or a CUdeviceptr).
+ *
+ * Not thread-safe: a storage belongs to one memory manager, used from one
+ * (the device's worker) thread.
+ */
+#ifndef RUDA_MEMORY_STORAGE_H
+#define RUDA_MEMORY_STORAGE_H
+
+#include <stdint.h>
+
+#include "ruda/status.h"
+
+typedef struct ruda__storage_handle {
+  uint64_t id;     /* storage allocation id, unique per process */
+  uint64_t base;   /* address of the allocation's first byte */
+  uint64_t offset; /* bytes from base where this view starts */
+  uint64_t size;   /* bytes in the view */
+} ruda__storage_handle_t;
+
+/* The view's first byte. */
+static inline uint64_t ruda__storage_handle_addr(const ruda__storage_handle_t *h) {
+  return h->base + h->offset;
+}
+
+typedef struct ruda__storage_vtable {
+  /* Allocates `size` bytes (size 0 allowed). Errors: IoError::BufferTooBig
+   * when the size can never be satisfied, IoError::OutOfMemory when the
+   * storage is exhausted. */
+  ruda_status_t (*alloc)(void *self, uint64_t size, ruda__storage_handle_t *out);
+  /* Releases an allocation; may be deferred until flush(). */
+  void (*dealloc)(void *self, const ruda__storage_handle_t *h);
+  /* Performs deferred deallocations. */
+  void (*flush)(void *self);
+  /* Frees the storage object itself (after every allocation was released). */
+  void (*destroy)(void *self);
+} ruda__storage_vtable_t;
+
+typedef struct ruda__storage {
+  const ruda__storage_vtable_t *vt;
+  void *self;
+  uint64_t alignment; /* alignment of every allocation's base */
+} ruda__storage_t;
+
+/* Host storage: zeroed, `alignment`-aligned memory from the system
+ * allocator. `limit` caps the bytes outstanding (0: no cap) so tests and
+ * users can bound it; exceeding it gives IoError::OutOfMemory. */
+ruda_status_t ruda__host_storage_create(uint64_t alignment, uint64_t limit,
+                                        ruda__storage_t *out);
+
+#endif
