@@ -1,0 +1,270 @@
+/* ruda/client.h: the thread-safe front door to a device.
+ *
+ * Each device has one compute server, created on first use and reached only
+ * through clients. A device worker thread executes submitted operations in
+ * order; non-blocking calls (empty, create, write, launch, memory_cleanup,
+ * allocation_mode) return once the operation is queued, blocking calls
+ * (read, sync, flush, memory_usage, get_resource, profile) wait for it.
+ *
+ * Streams: every OS thread has its own stream by default (ruda/types.h,
+ * ruda_stream_id_current); a client made with ruda_client_on_stream() is
+ * pinned to an explicit stream. Memory is pooled per stream. Operations on
+ * one stream run in submission order; a buffer used on another stream is
+ * ordered after its producer and stays alive until the consumer is done.
+ *
+ * Errors of non-blocking operations are queued on their stream and returned
+ * by the stream's next flush, sync or read as
+ * ServerError::ServerUnhealthy{errors}; the stream is healthy afterwards and
+ * other streams are never affected. Which operations drain or ignore queued
+ * errors follows the seed's StreamErrorMode table:
+ *   read, flush, sync:            fail with the queued errors and drain them
+ *   memory_usage:                 fails while errors are queued (no drain)
+ *   everything else:              runs regardless, drains nothing
+ *
+ * Thread-safety: every function here may be called from any thread. A
+ * client object is ref-counted and may be shared between threads.
+ */
+#ifndef RUDA_CLIENT_H
+#define RUDA_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ruda/kernel.h"
+#include "ruda/memory.h"
+#include "ruda/status.h"
+#include "ruda/types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Devices ---- */
+
+/* "cpu", "cuda", "opencl"; NULL for an unknown type. */
+const char *ruda_device_type_name(uint16_t type_id);
+/* Parses "cpu", "cpu:0", "cuda", "cuda:1". RUDA_ERR_INVALID_ARGUMENT on a
+ * malformed name. */
+ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out);
+/* Number of devices of a backend type. RUDA_ERR_UNAVAILABLE (with the reason:
+ * library not found, no device, driver error) when the backend cannot run
+ * here; *out is then 0. */
+ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out);
+/* Properties of a device, without creating a client (the server is created
+ * if needed). */
+ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties_t *out);
+
+/* ---- Clients ---- */
+
+typedef struct ruda_client ruda_client_t;
+
+/* A client for `device`, creating its server on first use (process-wide,
+ * exactly once even when threads race). The caller owns one reference.
+ * Errors: RUDA_ERR_UNAVAILABLE (backend or device absent),
+ * RUDA_ERR_INVALID_ARGUMENT (index out of range). */
+ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out);
+/* A new client on the same device pinned to `stream`. */
+ruda_status_t ruda_client_on_stream(ruda_client_t *c, ruda_stream_id_t stream,
+                                    ruda_client_t **out);
+ruda_client_t *ruda_client_retain(ruda_client_t *c);
+/* NULL is a no-op. The device's server lives until process exit or
+ * ruda_shutdown(). */
+void ruda_client_release(ruda_client_t *c);
+
+ruda_device_id_t ruda_client_device(const ruda_client_t *c);
+/* The stream operations of this client run on: its fixed stream, or the
+ * calling thread's. */
+ruda_stream_id_t ruda_client_stream(const ruda_client_t *c);
+/* Borrowed; valid while the client lives. */
+const ruda_device_properties_t *ruda_client_properties(const ruda_client_t *c);
+uint64_t ruda_client_properties_checksum(const ruda_client_t *c);
+/* Backend-specific information ("CUDA 13.0, driver 580.159, sm_90"). */
+const char *ruda_client_info(const ruda_client_t *c);
+/* The bounds check mode read from the configuration. */
+ruda_bounds_check_mode_t ruda_client_check_mode(const ruda_client_t *c);
+
+/* ---- Futures ---- */
+
+/* A pending result of an asynchronous read or sync. */
+typedef struct ruda_future ruda_future_t;
+
+/* Waits for completion, returns the operation's status and frees the
+ * future. */
+ruda_status_t ruda_future_wait(ruda_future_t *f);
+/* True once the operation has completed (ruda_future_wait then does not
+ * block). */
+bool ruda_future_poll(ruda_future_t *f);
+
+/* ---- Host buffers ---- */
+
+typedef enum ruda_bytes_property {
+  RUDA_BYTES_NATIVE = 0, /* ordinary host memory */
+  RUDA_BYTES_PINNED = 1, /* page-locked; uploads need no staging */
+} ruda_bytes_property_t;
+
+/* An owned host buffer (the seed's Bytes). `release` frees it. */
+typedef struct ruda_bytes {
+  void *data;
+  uint64_t size;
+  ruda_bytes_property_t property;
+  void (*release)(struct ruda_bytes *self);
+  void *owner; /* for `release` */
+} ruda_bytes_t;
+
+/* Frees the buffer through its release function and zeroes *b. */
+void ruda_bytes_release(ruda_bytes_t *b);
+/* A native buffer holding a copy of `data`. RUDA_ERR_IO_OUT_OF_MEMORY. */
+ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out);
+
+/* ---- Allocation ---- */
+
+/* An uninitialized buffer of `size` bytes (contiguous). Non-blocking: the
+ * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory)
+ * surface on the stream. The caller owns the handle. */
+ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
+/* A tensor with the device's optimized (possibly pitched) layout; honour
+ * out->strides. */
+ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *shape,
+                                       size_t elem_size, ruda_memory_layout_t *out);
+/* Several tensors in one allocation, each an offset view of it. */
+ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
+                                        const ruda_memory_layout_descriptor_t *descs,
+                                        size_t count, ruda_memory_layout_t *out);
+/* A buffer holding a copy of `data[0..size)`. Non-blocking: `data` is copied
+ * before the call returns. */
+ruda_status_t ruda_client_create(ruda_client_t *c, const void *data, uint64_t size,
+                                 ruda_handle_t *out);
+/* Same, taking ownership of `bytes` (no copy on the caller's thread; pinned
+ * bytes upload directly). *bytes is zeroed. */
+ruda_status_t ruda_client_create_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
+                                            ruda_handle_t *out);
+/* A tensor from contiguous row-major `data` (shape x elem_size bytes) in the
+ * device's optimized layout. */
+ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
+                                        const ruda_shape_t *shape, size_t elem_size,
+                                        ruda_memory_layout_t *out);
+/* Copies `size` bytes of `data` into the handle's view (contiguous).
+ * Non-blocking; `data` is copied before the call returns.
+ * RUDA_ERR_INVALID_ARGUMENT when size exceeds the view. */
+ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h,
+                                const void *data, uint64_t size);
+/* Writes contiguous row-major `data` into a tensor view with `strides`
+ * (pitched layouts supported; other strides give UnsupportedStrides). */
+ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                       const ruda_shape_t *shape,
+                                       const ruda_strides_t *strides, size_t elem_size,
+                                       const void *data);
+
+/* ---- Reading ---- */
+
+/* Copies the handle's view (size_in_used bytes, at most `cap`) into `dst`.
+ * Blocking. Returns the stream's queued errors first (and drains them). */
+ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
+                               uint64_t cap);
+/* Asynchronous form: `dst` must stay valid until the future completes. */
+ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h,
+                                     void *dst, uint64_t cap, ruda_future_t **out);
+/* Reads a tensor view with `strides` into contiguous row-major `dst`
+ * (shape x elem_size bytes). UnsupportedStrides for layouts the backend
+ * cannot copy. */
+ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                      const ruda_shape_t *shape,
+                                      const ruda_strides_t *strides, size_t elem_size,
+                                      void *dst);
+ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_t *h,
+                                            const ruda_shape_t *shape,
+                                            const ruda_strides_t *strides,
+                                            size_t elem_size, void *dst,
+                                            ruda_future_t **out);
+
+/* Host buffers of the given sizes that are fast to upload from (pinned).
+ * IoError::UnsupportedIoOperation on backends without them (CPU). */
+ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_t count,
+                                  ruda_bytes_t *out);
+
+/* ---- Raw resources ---- */
+
+/* The backend address of a view (a host pointer on CPU, a CUdeviceptr on
+ * CUDA) plus a binding that keeps it alive until ruda_resource_release(). */
+typedef struct ruda_resource {
+  uint64_t address;
+  uint64_t size;
+  ruda_binding_t binding;
+} ruda_resource_t;
+
+ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
+                                       ruda_resource_t *out);
+void ruda_resource_release(ruda_resource_t *r);
+
+/* ---- Launching ---- */
+
+/* Launches `kernel` with Checked execution. Non-blocking: invalid arguments
+ * (NULL kernel, too many buffers) return at once with
+ * RUDA_ERR_INVALID_ARGUMENT; everything the device checks (dims, units,
+ * shared memory against the device's properties, compilation, kernel
+ * failures) surfaces on the stream as ServerError::Launch(...). */
+ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel,
+                                 ruda_count_t count, const ruda_kernel_args_t *args);
+/* Same, with the execution mode the configured bounds-check mode maps to
+ * (Enforce -> Checked, Validate -> Validate, Auto -> Unchecked). Unchecked
+ * kernels may access memory out of bounds. */
+ruda_status_t ruda_client_launch_unchecked(ruda_client_t *c, ruda_kernel_t *kernel,
+                                           ruda_count_t count,
+                                           const ruda_kernel_args_t *args);
+
+/* ---- Synchronisation ---- */
+
+/* Submits outstanding work; returns (and drains) the stream's errors. */
+ruda_status_t ruda_client_flush(ruda_client_t *c);
+/* Waits until all work submitted on the stream has finished; returns (and
+ * drains) the stream's errors. */
+ruda_status_t ruda_client_sync(ruda_client_t *c);
+ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
+
+/* ---- Memory management ---- */
+
+/* Usage of this client's stream's pools. Fails with ServerUnhealthy while
+ * errors are queued on the stream (they stay queued). */
+ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out);
+/* Returns free pages of the stream's pools to the system/driver.
+ * Non-blocking. */
+ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c);
+/* Switches the stream's pools between Auto and Persistent allocation (the
+ * configuration may disable or enforce persistent mode). Non-blocking. */
+ruda_status_t ruda_client_allocation_mode(ruda_client_t *c,
+                                          ruda_memory_allocation_mode_t mode);
+/* Runs fn(ctx) with the stream in Persistent mode, then back to Auto. Returns
+ * fn's status. */
+ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
+                                           ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
+                                           void *ctx);
+
+/* ---- Profiling and exclusive access ---- */
+
+/* Runs fn(c, ctx) and measures the device time of the work it submits on the
+ * stream (device timestamps where the backend has them). Profiles may nest.
+ * fn's own error is returned as is; a device error during the profile as
+ * ProfileError. */
+ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
+                                  ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
+                                  void *ctx, ruda_profile_duration_t *out);
+/* Runs fn(c, ctx) on the device's worker thread with no other operation of
+ * any thread interleaved; client calls made inside fn run inline. */
+ruda_status_t ruda_client_exclusive(ruda_client_t *c,
+                                    ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
+                                    void *ctx);
+
+/* ---- Process lifetime ---- */
+
+/* Waits for every device's queued work, destroys every server and joins
+ * every worker. Clients still alive become unusable (their calls return
+ * RUDA_ERR_UNAVAILABLE). Optional: an atexit hook does the same. Not to be
+ * called concurrently with other ruda calls. */
+void ruda_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* RUDA_CLIENT_H */

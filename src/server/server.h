@@ -1,0 +1,270 @@
+/* The compute server interface (the seed's ComputeServer and
+ * ServerCommunication) as a vtable, plus ServerUtilities.
+ *
+ * A server is NOT thread-safe. Every method is called only from its
+ * device's worker thread (src/client/device.c), in submission order.
+ * Backends assume valid input: the client validates arguments once.
+ *
+ * Errors of non-blocking methods (void return) are queued by the backend on
+ * the stream's error list (ruda__stream_errors_push); blocking methods
+ * return their status. Which methods drain queued errors follows the seed's
+ * StreamErrorMode table; ruda__stream_errors_check() implements it.
+ *
+ * Ownership: arguments are borrowed unless a comment says "takes". Bindings
+ * inside descriptors are borrowed: a backend that keeps memory alive past the
+ * call (an asynchronous copy, a kernel in flight) clones the bindings it
+ * needs and releases them when the device is done.
+ */
+#ifndef RUDA_SERVER_H
+#define RUDA_SERVER_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory/memory_manager.h"
+#include "ruda/client.h"
+#include "ruda/kernel.h"
+#include "ruda/memory.h"
+#include "ruda/status.h"
+#include "ruda/types.h"
+
+typedef struct ruda__server ruda__server_t;
+typedef struct ruda__future ruda__future_t;
+
+/* A copy descriptor (the seed's CopyDescriptor). */
+typedef struct ruda__copy_desc {
+  ruda_binding_t binding;
+  ruda_shape_t shape;
+  ruda_strides_t strides;
+  size_t elem_size;
+} ruda__copy_desc_t;
+
+/* A launch's arguments as the server sees them: bindings, resolved count,
+ * info words (owned by the op; valid during the call). */
+typedef struct ruda__launch_args {
+  const ruda_binding_t *buffers;
+  size_t num_buffers;
+  const ruda_binding_t *tensor_map_buffers;
+  const ruda_tensor_map_meta_t *tensor_maps;
+  size_t num_tensor_maps;
+  ruda_info_t info;
+} ruda__launch_args_t;
+
+typedef struct ruda__count {
+  bool dynamic;
+  ruda_count3_t fixed;
+  ruda_binding_t buffer; /* dynamic only */
+} ruda__count_t;
+
+typedef enum ruda_reduce_op {
+  RUDA_REDUCE_SUM = 0,
+  RUDA_REDUCE_MEAN = 1,
+} ruda_reduce_op_t;
+
+/* ---- Futures: results that complete after the worker returns ---- */
+
+typedef struct ruda__future_vtable {
+  /* Blocks until done; returns the result (owned by the caller). */
+  ruda_status_t (*wait)(ruda__future_t *f);
+  bool (*poll)(ruda__future_t *f);
+  void (*destroy)(ruda__future_t *f);
+} ruda__future_vtable_t;
+
+struct ruda__future {
+  const ruda__future_vtable_t *vt;
+};
+
+/* A future that is already complete with `status` (taken). NULL when memory
+ * is exhausted (the caller then returns `status` directly). */
+ruda__future_t *ruda__future_ready(ruda_status_t status);
+
+/* ---- The vtable ---- */
+
+typedef struct ruda__server_vtable {
+  const char *name; /* "cpu", "cuda" */
+
+  void (*destroy)(ruda__server_t *s);
+
+  /* Reserves `size` bytes on `stream` and binds `memory` to them. Errors
+   * are queued on the stream. (ignore, no flush) */
+  void (*initialize_memory)(ruda__server_t *s, ruda_memory_t *memory, uint64_t size,
+                            ruda_stream_id_t stream);
+
+  /* Optional (NULL: IoError::UnsupportedIoOperation). Pinned host buffers. */
+  ruda_status_t (*staging)(ruda__server_t *s, const uint64_t *sizes, size_t count,
+                           ruda_stream_id_t stream, ruda_bytes_t *out);
+
+  /* Copies each descriptor's data into dsts[i] (contiguous row-major,
+   * shape x elem_size bytes). The returned future completes when the data
+   * is there; queued stream errors are returned first (drained). */
+  ruda_status_t (*read)(ruda__server_t *s, const ruda__copy_desc_t *descs,
+                        void *const *dsts, size_t count, ruda_stream_id_t stream,
+                        ruda__future_t **out);
+
+  /* Copies srcs[i] into each descriptor's view. Takes every srcs[i] (the
+   * server releases it once the copy is done). Errors queued. */
+  void (*write)(ruda__server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
+                size_t count, ruda_stream_id_t stream);
+
+  /* A future that completes when all work submitted on the stream has
+   * finished; returns (drains) queued errors. */
+  ruda_status_t (*sync)(ruda__server_t *s, ruda_stream_id_t stream,
+                        ruda__future_t **out);
+
+  /* The backend address of a binding's view. (ignore, no flush) */
+  ruda_status_t (*get_resource)(ruda__server_t *s, const ruda_binding_t *b,
+                                ruda_stream_id_t stream, ruda_resource_t *out);
+
+  /* Validates and runs/queues the kernel. Errors queued. */
+  void (*launch)(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
+                 const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                 ruda_stream_id_t stream);
+
+  /* Submits outstanding work; returns (drains) queued errors. */
+  ruda_status_t (*flush)(ruda__server_t *s, ruda_stream_id_t stream);
+
+  /* Fails while errors are queued (no drain). */
+  ruda_status_t (*memory_usage)(ruda__server_t *s, ruda_stream_id_t stream,
+                                ruda_memory_usage_t *out);
+  void (*memory_cleanup)(ruda__server_t *s, ruda_stream_id_t stream);
+  void (*allocation_mode)(ruda__server_t *s, ruda_memory_allocation_mode_t mode,
+                          ruda_stream_id_t stream);
+
+  ruda_status_t (*start_profile)(ruda__server_t *s, ruda_stream_id_t stream,
+                                 ruda_profiling_token_t *out);
+  /* Errors are of the ProfileError family. */
+  ruda_status_t (*end_profile)(ruda__server_t *s, ruda_stream_id_t stream,
+                               ruda_profiling_token_t token,
+                               ruda_profile_duration_t *out);
+
+  /* ---- ServerCommunication (all optional; NULL: unsupported) ---- */
+  bool comm_enabled;
+  ruda_status_t (*sync_collective)(ruda__server_t *s, ruda_stream_id_t stream);
+  ruda_status_t (*comm_init)(ruda__server_t *s, const ruda_device_id_t *ids, size_t n);
+  ruda_status_t (*all_reduce)(ruda__server_t *s, const ruda_binding_t *src,
+                              const ruda_binding_t *dst, ruda_elem_type_t dtype,
+                              ruda_stream_id_t stream, ruda_reduce_op_t op,
+                              const ruda_device_id_t *ids, size_t n);
+  ruda_status_t (*send)(ruda__server_t *s, const ruda__copy_desc_t *desc,
+                        ruda_elem_type_t dtype, ruda_stream_id_t stream,
+                        ruda_device_id_t dst);
+  ruda_status_t (*recv)(ruda__server_t *s, ruda_memory_t *memory, uint64_t size,
+                        ruda_elem_type_t dtype, ruda_stream_id_t stream,
+                        ruda_device_id_t src);
+} ruda__server_vtable_t;
+
+/* ---- ServerUtilities: shared with every client of the device ---- */
+
+#define RUDA_MAX_COMMS 64
+
+typedef struct ruda__server_utilities {
+  ruda_device_properties_t properties;
+  uint64_t properties_hash;
+  char info[256];
+  ruda__layout_policy_t layout_policy;
+  ruda_bounds_check_mode_t check_mode;
+  /* Communication ids already initialized (hash of the sorted device ids). */
+  pthread_mutex_t comms_lock;
+  uint64_t comms[RUDA_MAX_COMMS];
+  size_t num_comms;
+} ruda__server_utilities_t;
+
+void ruda__server_utilities_init(ruda__server_utilities_t *u,
+                                 const ruda_device_properties_t *props,
+                                 const char *info, ruda__layout_policy_t policy);
+void ruda__server_utilities_deinit(ruda__server_utilities_t *u);
+
+/* The base of every backend server (offset 0). */
+struct ruda__server {
+  const ruda__server_vtable_t *vt;
+  ruda__server_utilities_t utilities;
+  ruda_device_id_t device;
+};
+
+/* ---- Backends: registered at link time ---- */
+
+typedef struct ruda__backend {
+  uint16_t type_id;
+  const char *name;
+  /* Number of devices; RUDA_ERR_UNAVAILABLE with the reason when none can
+   * be used. Thread-safe. */
+  ruda_status_t (*device_count)(uint32_t *out);
+  /* Creates the server of device `index`. Called once per device, on the
+   * device's worker thread. */
+  ruda_status_t (*create_server)(uint16_t index, ruda__server_t **out);
+} ruda__backend_t;
+
+extern const ruda__backend_t ruda__backend_cpu;
+extern const ruda__backend_t ruda__backend_cuda;
+
+/* ---- Per-stream error lists (StreamErrorMode) ---- */
+
+typedef struct ruda__stream_errors {
+  ruda_status_t *items;
+  size_t len, cap;
+} ruda__stream_errors_t;
+
+typedef struct ruda__stream_error_mode {
+  bool ignore; /* run even if the stream has errors */
+  bool flush;  /* drain the stream's errors */
+} ruda__stream_error_mode_t;
+
+/* The seed's table. */
+extern const ruda__stream_error_mode_t RUDA__MODE_IGNORE;   /* (true, false)  */
+extern const ruda__stream_error_mode_t RUDA__MODE_DRAIN;    /* (false, true)  */
+extern const ruda__stream_error_mode_t RUDA__MODE_CHECK;    /* (false, false) */
+
+/* Queues `err` (taken) on the list, converted into a ServerError. */
+void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err);
+/* Applies `mode` at the start of an operation: with flush the errors are
+ * drained; without ignore the operation must fail: returns
+ * ServerUnhealthy{drained errors} or, when errors remain queued,
+ * ServerError::Generic("Can't resolve the stream since it is currently in an
+ * error state"). NULL when the operation may proceed. */
+ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
+                                        ruda__stream_error_mode_t mode);
+bool ruda__stream_errors_empty(const ruda__stream_errors_t *e);
+void ruda__stream_errors_deinit(ruda__stream_errors_t *e);
+
+/* ---- Timestamp profiler (the seed's TimestampProfiler) ---- */
+
+typedef struct ruda__profiler_entry {
+  uint64_t token;
+  uint64_t start_ns;
+  ruda_status_t error; /* set by ruda__profiler_error */
+} ruda__profiler_entry_t;
+
+typedef struct ruda__profiler {
+  ruda__profiler_entry_t *entries;
+  size_t len, cap;
+  uint64_t next_token;
+} ruda__profiler_t;
+
+/* Registers a new token starting at `start_ns`. */
+ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t start_ns,
+                                   ruda_profiling_token_t *out);
+/* Ends `token` at `end_ns`: its duration, its recorded error, or
+ * ProfileError::NotRegistered. */
+ruda_status_t ruda__profiler_stop(ruda__profiler_t *p, ruda_profiling_token_t token,
+                                  uint64_t end_ns, ruda_timing_method_t method,
+                                  ruda_profile_duration_t *out);
+/* Marks every active profile failed with a copy of `err` (borrowed). */
+void ruda__profiler_error(ruda__profiler_t *p, ruda_status_t err);
+bool ruda__profiler_is_empty(const ruda__profiler_t *p);
+void ruda__profiler_deinit(ruda__profiler_t *p);
+
+/* Monotonic host clock in nanoseconds. */
+uint64_t ruda__now_ns(void);
+
+/* ---- Launch validation shared by backends ---- */
+
+/* Checks dim, units and shared memory against the properties; returns the
+ * seed's LaunchError::TooManyResources(ResourceLimitError::...). */
+ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
+                                    uint64_t shared_mem_bytes);
+/* Checks a dispatch count against max_ruda_count. */
+ruda_status_t ruda__validate_count(const ruda_device_properties_t *p, ruda_count3_t c);
+
+#endif /* RUDA_SERVER_H */
