@@ -1,0 +1,37 @@
+/* src/base/alloc.h: ruda's host allocator (internal).
+ *
+ * Thin wrappers over malloc/calloc/realloc/free that every ruda layer uses
+ * for host memory, so that tests can make allocations fail on purpose and
+ * run every out-of-memory path (the SQLite approach: fail after the Nth
+ * allocation, loop N upwards until the operation succeeds).
+ *
+ * Thread-safety: all functions are thread-safe. The fault-injection counter
+ * is process-wide; only tests use it.
+ */
+#ifndef RUDA_BASE_ALLOC_H
+#define RUDA_BASE_ALLOC_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* NULL on failure (or when fault injection says so). */
+void *ruda__malloc(size_t size);
+void *ruda__calloc(size_t count, size_t size);
+void *ruda__realloc(void *ptr, size_t size);
+void ruda__free(void *ptr);
+/* Copies of a string; NULL gives NULL (not a failure). */
+char *ruda__strdup(const char *s);
+char *ruda__strndup(const char *s, size_t n);
+/* printf into a fresh allocation; NULL when memory is exhausted. */
+char *ruda__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+char *ruda__vasprintf(const char *fmt, va_list ap);
+
+/* Test hook: let `n` more allocations succeed, then fail every allocation
+ * until called again with n < 0 (which turns injection off). */
+void ruda__test_fail_alloc_after(int64_t n);
+/* Number of allocations failed by injection since the last call to
+ * ruda__test_fail_alloc_after(). */
+uint64_t ruda__test_failed_allocs(void);
+
+#endif /* RUDA_BASE_ALLOC_H */

@@ -1,0 +1,837 @@
+/* The error model: see include/ruda/status.h. */
+#include "ruda/status.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "base/backtrace.h"
+#include "base/status_internal.h"
+#include "base/status_kinds.h"
+
+static const char k_no_reason[] = "No reason provided for the error";
+
+/* Payload shapes: which fields a kind carries and how it serializes. */
+typedef enum {
+  SH_NONE,        /* {} */
+  SH_REASON,      /* {"reason": ...} */
+  SH_DESC,        /* {"description": ...}, stored in `reason` */
+  SH_CAUSE,       /* the wrapped error */
+  SH_LIMIT,       /* {"requested": n, "max": n} */
+  SH_DIM,         /* {"requested": [x,y,z], "max": [x,y,z]} */
+  SH_SIZE,        /* {"size": n} */
+  SH_SIZE_REASON, /* {"size": n, "reason": ...} */
+  SH_LIST,        /* {"errors": [...]} */
+  SH_CONFIG,      /* {"reason", "file", "line", "key"} */
+} shape_t;
+
+/* How the seed prints a captured backtrace after the message. */
+typedef enum { BT_NONE, BT_COLON, BT_PLAIN, BT_NL } trailer_t;
+
+static const char *const k_trailers[] = {
+    [BT_NONE] = NULL,
+    [BT_COLON] = "\nBacktrace:\n",
+    [BT_PLAIN] = "\nBacktrace\n",
+    [BT_NL] = "\n",
+};
+
+typedef struct {
+  ruda_error_kind_t kind;
+  const char *name;
+  ruda_error_family_t family;
+  const char *variant;
+  shape_t shape;
+  const char *text;
+  trailer_t trailer;
+  ruda_error_kind_t default_cause;
+} kind_info_t;
+
+enum {
+#define X(k, n, f, v, sh, t, bt, dc) KI_##k,
+  RUDA__ERROR_KINDS(X)
+#undef X
+  KI_COUNT
+};
+
+static const kind_info_t k_kinds[KI_COUNT] = {
+#define X(k, n, f, v, sh, t, bt, dc) {k, n, f, v, sh, t, bt, (ruda_error_kind_t)(dc)},
+    RUDA__ERROR_KINDS(X)
+#undef X
+};
+
+/* The errors handed out when memory is exhausted: one per kind, never
+ * written after initialization. */
+static struct ruda_status g_static[KI_COUNT] = {
+#define X(k, n, f, v, sh, t, bt, dc) {.kind = k, .is_static = true},
+    RUDA__ERROR_KINDS(X)
+#undef X
+};
+
+static int kind_index(ruda_error_kind_t kind) {
+  switch (kind) {
+#define X(k, n, f, v, sh, t, bt, dc) \
+  case k:                            \
+    return KI_##k;
+    RUDA__ERROR_KINDS(X)
+#undef X
+    default:
+      return -1;
+  }
+}
+
+static const kind_info_t *info_of(ruda_error_kind_t kind) {
+  int i = kind_index(kind);
+  return i < 0 ? NULL : &k_kinds[i];
+}
+
+/* Unknown kinds (and RUDA_OK, which is not an error) become
+ * InvalidArgument: creating an error never fails. */
+static ruda_error_kind_t normalize_kind(ruda_error_kind_t kind) {
+  return kind_index(kind) < 0 ? RUDA_ERR_INVALID_ARGUMENT : kind;
+}
+
+ruda_status_t ruda__status_static(ruda_error_kind_t kind) {
+  return &g_static[kind_index(normalize_kind(kind))];
+}
+
+/* ---- Creation ---------------------------------------------------------- */
+
+static ruda_status_t status_new(ruda_error_kind_t kind) {
+  kind = normalize_kind(kind);
+  ruda_status_t s = ruda__calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->kind = kind;
+  const kind_info_t *ki = info_of(kind);
+  if (ki->shape != SH_CAUSE && ruda_backtrace_enabled()) {
+    /* Skip status_new and the public constructor unless "full". */
+    s->backtrace = ruda__backtrace_capture(ruda__backtrace_full() ? 0 : 2);
+  }
+  return s;
+}
+
+static void status_free_one(ruda_status_t s) {
+  ruda__free(s->reason);
+  for (size_t i = 0; i < s->count; i++) ruda_status_free(s->errors[i]);
+  ruda__free(s->errors);
+  ruda__free(s->vendor_call);
+  ruda__free(s->vendor_code_name);
+  ruda__free(s->file);
+  ruda__free(s->key);
+  ruda__free(s->backtrace);
+  ruda__free(s);
+}
+
+void ruda_status_free(ruda_status_t s) {
+  /* Iterative along the cause chain, recursive only into unhealthy lists. */
+  while (s && !s->is_static) {
+    ruda_status_t cause = s->cause;
+    status_free_one(s);
+    s = cause;
+  }
+}
+
+static ruda_status_t with_reason(ruda_status_t s, ruda_error_kind_t kind,
+                                 const char *fmt, va_list ap) {
+  if (!s) return ruda__status_static(kind);
+  if (fmt) {
+    s->reason = ruda__vasprintf(fmt, ap);
+    if (!s->reason) {
+      ruda_status_free(s);
+      return ruda__status_static(kind);
+    }
+  }
+  return s;
+}
+
+ruda_status_t ruda_status_createv(ruda_error_kind_t kind, const char *fmt,
+                                  va_list ap) {
+  kind = normalize_kind(kind);
+  const kind_info_t *ki = info_of(kind);
+  if (ki->shape == SH_CAUSE && ki->default_cause) {
+    /* A wrapping kind built from text: the text goes into the natural
+     * leaf of the wrapped family (Launch -> LaunchError::Unknown...). */
+    ruda_status_t inner = with_reason(status_new(ki->default_cause),
+                                      ki->default_cause, fmt, ap);
+    return ruda_status_wrap(kind, inner);
+  }
+  return with_reason(status_new(kind), kind, fmt, ap);
+}
+
+ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt,
+                                 ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ruda_status_t s = ruda_status_createv(kind, fmt, ap);
+  va_end(ap);
+  return s;
+}
+
+ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
+                                         uint64_t requested, uint64_t max) {
+  ruda_status_t s = status_new(kind);
+  if (!s) return ruda__status_static(kind);
+  s->requested = requested;
+  s->max = max;
+  return s;
+}
+
+ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
+                                   const uint32_t max[3]) {
+  ruda_status_t s = status_new(RUDA_ERR_RESOURCE_RUDA_DIM);
+  if (!s) return ruda__status_static(RUDA_ERR_RESOURCE_RUDA_DIM);
+  for (int i = 0; i < 3; i++) {
+    s->dims_requested[i] = requested ? requested[i] : 0;
+    s->dims_max[i] = max ? max[i] : 0;
+  }
+  return s;
+}
+
+ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) {
+  ruda_status_t s = status_new(kind);
+  if (!s) return ruda__status_static(kind);
+  s->size = size;
+  return s;
+}
+
+/* Text of `s` without its backtrace, in a ruda__malloc()ed string. */
+static char *text_of(ruda_status_t s);
+
+/* Makes `s` (owned) an error of `family`, inserting the variant that holds
+ * it in that family. Never NULL for a non-NULL `s`. */
+static ruda_status_t coerce(ruda_error_family_t family, ruda_status_t s) {
+  ruda_error_family_t have = ruda_status_family(s);
+  if (have == family) return s;
+  switch (family) {
+    case RUDA_FAMILY_SERVER:
+      return ruda_status_into_server(s);
+    case RUDA_FAMILY_LAUNCH:
+      switch (have) {
+        case RUDA_FAMILY_RESOURCE:
+          return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, s);
+        case RUDA_FAMILY_COMPILATION:
+          return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, s);
+        case RUDA_FAMILY_IO:
+          return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, s);
+        default:
+          break;
+      }
+      break;
+    case RUDA_FAMILY_PROFILE:
+      if (have == RUDA_FAMILY_SERVER)
+        return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, s);
+      return ruda_status_wrap(RUDA_ERR_PROFILE_LAUNCH,
+                              coerce(RUDA_FAMILY_LAUNCH, s));
+    case RUDA_FAMILY_IO:
+      return ruda_status_wrap(RUDA_ERR_IO_EXECUTION,
+                              ruda_status_into_server(s));
+    default:
+      break;
+  }
+  /* No variant holds it: keep its text as the reason of the family's
+   * catch-all. */
+  ruda_error_kind_t leaf = family == RUDA_FAMILY_LAUNCH
+                               ? RUDA_ERR_LAUNCH_UNKNOWN
+                               : family == RUDA_FAMILY_COMPILATION
+                                     ? RUDA_ERR_COMPILATION_GENERIC
+                                     : RUDA_ERR_SERVER_GENERIC;
+  char *text = text_of(s);
+  ruda_status_t out = status_new(leaf);
+  if (!out || !text) {
+    ruda__free(text);
+    ruda_status_free(out);
+    ruda_status_free(s);
+    return ruda__status_static(leaf);
+  }
+  out->reason = text;
+  ruda_status_free(s);
+  return out;
+}
+
+/* The family a wrapping kind's cause must belong to. */
+static ruda_error_family_t cause_family(ruda_error_kind_t kind) {
+  switch (kind) {
+    case RUDA_ERR_SERVER_LAUNCH:
+    case RUDA_ERR_PROFILE_LAUNCH:
+      return RUDA_FAMILY_LAUNCH;
+    case RUDA_ERR_SERVER_PROFILE:
+      return RUDA_FAMILY_PROFILE;
+    case RUDA_ERR_SERVER_IO:
+    case RUDA_ERR_LAUNCH_IO:
+      return RUDA_FAMILY_IO;
+    case RUDA_ERR_LAUNCH_COMPILATION:
+      return RUDA_FAMILY_COMPILATION;
+    case RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES:
+      return RUDA_FAMILY_RESOURCE;
+    case RUDA_ERR_PROFILE_SERVER:
+    case RUDA_ERR_IO_EXECUTION:
+      return RUDA_FAMILY_SERVER;
+    default:
+      return RUDA_FAMILY_NONE;
+  }
+}
+
+ruda_status_t ruda_status_wrap(ruda_error_kind_t kind, ruda_status_t cause) {
+  kind = normalize_kind(kind);
+  ruda_error_family_t want = cause_family(kind);
+  if (want == RUDA_FAMILY_NONE) {
+    /* Not a wrapping kind: the cause's text becomes the reason. */
+    char *text = cause ? text_of(cause) : NULL;
+    ruda_status_t s = status_new(kind);
+    if (!s || (cause && !text)) {
+      ruda__free(text);
+      ruda_status_free(s);
+      ruda_status_free(cause);
+      return ruda__status_static(kind);
+    }
+    s->reason = text;
+    ruda_status_free(cause);
+    return s;
+  }
+  if (cause && ruda_status_family(cause) != want) {
+    if (want == RUDA_FAMILY_RESOURCE) {
+      /* No ResourceLimitError can hold another error: drop the
+       * TooManyResources level and keep the cause as a LaunchError. */
+      return coerce(RUDA_FAMILY_LAUNCH, cause);
+    }
+    cause = coerce(want, cause);
+  }
+  ruda_status_t s = status_new(kind);
+  if (!s) {
+    ruda_status_free(cause);
+    return ruda__status_static(kind);
+  }
+  s->cause = cause;
+  return s;
+}
+
+ruda_status_t ruda_status_into_server(ruda_status_t s) {
+  if (!s) return NULL;
+  switch (ruda_status_family(s)) {
+    case RUDA_FAMILY_SERVER:
+      return s;
+    case RUDA_FAMILY_LAUNCH:
+      return ruda_status_wrap(RUDA_ERR_SERVER_LAUNCH, s);
+    case RUDA_FAMILY_PROFILE:
+      return ruda_status_wrap(RUDA_ERR_SERVER_PROFILE, s);
+    case RUDA_FAMILY_IO:
+      return ruda_status_wrap(RUDA_ERR_SERVER_IO, s);
+    case RUDA_FAMILY_RESOURCE:
+      return ruda_status_wrap(
+          RUDA_ERR_SERVER_LAUNCH,
+          ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, s));
+    case RUDA_FAMILY_COMPILATION:
+      return ruda_status_wrap(
+          RUDA_ERR_SERVER_LAUNCH,
+          ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, s));
+    default:
+      break;
+  }
+  /* ruda's own kinds: Generic with the same text; the backtrace and vendor
+   * details move over. */
+  char *text = text_of(s);
+  ruda_status_t g = text ? ruda__calloc(1, sizeof *g) : NULL;
+  if (!g) {
+    ruda__free(text);
+    ruda_status_free(s);
+    return ruda__status_static(RUDA_ERR_SERVER_GENERIC);
+  }
+  g->kind = RUDA_ERR_SERVER_GENERIC;
+  g->reason = text;
+  if (!s->is_static) {
+    g->backtrace = s->backtrace;
+    s->backtrace = NULL;
+    g->vendor_call = s->vendor_call;
+    g->vendor_code_name = s->vendor_code_name;
+    g->vendor_code = s->vendor_code;
+    s->vendor_call = s->vendor_code_name = NULL;
+  }
+  ruda_status_free(s);
+  return g;
+}
+
+ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {
+  ruda_status_t s = status_new(RUDA_ERR_SERVER_UNHEALTHY);
+  size_t n = 0;
+  for (size_t i = 0; errors && i < count; i++) n += errors[i] != NULL;
+  if (s && n) {
+    s->errors = ruda__calloc(n, sizeof *s->errors);
+    if (!s->errors) {
+      ruda_status_free(s);
+      s = NULL;
+    }
+  }
+  if (!s) {
+    for (size_t i = 0; errors && i < count; i++) ruda_status_free(errors[i]);
+    return ruda__status_static(RUDA_ERR_SERVER_UNHEALTHY);
+  }
+  for (size_t i = 0; errors && i < count; i++) {
+    if (errors[i]) s->errors[s->count++] = ruda_status_into_server(errors[i]);
+  }
+  return s;
+}
+
+ruda_status_t ruda_status_set_vendor(ruda_status_t s, const char *call,
+                                     const char *code_name, int64_t code) {
+  if (!s || s->is_static) return s;
+  char *c = ruda__strdup(call);
+  char *n = ruda__strdup(code_name);
+  if ((call && !c) || (code_name && !n)) {
+    /* Out of memory: keep the error, leave the details off. */
+    ruda__free(c);
+    ruda__free(n);
+    return s;
+  }
+  ruda__free(s->vendor_call);
+  ruda__free(s->vendor_code_name);
+  s->vendor_call = c;
+  s->vendor_code_name = n;
+  s->vendor_code = code;
+  return s;
+}
+
+ruda_status_t ruda_status_set_location(ruda_status_t s, const char *file,
+                                       uint32_t line, const char *key) {
+  if (!s || s->is_static) return s;
+  char *f = ruda__strdup(file);
+  char *k = ruda__strdup(key);
+  if ((file && !f) || (key && !k)) {
+    ruda__free(f);
+    ruda__free(k);
+    return s;
+  }
+  ruda__free(s->file);
+  ruda__free(s->key);
+  s->file = f;
+  s->key = k;
+  s->line = line;
+  return s;
+}
+
+static bool dup_field(char **dst, const char *src) {
+  if (!src) return true;
+  *dst = ruda__strdup(src);
+  return *dst != NULL;
+}
+
+ruda_status_t ruda_status_clone(ruda_status_t s) {
+  if (!s) return NULL;
+  if (s->is_static) return s;
+  ruda_status_t c = ruda__calloc(1, sizeof *c);
+  if (!c) return ruda__status_static(s->kind);
+  *c = *s;
+  c->reason = c->vendor_call = c->vendor_code_name = c->file = c->key =
+      c->backtrace = NULL;
+  c->cause = NULL;
+  c->errors = NULL;
+  c->count = 0;
+  bool ok = dup_field(&c->reason, s->reason) &&
+            dup_field(&c->vendor_call, s->vendor_call) &&
+            dup_field(&c->vendor_code_name, s->vendor_code_name) &&
+            dup_field(&c->file, s->file) && dup_field(&c->key, s->key) &&
+            dup_field(&c->backtrace, s->backtrace);
+  if (ok && s->cause) {
+    c->cause = ruda_status_clone(s->cause);
+    /* A static cause stands for a failed deep copy. */
+    ok = !c->cause->is_static || s->cause->is_static;
+  }
+  if (ok && s->count) {
+    c->errors = ruda__calloc(s->count, sizeof *c->errors);
+    ok = c->errors != NULL;
+    for (size_t i = 0; ok && i < s->count; i++) {
+      c->errors[c->count++] = ruda_status_clone(s->errors[i]);
+      ok = !c->errors[i]->is_static || s->errors[i]->is_static;
+    }
+  }
+  if (!ok) {
+    ruda_status_free(c);
+    return ruda__status_static(s->kind);
+  }
+  return c;
+}
+
+/* ---- Inspection -------------------------------------------------------- */
+
+ruda_error_kind_t ruda_status_kind(ruda_status_t s) {
+  return s ? s->kind : RUDA_OK;
+}
+
+ruda_error_family_t ruda_error_kind_family(ruda_error_kind_t kind) {
+  const kind_info_t *ki = info_of(kind);
+  return ki ? ki->family : RUDA_FAMILY_NONE;
+}
+
+ruda_error_family_t ruda_status_family(ruda_status_t s) {
+  return ruda_error_kind_family(ruda_status_kind(s));
+}
+
+const char *ruda_error_kind_name(ruda_error_kind_t kind) {
+  if (kind == RUDA_OK) return "Ok";
+  const kind_info_t *ki = info_of(kind);
+  return ki ? ki->name : "UnknownErrorKind";
+}
+
+ruda_status_t ruda_status_cause(ruda_status_t s) {
+  return s ? s->cause : NULL;
+}
+
+ruda_status_t ruda_status_find(ruda_status_t s, ruda_error_kind_t kind) {
+  for (; s; s = s->cause) {
+    if (s->kind == kind) return s;
+    for (size_t i = 0; i < s->count; i++) {
+      ruda_status_t f = ruda_status_find(s->errors[i], kind);
+      if (f) return f;
+    }
+  }
+  return NULL;
+}
+
+ruda_status_t ruda_status_root(ruda_status_t s) {
+  while (s && s->cause) s = s->cause;
+  return s;
+}
+
+static bool has_reason(ruda_error_kind_t kind) {
+  const kind_info_t *ki = info_of(kind);
+  if (!ki) return false;
+  return ki->shape == SH_REASON || ki->shape == SH_DESC ||
+         ki->shape == SH_SIZE_REASON || ki->shape == SH_CONFIG;
+}
+
+const char *ruda_status_reason(ruda_status_t s) {
+  if (!s || !has_reason(s->kind)) return NULL;
+  return s->reason ? s->reason : k_no_reason;
+}
+
+uint64_t ruda_status_requested(ruda_status_t s) { return s ? s->requested : 0; }
+uint64_t ruda_status_max(ruda_status_t s) { return s ? s->max : 0; }
+uint64_t ruda_status_size_field(ruda_status_t s) { return s ? s->size : 0; }
+
+bool ruda_status_dims(ruda_status_t s, uint32_t out_requested[3],
+                      uint32_t out_max[3]) {
+  if (!s || s->kind != RUDA_ERR_RESOURCE_RUDA_DIM) return false;
+  for (int i = 0; i < 3; i++) {
+    if (out_requested) out_requested[i] = s->dims_requested[i];
+    if (out_max) out_max[i] = s->dims_max[i];
+  }
+  return true;
+}
+
+size_t ruda_status_error_count(ruda_status_t s) { return s ? s->count : 0; }
+
+ruda_status_t ruda_status_error_at(ruda_status_t s, size_t index) {
+  return s && index < s->count ? s->errors[index] : NULL;
+}
+
+const char *ruda_status_vendor_call(ruda_status_t s) {
+  return s ? s->vendor_call : NULL;
+}
+const char *ruda_status_vendor_code_name(ruda_status_t s) {
+  return s ? s->vendor_code_name : NULL;
+}
+int64_t ruda_status_vendor_code(ruda_status_t s) {
+  return s ? s->vendor_code : 0;
+}
+const char *ruda_status_file(ruda_status_t s) { return s ? s->file : NULL; }
+uint32_t ruda_status_line(ruda_status_t s) { return s ? s->line : 0; }
+const char *ruda_status_key(ruda_status_t s) { return s ? s->key : NULL; }
+const char *ruda_status_backtrace(ruda_status_t s) {
+  return s ? s->backtrace : NULL;
+}
+bool ruda_status_is_static(ruda_status_t s) { return s && s->is_static; }
+
+/* ---- Rendering --------------------------------------------------------- */
+
+/* A string builder that either writes into a fixed buffer, counting what
+ * did not fit (snprintf semantics), or grows its own allocation. */
+typedef struct {
+  char *buf;
+  size_t cap;
+  size_t len;
+  bool grow;
+  bool failed;
+} sb_t;
+
+static void sb_put(sb_t *b, const char *s, size_t n) {
+  if (b->grow && !b->failed && b->len + n + 1 > b->cap) {
+    size_t cap = b->cap ? b->cap : 128;
+    while (cap < b->len + n + 1) cap *= 2;
+    char *nb = ruda__realloc(b->buf, cap);
+    if (!nb) {
+      b->failed = true;
+    } else {
+      b->buf = nb;
+      b->cap = cap;
+    }
+  }
+  if (!b->failed && b->cap > b->len + 1) {
+    size_t room = b->cap - b->len - 1;
+    memcpy(b->buf + b->len, s, n < room ? n : room);
+  }
+  b->len += n;
+}
+
+static void sb_str(sb_t *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+static void sb_u64(sb_t *b, uint64_t v) {
+  char tmp[24];
+  int n = snprintf(tmp, sizeof tmp, "%" PRIu64, v);
+  sb_put(b, tmp, (size_t)n);
+}
+
+static void sb_i64(sb_t *b, int64_t v) {
+  char tmp[24];
+  int n = snprintf(tmp, sizeof tmp, "%" PRId64, v);
+  sb_put(b, tmp, (size_t)n);
+}
+
+static void sb_dims(sb_t *b, const uint32_t d[3], const char *open,
+                    const char *sep, const char *close) {
+  sb_str(b, open);
+  for (int i = 0; i < 3; i++) {
+    if (i) sb_str(b, sep);
+    sb_u64(b, d[i]);
+  }
+  sb_str(b, close);
+}
+
+/* Terminates the text; for a fixed buffer, at the truncation point. */
+static void sb_finish(sb_t *b) {
+  if (b->failed || b->cap == 0) return;
+  b->buf[b->len < b->cap ? b->len : b->cap - 1] = '\0';
+}
+
+static void render(sb_t *b, ruda_status_t s, bool with_backtrace);
+
+static void render_field(sb_t *b, ruda_status_t s, const char *name,
+                         size_t n) {
+#define IS(lit) (n == sizeof(lit) - 1 && memcmp(name, lit, n) == 0)
+  if (IS("reason")) {
+    sb_str(b, s->reason ? s->reason : k_no_reason);
+  } else if (IS("cause")) {
+    if (s->cause)
+      render(b, s->cause, true);
+    else
+      sb_str(b, k_no_reason);
+  } else if (IS("requested")) {
+    sb_u64(b, s->requested);
+  } else if (IS("max")) {
+    sb_u64(b, s->max);
+  } else if (IS("size")) {
+    sb_u64(b, s->size);
+  } else if (IS("dims_req")) {
+    sb_dims(b, s->dims_requested, "(", ", ", ")");
+  } else if (IS("dims_max")) {
+    sb_dims(b, s->dims_max, "(", ", ", ")");
+  } else if (IS("errors")) {
+    sb_str(b, "[");
+    for (size_t i = 0; i < s->count; i++) {
+      if (i) sb_str(b, ", ");
+      render(b, s->errors[i], true);
+    }
+    sb_str(b, "]");
+  } else if (IS("location")) {
+    if (s->file) {
+      sb_str(b, " in ");
+      sb_str(b, s->file);
+      if (s->line) {
+        sb_str(b, ":");
+        sb_u64(b, s->line);
+      }
+    } else if (s->line) {
+      sb_str(b, " at line ");
+      sb_u64(b, s->line);
+    }
+    if (s->key) {
+      sb_str(b, s->file || s->line ? ", key `" : " at key `");
+      sb_str(b, s->key);
+      sb_str(b, "`");
+    }
+  }
+#undef IS
+}
+
+static void render(sb_t *b, ruda_status_t s, bool with_backtrace) {
+  const kind_info_t *ki = info_of(s->kind);
+  const char *t = ki->text;
+  while (*t) {
+    const char *open = strchr(t, '{');
+    if (!open) {
+      sb_str(b, t);
+      break;
+    }
+    sb_put(b, t, (size_t)(open - t));
+    const char *close = strchr(open, '}');
+    render_field(b, s, open + 1, (size_t)(close - open - 1));
+    t = close + 1;
+  }
+  if (s->vendor_call || s->vendor_code_name) {
+    sb_str(b, "\n  ");
+    if (s->vendor_call) {
+      sb_str(b, s->vendor_call);
+      sb_str(b, ": ");
+    }
+    sb_str(b, s->vendor_code_name ? s->vendor_code_name : "error");
+    sb_str(b, " (");
+    sb_i64(b, s->vendor_code);
+    sb_str(b, ")");
+  }
+  if (with_backtrace && s->backtrace && k_trailers[ki->trailer]) {
+    sb_str(b, k_trailers[ki->trailer]);
+    sb_str(b, s->backtrace);
+  }
+}
+
+size_t ruda_status_format(ruda_status_t s, char *buf, size_t cap) {
+  sb_t b = {.buf = buf, .cap = buf ? cap : 0};
+  if (!s)
+    sb_str(&b, "OK");
+  else
+    render(&b, s, true);
+  sb_finish(&b);
+  return b.len;
+}
+
+static char *render_alloc(ruda_status_t s, bool with_backtrace) {
+  sb_t b = {.grow = true};
+  if (!s)
+    sb_str(&b, "OK");
+  else
+    render(&b, s, with_backtrace);
+  if (b.failed || !b.buf) {
+    ruda__free(b.buf);
+    return NULL;
+  }
+  sb_finish(&b);
+  return b.buf;
+}
+
+static char *text_of(ruda_status_t s) { return render_alloc(s, false); }
+
+char *ruda_status_to_string(ruda_status_t s) {
+  /* The caller frees with free(): ruda__malloc is malloc underneath. */
+  return render_alloc(s, true);
+}
+
+static void json_str(sb_t *b, const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  sb_str(b, "\"");
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const char *esc = NULL;
+    switch (*p) {
+      case '"': esc = "\\\""; break;
+      case '\\': esc = "\\\\"; break;
+      case '\n': esc = "\\n"; break;
+      case '\r': esc = "\\r"; break;
+      case '\t': esc = "\\t"; break;
+      case '\b': esc = "\\b"; break;
+      case '\f': esc = "\\f"; break;
+      default: break;
+    }
+    if (esc) {
+      sb_str(b, esc);
+    } else if (*p < 0x20) {
+      char u[7] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15], 0};
+      sb_str(b, u);
+    } else {
+      sb_put(b, (const char *)p, 1);
+    }
+  }
+  sb_str(b, "\"");
+}
+
+static void json(sb_t *b, ruda_status_t s) {
+  const kind_info_t *ki = info_of(s->kind);
+  const char *reason = s->reason ? s->reason : k_no_reason;
+  sb_str(b, "{");
+  json_str(b, ki->variant);
+  sb_str(b, ":");
+  switch (ki->shape) {
+    case SH_NONE:
+      sb_str(b, "{}");
+      break;
+    case SH_REASON:
+      sb_str(b, "{\"reason\":");
+      json_str(b, reason);
+      sb_str(b, "}");
+      break;
+    case SH_DESC:
+      sb_str(b, "{\"description\":");
+      json_str(b, reason);
+      sb_str(b, "}");
+      break;
+    case SH_CAUSE:
+      if (s->cause)
+        json(b, s->cause);
+      else
+        sb_str(b, "null");
+      break;
+    case SH_LIMIT:
+      sb_str(b, "{\"requested\":");
+      sb_u64(b, s->requested);
+      sb_str(b, ",\"max\":");
+      sb_u64(b, s->max);
+      sb_str(b, "}");
+      break;
+    case SH_DIM:
+      sb_str(b, "{\"requested\":");
+      sb_dims(b, s->dims_requested, "[", ",", "]");
+      sb_str(b, ",\"max\":");
+      sb_dims(b, s->dims_max, "[", ",", "]");
+      sb_str(b, "}");
+      break;
+    case SH_SIZE:
+      sb_str(b, "{\"size\":");
+      sb_u64(b, s->size);
+      sb_str(b, "}");
+      break;
+    case SH_SIZE_REASON:
+      sb_str(b, "{\"size\":");
+      sb_u64(b, s->size);
+      sb_str(b, ",\"reason\":");
+      json_str(b, reason);
+      sb_str(b, "}");
+      break;
+    case SH_LIST:
+      sb_str(b, "{\"errors\":[");
+      for (size_t i = 0; i < s->count; i++) {
+        if (i) sb_str(b, ",");
+        json(b, s->errors[i]);
+      }
+      sb_str(b, "]}");
+      break;
+    case SH_CONFIG:
+      sb_str(b, "{\"reason\":");
+      json_str(b, reason);
+      sb_str(b, ",\"file\":");
+      if (s->file)
+        json_str(b, s->file);
+      else
+        sb_str(b, "null");
+      sb_str(b, ",\"line\":");
+      sb_u64(b, s->line);
+      sb_str(b, ",\"key\":");
+      if (s->key)
+        json_str(b, s->key);
+      else
+        sb_str(b, "null");
+      sb_str(b, "}");
+      break;
+  }
+  sb_str(b, "}");
+}
+
+char *ruda_status_to_json(ruda_status_t s) {
+  sb_t b = {.grow = true};
+  if (!s)
+    sb_str(&b, "null");
+  else
+    json(&b, s);
+  if (b.failed || !b.buf) {
+    ruda__free(b.buf);
+    return NULL;
+  }
+  sb_finish(&b);
+  return b.buf;
+}
