@@ -1,0 +1,81 @@
+/* ExclusiveMemoryPool: one allocation per page, pages sized by a running
+ * average of the requests, freed by a periodic free-count check. */
+#include <stdlib.h>
+
+#include "memory/memory_internal.h"
+
+ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                           uint64_t size) {
+  (void)mm;
+  p->cur_avg = 0.99 * p->cur_avg + 0.01 * (double)size;
+  if (p->free_pages == 0) return NULL;
+  ruda__page_t *best = NULL;
+  for (uint32_t i = 0; i < p->npages; i++) {
+    ruda__page_t *pg = p->pages[i];
+    if (pg->slice->used || pg->storage.size < size) continue;
+    if (!best || pg->free_count < best->free_count) {
+      best = pg;
+      if (best->free_count == 0) break;
+    }
+  }
+  if (!best) return NULL;
+  if (best->free_count > 0) best->free_count--;
+  p->free_pages--;
+  ruda__slice_mark_used(p, best->slice, size);
+  return best->slice;
+}
+
+ruda_status_t ruda__exclusive_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                    uint64_t size, ruda__slice_t **out) {
+  if (size > p->opt.max_alloc_size) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
+  double avg = p->cur_avg;
+  uint64_t want = avg > (double)size ? (uint64_t)avg : size;
+  if (want > p->opt.max_alloc_size) want = p->opt.max_alloc_size;
+  uint64_t alloc_size = ruda__round_up(want, p->alignment);
+  ruda__slice_t *s = ruda__slice_get(mm);
+  if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__page_t *pg;
+  ruda_status_t st = ruda__pool_page_new(mm, p, alloc_size, &pg);
+  if (st) {
+    ruda__slice_put(mm, s);
+    return st;
+  }
+  s->page = pg;
+  s->offset = 0;
+  s->memory = NULL;
+  s->prev = s->next = NULL;
+  pg->slice = s;
+  pg->free_count = 4;
+  ruda__slice_mark_used(p, s, size);
+  *out = s;
+  return NULL;
+}
+
+void ruda__exclusive_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
+  (void)mm;
+  ruda__slice_mark_free(p, s);
+  p->free_pages++;
+}
+
+void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t alloc_nr,
+                             bool explicit_) {
+  uint64_t period = p->opt.dealloc_period / 5;
+  if (!explicit_ && alloc_nr - p->last_check < period) return;
+  p->last_check = alloc_nr;
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < p->npages; i++) {
+    ruda__page_t *pg = p->pages[i];
+    if (!pg->slice->used) {
+      pg->free_count++;
+      if (pg->free_count >= 5 || explicit_) {
+        ruda__slice_put(mm, pg->slice);
+        ruda__pool_page_free(mm, p, pg);
+        p->free_pages--;
+        continue;
+      }
+    }
+    pg->index = j;
+    p->pages[j++] = pg;
+  }
+  p->npages = j;
+}

@@ -1,0 +1,117 @@
+/* Memory layout policies (the reference's allocator.rs): Contiguous(align)
+ * and Pitched(align) over one shared, lazily bound allocation. */
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+static bool ruda__mul_ovf(uint64_t a, uint64_t b, uint64_t *out) {
+  if (a && b > UINT64_MAX / a) return true;
+  *out = a * b;
+  return false;
+}
+
+static bool ruda__round_up_ovf(uint64_t v, uint64_t a, uint64_t *out) {
+  uint64_t p = ruda__padding(v, a);
+  if (v > UINT64_MAX - p) return true;
+  *out = v + p;
+  return false;
+}
+
+static uint64_t ruda__next_pow2(uint64_t v) {
+  uint64_t p = 1;
+  while (p < v && p < (1ull << 63)) p <<= 1;
+  return p;
+}
+
+/* The reference's optimal_align(width, elem, align). */
+static uint64_t ruda__optimal_align(uint64_t width, uint64_t elem, uint64_t align) {
+  if (width == 1) return elem;
+  uint64_t p = ruda__next_pow2(width * elem);
+  if (p < 16) p = 16;
+  if (p > align) p = align;
+  return p;
+}
+
+/* Size and strides of one descriptor; true on overflow. */
+static bool ruda__layout_one(const ruda__layout_policy_t *policy,
+                             const ruda_memory_layout_descriptor_t *d, uint64_t *out_size,
+                             ruda_strides_t *out_strides) {
+  const ruda_shape_t *s = &d->shape;
+  uint32_t rank = s->rank;
+  uint64_t elem = d->elem_size;
+  memset(out_strides, 0, sizeof *out_strides);
+  out_strides->rank = rank;
+  if (policy->kind == RUDA_LAYOUT_POLICY_CONTIGUOUS) {
+    uint64_t n = 1;
+    for (uint32_t i = rank; i-- > 0;) {
+      out_strides->values[i] = n;
+      if (ruda__mul_ovf(n, s->dims[i], &n)) return true;
+    }
+    return ruda__mul_ovf(n, elem, out_size);
+  }
+  uint64_t width = rank ? s->dims[rank - 1] : 1;
+  uint64_t height = 1;
+  for (uint32_t i = 0; i + 1 < rank; i++)
+    if (ruda__mul_ovf(height, s->dims[i], &height)) return true;
+  if (height == 0) height = 1;
+  uint64_t row;
+  if (ruda__mul_ovf(width, elem, &row)) return true;
+  uint64_t pitch_align = d->strategy == RUDA_LAYOUT_OPTIMIZED
+                             ? ruda__optimal_align(width, elem, policy->alignment)
+                             : 1;
+  uint64_t pitch;
+  if (ruda__round_up_ovf(row, pitch_align, &pitch)) return true;
+  if (ruda__mul_ovf(height, pitch, out_size)) return true;
+  for (uint32_t i = 0; i < rank; i++) out_strides->values[i] = 1;
+  if (rank > 1) {
+    out_strides->values[rank - 2] = pitch / elem;
+    for (uint32_t i = rank - 2; i-- > 0;)
+      if (ruda__mul_ovf(out_strides->values[i + 1], s->dims[i + 1], &out_strides->values[i]))
+        return true;
+  }
+  return false;
+}
+
+ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_stream_id_t stream,
+                                 const ruda_memory_layout_descriptor_t *descs, size_t count,
+                                 ruda_handle_t *out_base, ruda_memory_layout_t *out_layouts) {
+  memset(out_base, 0, sizeof *out_base);
+  if (policy->kind != RUDA_LAYOUT_POLICY_CONTIGUOUS && policy->kind != RUDA_LAYOUT_POLICY_PITCHED)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown layout policy %d",
+                              (int)policy->kind);
+  uint64_t align = policy->alignment ? policy->alignment : 1;
+  uint64_t total = 0;
+  /* First pass: sizes, strides and offsets (stored in the outputs). */
+  for (size_t i = 0; i < count; i++) {
+    const ruda_memory_layout_descriptor_t *d = &descs[i];
+    if (d->elem_size == 0)
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "layout descriptor %zu has a zero element size", i);
+    if (d->shape.rank > RUDA_MAX_RANK)
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "layout descriptor %zu has rank %u (max %d)", i,
+                                d->shape.rank, RUDA_MAX_RANK);
+    uint64_t size, rounded;
+    memset(&out_layouts[i], 0, sizeof out_layouts[i]);
+    if (ruda__layout_one(policy, d, &size, &out_layouts[i].strides) ||
+        ruda__round_up_ovf(size, align, &rounded) || total > UINT64_MAX - rounded)
+      return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
+    out_layouts[i].memory.offset_start = total;
+    out_layouts[i].memory.offset_end = size; /* fixed below, once total is known */
+    total += rounded;
+  }
+  ruda_memory_t *m = ruda__memory_new();
+  if (!m) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, total);
+  out_base->memory = m;
+  out_base->offset_start = out_base->offset_end = 0;
+  out_base->size = total;
+  out_base->stream = stream;
+  for (size_t i = 0; i < count; i++) {
+    ruda_handle_t *h = &out_layouts[i].memory;
+    uint64_t off = h->offset_start, size = h->offset_end;
+    *h = ruda_handle_clone(out_base);
+    h->offset_start = off;
+    h->offset_end = total - off - size;
+  }
+  return NULL;
+}

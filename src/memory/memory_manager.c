@@ -1,0 +1,550 @@
+/* MemoryManagement of one stream: presets, routing, bind, lookup, cleanup,
+ * mode and usage. See memory_internal.h for how frees reach the manager. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+#define RUDA__MIB (1024ull * 1024ull)
+#define RUDA__GIB (1024ull * RUDA__MIB)
+
+/* ---- Memory log lines ---- */
+
+static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...) {
+  /* The memory log channel (RUDA_LOG_MEMORY) is read once; the base
+   * layer's configurable logger replaces this when it lands. */
+  static int enabled = -1;
+  if (enabled < 0) {
+    const char *e = getenv("RUDA_LOG_MEMORY");
+    enabled = e && *e && strcmp(e, "0") != 0 && strcmp(e, "disabled") != 0;
+  }
+  if (!enabled) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "[%s] ", mm->name);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* ---- Presets ---- */
+
+static ruda__pool_options_t ruda__sliced_opt(uint64_t page, uint64_t max_slice) {
+  ruda__pool_options_t o = {RUDA_POOL_SLICED, page, max_slice, 0, UINT64_MAX};
+  return o;
+}
+
+static ruda__pool_options_t ruda__exclusive_opt(uint64_t max_alloc, uint64_t period) {
+  ruda__pool_options_t o = {RUDA_POOL_EXCLUSIVE, 0, 0, max_alloc, period};
+  return o;
+}
+
+uint32_t ruda__memory_presets(ruda__memory_configuration_t c, ruda_memory_properties_t props,
+                              ruda__pool_options_t out[RUDA_MAX_POOLS]) {
+  uint64_t m = props.max_page_size, a = props.alignment ? props.alignment : 1;
+  uint32_t n = 0;
+  if (c == RUDA_MEMORY_SUBSLICES) {
+    out[n++] = ruda__exclusive_opt(0, UINT64_MAX);
+    ruda__pool_options_t gen[RUDA_MAX_POOLS];
+    uint32_t ng = 0;
+    uint64_t current = m, base = 1;
+    while (current >= 32 * RUDA__MIB && ng < RUDA_MAX_POOLS - 2) {
+      current = ruda__round_up(current / 4, a);
+      uint64_t max_slice = base < 64 ? current >> base : 0;
+      gen[ng++] = ruda__sliced_opt(current, max_slice);
+      base++;
+    }
+    while (ng > 0) out[n++] = gen[--ng];
+    uint64_t last = m / a * a;
+    out[n++] = ruda__sliced_opt(last, last);
+  } else if (c == RUDA_MEMORY_EXCLUSIVE_PAGES) {
+    const uint64_t min_bucket = 32 * 1024;
+    const int num = 24;
+    double lmin = log((double)min_bucket), lmax = log((double)(m > min_bucket ? m : min_bucket));
+    for (int i = 0; i < num; i++) {
+      double t = (double)i / (double)(num - 1);
+      uint64_t size = i == num - 1 ? (m > min_bucket ? m : min_bucket)
+                                   : (uint64_t)exp(lmin + t * (lmax - lmin));
+      size = ruda__round_up(size, a);
+      if (n > 0 && out[n - 1].max_alloc_size >= size) continue; /* duplicates */
+      uint64_t period = 5000 * (uint64_t)llround(1.0 + (double)size / (double)RUDA__GIB);
+      out[n++] = ruda__exclusive_opt(size, period);
+    }
+  }
+  return n;
+}
+
+/* ---- Slots and slice structs ---- */
+
+ruda__slice_t *ruda__slice_get(ruda__memory_manager_t *mm) {
+  ruda__slice_t *s = mm->spare_slices;
+  if (s) {
+    mm->spare_slices = s->next;
+  } else {
+    s = malloc(sizeof *s);
+    if (!s) return NULL;
+  }
+  memset(s, 0, sizeof *s);
+  return s;
+}
+
+void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s) {
+  s->next = mm->spare_slices;
+  mm->spare_slices = s;
+}
+
+static bool ruda__slot_reserve_one(ruda__memory_manager_t *mm) {
+  if (mm->nfree_slots || mm->nslots < mm->slot_cap) return true;
+  uint32_t cap = mm->slot_cap ? mm->slot_cap * 2 : 256;
+  ruda__slice_t **ns = realloc(mm->slots, cap * sizeof *ns);
+  if (!ns) return false;
+  mm->slots = ns;
+  uint32_t *nf = realloc(mm->free_slots, cap * sizeof *nf);
+  if (!nf) return false;
+  mm->free_slots = nf;
+  mm->slot_cap = cap;
+  return true;
+}
+
+static uint32_t ruda__slot_take(ruda__memory_manager_t *mm, ruda__slice_t *s) {
+  uint32_t i = mm->nfree_slots ? mm->free_slots[--mm->nfree_slots] : mm->nslots++;
+  mm->slots[i] = s;
+  return i;
+}
+
+static void ruda__slot_give(ruda__memory_manager_t *mm, uint32_t i) {
+  mm->slots[i] = NULL;
+  mm->free_slots[mm->nfree_slots++] = i;
+}
+
+/* ---- Pages ---- */
+
+ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
+                                  ruda__page_t **out) {
+  if (p->npages == p->cap) {
+    uint32_t cap = p->cap ? p->cap * 2 : 8;
+    ruda__page_t **np = realloc(p->pages, cap * sizeof *np);
+    if (!np) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    p->pages = np;
+    uint64_t *nm = realloc(p->page_max, cap * sizeof *nm);
+    if (!nm) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    p->page_max = nm;
+    p->cap = cap;
+  }
+  ruda__page_t *pg = calloc(1, sizeof *pg);
+  if (!pg) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t st = mm->storage.vt->alloc(mm->storage.self, size, &pg->storage);
+  if (st) {
+    free(pg);
+    return st;
+  }
+  pg->index = p->npages;
+  pg->pool = p->index;
+  pg->id = p->next_page_id++;
+  p->pages[p->npages] = pg;
+  p->page_max[p->npages] = 0;
+  p->npages++;
+  p->usage.bytes_reserved += size;
+  *out = pg;
+  return NULL;
+}
+
+void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__page_t *pg) {
+  p->usage.bytes_reserved -= pg->storage.size;
+  mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
+  free(pg);
+}
+
+/* ---- The inbox of freed descriptors ---- */
+
+void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memory_t *m) {
+  ruda_memory_t *head = atomic_load_explicit(&mm->inbox, memory_order_relaxed);
+  do {
+    m->freed_next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&mm->inbox, &head, m, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+static ruda__pool_t *ruda__pool_of(ruda__memory_manager_t *mm, uint32_t idx) {
+  return idx < mm->npools ? &mm->pools[idx] : &mm->persistent;
+}
+
+/* Gives the slice of `m` back to its pool and drops the pool's reference. */
+static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
+  ruda__slice_t *s = mm->slots[m->loc.slice];
+  ruda__pool_t *p = ruda__pool_of(mm, m->loc.pool);
+  ruda__slot_give(mm, s->slot);
+  s->memory = NULL;
+  atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
+  m->loc.init = 0;
+  if (p->persistent)
+    ruda__persistent_on_free(mm, p, s);
+  else if (p->opt.kind == RUDA_POOL_SLICED)
+    ruda__sliced_on_free(mm, p, s);
+  else
+    ruda__exclusive_on_free(mm, p, s);
+  ruda__memory_release_handle(m); /* the last reference: frees m */
+}
+
+static void ruda__mm_drain(ruda__memory_manager_t *mm) {
+  if (!atomic_load_explicit(&mm->inbox, memory_order_relaxed)) return;
+  ruda_memory_t *m = atomic_exchange_explicit(&mm->inbox, NULL, memory_order_acquire);
+  while (m) {
+    ruda_memory_t *next = m->freed_next;
+    ruda__mm_free_slice(mm, m);
+    m = next;
+  }
+}
+
+/* ---- Create / destroy ---- */
+
+static void ruda__pool_init(ruda__pool_t *p, const ruda__pool_options_t *o, uint32_t idx,
+                            uint64_t alignment, bool persistent) {
+  memset(p, 0, sizeof *p);
+  p->opt = *o;
+  p->index = idx;
+  p->alignment = alignment;
+  p->persistent = persistent;
+  p->cur_avg = (double)(o->max_alloc_size / 2);
+}
+
+ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
+                                          ruda_memory_properties_t props,
+                                          const ruda__memory_config_t *cfg, const char *name,
+                                          ruda__memory_manager_t **out) {
+  *out = NULL;
+  ruda_status_t st = NULL;
+  ruda__pool_options_t opts[RUDA_MAX_POOLS];
+  uint32_t n = 0;
+  ruda__memory_config_t def = {0};
+  if (!cfg) cfg = &def;
+  if (props.alignment == 0 || props.max_page_size == 0) {
+    st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "memory properties need a non-zero alignment and max page size");
+    goto fail_storage;
+  }
+  if (cfg->configuration == RUDA_MEMORY_CUSTOM) {
+    if (cfg->num_custom == 0 || cfg->num_custom > RUDA_MAX_POOLS) {
+      st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "custom memory config with %u pools",
+                              cfg->num_custom);
+      goto fail_storage;
+    }
+    n = cfg->num_custom;
+    memcpy(opts, cfg->custom, n * sizeof opts[0]);
+  } else if (cfg->configuration == RUDA_MEMORY_SUBSLICES ||
+             cfg->configuration == RUDA_MEMORY_EXCLUSIVE_PAGES) {
+    n = ruda__memory_presets(cfg->configuration, props, opts);
+  } else {
+    st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown memory configuration %d",
+                            (int)cfg->configuration);
+    goto fail_storage;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const ruda__pool_options_t *o = &opts[i];
+    bool bad = false;
+    if (o->kind == RUDA_POOL_SLICED)
+      bad = o->page_size == 0;
+    else if (o->kind == RUDA_POOL_EXCLUSIVE)
+      bad = o->max_alloc_size % props.alignment != 0;
+    else
+      bad = true;
+    if (bad) {
+      st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "memory pool %u: invalid options (sliced pages need a size, "
+                              "exclusive max_alloc_size a multiple of the alignment %llu)",
+                              i, (unsigned long long)props.alignment);
+      goto fail_storage;
+    }
+  }
+  ruda__memory_manager_t *mm = calloc(1, sizeof *mm);
+  if (!mm) {
+    st = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *mm);
+    goto fail_storage;
+  }
+  atomic_init(&mm->inbox, NULL);
+  mm->storage = storage;
+  mm->props = props;
+  mm->persistent_cfg = cfg->persistent;
+  mm->mode = cfg->persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
+                                                         : RUDA_ALLOCATION_AUTO;
+  snprintf(mm->name, sizeof mm->name, "%s", name ? name : "memory");
+  mm->npools = n;
+  for (uint32_t i = 0; i < n; i++) ruda__pool_init(&mm->pools[i], &opts[i], i, props.alignment, false);
+  ruda__pool_options_t popt = ruda__exclusive_opt(props.max_page_size, UINT64_MAX);
+  ruda__pool_init(&mm->persistent, &popt, n, props.alignment, true);
+  mm->persistent.cur_avg = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    const ruda__pool_options_t *o = &opts[i];
+    if (o->kind == RUDA_POOL_SLICED)
+      ruda__mm_log(mm, "Using memory pool: \n SlicedPages { page_size: %llu, max_slice_size: %llu }",
+                   (unsigned long long)o->page_size, (unsigned long long)o->max_slice_size);
+    else
+      ruda__mm_log(mm, "Using memory pool: \n ExclusivePages { max_alloc_size: %llu }",
+                   (unsigned long long)o->max_alloc_size);
+  }
+  *out = mm;
+  return NULL;
+
+fail_storage:
+  if (storage.vt) storage.vt->destroy(storage.self);
+  return st;
+}
+
+static void ruda__pool_destroy(ruda__memory_manager_t *mm, ruda__pool_t *p) {
+  for (uint32_t i = 0; i < p->npages; i++) {
+    ruda__page_t *pg = p->pages[i];
+    ruda__slice_t *s = pg->first ? pg->first : pg->slice;
+    bool list = pg->first != NULL;
+    while (s) {
+      ruda__slice_t *n = list ? s->next : NULL;
+      if (s->memory) {
+        ruda_memory_t *m = s->memory;
+        /* Unbind before dropping the pool's reference so that a handle still
+         * alive elsewhere looks up as NotFound. */
+        atomic_store_explicit(&m->owner, NULL, memory_order_release);
+        m->loc.init = 0;
+        ruda__memory_release_handle(m);
+      }
+      free(s);
+      s = n;
+    }
+    mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
+    free(pg);
+  }
+  free(p->pages);
+  free(p->page_max);
+  if (p->persistent) ruda__persistent_deinit(p);
+}
+
+void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
+  if (!mm) return;
+  ruda__mm_drain(mm);
+  for (uint32_t i = 0; i < mm->npools; i++) ruda__pool_destroy(mm, &mm->pools[i]);
+  ruda__pool_destroy(mm, &mm->persistent);
+  mm->storage.vt->flush(mm->storage.self);
+  mm->storage.vt->destroy(mm->storage.self);
+  ruda__slice_t *s = mm->spare_slices;
+  while (s) {
+    ruda__slice_t *n = s->next;
+    free(s);
+    s = n;
+  }
+  free(mm->slots);
+  free(mm->free_slots);
+  free(mm);
+}
+
+/* ---- Reserve + bind ---- */
+
+static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,
+                                      ruda__slice_t **out) {
+  mm->alloc_reserve_count++;
+  ruda__pool_t *pp = &mm->persistent;
+  if ((*out = ruda__persistent_try_reserve(mm, pp, size))) return NULL;
+  if (mm->mode == RUDA_ALLOCATION_PERSISTENT || ruda__persistent_has_size(pp, size))
+    return ruda__persistent_alloc(mm, pp, size, out);
+  for (uint32_t i = 0; i < mm->npools; i++) {
+    ruda__pool_t *p = &mm->pools[i];
+    if (p->opt.kind == RUDA_POOL_SLICED) {
+      if (!ruda__sliced_accept(p, size)) continue;
+      if ((*out = ruda__sliced_try_reserve(mm, p, size))) return NULL;
+      return ruda__sliced_alloc(mm, p, size, out);
+    }
+    if (size > p->opt.max_alloc_size) continue;
+    if ((*out = ruda__exclusive_try_reserve(mm, p, size))) return NULL;
+    return ruda__exclusive_alloc(mm, p, size, out);
+  }
+  return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
+}
+
+ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
+                                 uint64_t size, uint64_t cursor) {
+  if (!assigned)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "no descriptor to bind");
+  if (assigned->loc.init || atomic_load_explicit(&assigned->owner, memory_order_relaxed))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "memory %llu is already bound",
+                              (unsigned long long)assigned->id);
+  ruda__mm_drain(mm);
+  /* Reserve the slot first: after the slice is taken nothing may fail. */
+  if (!ruda__slot_reserve_one(mm)) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__slice_t *s;
+  ruda_status_t st = ruda__mm_reserve(mm, size, &s);
+  if (st) return st;
+  s->cursor = cursor;
+  s->memory = assigned;
+  s->slot = ruda__slot_take(mm, s);
+  /* The pool's own handle reference. */
+  ruda__memory_retain_handle(assigned);
+  assigned->loc.pool = s->page->pool;
+  assigned->loc.slice = s->slot;
+  assigned->loc.page = s->page->id;
+  assigned->loc.init = 1;
+  atomic_store_explicit(&assigned->owner, mm, memory_order_release);
+  return NULL;
+}
+
+/* ---- Lookup ---- */
+
+static ruda_status_t ruda__mm_find(ruda__memory_manager_t *mm, const ruda_memory_t *m,
+                                   ruda__slice_t **out) {
+  if (!m) return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
+  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
+                              "Memory %llu isn't bound in this memory management (%s)",
+                              (unsigned long long)m->id, mm->name);
+  if (!m->loc.init || m->loc.slice >= mm->nslots)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "Reserved memory isn't initialized");
+  ruda__slice_t *s = mm->slots[m->loc.slice];
+  if (!s || s->memory != m)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "Memory %llu is stale",
+                              (unsigned long long)m->id);
+  *out = s;
+  return NULL;
+}
+
+ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
+                                   uint64_t offset_start, uint64_t offset_end,
+                                   ruda__storage_handle_t *out) {
+  ruda__slice_t *s;
+  ruda_status_t st = ruda__mm_find(mm, m, &s);
+  if (st) return st;
+  if (offset_start > s->size || offset_end > s->size - offset_start)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "view [+%llu, -%llu] is outside the %llu bytes of memory %llu",
+                              (unsigned long long)offset_start, (unsigned long long)offset_end,
+                              (unsigned long long)s->size, (unsigned long long)m->id);
+  *out = s->page->storage;
+  out->offset += s->offset + offset_start;
+  out->size = s->size - offset_start - offset_end;
+  return NULL;
+}
+
+ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m, uint64_t *out) {
+  ruda__slice_t *s;
+  ruda_status_t st = ruda__mm_find(mm, m, &s);
+  if (st) return st;
+  *out = s->cursor;
+  return NULL;
+}
+
+bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m) {
+  if (!m || atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
+    return false;
+  ruda__slice_t *s;
+  ruda_status_t st = ruda__mm_find(mm, m, &s);
+  if (st) {
+    ruda_status_free(st);
+    return false;
+  }
+  return true;
+}
+
+/* ---- Cleanup, mode, usage ---- */
+
+void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
+  ruda__mm_drain(mm);
+  if (explicit_) {
+    ruda_memory_usage_t before = ruda__memory_usage(mm);
+    ruda__persistent_cleanup(mm, &mm->persistent);
+    mm->storage.vt->flush(mm->storage.self);
+    for (uint32_t i = 0; i < mm->npools; i++) {
+      ruda__pool_t *p = &mm->pools[i];
+      if (p->opt.kind == RUDA_POOL_SLICED)
+        ruda__sliced_cleanup(mm, p, true);
+      else
+        ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, true);
+      mm->storage.vt->flush(mm->storage.self);
+    }
+    ruda_memory_usage_t after = ruda__memory_usage(mm);
+    ruda__mm_log(mm, "Manual memory cleanup: reserved %llu => %llu bytes",
+                 (unsigned long long)before.bytes_reserved,
+                 (unsigned long long)after.bytes_reserved);
+    return;
+  }
+  for (uint32_t i = 0; i < mm->npools; i++) {
+    ruda__pool_t *p = &mm->pools[i];
+    if (p->opt.kind != RUDA_POOL_EXCLUSIVE) continue;
+    uint32_t before = p->npages;
+    ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, false);
+    if (p->npages != before) mm->storage.vt->flush(mm->storage.self);
+  }
+}
+
+static const char *ruda__mode_name(ruda_memory_allocation_mode_t m) {
+  return m == RUDA_ALLOCATION_PERSISTENT ? "Persistent" : "Auto";
+}
+
+void ruda__memory_set_mode(ruda__memory_manager_t *mm, ruda_memory_allocation_mode_t mode) {
+  if (mm->persistent_cfg != RUDA_PERSISTENT_ENABLED) return;
+  if (mode != RUDA_ALLOCATION_AUTO && mode != RUDA_ALLOCATION_PERSISTENT) return;
+  if (mode != mm->mode)
+    ruda__mm_log(mm, "Setting memory allocation mode: from %s => %s", ruda__mode_name(mm->mode),
+                 ruda__mode_name(mode));
+  mm->mode = mode;
+}
+
+ruda_memory_allocation_mode_t ruda__memory_mode(const ruda__memory_manager_t *mm) {
+  return mm->mode;
+}
+
+ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *cmm) {
+  /* Draining changes no observable state but the counters: the manager is
+   * logically const here. */
+  ruda__memory_manager_t *mm = (ruda__memory_manager_t *)cmm;
+  ruda__mm_drain(mm);
+  ruda_memory_usage_t u = mm->persistent.usage;
+  for (uint32_t i = 0; i < mm->npools; i++) u = ruda_memory_usage_combine(u, mm->pools[i].usage);
+  return u;
+}
+
+#define RUDA__APPEND(...)                                                       \
+  do {                                                                          \
+    int n_ = snprintf(cap > len ? buf + len : NULL, cap > len ? cap - len : 0,  \
+                      __VA_ARGS__);                                             \
+    if (n_ > 0) len += (size_t)n_;                                              \
+  } while (0)
+
+size_t ruda__memory_report(const ruda__memory_manager_t *cmm, char *buf, size_t cap) {
+  ruda__memory_manager_t *mm = (ruda__memory_manager_t *)cmm;
+  ruda_memory_usage_t total = ruda__memory_usage(mm);
+  size_t len = 0;
+  char a[32], b[32], c[32], d[32];
+  if (cap) buf[0] = '\0';
+  RUDA__APPEND("[%s] Memory pools (mode %s):\n", mm->name, ruda__mode_name(mm->mode));
+  for (uint32_t i = 0; i <= mm->npools; i++) {
+    const ruda__pool_t *p = i < mm->npools ? &mm->pools[i] : &mm->persistent;
+    if (p->persistent) {
+      ruda_bytes_format(p->opt.max_alloc_size, a, sizeof a);
+      RUDA__APPEND("  Pool %u: Persistent { max_alloc_size: %s, buckets: %u }", i, a,
+                   p->nbuckets);
+    } else if (p->opt.kind == RUDA_POOL_SLICED) {
+      ruda_bytes_format(p->opt.page_size, a, sizeof a);
+      ruda_bytes_format(p->opt.max_slice_size, b, sizeof b);
+      RUDA__APPEND("  Pool %u: SlicedPages { page_size: %s, max_slice_size: %s }", i, a, b);
+    } else {
+      ruda_bytes_format(p->opt.max_alloc_size, a, sizeof a);
+      RUDA__APPEND("  Pool %u: ExclusivePages { max_alloc_size: %s }", i, a);
+    }
+    ruda_bytes_format(p->usage.bytes_in_use, a, sizeof a);
+    ruda_bytes_format(p->usage.bytes_padding, b, sizeof b);
+    ruda_bytes_format(p->usage.bytes_reserved, c, sizeof c);
+    uint64_t free_bytes = 0;
+    for (uint32_t k = 0; k < p->npages; k++)
+      free_bytes += p->pages[k]->first ? p->pages[k]->free_bytes
+                                       : (p->pages[k]->slice->used ? 0
+                                                                   : p->pages[k]->storage.size);
+    ruda_bytes_format(free_bytes, d, sizeof d);
+    RUDA__APPEND(": pages %u, allocations %llu, in use %s, padding %s, free %s, reserved %s\n",
+                 p->npages, (unsigned long long)p->usage.number_allocs, a, b, d, c);
+  }
+  char ub[512];
+  ruda_memory_usage_format(&total, ub, sizeof ub);
+  RUDA__APPEND("%s", ub);
+  return len;
+}

@@ -1,0 +1,148 @@
+/* PersistentPool: exact-size buckets, one storage allocation per slice,
+ * freed only by an explicit cleanup. Buckets live in an open-addressing
+ * table keyed by effective size (size + padding): the reference's bug of
+ * keying alloc and try_reserve differently (#1224) cannot happen because
+ * both go through ruda__persistent_key(). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "memory/memory_internal.h"
+
+static uint64_t ruda__persistent_key(const ruda__pool_t *p, uint64_t size) {
+  return size + ruda__padding(size, p->alignment);
+}
+
+static uint64_t ruda__hash64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static ruda__bucket_t *ruda__bucket_find(const ruda__pool_t *p, uint64_t key) {
+  if (!p->bucket_cap) return NULL;
+  uint32_t mask = p->bucket_cap - 1;
+  for (uint32_t i = (uint32_t)ruda__hash64(key) & mask;; i = (i + 1) & mask) {
+    ruda__bucket_t *b = &p->buckets[i];
+    if (!b->occupied) return NULL;
+    if (b->key == key) return b;
+  }
+}
+
+static bool ruda__bucket_table_grow(ruda__pool_t *p, uint32_t cap);
+
+/* Finds or creates the bucket; NULL when memory is exhausted. */
+static ruda__bucket_t *ruda__bucket_get(ruda__pool_t *p, uint64_t key) {
+  ruda__bucket_t *b = ruda__bucket_find(p, key);
+  if (b) return b;
+  if ((p->nbuckets + 1) * 4 > p->bucket_cap * 3 &&
+      !ruda__bucket_table_grow(p, p->bucket_cap ? p->bucket_cap * 2 : 16))
+    return NULL;
+  uint32_t mask = p->bucket_cap - 1;
+  uint32_t i = (uint32_t)ruda__hash64(key) & mask;
+  while (p->buckets[i].occupied) i = (i + 1) & mask;
+  b = &p->buckets[i];
+  memset(b, 0, sizeof *b);
+  b->occupied = true;
+  b->key = key;
+  p->nbuckets++;
+  return b;
+}
+
+static bool ruda__bucket_table_grow(ruda__pool_t *p, uint32_t cap) {
+  ruda__bucket_t *nb = calloc(cap, sizeof *nb);
+  if (!nb) return false;
+  ruda__bucket_t *old = p->buckets;
+  uint32_t old_cap = p->bucket_cap;
+  p->buckets = nb;
+  p->bucket_cap = cap;
+  p->nbuckets = 0;
+  for (uint32_t i = 0; i < old_cap; i++) {
+    if (!old[i].occupied) continue;
+    ruda__bucket_t *b = ruda__bucket_get(p, old[i].key);
+    b->free = old[i].free;
+    b->count = old[i].count;
+  }
+  free(old);
+  return true;
+}
+
+bool ruda__persistent_has_size(const ruda__pool_t *p, uint64_t size) {
+  return ruda__bucket_find(p, ruda__persistent_key(p, size)) != NULL;
+}
+
+ruda__slice_t *ruda__persistent_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                            uint64_t size) {
+  (void)mm;
+  ruda__bucket_t *b = ruda__bucket_find(p, ruda__persistent_key(p, size));
+  if (!b || !b->free) return NULL;
+  ruda__slice_t *s = b->free;
+  b->free = s->next;
+  s->next = NULL;
+  ruda__slice_mark_used(p, s, size);
+  return s;
+}
+
+ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                     uint64_t size, ruda__slice_t **out) {
+  uint64_t key = ruda__persistent_key(p, size);
+  if (key < size || size > p->opt.max_alloc_size)
+    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
+  ruda__bucket_t *b = ruda__bucket_get(p, key);
+  ruda__slice_t *s = b ? ruda__slice_get(mm) : NULL;
+  if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__page_t *pg;
+  ruda_status_t st = ruda__pool_page_new(mm, p, key, &pg);
+  if (st) {
+    ruda__slice_put(mm, s);
+    /* An empty bucket is harmless: has_size() only routes to alloc again. */
+    return st;
+  }
+  b->count++;
+  pg->bucket_key = key;
+  pg->slice = s;
+  s->page = pg;
+  s->offset = 0;
+  s->memory = NULL;
+  s->prev = s->next = NULL;
+  ruda__slice_mark_used(p, s, size);
+  *out = s;
+  return NULL;
+}
+
+void ruda__persistent_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
+  (void)mm;
+  ruda__slice_mark_free(p, s);
+  ruda__bucket_t *b = ruda__bucket_find(p, s->page->bucket_key);
+  s->next = b->free;
+  b->free = s;
+}
+
+void ruda__persistent_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p) {
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < p->npages; i++) {
+    ruda__page_t *pg = p->pages[i];
+    if (!pg->slice->used) {
+      ruda__slice_put(mm, pg->slice);
+      ruda__pool_page_free(mm, p, pg);
+      continue;
+    }
+    pg->index = j;
+    p->pages[j++] = pg;
+  }
+  p->npages = j;
+  /* Rebuild the map from the slices that are left (all used). */
+  if (p->buckets) memset(p->buckets, 0, sizeof(ruda__bucket_t) * p->bucket_cap);
+  p->nbuckets = 0;
+  for (uint32_t i = 0; i < p->npages; i++) {
+    /* The table never shrinks, so this cannot need to grow. */
+    ruda__bucket_t *b = ruda__bucket_get(p, p->pages[i]->bucket_key);
+    b->count++;
+  }
+}
+
+void ruda__persistent_deinit(ruda__pool_t *p) {
+  free(p->buckets);
+  p->buckets = NULL;
+  p->bucket_cap = p->nbuckets = 0;
+}

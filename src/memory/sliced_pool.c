@@ -1,0 +1,173 @@
+/* SlicedPool: pages of page_size carved into slices (first fit, split,
+ * coalesce).
+ *
+ * Each page keeps its slices in offset order (a doubly linked list) and its
+ * free slices in a tree (free_tree.c). Free slices are coalesced as soon as
+ * the manager learns that they are free, so no two free slices are ever
+ * adjacent, which is the state the reference reaches by coalescing a page
+ * before trying it. The pool keeps, per page, the size of its largest free
+ * slice in a flat array, so pages that cannot fit a request are skipped
+ * without touching them.
+ */
+#include <stdlib.h>
+
+#include "memory/memory_internal.h"
+
+bool ruda__sliced_accept(const ruda__pool_t *p, uint64_t size) {
+  uint64_t page = p->opt.page_size;
+  if (ruda__round_up(size, p->alignment) > page) return false;
+  if (size <= p->opt.max_slice_size) return true;
+  /* Under 20% of the page wasted: (page - size) * 5 < page, written so it
+   * cannot overflow. */
+  return size <= page && page > 0 && page - size <= (page - 1) / 5;
+}
+
+static void ruda__sliced_set_max(ruda__pool_t *p, ruda__page_t *pg) {
+  p->page_max[pg->index] = ruda__free_tree_max(pg->root);
+}
+
+/* Takes `eff` bytes at the start of free slice `s` (already out of the tree),
+ * putting the rest back as a new free slice right after it. */
+static ruda__slice_t *ruda__sliced_take(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                        ruda__page_t *pg, ruda__slice_t *s, uint64_t size,
+                                        uint64_t eff, bool *oom) {
+  *oom = false;
+  if (s->size > eff) {
+    ruda__slice_t *rest = ruda__slice_get(mm);
+    if (!rest) {
+      *oom = true;
+      return NULL;
+    }
+    rest->page = pg;
+    rest->offset = s->offset + eff;
+    rest->size = s->size - eff;
+    rest->padding = 0;
+    rest->used = false;
+    rest->memory = NULL;
+    rest->prev = s;
+    rest->next = s->next;
+    if (s->next) s->next->prev = rest;
+    s->next = rest;
+    pg->root = ruda__free_tree_insert(pg->root, rest);
+  }
+  pg->free_bytes -= eff;
+  ruda__slice_mark_used(p, s, size);
+  ruda__sliced_set_max(p, pg);
+  return s;
+}
+
+static ruda__slice_t *ruda__sliced_try_page(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                            ruda__page_t *pg, uint64_t size, uint64_t eff) {
+  ruda__slice_t *s = ruda__free_tree_first_fit(pg->root, eff);
+  if (!s) return NULL;
+  /* Make sure the split can be represented before changing anything. */
+  if (s->size > eff && !mm->spare_slices) {
+    ruda__slice_t *spare = ruda__slice_get(mm);
+    if (!spare) return NULL;
+    ruda__slice_put(mm, spare);
+  }
+  pg->root = ruda__free_tree_remove(pg->root, s);
+  bool oom;
+  return ruda__sliced_take(mm, p, pg, s, size, eff, &oom);
+}
+
+ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+                                        uint64_t size) {
+  uint64_t eff = size + ruda__padding(size, p->alignment);
+  const uint64_t *mx = p->page_max;
+  for (uint32_t i = 0, n = p->npages; i < n; i++) {
+    if (mx[i] < eff) continue;
+    ruda__slice_t *s = ruda__sliced_try_page(mm, p, p->pages[i], size, eff);
+    if (s) return s;
+  }
+  return NULL;
+}
+
+ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
+                                 ruda__slice_t **out) {
+  ruda__slice_t *first = ruda__slice_get(mm);
+  if (!first) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__page_t *pg;
+  ruda_status_t st = ruda__pool_page_new(mm, p, p->opt.page_size, &pg);
+  if (st) {
+    ruda__slice_put(mm, first);
+    return st;
+  }
+  first->page = pg;
+  first->offset = 0;
+  first->size = p->opt.page_size;
+  first->padding = 0;
+  first->used = false;
+  first->memory = NULL;
+  first->prev = first->next = NULL;
+  pg->first = first;
+  pg->free_bytes = p->opt.page_size;
+  pg->root = ruda__free_tree_insert(NULL, first);
+  ruda__sliced_set_max(p, pg);
+  *out = ruda__sliced_try_page(mm, p, pg, size, size + ruda__padding(size, p->alignment));
+  if (!*out) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  return NULL;
+}
+
+static void ruda__sliced_unlink(ruda__page_t *pg, ruda__slice_t *s) {
+  if (s->prev)
+    s->prev->next = s->next;
+  else
+    pg->first = s->next;
+  if (s->next) s->next->prev = s->prev;
+}
+
+void ruda__sliced_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
+  ruda__page_t *pg = s->page;
+  ruda__slice_mark_free(p, s);
+  /* A free slice covers its padding too. */
+  s->size += s->padding;
+  s->padding = 0;
+  pg->free_bytes += s->size;
+  ruda__slice_t *prev = s->prev, *next = s->next;
+  if (prev && !prev->used) {
+    pg->root = ruda__free_tree_remove(pg->root, prev);
+    prev->size += s->size;
+    ruda__sliced_unlink(pg, s);
+    ruda__slice_put(mm, s);
+    s = prev;
+  }
+  if (next && !next->used) {
+    pg->root = ruda__free_tree_remove(pg->root, next);
+    s->size += next->size;
+    ruda__sliced_unlink(pg, next);
+    ruda__slice_put(mm, next);
+  }
+  if (s->size == 0 && (s->prev || s->next)) {
+    /* An empty slice between two used ones covers nothing. */
+    ruda__sliced_unlink(pg, s);
+    ruda__slice_put(mm, s);
+  } else {
+    pg->root = ruda__free_tree_insert(pg->root, s);
+  }
+  ruda__sliced_set_max(p, pg);
+}
+
+void ruda__sliced_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, bool explicit_) {
+  if (!explicit_) return;
+  uint32_t j = 0;
+  for (uint32_t i = 0; i < p->npages; i++) {
+    ruda__page_t *pg = p->pages[i];
+    if (pg->used_slices == 0) {
+      /* Coalesced eagerly: a page with no used slice is one free slice. */
+      ruda__slice_t *s = pg->first;
+      while (s) {
+        ruda__slice_t *n = s->next;
+        ruda__slice_put(mm, s);
+        s = n;
+      }
+      ruda__pool_page_free(mm, p, pg);
+      continue;
+    }
+    pg->index = j;
+    p->pages[j] = pg;
+    p->page_max[j] = ruda__free_tree_max(pg->root);
+    j++;
+  }
+  p->npages = j;
+}
