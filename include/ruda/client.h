@@ -133,12 +133,12 @@ ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
                                         size_t count, ruda_memory_layout_t *out);
 /* A buffer holding a copy of `data[0..size)`. Non-blocking: `data` is copied
  * before the call returns. */
-ruda_status_t ruda_client_create(ruda_client_t *c, const void *data, uint64_t size,
-                                 ruda_handle_t *out);
+ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data,
+                                        uint64_t size, ruda_handle_t *out);
 /* Same, taking ownership of `bytes` (no copy on the caller's thread; pinned
  * bytes upload directly). *bytes is zeroed. */
-ruda_status_t ruda_client_create_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
-                                            ruda_handle_t *out);
+ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
+                                                   ruda_handle_t *out);
 /* A tensor from contiguous row-major `data` (shape x elem_size bytes) in the
  * device's optimized layout. */
 ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,

@@ -1,0 +1,168 @@
+/* The device registry and the per-device worker thread. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "client/device.h"
+
+#define RUDA_MAX_DEVICES_PER_TYPE 64
+
+static const ruda__backend_t *const backends[] = {&ruda__backend_cpu, &ruda__backend_cuda};
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static ruda__device_t *registry[3][RUDA_MAX_DEVICES_PER_TYPE];
+static bool atexit_registered;
+static _Thread_local ruda__device_t *tls_worker;
+
+const ruda__backend_t *ruda__backend_for(uint16_t type_id) {
+  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
+    if (backends[i]->type_id == type_id) return backends[i];
+  }
+  return NULL;
+}
+
+bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
+
+/* Spin this many times on an empty queue before sleeping; a burst of
+ * launches then never pays for a wake-up. */
+enum { WORKER_SPINS = 20000 };
+
+static void *worker_main(void *arg) {
+  ruda__device_t *d = arg;
+  tls_worker = d;
+  d->init_error = d->backend->create_server(d->id.index_id, &d->server);
+  if (d->server) d->server->device = d->id;
+  ruda__completion_signal(&d->ready);
+  if (d->init_error) return NULL;
+
+  while (!d->stop) {
+    ruda__mpsc_node_t *n = ruda__mpsc_pop(&d->queue);
+    if (n) {
+      d->executed++;
+      ruda__op_t *op = (ruda__op_t *)n;
+      op->run(d, op);
+      continue;
+    }
+    bool found = false;
+    for (int i = 0; i < WORKER_SPINS; i++) {
+      if (atomic_load_explicit(&d->submitted, memory_order_acquire) != d->executed) {
+        found = true;
+        break;
+      }
+      ruda__cpu_relax();
+    }
+    if (found) continue;
+    atomic_store_explicit(&d->sleeping, 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&d->submitted, memory_order_seq_cst) != d->executed) {
+      atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
+      continue;
+    }
+    ruda__futex_wait(&d->sleeping, 1);
+    atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
+  }
+  d->server->vt->destroy(d->server);
+  d->server = NULL;
+  return NULL;
+}
+
+void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
+  if (tls_worker == d) {
+    op->run(d, op);
+    return;
+  }
+  atomic_fetch_add_explicit(&d->submitted, 1, memory_order_seq_cst);
+  ruda__mpsc_push(&d->queue, &op->node);
+  if (atomic_load_explicit(&d->sleeping, memory_order_seq_cst)) {
+    atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
+    ruda__futex_wake(&d->sleeping, 1);
+  }
+}
+
+typedef struct stop_op {
+  ruda__op_t base;
+  ruda__completion_t done;
+} stop_op_t;
+
+static void run_stop(ruda__device_t *d, ruda__op_t *op) {
+  d->stop = true;
+  ruda__completion_signal(&((stop_op_t *)op)->done);
+}
+
+static void device_destroy(ruda__device_t *d) {
+  if (!d->init_error) {
+    stop_op_t op = {.base = {.run = run_stop}};
+    ruda__completion_init(&op.done);
+    ruda__device_submit(d, &op.base);
+    ruda__completion_wait(&op.done);
+  }
+  pthread_join(d->thread, NULL);
+  ruda_status_free(d->init_error);
+  free(d);
+}
+
+void ruda_shutdown(void) {
+  pthread_mutex_lock(&registry_lock);
+  for (size_t t = 0; t < 3; t++) {
+    for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
+      if (registry[t][i]) {
+        device_destroy(registry[t][i]);
+        registry[t][i] = NULL;
+      }
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+static void shutdown_at_exit(void) { ruda_shutdown(); }
+
+ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
+  *out = NULL;
+  const ruda__backend_t *b = ruda__backend_for(id.type_id);
+  if (!b || id.type_id >= 3) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown device type %u", id.type_id);
+  }
+  if (id.index_id >= RUDA_MAX_DEVICES_PER_TYPE) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "device index %u is out of range",
+                              id.index_id);
+  }
+  pthread_mutex_lock(&registry_lock);
+  ruda__device_t *d = registry[id.type_id][id.index_id];
+  if (!d) {
+    uint32_t count = 0;
+    ruda_status_t s = b->device_count(&count);
+    if (s) {
+      pthread_mutex_unlock(&registry_lock);
+      return s;
+    }
+    if (id.index_id >= count) {
+      pthread_mutex_unlock(&registry_lock);
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s:%u does not exist (%u device%s)",
+                                b->name, id.index_id, count, count == 1 ? "" : "s");
+    }
+    d = calloc(1, sizeof *d);
+    if (!d) {
+      pthread_mutex_unlock(&registry_lock);
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating %s:%u",
+                                b->name, id.index_id);
+    }
+    d->id = id;
+    d->backend = b;
+    ruda__mpsc_init(&d->queue);
+    ruda__completion_init(&d->ready);
+    if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {
+      free(d);
+      pthread_mutex_unlock(&registry_lock);
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE, "cannot start the worker thread of %s:%u",
+                                b->name, id.index_id);
+    }
+    ruda__completion_wait(&d->ready);
+    registry[id.type_id][id.index_id] = d;
+    if (!atexit_registered) {
+      atexit_registered = true;
+      atexit(shutdown_at_exit);
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  if (d->init_error) return ruda_status_clone(d->init_error);
+  *out = d;
+  return NULL;
+}

@@ -1,0 +1,54 @@
+/* Devices: the process-wide registry of servers and the worker thread that
+ * owns each one.
+ *
+ * Every device has exactly one server, created on first use on the device's
+ * worker thread, which then executes submitted operations in FIFO order. A
+ * submit from the worker thread itself (inside ruda_client_exclusive or
+ * ruda_client_profile) runs inline.
+ */
+#ifndef RUDA_CLIENT_DEVICE_H
+#define RUDA_CLIENT_DEVICE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "client/sync_primitives.h"
+#include "server/server.h"
+
+typedef struct ruda__device ruda__device_t;
+typedef struct ruda__op ruda__op_t;
+
+/* Executes the operation on the worker. It must free or signal `op`; after
+ * signalling a completion it must not touch `op` again. */
+typedef void (*ruda__op_run_fn)(ruda__device_t *dev, ruda__op_t *op);
+
+struct ruda__op {
+  ruda__mpsc_node_t node; /* first member */
+  ruda__op_run_fn run;
+  ruda_stream_id_t stream;
+};
+
+struct ruda__device {
+  ruda_device_id_t id;
+  const ruda__backend_t *backend;
+  ruda__server_t *server;
+  pthread_t thread;
+  ruda__mpsc_t queue;
+  atomic_ulong submitted;
+  unsigned long executed; /* worker only */
+  atomic_uint sleeping;
+  bool stop;              /* worker only */
+  ruda_status_t init_error;
+  ruda__completion_t ready;
+};
+
+/* The device, creating its server on first use. The device lives until
+ * ruda_shutdown()/exit. Errors: RUDA_ERR_UNAVAILABLE, RUDA_ERR_INVALID_ARGUMENT. */
+ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out);
+/* The backend for a type id, or NULL. */
+const ruda__backend_t *ruda__backend_for(uint16_t type_id);
+/* Queues `op` (or runs it inline when called on the worker thread). */
+void ruda__device_submit(ruda__device_t *d, ruda__op_t *op);
+bool ruda__device_on_worker(const ruda__device_t *d);
+
+#endif
