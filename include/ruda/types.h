@@ -54,6 +54,9 @@ typedef enum ruda_elem_type {
 
 /* Size in bytes of one stored element; 0 for an invalid value. */
 size_t ruda_elem_type_size(ruda_elem_type_t t);
+/* Logical width in bits of one value (4 for e2m1, 6 for e2m3/e3m2, 8 for
+ * e2m1x2, 32 for bool); 0 for an invalid value. */
+size_t ruda_elem_type_size_bits(ruda_elem_type_t t);
 /* Lower-case name ("f32", "bf16", "e4m3", "bool"); "invalid" otherwise. */
 const char *ruda_elem_type_name(ruda_elem_type_t t);
 bool ruda_elem_type_is_float(ruda_elem_type_t t);
@@ -76,6 +79,10 @@ typedef struct ruda_storage_type {
   uint32_t packing; /* 1 unless kind == RUDA_STORAGE_PACKED */
 } ruda_storage_type_t;
 
+/* Bytes one storage word takes: the element's size for Scalar and Atomic;
+ * for Packed, the bits of `packing` elements rounded up to whole bytes
+ * (Packed(e2m1, 2) is 1, Packed(f16, 2) is 4). 0 for an invalid element or
+ * a packing of 0. */
 size_t ruda_storage_type_size(ruda_storage_type_t t);
 
 /* Width of indices and addresses inside a kernel. */
@@ -111,13 +118,16 @@ ruda_status_t ruda_shape_init(ruda_shape_t *out, uint32_t rank,
                               const uint64_t *dims);
 ruda_shape_t ruda_shape_1d(uint64_t n);
 ruda_shape_t ruda_shape_2d(uint64_t rows, uint64_t cols);
-/* Product of the dims (1 for rank 0). */
+/* Product of the dims (1 for rank 0), saturating at UINT64_MAX. */
 uint64_t ruda_shape_num_elems(const ruda_shape_t *s);
-/* Row-major contiguous strides for `s`. */
+/* Row-major contiguous strides for `s` (exact: a dim of size 1 must still
+ * have the row-major stride). */
 ruda_strides_t ruda_strides_contiguous(const ruda_shape_t *s);
 bool ruda_strides_is_contiguous(const ruda_shape_t *s, const ruda_strides_t *st);
 /* True when the strides are row-major with padding on the last dimension's
- * rows only (the pitched layouts of ruda's policies). */
+ * rows only (the pitched layouts of ruda's policies): stride[rank-1] == 1,
+ * stride[rank-2] >= dims[rank-1], and every outer stride[i] ==
+ * stride[i+1] * dims[i+1]. Contiguous strides are pitched. */
 bool ruda_strides_is_pitched(const ruda_shape_t *s, const ruda_strides_t *st);
 
 /* ------------------------------------------------------------------------ */
@@ -225,8 +235,10 @@ typedef struct ruda_device_properties {
 } ruda_device_properties_t;
 
 /* A stable 64-bit checksum of every field: identical across runs,
- * processes and machines with the same properties. */
+ * processes and machines with the same properties. The name counts up to
+ * its terminator. Changes only when the serialization's version does. */
 uint64_t ruda_device_properties_checksum(const ruda_device_properties_t *p);
+/* True when every bit of `feature` is set (false for 0). */
 bool ruda_device_properties_has(const ruda_device_properties_t *p,
                                 uint64_t feature);
 
@@ -260,7 +272,8 @@ bool ruda_count3_is_empty(ruda_count3_t c); /* any component 0 */
 size_t ruda_count3_format(ruda_count3_t c, char *buf, size_t cap);
 
 /* The seed's ruda_count_spread: spreads `num_rudas` over x, y, z within
- * `max` by halving x (then y) and doubling the next axis. */
+ * `max` by halving x (then y) and doubling the next axis. As in the seed, z
+ * is not checked against max[2]. A max of 0 is treated as 1. */
 ruda_count3_t ruda_count_spread(const uint32_t max[3], uint32_t num_rudas);
 
 /* RudaCountSelection: Exact when the spread count equals the request,
@@ -405,7 +418,8 @@ static inline uint64_t ruda_profile_duration_ns(ruda_profile_duration_t d) {
 
 /* Identifies a compiled kernel: its name plus everything that changes the
  * compiled code. `info` is an opaque key (for example the serialized
- * options); it is hashed, never interpreted. Borrowed pointers. */
+ * options); it is hashed, never interpreted. Borrowed pointers. A NULL
+ * name reads as ""; a NULL info or info_len 0 means no info. */
 typedef struct ruda_kernel_id {
   const char *name;
   ruda_address_type_t address_type;
@@ -420,12 +434,14 @@ typedef struct ruda_hash128 {
 } ruda_hash128_t;
 
 /* Stable 128-bit hash of a byte string (same value on every run, process
- * and little-endian machine). */
+ * and machine; a MurmurHash3-x64-128-style construction). NULL data hashes
+ * as the empty string. */
 ruda_hash128_t ruda_hash128(const void *data, size_t len, uint64_t seed);
 /* Stable 128-bit hash of the id: name, address type, dim, mode and info. */
 ruda_hash128_t ruda_kernel_id_stable_hash(const ruda_kernel_id_t *id);
 bool ruda_kernel_id_eq(const ruda_kernel_id_t *a, const ruda_kernel_id_t *b);
-/* "{name}-{addr}-{dim}-{mode}-{info hex}"; snprintf semantics. */
+/* "{name}-{u32|u64}-(x, y, z)-{Checked|Validate|Unchecked}-{info}", where
+ * info is the bytes in lower-case hex or "No info"; snprintf semantics. */
 size_t ruda_kernel_id_stable_format(const ruda_kernel_id_t *id, char *buf,
                                     size_t cap);
 
@@ -452,25 +468,36 @@ typedef struct ruda_info_builder {
   uint32_t group_bytes; /* bytes used in the current scalar group's last word */
   int group_elem;       /* elem type of the current group, -1 none */
   int phase;            /* 0 scalars, 1 static metadata, 2 dynamic metadata */
-  bool failed;          /* an allocation failed; _finish reports it */
+  bool failed;          /* a push failed; _finish reports it */
+  uint32_t scalar_types_seen; /* bit per elem type that has had a group */
+  ruda_status_t error;  /* the first failure (owned), NULL while none */
 } ruda_info_builder_t;
 
 void ruda_info_builder_init(ruda_info_builder_t *b);
 /* Appends `count` scalars of `elem` (raw bytes, elem-sized each). Scalars
  * of one type must be pushed together; a new type starts a new group on a
- * word boundary. */
+ * word boundary. Misuse (scalars after metadata, a type's second group, an
+ * invalid type, NULL values) marks the builder failed with
+ * RUDA_ERR_INVALID_ARGUMENT; later pushes are ignored and _finish reports
+ * the first failure. */
 void ruda_info_builder_push_scalars(ruda_info_builder_t *b, ruda_elem_type_t elem,
                                     const void *values, size_t count);
 /* Appends address-sized metadata values (u32 packed two per word when
- * `address` is U32, one per word when U64). */
+ * `address` is U32, one per word when U64). Static metadata starts on a new
+ * word after the scalars, dynamic metadata on a new word after the static
+ * metadata. Static after dynamic, or a value above UINT32_MAX for a U32
+ * address, marks the builder failed with RUDA_ERR_INVALID_ARGUMENT. */
 void ruda_info_builder_push_static_metadata(ruda_info_builder_t *b,
                                             ruda_address_type_t address,
                                             const uint64_t *values, size_t count);
 void ruda_info_builder_push_dynamic_metadata(ruda_info_builder_t *b,
                                              ruda_address_type_t address,
                                              const uint64_t *values, size_t count);
-/* The info view (valid until the builder changes or is deinited);
- * RUDA_ERR_LAUNCH_OUT_OF_MEMORY if an allocation failed while pushing. */
+/* The info view (valid until the builder changes or is deinited); without
+ * dynamic metadata, dynamic_metadata_offset == len. Returns the first
+ * failure while pushing (a new copy each call, owned by the caller):
+ * RUDA_ERR_LAUNCH_OUT_OF_MEMORY if an allocation failed,
+ * RUDA_ERR_INVALID_ARGUMENT on misuse. */
 ruda_status_t ruda_info_builder_finish(ruda_info_builder_t *b, ruda_info_t *out);
 void ruda_info_builder_deinit(ruda_info_builder_t *b);
 

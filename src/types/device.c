@@ -1,0 +1,45 @@
+/* Device ids and per-thread stream ids. */
+#include <stdatomic.h>
+
+#include "ruda/types.h"
+
+int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
+  if (a.type_id != b.type_id) return a.type_id < b.type_id ? -1 : 1;
+  if (a.index_id != b.index_id) return a.index_id < b.index_id ? -1 : 1;
+  return 0;
+}
+
+bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b) {
+  return a.type_id == b.type_id && a.index_id == b.index_id;
+}
+
+/* The process-wide stream counter: the documented, lazily used global that
+ * makes every OS thread its own stream. */
+static atomic_uint_fast64_t g_next_stream = 0;
+
+static _Thread_local bool t_stream_set = false;
+static _Thread_local uint64_t t_stream = 0;
+
+ruda_stream_id_t ruda_stream_id_next(void) {
+  ruda_stream_id_t id = {
+      (uint64_t)atomic_fetch_add_explicit(&g_next_stream, 1,
+                                          memory_order_relaxed)};
+  return id;
+}
+
+ruda_stream_id_t ruda_stream_id_current(void) {
+  if (!t_stream_set) {
+    t_stream = ruda_stream_id_next().value;
+    t_stream_set = true;
+  }
+  ruda_stream_id_t id = {t_stream};
+  return id;
+}
+
+ruda_stream_id_t ruda_stream_id_swap(ruda_stream_id_t id) {
+  /* As in the seed, the thread's own id is drawn first, so the value
+   * returned is always a real stream the caller can swap back to. */
+  ruda_stream_id_t prev = ruda_stream_id_current();
+  t_stream = id.value;
+  return prev;
+}

@@ -1,0 +1,106 @@
+/* Device ids and per-thread stream ids. */
+#include <pthread.h>
+
+#include "ruda/types.h"
+#include "test.h"
+
+TEST(device_id_order_and_equality) {
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_device_id_t cpu1 = {RUDA_DEVICE_TYPE_CPU, 1};
+  ruda_device_id_t cuda0 = {RUDA_DEVICE_TYPE_CUDA, 0};
+  ruda_device_id_t cuda7 = {RUDA_DEVICE_TYPE_CUDA, 7};
+  ASSERT_EQ(ruda_device_id_cmp(cpu0, cpu0), 0);
+  ASSERT_LT(ruda_device_id_cmp(cpu0, cpu1), 0);
+  ASSERT_GT(ruda_device_id_cmp(cpu1, cpu0), 0);
+  /* The type orders first, whatever the index. */
+  ASSERT_LT(ruda_device_id_cmp(cpu1, cuda0), 0);
+  ASSERT_GT(ruda_device_id_cmp(cuda0, cpu1), 0);
+  ASSERT_LT(ruda_device_id_cmp(cuda0, cuda7), 0);
+  ruda_device_id_t hi = {UINT16_MAX, UINT16_MAX};
+  ASSERT_GT(ruda_device_id_cmp(hi, cuda7), 0);
+  ASSERT_TRUE(ruda_device_id_eq(cuda7, (ruda_device_id_t){1, 7}));
+  ASSERT_FALSE(ruda_device_id_eq(cuda7, cuda0));
+  ASSERT_FALSE(ruda_device_id_eq(cpu0, cuda0));
+}
+
+/* Registered before every other stream test, so it draws first: the
+ * counter starts at 0. */
+TEST(stream_id_counter_starts_at_zero) {
+  ASSERT_UEQ(ruda_stream_id_current().value, 0);
+}
+
+TEST(stream_id_is_stable_per_thread) {
+  ruda_stream_id_t a = ruda_stream_id_current();
+  ruda_stream_id_t b = ruda_stream_id_current();
+  ASSERT_UEQ(a.value, b.value);
+}
+
+TEST(stream_id_next_is_fresh_and_increasing) {
+  ruda_stream_id_t cur = ruda_stream_id_current();
+  ruda_stream_id_t n1 = ruda_stream_id_next();
+  ruda_stream_id_t n2 = ruda_stream_id_next();
+  ASSERT_UNE(n1.value, cur.value);
+  ASSERT_UGT(n2.value, n1.value);
+  /* Drawing fresh ids does not change the thread's stream. */
+  ASSERT_UEQ(ruda_stream_id_current().value, cur.value);
+}
+
+TEST(stream_id_swap_sets_and_restores) {
+  ruda_stream_id_t mine = ruda_stream_id_current();
+  ruda_stream_id_t other = {mine.value + 1000};
+  ruda_stream_id_t prev = ruda_stream_id_swap(other);
+  ASSERT_UEQ(prev.value, mine.value);
+  ASSERT_UEQ(ruda_stream_id_current().value, other.value);
+  prev = ruda_stream_id_swap(mine);
+  ASSERT_UEQ(prev.value, other.value);
+  ASSERT_UEQ(ruda_stream_id_current().value, mine.value);
+}
+
+enum { THREADS = 8 };
+
+typedef struct thread_result {
+  uint64_t first, second;
+  uint64_t swapped_prev;
+} thread_result_t;
+
+static void *stream_thread(void *arg) {
+  thread_result_t *r = arg;
+  r->first = ruda_stream_id_current().value;
+  r->second = ruda_stream_id_current().value;
+  return NULL;
+}
+
+/* A thread's first swap draws its own id first and returns it. */
+static void *swap_first_thread(void *arg) {
+  thread_result_t *r = arg;
+  r->swapped_prev = ruda_stream_id_swap((ruda_stream_id_t){UINT64_MAX}).value;
+  r->first = ruda_stream_id_current().value;
+  return NULL;
+}
+
+TEST(stream_id_differs_between_threads) {
+  pthread_t th[THREADS];
+  thread_result_t res[THREADS];
+  memset(res, 0, sizeof(res));
+  for (int i = 0; i < THREADS; i++) {
+    ASSERT_EQ(pthread_create(&th[i], NULL, stream_thread, &res[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) ASSERT_EQ(pthread_join(th[i], NULL), 0);
+  uint64_t mine = ruda_stream_id_current().value;
+  for (int i = 0; i < THREADS; i++) {
+    ASSERT_UEQ(res[i].first, res[i].second);
+    ASSERT_UNE(res[i].first, mine);
+    for (int j = 0; j < i; j++) ASSERT_UNE(res[i].first, res[j].first);
+  }
+
+  thread_result_t s;
+  memset(&s, 0, sizeof(s));
+  pthread_t t;
+  ASSERT_EQ(pthread_create(&t, NULL, swap_first_thread, &s), 0);
+  ASSERT_EQ(pthread_join(t, NULL), 0);
+  ASSERT_UEQ(s.first, UINT64_MAX);
+  ASSERT_UNE(s.swapped_prev, UINT64_MAX);
+  ASSERT_UNE(s.swapped_prev, mine);
+  /* The id it drew came from the counter, so a later one is larger. */
+  ASSERT_ULT(s.swapped_prev, ruda_stream_id_next().value);
+}

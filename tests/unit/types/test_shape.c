@@ -1,0 +1,169 @@
+/* Shapes, strides and memory layout descriptors. */
+#include <stdlib.h>
+
+#include "ruda/status.h"
+#include "ruda/types.h"
+#include "test.h"
+
+static ruda_strides_t strides_of(uint32_t rank, const uint64_t *v) {
+  ruda_strides_t st;
+  memset(&st, 0, sizeof(st));
+  st.rank = rank;
+  for (uint32_t i = 0; i < rank; i++) st.values[i] = v[i];
+  return st;
+}
+
+TEST(shape_init_copies_dims) {
+  const uint64_t dims[3] = {2, 3, 4};
+  ruda_shape_t s;
+  memset(&s, 0xab, sizeof(s));
+  ASSERT_OK(ruda_shape_init(&s, 3, dims));
+  ASSERT_UEQ(s.rank, 3);
+  ASSERT_UEQ(s.dims[0], 2);
+  ASSERT_UEQ(s.dims[1], 3);
+  ASSERT_UEQ(s.dims[2], 4);
+  ASSERT_UEQ(s.dims[3], 0); /* the rest is zeroed */
+  ASSERT_UEQ(s.dims[RUDA_MAX_RANK - 1], 0);
+  ASSERT_UEQ(ruda_shape_num_elems(&s), 24);
+
+  ASSERT_OK(ruda_shape_init(&s, 0, NULL));
+  ASSERT_UEQ(s.rank, 0);
+  ASSERT_UEQ(ruda_shape_num_elems(&s), 1);
+
+  const uint64_t max_dims[RUDA_MAX_RANK] = {1, 2, 1, 2, 1, 2, 1, 2};
+  ASSERT_OK(ruda_shape_init(&s, RUDA_MAX_RANK, max_dims));
+  ASSERT_UEQ(ruda_shape_num_elems(&s), 16);
+}
+
+TEST(shape_init_rejects_bad_arguments) {
+  const uint64_t dims[RUDA_MAX_RANK + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  ruda_shape_t s;
+  ASSERT_ERR_KIND(ruda_shape_init(&s, RUDA_MAX_RANK + 1, dims),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_shape_init(&s, UINT32_MAX, dims),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_shape_init(&s, 2, NULL), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_shape_init(NULL, 1, dims), RUDA_ERR_INVALID_ARGUMENT);
+}
+
+TEST(shape_helpers_and_num_elems) {
+  ruda_shape_t a = ruda_shape_1d(7);
+  ASSERT_UEQ(a.rank, 1);
+  ASSERT_UEQ(a.dims[0], 7);
+  ASSERT_UEQ(ruda_shape_num_elems(&a), 7);
+  ruda_shape_t b = ruda_shape_2d(3, 5);
+  ASSERT_UEQ(b.rank, 2);
+  ASSERT_UEQ(b.dims[0], 3);
+  ASSERT_UEQ(b.dims[1], 5);
+  ASSERT_UEQ(b.dims[2], 0);
+  ASSERT_UEQ(ruda_shape_num_elems(&b), 15);
+  ruda_shape_t z = ruda_shape_2d(0, 5);
+  ASSERT_UEQ(ruda_shape_num_elems(&z), 0);
+  /* Overflow saturates instead of wrapping to a small size. */
+  ruda_shape_t big = ruda_shape_2d(UINT64_C(1) << 40, UINT64_C(1) << 40);
+  ASSERT_UEQ(ruda_shape_num_elems(&big), UINT64_MAX);
+  /* ...but a zero dim anywhere still gives 0. */
+  const uint64_t dims[3] = {UINT64_C(1) << 40, UINT64_C(1) << 40, 0};
+  ruda_shape_t s;
+  ASSERT_OK(ruda_shape_init(&s, 3, dims));
+  ASSERT_UEQ(ruda_shape_num_elems(&s), 0);
+  ASSERT_UEQ(ruda_shape_num_elems(NULL), 0);
+}
+
+TEST(strides_contiguous_values) {
+  const uint64_t dims[4] = {2, 3, 4, 5};
+  ruda_shape_t s;
+  ASSERT_OK(ruda_shape_init(&s, 4, dims));
+  ruda_strides_t st = ruda_strides_contiguous(&s);
+  ASSERT_UEQ(st.rank, 4);
+  ASSERT_UEQ(st.values[0], 60);
+  ASSERT_UEQ(st.values[1], 20);
+  ASSERT_UEQ(st.values[2], 5);
+  ASSERT_UEQ(st.values[3], 1);
+  ASSERT_TRUE(ruda_strides_is_contiguous(&s, &st));
+  ASSERT_TRUE(ruda_strides_is_pitched(&s, &st));
+
+  ruda_shape_t scalar;
+  ASSERT_OK(ruda_shape_init(&scalar, 0, NULL));
+  ruda_strides_t sst = ruda_strides_contiguous(&scalar);
+  ASSERT_UEQ(sst.rank, 0);
+  ASSERT_TRUE(ruda_strides_is_contiguous(&scalar, &sst));
+  ASSERT_TRUE(ruda_strides_is_pitched(&scalar, &sst));
+}
+
+TEST(strides_is_contiguous_rejects) {
+  ruda_shape_t s = ruda_shape_2d(4, 8);
+  const uint64_t transposed[2] = {1, 4};
+  const uint64_t padded[2] = {16, 1};
+  const uint64_t good[2] = {8, 1};
+  ruda_strides_t t = strides_of(2, transposed);
+  ruda_strides_t p = strides_of(2, padded);
+  ruda_strides_t g = strides_of(2, good);
+  ASSERT_TRUE(ruda_strides_is_contiguous(&s, &g));
+  ASSERT_FALSE(ruda_strides_is_contiguous(&s, &t));
+  ASSERT_FALSE(ruda_strides_is_contiguous(&s, &p));
+  /* Rank mismatch. */
+  ruda_strides_t r1 = strides_of(1, good + 1);
+  ASSERT_FALSE(ruda_strides_is_contiguous(&s, &r1));
+  ASSERT_FALSE(ruda_strides_is_contiguous(NULL, &g));
+  ASSERT_FALSE(ruda_strides_is_contiguous(&s, NULL));
+}
+
+TEST(strides_is_pitched_cases) {
+  const uint64_t dims[3] = {2, 3, 5};
+  ruda_shape_t s;
+  ASSERT_OK(ruda_shape_init(&s, 3, dims));
+  /* Rows of 5 padded to 8: planes are 3 * 8 = 24. */
+  const uint64_t pitched[3] = {24, 8, 1};
+  ruda_strides_t st = strides_of(3, pitched);
+  ASSERT_TRUE(ruda_strides_is_pitched(&s, &st));
+  ASSERT_FALSE(ruda_strides_is_contiguous(&s, &st));
+  /* Exactly the row length is also pitched (pitch == width). */
+  const uint64_t tight[3] = {15, 5, 1};
+  st = strides_of(3, tight);
+  ASSERT_TRUE(ruda_strides_is_pitched(&s, &st));
+  /* Padding between planes is not allowed. */
+  const uint64_t plane_pad[3] = {32, 8, 1};
+  st = strides_of(3, plane_pad);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+  /* A pitch shorter than a row overlaps rows. */
+  const uint64_t short_pitch[3] = {12, 4, 1};
+  st = strides_of(3, short_pitch);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+  /* The innermost stride must be 1. */
+  const uint64_t inner2[3] = {48, 16, 2};
+  st = strides_of(3, inner2);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+  /* Column-major. */
+  const uint64_t colmajor[3] = {1, 2, 6};
+  st = strides_of(3, colmajor);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+  /* Rank 1: only stride 1. */
+  ruda_shape_t v = ruda_shape_1d(9);
+  const uint64_t one = 1, two = 2;
+  st = strides_of(1, &one);
+  ASSERT_TRUE(ruda_strides_is_pitched(&v, &st));
+  st = strides_of(1, &two);
+  ASSERT_FALSE(ruda_strides_is_pitched(&v, &st));
+  /* Rank mismatch and an outer stride that would overflow. */
+  st = strides_of(2, pitched + 1);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+  const uint64_t huge_dims[3] = {2, UINT64_C(1) << 40, 5};
+  ASSERT_OK(ruda_shape_init(&s, 3, huge_dims));
+  const uint64_t wrap[3] = {0, UINT64_C(1) << 40, 1};
+  st = strides_of(3, wrap);
+  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
+}
+
+TEST(memory_layout_descriptors) {
+  ruda_shape_t s = ruda_shape_2d(3, 7);
+  ruda_memory_layout_descriptor_t o = ruda_memory_layout_optimized(s, 4);
+  ASSERT_EQ(o.strategy, RUDA_LAYOUT_OPTIMIZED);
+  ASSERT_UEQ(o.elem_size, 4);
+  ASSERT_UEQ(o.shape.rank, 2);
+  ASSERT_UEQ(o.shape.dims[1], 7);
+  ruda_memory_layout_descriptor_t c = ruda_memory_layout_contiguous(s, 2);
+  ASSERT_EQ(c.strategy, RUDA_LAYOUT_CONTIGUOUS);
+  ASSERT_UEQ(c.elem_size, 2);
+  ASSERT_UEQ(c.shape.dims[0], 3);
+}
