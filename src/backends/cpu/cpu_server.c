@@ -1,0 +1,537 @@
+/* The CPU backend: a ComputeServer whose device is the host.
+ *
+ * Memory lives in host storage through the memory layer, one memory manager
+ * per stream slot (stream id modulo max_streams). Operations run on the
+ * device's worker thread in submission order; a kernel launch runs there
+ * too, spread over the thread pool, so every stream is ordered after all
+ * earlier work of every stream (cross-stream ordering needs no events) and a
+ * buffer is alive for as long as the launch that binds it. Reads and syncs
+ * therefore complete before the worker returns: their futures are ready.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cpu/cpu_device.h"
+#include "backends/cpu/thread_pool.h"
+#include "server/kernel_object.h"
+#include "server/server.h"
+
+typedef struct cpu_stream {
+  ruda__memory_manager_t *mm;
+  ruda__stream_errors_t errors;
+  ruda__profiler_t profiler;
+  uint64_t cursor;
+} cpu_stream_t;
+
+typedef struct cpu_server {
+  ruda__server_t base;
+  ruda__thread_pool_t *pool;
+  void **shared;          /* one shared-memory block per participant */
+  uint64_t shared_cap;
+  uint32_t max_streams;
+  cpu_stream_t **streams; /* max_streams lazily created slots */
+  ruda__memory_config_t memory_config;
+  uint64_t memory_limit;
+} cpu_server_t;
+
+static cpu_server_t *cpu(ruda__server_t *s) { return (cpu_server_t *)s; }
+
+/* The slot of a stream, created on first use. NULL only when memory ran
+ * out; the caller then reports an error. */
+static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
+  uint32_t slot = (uint32_t)(id.value % s->max_streams);
+  cpu_stream_t *st = s->streams[slot];
+  if (st) return st;
+  st = calloc(1, sizeof *st);
+  if (!st) return NULL;
+  ruda__storage_t storage;
+  ruda_status_t err = ruda__host_storage_create(s->base.utilities.properties.memory.alignment,
+                                                s->memory_limit, &storage);
+  if (!err) {
+    err = ruda__memory_manager_create(storage, s->base.utilities.properties.memory,
+                                      &s->memory_config, "Main CPU", &st->mm);
+  }
+  if (err) {
+    ruda_status_free(err);
+    free(st);
+    return NULL;
+  }
+  s->streams[slot] = st;
+  return st;
+}
+
+static ruda_status_t no_stream(void) {
+  return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
+}
+
+/* Resolves a binding to a host pointer through the pool of the stream that
+ * owns the memory. */
+static ruda_status_t resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t **out_ptr,
+                             uint64_t *out_size) {
+  cpu_stream_t *owner = stream_get(s, b->stream);
+  if (!owner) return no_stream();
+  ruda__storage_handle_t h;
+  ruda_status_t err = ruda__memory_resolve(owner->mm, b->memory, b->offset_start,
+                                           b->offset_end, &h);
+  if (err) return err;
+  *out_ptr = (uint8_t *)(uintptr_t)ruda__storage_handle_addr(&h);
+  *out_size = h.size;
+  return NULL;
+}
+
+/* ---- Memory ---- */
+
+static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
+                                  ruda_stream_id_t stream) {
+  cpu_server_t *s = cpu(base);
+  cpu_stream_t *st = stream_get(s, stream);
+  if (!st) return; /* the handle stays unbound: later uses report NotFound */
+  ruda__stream_errors_push(&st->errors, ruda__memory_alloc(st->mm, memory, size, ++st->cursor));
+}
+
+/* Copies between a contiguous host buffer and a strided view. `to_view`
+ * selects the direction. Any strides work on the CPU. */
+static void strided_copy(uint8_t *view, const ruda_shape_t *shape, const ruda_strides_t *strides,
+                         size_t elem, uint8_t *flat, bool to_view) {
+  uint64_t n = ruda_shape_num_elems(shape);
+  if (n == 0) return;
+  uint32_t rank = shape->rank;
+  if (rank == 0 || ruda_strides_is_contiguous(shape, strides)) {
+    if (to_view) memcpy(view, flat, n * elem);
+    else memcpy(flat, view, n * elem);
+    return;
+  }
+  /* Copy whole rows when the innermost stride is 1. */
+  uint64_t row = strides->values[rank - 1] == 1 ? shape->dims[rank - 1] : 1;
+  uint32_t outer_rank = row > 1 ? rank - 1 : rank;
+  uint64_t idx[RUDA_MAX_RANK] = {0};
+  uint64_t rows = n / row;
+  for (uint64_t r = 0; r < rows; r++) {
+    uint64_t off = 0;
+    for (uint32_t i = 0; i < outer_rank; i++) off += idx[i] * strides->values[i];
+    uint8_t *v = view + off * elem;
+    if (to_view) memcpy(v, flat, row * elem);
+    else memcpy(flat, v, row * elem);
+    flat += row * elem;
+    for (int32_t i = (int32_t)outer_rank - 1; i >= 0; i--) {
+      if (++idx[i] < shape->dims[i]) break;
+      idx[i] = 0;
+    }
+  }
+}
+
+static ruda_status_t check_extent(const ruda__copy_desc_t *d, uint64_t view_size) {
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < d->shape.rank; i++) {
+    if (d->shape.dims[i] == 0) return NULL;
+    last += (d->shape.dims[i] - 1) * d->strides.values[i];
+  }
+  uint64_t need = ruda_shape_num_elems(&d->shape) ? (last + 1) * d->elem_size : 0;
+  if (need > view_size) {
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
+                              "copy of %llu bytes exceeds the view of %llu bytes",
+                              (unsigned long long)need, (unsigned long long)view_size);
+  }
+  return NULL;
+}
+
+static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
+                      size_t count, ruda_stream_id_t stream) {
+  cpu_server_t *s = cpu(base);
+  cpu_stream_t *st = stream_get(s, stream);
+  for (size_t i = 0; i < count; i++) {
+    uint8_t *ptr = NULL;
+    uint64_t size = 0;
+    ruda_status_t err = resolve(s, &descs[i].binding, &ptr, &size);
+    if (!err) err = check_extent(&descs[i], size);
+    if (!err) {
+      uint64_t n = ruda_shape_num_elems(&descs[i].shape) * descs[i].elem_size;
+      if (n > srcs[i].size) {
+        err = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write of %llu bytes from a %llu-byte buffer",
+                                 (unsigned long long)n, (unsigned long long)srcs[i].size);
+      } else {
+        strided_copy(ptr, &descs[i].shape, &descs[i].strides, descs[i].elem_size,
+                     srcs[i].data, true);
+      }
+    }
+    if (st) ruda__stream_errors_push(&st->errors, err);
+    else ruda_status_free(err);
+    ruda_bytes_release(&srcs[i]);
+  }
+}
+
+static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
+                              void *const *dsts, size_t count, ruda_stream_id_t stream,
+                              ruda__future_t **out) {
+  cpu_server_t *s = cpu(base);
+  *out = NULL;
+  cpu_stream_t *st = stream_get(s, stream);
+  if (!st) return no_stream();
+  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  if (err) return err;
+  for (size_t i = 0; i < count; i++) {
+    uint8_t *ptr = NULL;
+    uint64_t size = 0;
+    err = resolve(s, &descs[i].binding, &ptr, &size);
+    if (!err) err = check_extent(&descs[i], size);
+    if (err) return ruda_status_into_server(err);
+    strided_copy(ptr, &descs[i].shape, &descs[i].strides, descs[i].elem_size, dsts[i], false);
+  }
+  *out = ruda__future_ready(NULL);
+  return NULL;
+}
+
+static ruda_status_t cpu_get_resource(ruda__server_t *base, const ruda_binding_t *b,
+                                      ruda_stream_id_t stream, ruda_resource_t *out) {
+  uint8_t *ptr = NULL;
+  uint64_t size = 0;
+  ruda_status_t err = resolve(cpu(base), b, &ptr, &size);
+  if (err) return err;
+  out->address = (uint64_t)(uintptr_t)ptr;
+  out->size = size;
+  return NULL;
+}
+
+static ruda_status_t cpu_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
+                                      ruda_memory_usage_t *out) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (!st) return no_stream();
+  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_CHECK);
+  if (err) return err;
+  *out = ruda__memory_usage(st->mm);
+  return NULL;
+}
+
+static void cpu_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (st) ruda__memory_cleanup(st->mm, true);
+}
+
+static void cpu_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
+                                ruda_stream_id_t stream) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (st) ruda__memory_set_mode(st->mm, mode);
+}
+
+/* ---- Synchronisation ---- */
+
+static ruda_status_t cpu_flush(ruda__server_t *base, ruda_stream_id_t stream) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (!st) return no_stream();
+  return ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+}
+
+static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
+                              ruda__future_t **out) {
+  *out = NULL;
+  /* Work ran on this thread before the sync was reached: nothing to wait. */
+  ruda_status_t err = cpu_flush(base, stream);
+  if (err) return err;
+  *out = ruda__future_ready(NULL);
+  return NULL;
+}
+
+/* ---- Profiling ---- */
+
+static ruda_status_t cpu_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                       ruda_profiling_token_t *out) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (!st) return no_stream();
+  return ruda__profiler_start(&st->profiler, ruda__now_ns(), out);
+}
+
+static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                     ruda_profiling_token_t token,
+                                     ruda_profile_duration_t *out) {
+  cpu_stream_t *st = stream_get(cpu(base), stream);
+  if (!st) return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory");
+  uint64_t end = ruda__now_ns();
+  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  if (err) {
+    ruda__profiler_error(&st->profiler, err);
+    ruda_status_free(err);
+  }
+  return ruda__profiler_stop(&st->profiler, token, end, RUDA_TIMING_DEVICE, out);
+}
+
+/* ---- Launch ---- */
+
+typedef struct cpu_launch {
+  const ruda_kernel_desc_t *desc;
+  ruda_cpu_kernel_ctx_t proto;
+  uint64_t total;
+  uint64_t chunk;
+  atomic_ulong next;
+  void **shared;
+  atomic_flag failed_once;
+  ruda_status_t failure;
+} cpu_launch_t;
+
+void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...) {
+  if (!ctx || !ctx->internal_) return;
+  cpu_launch_t *l = ctx->internal_;
+  if (atomic_flag_test_and_set(&l->failed_once)) return;
+  va_list ap;
+  va_start(ap, fmt);
+  char reason[512];
+  vsnprintf(reason, sizeof reason, fmt ? fmt : "kernel failure", ap);
+  va_end(ap);
+  l->failure = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "kernel '%s' failed: %s",
+                                  l->desc->name, reason);
+}
+
+static void launch_job(void *arg, uint32_t participant) {
+  cpu_launch_t *l = arg;
+  ruda_cpu_kernel_ctx_t ctx = l->proto;
+  ctx.shared = l->shared ? l->shared[participant] : NULL;
+  const ruda_count3_t c = ctx.ruda_count;
+  const uint64_t xy = (uint64_t)c.x * c.y;
+  ruda_cpu_kernel_fn fn = l->desc->cpu_fn;
+  for (;;) {
+    uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
+    if (start >= l->total) break;
+    uint64_t end = start + l->chunk < l->total ? start + l->chunk : l->total;
+    for (uint64_t i = start; i < end; i++) {
+      ctx.ruda_pos.z = (uint32_t)(i / xy);
+      uint64_t r = i % xy;
+      ctx.ruda_pos.y = (uint32_t)(r / c.x);
+      ctx.ruda_pos.x = (uint32_t)(r % c.x);
+      fn(&ctx);
+    }
+  }
+}
+
+/* Makes sure every participant has `bytes` of shared memory. */
+static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
+  if (bytes <= s->shared_cap) return NULL;
+  uint32_t n = ruda__thread_pool_size(s->pool);
+  for (uint32_t i = 0; i < n; i++) {
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes) != 0) {
+      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
+                                "cannot allocate %llu bytes of shared memory",
+                                (unsigned long long)bytes);
+    }
+    free(s->shared[i]);
+    s->shared[i] = p;
+  }
+  s->shared_cap = bytes;
+  return NULL;
+}
+
+enum { MAX_INLINE_BUFFERS = 32 };
+
+static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
+                                      const ruda__count_t *count,
+                                      const ruda__launch_args_t *args) {
+  const ruda_kernel_desc_t *desc = ruda_kernel_desc(kernel);
+  const ruda_device_properties_t *p = &s->base.utilities.properties;
+  if (!desc->cpu_fn) {
+    return ruda_status_wrap(
+        RUDA_ERR_LAUNCH_COMPILATION,
+        ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+                           "kernel '%s' has no CPU function", desc->name));
+  }
+  ruda_status_t err = ruda__validate_launch(p, desc->ruda_dim, desc->shared_mem_bytes);
+  if (err) return err;
+  if (args->num_tensor_maps) {
+    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                              "kernel '%s': tensor maps are not supported by the CPU backend",
+                              desc->name);
+  }
+  ruda_count3_t c = count->fixed;
+  if (count->dynamic) {
+    uint8_t *ptr = NULL;
+    uint64_t size = 0;
+    err = resolve(s, &count->buffer, &ptr, &size);
+    if (err) return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, err);
+    if (size < 3 * sizeof(uint32_t)) {
+      return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                                "kernel '%s': a dynamic count buffer needs 12 bytes, it has %llu",
+                                desc->name, (unsigned long long)size);
+    }
+    uint32_t xyz[3];
+    memcpy(xyz, ptr, sizeof xyz);
+    c = (ruda_count3_t){xyz[0], xyz[1], xyz[2]};
+  }
+  err = ruda__validate_count(p, c);
+  if (err) return err;
+  if (ruda_count3_is_empty(c)) return NULL;
+
+  void *ptr_inline[MAX_INLINE_BUFFERS];
+  uint64_t size_inline[MAX_INLINE_BUFFERS];
+  void **ptrs = ptr_inline;
+  uint64_t *sizes = size_inline;
+  if (args->num_buffers > MAX_INLINE_BUFFERS) {
+    ptrs = malloc(args->num_buffers * sizeof *ptrs);
+    sizes = malloc(args->num_buffers * sizeof *sizes);
+    if (!ptrs || !sizes) {
+      free(ptrs == ptr_inline ? NULL : ptrs);
+      free(sizes == size_inline ? NULL : sizes);
+      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "binding %zu buffers",
+                                args->num_buffers);
+    }
+  }
+  for (size_t i = 0; i < args->num_buffers && !err; i++) {
+    uint8_t *bp = NULL;
+    err = resolve(s, &args->buffers[i], &bp, &sizes[i]);
+    ptrs[i] = bp;
+    if (err) err = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, err);
+  }
+  if (!err && desc->shared_mem_bytes) err = ensure_shared(s, desc->shared_mem_bytes);
+
+  if (!err) {
+    cpu_launch_t l;
+    memset(&l, 0, sizeof l);
+    l.desc = desc;
+    l.proto.ruda_count = c;
+    l.proto.ruda_dim = desc->ruda_dim;
+    l.proto.buffers = ptrs;
+    l.proto.buffer_sizes = sizes;
+    l.proto.num_buffers = args->num_buffers;
+    l.proto.info = args->info.data;
+    l.proto.info_len = args->info.len;
+    l.proto.dynamic_metadata_offset = args->info.dynamic_metadata_offset;
+    l.proto.shared_size = desc->shared_mem_bytes;
+    l.proto.internal_ = &l;
+    l.total = (uint64_t)c.x * c.y * c.z;
+    uint32_t workers = ruda__thread_pool_size(s->pool);
+    /* A few chunks per participant balance uneven rudas without paying an
+     * atomic per ruda. */
+    l.chunk = l.total / ((uint64_t)workers * 4);
+    if (l.chunk == 0) l.chunk = 1;
+    atomic_init(&l.next, 0);
+    atomic_flag_clear(&l.failed_once);
+    l.shared = desc->shared_mem_bytes ? s->shared : NULL;
+    if (l.total == 1) {
+      launch_job(&l, 0);
+    } else {
+      ruda__thread_pool_run(s->pool, launch_job, &l);
+    }
+    err = l.failure;
+  }
+  if (ptrs != ptr_inline) free(ptrs);
+  if (sizes != size_inline) free(sizes);
+  return err;
+}
+
+static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+                       const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                       ruda_stream_id_t stream) {
+  (void)mode; /* C kernels check their own bounds */
+  cpu_server_t *s = cpu(base);
+  cpu_stream_t *st = stream_get(s, stream);
+  ruda_status_t err = cpu_launch_inner(s, kernel, count, args);
+  if (err) {
+    if (st) {
+      ruda__profiler_error(&st->profiler, err);
+      ruda__stream_errors_push(&st->errors, err);
+    } else {
+      ruda_status_free(err);
+    }
+  }
+  if (st) st->cursor++;
+}
+
+/* ---- Lifetime ---- */
+
+static void cpu_destroy(ruda__server_t *base) {
+  cpu_server_t *s = cpu(base);
+  for (uint32_t i = 0; i < s->max_streams; i++) {
+    cpu_stream_t *st = s->streams[i];
+    if (!st) continue;
+    ruda__memory_manager_destroy(st->mm);
+    ruda__stream_errors_deinit(&st->errors);
+    ruda__profiler_deinit(&st->profiler);
+    free(st);
+  }
+  free(s->streams);
+  if (s->shared) {
+    for (uint32_t i = 0; i < ruda__thread_pool_size(s->pool); i++) free(s->shared[i]);
+    free(s->shared);
+  }
+  ruda__thread_pool_destroy(s->pool);
+  ruda__server_utilities_deinit(&s->base.utilities);
+  free(s);
+}
+
+static const ruda__server_vtable_t cpu_vtable = {
+    .name = "cpu",
+    .destroy = cpu_destroy,
+    .initialize_memory = cpu_initialize_memory,
+    .staging = NULL,
+    .read = cpu_read,
+    .write = cpu_write,
+    .sync = cpu_sync,
+    .get_resource = cpu_get_resource,
+    .launch = cpu_launch,
+    .flush = cpu_flush,
+    .memory_usage = cpu_memory_usage,
+    .memory_cleanup = cpu_memory_cleanup,
+    .allocation_mode = cpu_allocation_mode,
+    .start_profile = cpu_start_profile,
+    .end_profile = cpu_end_profile,
+    .comm_enabled = false,
+};
+
+static uint64_t env_u64(const char *name, uint64_t fallback) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  char *end = NULL;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  if (errno || *end) return fallback;
+  return x;
+}
+
+static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
+  *out = NULL;
+  cpu_server_t *s = calloc(1, sizeof *s);
+  if (!s) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating cpu:%u", index);
+  ruda_device_properties_t props;
+  ruda__cpu_device_properties(&props);
+  ruda__layout_policy_t policy = {RUDA_LAYOUT_POLICY_CONTIGUOUS, props.memory.alignment};
+  char info[256];
+  snprintf(info, sizeof info, "%s, %u cores", props.name, props.hardware.num_cpu_cores);
+  ruda__server_utilities_init(&s->base.utilities, &props, info, policy);
+  s->base.vt = &cpu_vtable;
+  const ruda__cpu_settings_t *settings = ruda__cpu_settings();
+  s->base.utilities.check_mode = settings->check_mode;
+  s->max_streams = settings->max_streams;
+  s->memory_config = settings->memory;
+  s->memory_limit = env_u64("RUDA_CPU_MEMORY_LIMIT", 0);
+  s->streams = calloc(s->max_streams, sizeof *s->streams);
+  ruda_status_t err = s->streams ? NULL
+                                 : ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  if (!err) err = ruda__thread_pool_create(settings->threads, settings->spin, &s->pool);
+  if (!err) {
+    s->shared = calloc(ruda__thread_pool_size(s->pool), sizeof *s->shared);
+    if (!s->shared) err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  }
+  if (err) {
+    free(s->streams);
+    ruda__thread_pool_destroy(s->pool);
+    ruda__server_utilities_deinit(&s->base.utilities);
+    free(s);
+    return err;
+  }
+  *out = &s->base;
+  return NULL;
+}
+
+static ruda_status_t cpu_device_count(uint32_t *out) {
+  *out = ruda__cpu_settings()->devices;
+  return NULL;
+}
+
+const ruda__backend_t ruda__backend_cpu = {
+    .type_id = RUDA_DEVICE_TYPE_CPU,
+    .name = "cpu",
+    .device_count = cpu_device_count,
+    .create_server = cpu_create_server,
+};
