@@ -1,0 +1,115 @@
+/* Helpers shared by the memory layer's tests: a storage that counts what it
+ * does (wrapping the host storage) and short-hands for binding handles. */
+#ifndef RUDA_MEMORY_TEST_UTIL_H
+#define RUDA_MEMORY_TEST_UTIL_H
+
+#include <stdlib.h>
+
+#include "memory/memory_internal.h"
+#include "memory/memory_manager.h"
+#include "memory/storage.h"
+#include "ruda/memory.h"
+#include "ruda/status.h"
+#include "test.h"
+
+#define MIB (1024ull * 1024ull)
+
+typedef struct counting_storage {
+  ruda__storage_t inner;
+  uint64_t allocs, deallocs, flushes, failed;
+  uint64_t outstanding_bytes, outstanding;
+  bool destroyed;
+} counting_storage_t;
+
+static ruda_status_t cs_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
+  counting_storage_t *cs = self;
+  ruda_status_t st = cs->inner.vt->alloc(cs->inner.self, size, out);
+  if (st) {
+    cs->failed++;
+    return st;
+  }
+  cs->allocs++;
+  cs->outstanding++;
+  cs->outstanding_bytes += size;
+  return NULL;
+}
+static void cs_dealloc(void *self, const ruda__storage_handle_t *h) {
+  counting_storage_t *cs = self;
+  cs->deallocs++;
+  cs->outstanding--;
+  cs->outstanding_bytes -= h->size;
+  cs->inner.vt->dealloc(cs->inner.self, h);
+}
+static void cs_flush(void *self) {
+  counting_storage_t *cs = self;
+  cs->flushes++;
+  cs->inner.vt->flush(cs->inner.self);
+}
+static void cs_destroy(void *self) {
+  counting_storage_t *cs = self;
+  cs->destroyed = true;
+  cs->inner.vt->destroy(cs->inner.self);
+}
+static const ruda__storage_vtable_t cs_vt = {cs_alloc, cs_dealloc, cs_flush, cs_destroy};
+
+/* Wraps a new host storage; `cs` must outlive the manager. */
+static inline ruda__storage_t counting_storage(counting_storage_t *cs, uint64_t align,
+                                               uint64_t limit) {
+  memset(cs, 0, sizeof *cs);
+  ruda_status_t st = ruda__host_storage_create(align, limit, &cs->inner);
+  if (st) {
+    ruda_status_free(st);
+    abort();
+  }
+  ruda__storage_t s = {&cs_vt, cs, align};
+  return s;
+}
+
+static inline ruda_memory_properties_t props_of(uint64_t max_page, uint64_t align) {
+  ruda_memory_properties_t p = {max_page, align};
+  return p;
+}
+
+/* A manager over a counting host storage with a default config. */
+static inline ruda__memory_manager_t *mk_manager(counting_storage_t *cs, uint64_t max_page,
+                                                 uint64_t align, uint64_t limit,
+                                                 const ruda__memory_config_t *cfg) {
+  ruda__memory_manager_t *mm = NULL;
+  ruda_status_t st = ruda__memory_manager_create(counting_storage(cs, align, limit),
+                                                 props_of(max_page, align), cfg, "test", &mm);
+  if (st) {
+    ruda_status_free(st);
+    return NULL;
+  }
+  return mm;
+}
+
+/* Creates a descriptor and binds it; returns the status, fills *out. */
+static inline ruda_status_t try_alloc(ruda__memory_manager_t *mm, uint64_t size,
+                                      ruda_handle_t *out) {
+  memset(out, 0, sizeof *out);
+  ruda_memory_t *m = ruda__memory_new();
+  if (!m) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, 0);
+  ruda_status_t st = ruda__memory_alloc(mm, m, size, 0);
+  out->memory = m;
+  out->size = size;
+  if (st) ruda_handle_release(out);
+  return st;
+}
+
+#define ALLOC(mm, size, h) ASSERT_OK(try_alloc((mm), (size), (h)))
+
+static inline ruda__storage_handle_t resolve(ruda__memory_manager_t *mm, const ruda_handle_t *h) {
+  ruda__storage_handle_t sh;
+  memset(&sh, 0, sizeof sh);
+  ruda_status_t st = ruda__memory_resolve(mm, h->memory, h->offset_start, h->offset_end, &sh);
+  if (st) ruda_status_free(st);
+  return sh;
+}
+
+static inline uint64_t addr_of(ruda__memory_manager_t *mm, const ruda_handle_t *h) {
+  ruda__storage_handle_t sh = resolve(mm, h);
+  return ruda__storage_handle_addr(&sh);
+}
+
+#endif
