@@ -1,0 +1,154 @@
+/* Layout policies: Contiguous(align) and Pitched(align) (reference 3.7). */
+#include "memory_test_util.h"
+
+static ruda_memory_layout_descriptor_t desc(ruda_memory_layout_strategy_t strat, uint32_t rank,
+                                            const uint64_t *dims, size_t elem) {
+  ruda_memory_layout_descriptor_t d;
+  memset(&d, 0, sizeof d);
+  d.strategy = strat;
+  d.shape.rank = rank;
+  for (uint32_t i = 0; i < rank; i++) d.shape.dims[i] = dims[i];
+  d.elem_size = elem;
+  return d;
+}
+
+static void release_all(ruda_handle_t *base, ruda_memory_layout_t *l, size_t n) {
+  for (size_t i = 0; i < n; i++) ruda_handle_release(&l[i].memory);
+  ruda_handle_release(base);
+}
+
+TEST(pitched_2d_f32_align_512) {
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  uint64_t dims[] = {3, 5};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, dims, 4);
+  ruda_handle_t base;
+  ruda_memory_layout_t l;
+  ruda_stream_id_t stream = {9};
+  ASSERT_OK(ruda__layout_apply(&pol, stream, &d, 1, &base, &l));
+  ASSERT_EQ(l.strides.rank, 2);
+  ASSERT_UEQ(l.strides.values[0], 8);
+  ASSERT_UEQ(l.strides.values[1], 1);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l.memory), 96);
+  ASSERT_UEQ(base.size, 512);
+  ASSERT_UEQ(l.memory.size, 512);
+  ASSERT_UEQ(l.memory.offset_start, 0);
+  ASSERT_UEQ(l.memory.offset_end, 512 - 96);
+  ASSERT_UEQ(l.memory.stream.value, 9);
+  ASSERT_PTR_EQ(l.memory.memory, base.memory);
+  /* Base and view are two handles on one descriptor: unbound, that is still
+   * "<= 2 handle references" (the reference's rule counts the pool's copy). */
+  ASSERT_UEQ(atomic_load(&base.memory->handle_refs), 2);
+  ASSERT_FALSE(ruda__memory_is_bound(base.memory));
+  release_all(&base, &l, 1);
+}
+
+TEST(pitched_3d_strides) {
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  uint64_t dims[] = {2, 3, 5};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 3, dims, 4);
+  ruda_handle_t base;
+  ruda_memory_layout_t l;
+  ruda_stream_id_t stream = {0};
+  ASSERT_OK(ruda__layout_apply(&pol, stream, &d, 1, &base, &l));
+  ASSERT_UEQ(l.strides.values[0], 24);
+  ASSERT_UEQ(l.strides.values[1], 8);
+  ASSERT_UEQ(l.strides.values[2], 1);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l.memory), 6 * 32);
+  release_all(&base, &l, 1);
+}
+
+TEST(pitched_contiguous_strategy_and_edge_widths) {
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  ruda_stream_id_t stream = {0};
+  ruda_handle_t base;
+  ruda_memory_layout_t l[4];
+  uint64_t d35[] = {3, 5}, d41[] = {4, 1}, d2x100[] = {2, 100};
+  ruda_memory_layout_descriptor_t ds[4] = {
+      desc(RUDA_LAYOUT_CONTIGUOUS, 2, d35, 4),  /* pitch_align 1: no padding */
+      desc(RUDA_LAYOUT_OPTIMIZED, 2, d41, 2),   /* width 1: pitch_align = elem */
+      desc(RUDA_LAYOUT_OPTIMIZED, 2, d2x100, 8),/* 800 B rows: clamped to 512 */
+      desc(RUDA_LAYOUT_OPTIMIZED, 0, NULL, 4),  /* a scalar */
+  };
+  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 4, &base, l));
+  ASSERT_UEQ(l[0].strides.values[0], 5);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[0].memory), 60);
+  ASSERT_UEQ(l[1].strides.values[0], 1);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[1].memory), 8);
+  ASSERT_UEQ(l[2].strides.values[0], 1024 / 8);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[2].memory), 2048);
+  ASSERT_EQ(l[3].strides.rank, 0);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[3].memory), 4);
+  /* Offsets: each view starts at the previous one rounded up to 512. */
+  ASSERT_UEQ(l[1].memory.offset_start, 512);
+  ASSERT_UEQ(l[2].memory.offset_start, 1024);
+  ASSERT_UEQ(l[3].memory.offset_start, 3072);
+  ASSERT_UEQ(base.size, 3584);
+  for (int i = 0; i < 4; i++)
+    ASSERT_UEQ(l[i].memory.offset_start + ruda_handle_size_in_used(&l[i].memory) +
+                   l[i].memory.offset_end,
+               base.size);
+  release_all(&base, l, 4);
+}
+
+TEST(contiguous_policy) {
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_CONTIGUOUS, 8};
+  ruda_stream_id_t stream = {1};
+  uint64_t a[] = {3, 5}, b[] = {2, 3, 7};
+  ruda_memory_layout_descriptor_t ds[2] = {desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4),
+                                           desc(RUDA_LAYOUT_CONTIGUOUS, 3, b, 1)};
+  ruda_handle_t base;
+  ruda_memory_layout_t l[2];
+  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 2, &base, l));
+  ASSERT_UEQ(l[0].strides.values[0], 5); /* no pitch even when optimized */
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[0].memory), 60);
+  ASSERT_UEQ(l[1].memory.offset_start, 64);
+  ASSERT_UEQ(l[1].strides.values[0], 21);
+  ASSERT_UEQ(l[1].strides.values[1], 7);
+  ASSERT_UEQ(l[1].strides.values[2], 1);
+  ASSERT_UEQ(ruda_handle_size_in_used(&l[1].memory), 42);
+  ASSERT_UEQ(base.size, 64 + 48);
+  release_all(&base, l, 2);
+}
+
+TEST(layout_views_resolve_into_one_allocation) {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  ruda_stream_id_t stream = {0};
+  uint64_t a[] = {3, 5};
+  ruda_memory_layout_descriptor_t ds[2] = {desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4),
+                                           desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4)};
+  ruda_handle_t base;
+  ruda_memory_layout_t l[2];
+  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 2, &base, l));
+  ASSERT_OK(ruda__memory_alloc(mm, base.memory, base.size, 0));
+  ruda__storage_handle_t s0 = resolve(mm, &l[0].memory), s1 = resolve(mm, &l[1].memory);
+  ASSERT_UEQ(s0.id, s1.id);
+  ASSERT_UEQ(s1.offset - s0.offset, 512);
+  ASSERT_UEQ(s0.size, 96);
+  /* The allocation stays busy while any view lives. */
+  ruda_handle_release(&base);
+  ruda_handle_release(&l[0].memory);
+  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 1);
+  ruda_handle_release(&l[1].memory);
+  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
+TEST(layout_errors) {
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  ruda_stream_id_t stream = {0};
+  ruda_handle_t base;
+  ruda_memory_layout_t l;
+  uint64_t a[] = {3, 5};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 0);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
+  uint64_t huge[] = {UINT64_MAX / 2, 4};
+  d = desc(RUDA_LAYOUT_OPTIMIZED, 2, huge, 4);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  pol.kind = RUDA_LAYOUT_POLICY_CONTIGUOUS;
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  ASSERT_NULL(base.memory);
+  d.shape.rank = RUDA_MAX_RANK + 1;
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
+}
