@@ -58,4 +58,66 @@ void ruda_bench_copy(ruda_bench_t *b);
 void ruda_bench_compile(ruda_bench_t *b);
 void ruda_bench_allreduce(ruda_bench_t *b);
 
+/* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
+
+typedef struct ruda_bench_options {
+  bool json;          /* one JSON object per line on stdout instead of a table */
+  bool quick;         /* smaller sizes, fewer repetitions (< 1 min for `all`) */
+  bool smoke;         /* each case at tiny sizes, once or twice (tests) */
+  const char *device; /* "cpu" (default), "cuda:0", ...; borrowed */
+} ruda_bench_options_t;
+
+/* NULL when memory is exhausted. */
+ruda_bench_t *ruda_bench_create(const ruda_bench_options_t *opts);
+void ruda_bench_destroy(ruda_bench_t *b);
+bool ruda_bench_smoke(const ruda_bench_t *b);
+bool ruda_bench_json(const ruda_bench_t *b);
+/* `full` normally, `quick` under --quick, `smoke` under --smoke. */
+size_t ruda_bench_pick(const ruda_bench_t *b, size_t full, size_t quick, size_t smoke);
+
+/* Reports a case that ran but failed (a runtime error, a wrong result):
+ * printed on stderr, and the command exits 1. */
+void ruda_bench_fail(ruda_bench_t *b, const char *bench, const char *case_name,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+size_t ruda_bench_failures(const ruda_bench_t *b);
+size_t ruda_bench_reports(const ruda_bench_t *b);
+size_t ruda_bench_skips(const ruda_bench_t *b);
+
+/* Median, min and max of `n` samples (sorted in place). n == 0 gives zeros. */
+ruda_bench_stats_t ruda_bench_stats_from_samples(double *samples, size_t n);
+/* Multiplies every statistic by `factor` (ns -> us: 1e-3). */
+ruda_bench_stats_t ruda_bench_stats_scale(ruda_bench_stats_t s, double factor);
+/* Turns per-call times (ns) into rates: `amount` per call divided by the
+ * time, times `factor` (bytes -> GB/s: amount = bytes, factor = 1, since
+ * bytes/ns = GB/s). The fastest call gives the max rate. */
+ruda_bench_stats_t ruda_bench_stats_rate(ruda_bench_stats_t ns, double amount,
+                                         double factor);
+/* ruda / baseline; NaN when either is not a positive finite number. */
+double ruda_bench_ratio(double ruda, double baseline);
+/* Writes `s` as a JSON string literal (with quotes); snprintf semantics. */
+size_t ruda_bench_json_escape(const char *s, char *buf, size_t cap);
+/* One report line in the JSON format (without newline); snprintf semantics.
+ * Non-finite numbers are written as null. */
+size_t ruda_bench_format_json(char *buf, size_t cap, const char *bench,
+                              const char *case_name, const char *unit, double ruda,
+                              double baseline, const char *baseline_name,
+                              bool better_lower);
+
+/* CUDA cases (bench/bench_cuda.c, the CUDA backend's engineer); the groups
+ * call them when the device is cuda:N. Weak stubs in harness.c report a
+ * skip while that file does not exist. */
+void ruda_bench_cuda_launch(ruda_bench_t *b);
+void ruda_bench_cuda_memory(ruda_bench_t *b);
+void ruda_bench_cuda_copy(ruda_bench_t *b);
+void ruda_bench_cuda_compile(ruda_bench_t *b);
+/* True when the bench device is a CUDA device. */
+bool ruda_bench_on_cuda(const ruda_bench_t *b);
+
+/* Opens a client on the bench's device (bench_launch.c). On failure
+ * reports the case as skipped when the device is unavailable, as failed
+ * otherwise, and returns false. */
+struct ruda_client;
+bool ruda_bench_open_client(ruda_bench_t *b, const char *bench, const char *case_name,
+                            struct ruda_client **out);
+
 #endif

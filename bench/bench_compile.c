@@ -1,0 +1,13 @@
+/* compile: loading a kernel from the compile cache against compiling it.
+ * Only the CUDA backend compiles (NVRTC); its cases live in bench_cuda.c. */
+#include "harness.h"
+
+void ruda_bench_compile(ruda_bench_t *b) {
+  if (ruda_bench_on_cuda(b)) {
+    ruda_bench_cuda_compile(b);
+    return;
+  }
+  ruda_bench_skip(b, "compile", "warm_cache_load",
+                  "the CPU backend runs native C functions; nothing is compiled "
+                  "(use --device cuda:N)");
+}

@@ -1,0 +1,88 @@
+/* copy: moving data between the host and the device.
+ *
+ *  create_read_bandwidth  ruda_client_create_buffer of 256 MiB (16 MiB with
+ *                         --quick) from host memory, then ruda_client_read
+ *                         back into host memory and the handle released,
+ *                         against memcpy in and memcpy out of a host buffer.
+ *                         GB/s counts both directions (2 x size per pass).
+ * On cuda:N the CUDA engineer's cases (bench_cuda.c) run instead.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ruda/client.h"
+
+typedef struct copy_ctx {
+  ruda_client_t *client;
+  unsigned char *src, *dst, *staging;
+  size_t bytes;
+  ruda_status_t error;
+} copy_ctx_t;
+
+static void ruda_create_read(void *p) {
+  copy_ctx_t *c = p;
+  if (c->error) return;
+  ruda_handle_t h;
+  ruda_status_t st = ruda_client_create_buffer(c->client, c->src, c->bytes, &h);
+  if (!st) {
+    st = ruda_client_read(c->client, &h, c->dst, c->bytes);
+    ruda_handle_release(&h);
+  }
+  if (st) c->error = st;
+}
+
+static void memcpy_in_out(void *p) {
+  copy_ctx_t *c = p;
+  memcpy(c->staging, c->src, c->bytes);
+  memcpy(c->dst, c->staging, c->bytes);
+  __asm__ volatile("" ::: "memory");
+}
+
+void ruda_bench_copy(ruda_bench_t *b) {
+  if (ruda_bench_on_cuda(b)) {
+    ruda_bench_cuda_copy(b);
+    return;
+  }
+  copy_ctx_t c = {0};
+  c.bytes = ruda_bench_pick(b, 256u << 20, 16u << 20, 1u << 20);
+  size_t reps = ruda_bench_pick(b, 10, 4, 1);
+  size_t warmup = 1;
+  if (!ruda_bench_open_client(b, "copy", "create_read_bandwidth", &c.client)) return;
+  c.src = malloc(c.bytes);
+  c.dst = malloc(c.bytes);
+  c.staging = malloc(c.bytes);
+  if (!c.src || !c.dst || !c.staging) {
+    ruda_bench_fail(b, "copy", "create_read_bandwidth", "out of host memory");
+    goto cleanup;
+  }
+  for (size_t i = 0; i < c.bytes; ++i) c.src[i] = (unsigned char)(i * 7 + (i >> 12));
+  memset(c.dst, 0, c.bytes);
+  memset(c.staging, 0, c.bytes);
+
+  ruda_bench_progress(b, "create_read_bandwidth: %zu MiB, %zu passes", c.bytes >> 20, reps);
+  ruda_bench_stats_t ruda_ns = ruda_bench_measure(ruda_create_read, &c, warmup, reps, 1);
+  if (c.error) {
+    char *text = ruda_status_to_string(c.error);
+    ruda_bench_fail(b, "copy", "create_read_bandwidth", "%s", text ? text : "error");
+    free(text);
+    ruda_status_free(c.error);
+    goto cleanup;
+  }
+  if (memcmp(c.src, c.dst, c.bytes) != 0) {
+    ruda_bench_fail(b, "copy", "create_read_bandwidth",
+                    "the data read back differs from the data created");
+    goto cleanup;
+  }
+  ruda_bench_stats_t base_ns = ruda_bench_measure(memcpy_in_out, &c, warmup, reps, 1);
+  double pass_bytes = 2.0 * (double)c.bytes;
+  ruda_bench_report(b, "copy", "create_read_bandwidth", "GB/s",
+                    ruda_bench_stats_rate(ruda_ns, pass_bytes, 1.0),
+                    ruda_bench_stats_rate(base_ns, pass_bytes, 1.0), "memcpy in + out", false);
+cleanup:
+  free(c.src);
+  free(c.dst);
+  free(c.staging);
+  ruda_client_release(c.client);
+}

@@ -1,0 +1,270 @@
+/* The benchmark harness behind `ruda bench` (see harness.h). */
+#include "harness.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ruda_bench {
+  ruda_bench_options_t opts;
+  char device[32];
+  bool header_printed;
+  size_t reports, skips, failures;
+};
+
+ruda_bench_t *ruda_bench_create(const ruda_bench_options_t *opts) {
+  ruda_bench_t *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  if (opts) b->opts = *opts;
+  snprintf(b->device, sizeof b->device, "%s",
+           (opts && opts->device && *opts->device) ? opts->device : "cpu");
+  b->opts.device = b->device;
+  return b;
+}
+
+void ruda_bench_destroy(ruda_bench_t *b) { free(b); }
+
+bool ruda_bench_quick(const ruda_bench_t *b) { return b->opts.quick || b->opts.smoke; }
+bool ruda_bench_smoke(const ruda_bench_t *b) { return b->opts.smoke; }
+bool ruda_bench_json(const ruda_bench_t *b) { return b->opts.json; }
+const char *ruda_bench_device(const ruda_bench_t *b) { return b->device; }
+bool ruda_bench_on_cuda(const ruda_bench_t *b) { return strncmp(b->device, "cuda", 4) == 0; }
+size_t ruda_bench_failures(const ruda_bench_t *b) { return b->failures; }
+size_t ruda_bench_reports(const ruda_bench_t *b) { return b->reports; }
+size_t ruda_bench_skips(const ruda_bench_t *b) { return b->skips; }
+
+size_t ruda_bench_pick(const ruda_bench_t *b, size_t full, size_t quick, size_t smoke) {
+  if (b->opts.smoke) return smoke;
+  if (b->opts.quick) return quick;
+  return full;
+}
+
+/* ---- Timing and statistics ---- */
+
+uint64_t ruda_bench_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+ruda_bench_stats_t ruda_bench_stats_from_samples(double *samples, size_t n) {
+  ruda_bench_stats_t s = {0, 0, 0, n};
+  if (n == 0) return s;
+  qsort(samples, n, sizeof *samples, cmp_double);
+  s.min = samples[0];
+  s.max = samples[n - 1];
+  s.median = (n % 2) ? samples[n / 2] : 0.5 * (samples[n / 2 - 1] + samples[n / 2]);
+  return s;
+}
+
+ruda_bench_stats_t ruda_bench_stats_scale(ruda_bench_stats_t s, double factor) {
+  s.median *= factor;
+  s.min *= factor;
+  s.max *= factor;
+  return s;
+}
+
+static double rate(double amount, double ns, double factor) {
+  return ns > 0 ? amount / ns * factor : 0.0;
+}
+
+ruda_bench_stats_t ruda_bench_stats_rate(ruda_bench_stats_t ns, double amount,
+                                         double factor) {
+  ruda_bench_stats_t r;
+  r.median = rate(amount, ns.median, factor);
+  r.min = rate(amount, ns.max, factor);
+  r.max = rate(amount, ns.min, factor);
+  r.samples = ns.samples;
+  return r;
+}
+
+ruda_bench_stats_t ruda_bench_measure(void (*fn)(void *ctx), void *ctx, size_t warmup,
+                                      size_t reps, size_t inner) {
+  if (reps == 0) reps = 1;
+  if (inner == 0) inner = 1;
+  for (size_t i = 0; i < warmup; ++i) fn(ctx);
+  double *samples = malloc(reps * sizeof *samples);
+  ruda_bench_stats_t none = {0, 0, 0, 0};
+  if (!samples) return none;
+  for (size_t r = 0; r < reps; ++r) {
+    uint64_t t0 = ruda_bench_now_ns();
+    for (size_t i = 0; i < inner; ++i) fn(ctx);
+    uint64_t t1 = ruda_bench_now_ns();
+    samples[r] = (double)(t1 - t0) / (double)inner;
+  }
+  ruda_bench_stats_t s = ruda_bench_stats_from_samples(samples, reps);
+  free(samples);
+  return s;
+}
+
+double ruda_bench_ratio(double ruda, double baseline) {
+  if (!(isfinite(ruda) && isfinite(baseline)) || ruda <= 0 || baseline <= 0) return NAN;
+  return ruda / baseline;
+}
+
+/* ---- Output ---- */
+
+size_t ruda_bench_json_escape(const char *s, char *buf, size_t cap) {
+  size_t pos = 0;
+#define PUTC(ch)                         \
+  do {                                   \
+    if (pos + 1 < cap) buf[pos] = (ch);  \
+    ++pos;                               \
+  } while (0)
+  if (!s) s = "";
+  PUTC('"');
+  for (; *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    const char *esc = NULL;
+    char hex[8];
+    switch (c) {
+      case '"': esc = "\\\""; break;
+      case '\\': esc = "\\\\"; break;
+      case '\n': esc = "\\n"; break;
+      case '\r': esc = "\\r"; break;
+      case '\t': esc = "\\t"; break;
+      case '\b': esc = "\\b"; break;
+      case '\f': esc = "\\f"; break;
+      default:
+        if (c < 0x20) {
+          snprintf(hex, sizeof hex, "\\u%04x", c);
+          esc = hex;
+        }
+    }
+    if (esc) {
+      for (; *esc; ++esc) PUTC(*esc);
+    } else {
+      PUTC((char)c);
+    }
+  }
+  PUTC('"');
+#undef PUTC
+  if (cap) buf[pos < cap ? pos : cap - 1] = '\0';
+  return pos;
+}
+
+static void json_number(double v, char *buf, size_t cap) {
+  if (isfinite(v)) {
+    snprintf(buf, cap, "%.6g", v);
+  } else {
+    snprintf(buf, cap, "null");
+  }
+}
+
+size_t ruda_bench_format_json(char *buf, size_t cap, const char *bench,
+                              const char *case_name, const char *unit, double ruda,
+                              double baseline, const char *baseline_name,
+                              bool better_lower) {
+  char e_bench[128], e_case[160], e_unit[64], e_base[256];
+  char n_ruda[32], n_base[32], n_ratio[32];
+  ruda_bench_json_escape(bench, e_bench, sizeof e_bench);
+  ruda_bench_json_escape(case_name, e_case, sizeof e_case);
+  ruda_bench_json_escape(unit, e_unit, sizeof e_unit);
+  ruda_bench_json_escape(baseline_name, e_base, sizeof e_base);
+  json_number(ruda, n_ruda, sizeof n_ruda);
+  json_number(baseline, n_base, sizeof n_base);
+  json_number(ruda_bench_ratio(ruda, baseline), n_ratio, sizeof n_ratio);
+  int n = snprintf(buf, cap,
+                   "{\"bench\": %s, \"case\": %s, \"unit\": %s, \"ruda\": %s, "
+                   "\"baseline\": %s, \"baseline_name\": %s, \"ratio\": %s, "
+                   "\"better\": \"%s\"}",
+                   e_bench, e_case, e_unit, n_ruda, n_base, e_base, n_ratio,
+                   better_lower ? "lower" : "higher");
+  return n < 0 ? 0 : (size_t)n;
+}
+
+static void print_header(ruda_bench_t *b) {
+  if (b->header_printed || b->opts.json) return;
+  b->header_printed = true;
+  printf("ruda bench on %s%s (median [min .. max] of repetitions; ratio = ruda / baseline)\n",
+         b->device, b->opts.smoke ? ", smoke" : (b->opts.quick ? ", quick" : ""));
+  printf("%-10s %-24s %-5s %-30s %-30s %-30s %8s  %s\n", "bench", "case", "unit", "ruda",
+         "baseline", "baseline name", "ratio", "better");
+}
+
+static void format_stats(ruda_bench_stats_t s, char *buf, size_t cap) {
+  snprintf(buf, cap, "%.4g [%.4g .. %.4g]", s.median, s.min, s.max);
+}
+
+void ruda_bench_report(ruda_bench_t *b, const char *bench, const char *case_name,
+                       const char *unit, ruda_bench_stats_t ruda,
+                       ruda_bench_stats_t baseline, const char *baseline_name,
+                       bool better_lower) {
+  b->reports++;
+  if (b->opts.json) {
+    char line[1024];
+    ruda_bench_format_json(line, sizeof line, bench, case_name, unit, ruda.median,
+                           baseline.median, baseline_name, better_lower);
+    printf("%s\n", line);
+  } else {
+    print_header(b);
+    char r[64], base[64];
+    format_stats(ruda, r, sizeof r);
+    format_stats(baseline, base, sizeof base);
+    double ratio = ruda_bench_ratio(ruda.median, baseline.median);
+    printf("%-10s %-24s %-5s %-30s %-30s %-30s %8.3f  %s\n", bench, case_name, unit, r, base,
+           baseline_name, ratio, better_lower ? "lower" : "higher");
+  }
+  fflush(stdout);
+}
+
+void ruda_bench_skip(ruda_bench_t *b, const char *bench, const char *case_name,
+                     const char *why) {
+  b->skips++;
+  /* JSON lines stay pure: a skip is a line on stderr there. */
+  if (b->opts.json) {
+    fprintf(stderr, "skip: %s/%s: %s\n", bench, case_name, why);
+  } else {
+    print_header(b);
+    printf("%-10s %-24s skipped: %s\n", bench, case_name, why);
+    fflush(stdout);
+  }
+}
+
+void ruda_bench_fail(ruda_bench_t *b, const char *bench, const char *case_name,
+                     const char *fmt, ...) {
+  b->failures++;
+  fflush(stdout);
+  fprintf(stderr, "FAILED: %s/%s: ", bench, case_name);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+void ruda_bench_progress(ruda_bench_t *b, const char *fmt, ...) {
+  (void)b;
+  fputs("... ", stderr);
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+/* ---- Weak stubs for cases other engineers provide ---- */
+
+__attribute__((weak)) void ruda_bench_cuda_launch(ruda_bench_t *b) {
+  ruda_bench_skip(b, "launch", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_cuda_memory(ruda_bench_t *b) {
+  ruda_bench_skip(b, "memory", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_cuda_copy(ruda_bench_t *b) {
+  ruda_bench_skip(b, "copy", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_cuda_compile(ruda_bench_t *b) {
+  ruda_bench_skip(b, "compile", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_memory(ruda_bench_t *b) {
+  ruda_bench_skip(b, "memory", "all", "the memory benchmark cases (bench/bench_memory.c) are not built in");
+}

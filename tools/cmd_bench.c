@@ -1,0 +1,122 @@
+/* `ruda bench <group> [--device D] [--json] [--quick]`. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ruda_tools.h"
+
+typedef struct bench_group {
+  const char *name;
+  void (*run)(ruda_bench_t *b);
+  const char *what;
+} bench_group_t;
+
+static void run_memory(ruda_bench_t *b) {
+  ruda_bench_memory(b);
+  if (ruda_bench_on_cuda(b)) ruda_bench_cuda_memory(b);
+}
+
+static const bench_group_t groups[] = {
+    {"memory", run_memory, "pooled allocate + release against malloc/free (cuMemAlloc on CUDA)"},
+    {"launch", ruda_bench_launch, "empty-kernel launch: caller cost and round trip against OpenMP"},
+    {"triad", ruda_bench_triad, "a = b + s*c bandwidth on the CPU backend against OpenMP"},
+    {"copy", ruda_bench_copy, "create + read bandwidth against memcpy"},
+    {"compile", ruda_bench_compile, "warm kernel load from the disk cache against NVRTC (CUDA)"},
+    {"allreduce", ruda_bench_allreduce, "all-reduce against NCCL / MPI"},
+};
+#define NUM_GROUPS (sizeof groups / sizeof groups[0])
+
+void ruda_cmd_bench_help(FILE *f) {
+  fprintf(f,
+          "usage: ruda bench <group> [--device cpu|cuda:N] [--json] [--quick]\n"
+          "\n"
+          "Runs benchmark cases, each against a raw baseline in the same process:\n"
+          "warm-up, repetitions, median [min .. max], and ratio = ruda / baseline.\n"
+          "\n"
+          "groups:\n");
+  for (size_t i = 0; i < NUM_GROUPS; ++i) fprintf(f, "  %-10s %s\n", groups[i].name, groups[i].what);
+  fprintf(f,
+          "  %-10s every group above\n"
+          "\n"
+          "options:\n"
+          "  --device D  cpu (default), cpu:N or cuda:N\n"
+          "  --json      one JSON object per line on stdout:\n"
+          "              {\"bench\", \"case\", \"unit\", \"ruda\", \"baseline\",\n"
+          "               \"baseline_name\", \"ratio\", \"better\"}\n"
+          "              (progress and skipped cases go to stderr)\n"
+          "  --quick     smaller sizes and fewer repetitions (`all` in under a minute)\n"
+          "  --smoke     every case once at tiny sizes (for tests; numbers mean nothing)\n"
+          "\n"
+          "exit codes: 0 ok (skipped cases included), 1 a case failed,\n"
+          "2 usage error, 3 the device is unavailable.\n",
+          "all");
+}
+
+int ruda_cmd_bench(int argc, char **argv) {
+  ruda_bench_options_t opts = {0};
+  opts.device = "cpu";
+  const char *group = NULL;
+  for (int i = 0; i < argc; ++i) {
+    const char *a = argv[i];
+    if (ruda_tools_is_help(a)) {
+      ruda_cmd_bench_help(stdout);
+      return RUDA_EXIT_OK;
+    } else if (strcmp(a, "--json") == 0) {
+      opts.json = true;
+    } else if (strcmp(a, "--quick") == 0) {
+      opts.quick = true;
+    } else if (strcmp(a, "--smoke") == 0) {
+      opts.smoke = true;
+    } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
+      opts.device = argv[++i];
+    } else if (strncmp(a, "--device=", 9) == 0) {
+      opts.device = a + 9;
+    } else if (a[0] != '-' && !group) {
+      group = a;
+    } else {
+      fprintf(stderr, "ruda bench: unknown or incomplete option '%s'\n", a);
+      ruda_cmd_bench_help(stderr);
+      return RUDA_EXIT_USAGE;
+    }
+  }
+  if (!group) {
+    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, all)\n");
+    ruda_cmd_bench_help(stderr);
+    return RUDA_EXIT_USAGE;
+  }
+  bool all = strcmp(group, "all") == 0;
+  const bench_group_t *one = NULL;
+  for (size_t i = 0; i < NUM_GROUPS && !all; ++i)
+    if (strcmp(group, groups[i].name) == 0) one = &groups[i];
+  if (!all && !one) {
+    fprintf(stderr, "ruda bench: unknown group '%s'\n", group);
+    ruda_cmd_bench_help(stderr);
+    return RUDA_EXIT_USAGE;
+  }
+
+  /* An unusable device is an error of the whole command, not a skip. */
+  ruda_client_t *probe = NULL;
+  int code = ruda_tools_open_device(opts.device, &probe);
+  if (code != RUDA_EXIT_OK) return code;
+
+  ruda_bench_t *b = ruda_bench_create(&opts);
+  if (!b) {
+    ruda_client_release(probe);
+    fprintf(stderr, "ruda bench: out of memory\n");
+    return RUDA_EXIT_FAILURE;
+  }
+  uint64_t t0 = ruda_bench_now_ns();
+  for (size_t i = 0; i < NUM_GROUPS; ++i) {
+    if (!all && one != &groups[i]) continue;
+    if (all) ruda_bench_progress(b, "group %s", groups[i].name);
+    groups[i].run(b);
+  }
+  double secs = (double)(ruda_bench_now_ns() - t0) * 1e-9;
+  size_t failures = ruda_bench_failures(b);
+  fprintf(stderr, "ruda bench: %zu case%s reported, %zu skipped, %zu failed in %.1f s\n",
+          ruda_bench_reports(b), ruda_bench_reports(b) == 1 ? "" : "s", ruda_bench_skips(b),
+          failures, secs);
+  ruda_bench_destroy(b);
+  ruda_client_release(probe);
+  return failures ? RUDA_EXIT_FAILURE : RUDA_EXIT_OK;
+}

@@ -1,0 +1,205 @@
+/* `ruda devices [--json]`: every backend and its devices. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruda/memory.h"
+#include "ruda_tools.h"
+
+void ruda_cmd_devices_help(FILE *f) {
+  fprintf(f,
+          "usage: ruda devices [--json]\n"
+          "\n"
+          "Lists every backend (cpu, cuda) and its devices. By default one line per\n"
+          "device with the main properties; --json prints every property as one JSON\n"
+          "object. A backend that cannot run here (no driver, no GPU) is listed with\n"
+          "the reason.\n"
+          "\n"
+          "exit codes: 0 ok, 2 usage error.\n");
+}
+
+static const uint16_t backend_types[] = {RUDA_DEVICE_TYPE_CPU, RUDA_DEVICE_TYPE_CUDA};
+
+static const struct {
+  uint64_t bit;
+  const char *name;
+} feature_names[] = {
+    {RUDA_FEATURE_F16, "f16"},
+    {RUDA_FEATURE_BF16, "bf16"},
+    {RUDA_FEATURE_F64, "f64"},
+    {RUDA_FEATURE_ATOMIC_F32_ADD, "atomic_f32_add"},
+    {RUDA_FEATURE_ATOMIC_F64_ADD, "atomic_f64_add"},
+    {RUDA_FEATURE_ATOMIC_F16, "atomic_f16"},
+    {RUDA_FEATURE_BARRIER, "barrier"},
+    {RUDA_FEATURE_PIPELINE, "pipeline"},
+    {RUDA_FEATURE_PLANE_SYNC, "plane_sync"},
+    {RUDA_FEATURE_GRID_CONSTANTS, "grid_constants"},
+    {RUDA_FEATURE_LDMATRIX, "ldmatrix"},
+    {RUDA_FEATURE_COPY_ASYNC, "copy_async"},
+    {RUDA_FEATURE_FP8, "fp8"},
+    {RUDA_FEATURE_TMA, "tma"},
+    {RUDA_FEATURE_TENSOR_MAP, "tensor_map"},
+    {RUDA_FEATURE_CLUSTERS, "clusters"},
+    {RUDA_FEATURE_ELECT_SYNC, "elect_sync"},
+    {RUDA_FEATURE_STMATRIX, "stmatrix"},
+    {RUDA_FEATURE_TMA_IM2COL_WIDE, "tma_im2col_wide"},
+    {RUDA_FEATURE_FP4_FP6, "fp4_fp6"},
+    {RUDA_FEATURE_DYNAMIC_COUNT, "dynamic_count"},
+    {RUDA_FEATURE_SHARED_MEMORY, "shared_memory"},
+};
+
+static void json_string(const char *s) {
+  putchar('"');
+  for (; s && *s; ++s) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') {
+      printf("\\%c", c);
+    } else if (c < 0x20) {
+      printf("\\u%04x", c);
+    } else {
+      putchar(c);
+    }
+  }
+  putchar('"');
+}
+
+static void json_u32x3(const char *key, const uint32_t v[3]) {
+  printf(",\"%s\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "]", key, v[0], v[1], v[2]);
+}
+
+static void print_device_json(ruda_device_id_t id, const ruda_device_properties_t *p,
+                              const char *info) {
+  const ruda_hardware_properties_t *h = &p->hardware;
+  printf("{\"id\":\"%s:%u\",\"name\":", ruda_device_type_name(id.type_id), (unsigned)id.index_id);
+  json_string(p->name);
+  printf(",\"info\":");
+  json_string(info);
+  printf(",\"properties_checksum\":\"%016" PRIx64 "\"", ruda_device_properties_checksum(p));
+  printf(",\"features\":[");
+  bool first = true;
+  for (size_t i = 0; i < sizeof feature_names / sizeof feature_names[0]; ++i) {
+    if (!(p->features & feature_names[i].bit)) continue;
+    printf("%s\"%s\"", first ? "" : ",", feature_names[i].name);
+    first = false;
+  }
+  printf("],\"timing_method\":\"%s\"", p->timing_method == RUDA_TIMING_DEVICE ? "device" : "system");
+  printf(",\"memory\":{\"max_page_size\":%" PRIu64 ",\"alignment\":%" PRIu64 "}",
+         p->memory.max_page_size, p->memory.alignment);
+  printf(",\"hardware\":{\"load_width\":%" PRIu32, h->load_width);
+  printf(",\"plane_size_min\":%" PRIu32 ",\"plane_size_max\":%" PRIu32, h->plane_size_min,
+         h->plane_size_max);
+  printf(",\"max_bindings\":%" PRIu32, h->max_bindings);
+  printf(",\"max_shared_memory_size\":%" PRIu64, h->max_shared_memory_size);
+  json_u32x3("max_ruda_count", h->max_ruda_count);
+  printf(",\"max_units_per_ruda\":%" PRIu32, h->max_units_per_ruda);
+  json_u32x3("max_ruda_dim", h->max_ruda_dim);
+  printf(",\"num_streaming_multiprocessors\":%" PRIu32, h->num_streaming_multiprocessors);
+  printf(",\"num_cpu_cores\":%" PRIu32, h->num_cpu_cores);
+  printf(",\"num_tensor_cores\":%" PRIu32, h->num_tensor_cores);
+  printf(",\"min_tensor_cores_dim\":%" PRIu32, h->min_tensor_cores_dim);
+  printf(",\"max_vector_size\":%" PRIu32, h->max_vector_size);
+  printf(",\"total_memory\":%" PRIu64, h->total_memory);
+  printf(",\"cache_l1\":%" PRIu64 ",\"cache_l2\":%" PRIu64 ",\"cache_l3\":%" PRIu64, h->cache_l1,
+         h->cache_l2, h->cache_l3);
+  printf(",\"compute_capability\":%" PRIu32 ",\"warp_size\":%" PRIu32 "}}", h->compute_capability,
+         h->warp_size);
+}
+
+static void print_device_line(ruda_device_id_t id, const ruda_device_properties_t *p) {
+  const ruda_hardware_properties_t *h = &p->hardware;
+  char mem[32] = "?", l2[32] = "", l3[32] = "";
+  if (h->total_memory) ruda_bytes_format(h->total_memory, mem, sizeof mem);
+  printf("  %s:%u  %s\n", ruda_device_type_name(id.type_id), (unsigned)id.index_id, p->name);
+  printf("        ");
+  if (h->num_cpu_cores) printf("%" PRIu32 " cores, ", h->num_cpu_cores);
+  if (h->num_streaming_multiprocessors)
+    printf("%" PRIu32 " SMs, sm_%" PRIu32 ", ", h->num_streaming_multiprocessors,
+           h->compute_capability);
+  printf("%s memory, %" PRIu32 "-bit loads, shared %" PRIu64 " KiB/ruda, %" PRIu32
+         " units/ruda",
+         mem, h->load_width, h->max_shared_memory_size / 1024, h->max_units_per_ruda);
+  if (h->cache_l2) {
+    ruda_bytes_format(h->cache_l2, l2, sizeof l2);
+    printf(", L2 %s", l2);
+  }
+  if (h->cache_l3) {
+    ruda_bytes_format(h->cache_l3, l3, sizeof l3);
+    printf(", L3 %s", l3);
+  }
+  printf("\n");
+}
+
+int ruda_cmd_devices(int argc, char **argv) {
+  bool json = false;
+  for (int i = 0; i < argc; ++i) {
+    if (ruda_tools_is_help(argv[i])) {
+      ruda_cmd_devices_help(stdout);
+      return RUDA_EXIT_OK;
+    } else if (strcmp(argv[i], "--json") == 0) {
+      json = true;
+    } else {
+      fprintf(stderr, "ruda devices: unknown option '%s'\n", argv[i]);
+      ruda_cmd_devices_help(stderr);
+      return RUDA_EXIT_USAGE;
+    }
+  }
+  if (json) printf("{\"backends\":[");
+  for (size_t t = 0; t < sizeof backend_types / sizeof backend_types[0]; ++t) {
+    uint16_t type = backend_types[t];
+    const char *tname = ruda_device_type_name(type);
+    uint32_t n = 0;
+    ruda_status_t st = ruda_device_count(type, &n);
+    if (json) {
+      printf("%s{\"type\":\"%s\",\"available\":%s", t ? "," : "", tname, st ? "false" : "true");
+    }
+    if (st) {
+      char *text = ruda_status_to_string(st);
+      const char *reason = ruda_status_reason(st);
+      if (json) {
+        printf(",\"reason\":");
+        json_string(reason && *reason ? reason : (text ? text : "unavailable"));
+        printf(",\"devices\":[]}");
+      } else {
+        printf("%s: unavailable: %s\n", tname,
+               reason && *reason ? reason : (text ? text : "unavailable"));
+      }
+      free(text);
+      ruda_status_free(st);
+      continue;
+    }
+    if (json) {
+      printf(",\"devices\":[");
+    } else {
+      printf("%s: %" PRIu32 " device%s\n", tname, n, n == 1 ? "" : "s");
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      ruda_device_id_t id = {type, (uint16_t)i};
+      ruda_client_t *c = NULL;
+      st = ruda_client_create(id, &c);
+      if (st) {
+        char *text = ruda_status_to_string(st);
+        if (json) {
+          printf("%s{\"id\":\"%s:%" PRIu32 "\",\"error\":", i ? "," : "", tname, i);
+          json_string(text ? text : "error");
+          printf("}");
+        } else {
+          printf("  %s:%" PRIu32 "  unusable: %s\n", tname, i, text ? text : "error");
+        }
+        free(text);
+        ruda_status_free(st);
+        continue;
+      }
+      const ruda_device_properties_t *p = ruda_client_properties(c);
+      if (json) {
+        if (i) printf(",");
+        print_device_json(id, p, ruda_client_info(c));
+      } else {
+        print_device_line(id, p);
+      }
+      ruda_client_release(c);
+    }
+    if (json) printf("]}");
+  }
+  if (json) printf("]}\n");
+  return RUDA_EXIT_OK;
+}

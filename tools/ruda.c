@@ -1,0 +1,107 @@
+/* The `ruda` command: devices, demo, bench. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruda_tools.h"
+
+static void usage(FILE *f) {
+  fprintf(f,
+          "usage: ruda <command> [options]\n"
+          "\n"
+          "ruda is a compute runtime: CPU threads (always available) and NVIDIA GPUs.\n"
+          "\n"
+          "commands:\n"
+          "  devices [--json]                      list every backend and its devices\n"
+          "  demo [--device D] [--trace FILE]      run and check a small workload\n"
+          "  bench <group> [--device D] [--json] [--quick]\n"
+          "                                        benchmarks against raw baselines\n"
+          "  help [command]                        this text, or a command's help\n"
+          "\n"
+          "D is cpu (the default), cpu:N or cuda:N. `ruda <command> --help` describes\n"
+          "each command.\n"
+          "\n"
+          "environment:\n"
+          "  RUDA_TRACE=FILE   write a Chrome trace JSON timeline (open in ui.perfetto.dev)\n"
+          "  RUDA_CONFIG=FILE  read this ruda.toml instead of searching for one\n"
+          "\n"
+          "exit codes:\n"
+          "  0  success\n"
+          "  1  a check or a benchmark failed\n"
+          "  2  usage error\n"
+          "  3  the requested device or backend is unavailable\n");
+}
+
+void ruda_tools_print_status(const char *what, ruda_status_t st) {
+  char *text = ruda_status_to_string(st);
+  fprintf(stderr, "ruda %s: %s\n", what, text ? text : "(out of memory formatting the error)");
+  free(text);
+}
+
+bool ruda_tools_is_help(const char *arg) {
+  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int ruda_tools_open_device(const char *name, ruda_client_t **out) {
+  *out = NULL;
+  ruda_device_id_t id;
+  ruda_status_t st = ruda_device_parse(name, &id);
+  if (st) {
+    ruda_tools_print_status("--device", st);
+    ruda_status_free(st);
+    return RUDA_EXIT_USAGE;
+  }
+  st = ruda_client_create(id, out);
+  if (st) {
+    char what[64];
+    snprintf(what, sizeof what, "device %s", name);
+    ruda_tools_print_status(what, st);
+    ruda_status_free(st);
+    return RUDA_EXIT_UNAVAILABLE;
+  }
+  return RUDA_EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return RUDA_EXIT_USAGE;
+  }
+  const char *cmd = argv[1];
+  if (ruda_tools_is_help(cmd)) {
+    usage(stdout);
+    return RUDA_EXIT_OK;
+  }
+  if (strcmp(cmd, "help") == 0) {
+    if (argc < 3) {
+      usage(stdout);
+    } else if (strcmp(argv[2], "devices") == 0) {
+      ruda_cmd_devices_help(stdout);
+    } else if (strcmp(argv[2], "demo") == 0) {
+      ruda_cmd_demo_help(stdout);
+    } else if (strcmp(argv[2], "bench") == 0) {
+      ruda_cmd_bench_help(stdout);
+    } else {
+      fprintf(stderr, "ruda help: unknown command '%s'\n", argv[2]);
+      return RUDA_EXIT_USAGE;
+    }
+    return RUDA_EXIT_OK;
+  }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("ruda 0.1.0\n");
+    return RUDA_EXIT_OK;
+  }
+  int code;
+  if (strcmp(cmd, "devices") == 0) {
+    code = ruda_cmd_devices(argc - 2, argv + 2);
+  } else if (strcmp(cmd, "demo") == 0) {
+    code = ruda_cmd_demo(argc - 2, argv + 2);
+  } else if (strcmp(cmd, "bench") == 0) {
+    code = ruda_cmd_bench(argc - 2, argv + 2);
+  } else {
+    fprintf(stderr, "ruda: unknown command '%s'\n\n", cmd);
+    usage(stderr);
+    return RUDA_EXIT_USAGE;
+  }
+  fflush(stdout);
+  return code;
+}
