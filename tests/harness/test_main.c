@@ -73,9 +73,10 @@ static double rt_now(void) {
 
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : getenv("RUDA_TEST_FILTER");
-  size_t passed = 0, failed = 0, skipped = 0;
+  /* static: setjmp/longjmp may not preserve automatic variables */
+  static size_t passed, failed, skipped, i;
   setvbuf(stdout, NULL, _IOLBF, 0);
-  for (size_t i = 0; i < rt_count; i++) {
+  for (i = 0; i < rt_count; i++) {
     const rt_test *t = &rt_tests[i];
     if (filter && *filter && !strstr(t->name, filter)) continue;
     rt_outcome = 0;

@@ -1,0 +1,25 @@
+/* ruda: memory, kernels and collectives on CPUs and GPUs.
+ *
+ * The umbrella header. Each header below compiles on its own:
+ *   status.h  errors (the seed's taxonomy) and their rendering
+ *   types.h   element types, shapes, ids, properties, dispatch, kernel ids
+ *   memory.h  handles, bindings, memory usage
+ *   kernel.h  kernels, dispatch counts, launch arguments
+ *   client.h  devices, clients, allocation, reads/writes, launches, streams
+ *   config.h  ruda.toml and RUDA_* configuration
+ */
+#ifndef RUDA_RUDA_H
+#define RUDA_RUDA_H
+
+#include "ruda/client.h"
+#include "ruda/config.h"
+#include "ruda/kernel.h"
+#include "ruda/memory.h"
+#include "ruda/status.h"
+#include "ruda/types.h"
+
+#define RUDA_VERSION_MAJOR 0
+#define RUDA_VERSION_MINOR 1
+#define RUDA_VERSION_PATCH 0
+
+#endif

@@ -1,0 +1,38 @@
+/* The conformance suite: behaviour tests written once against the client
+ * API and run on every backend that registers.
+ *
+ * The device comes from RUDA_CTS_DEVICE ("cpu:0" by default, "cuda:0" on the
+ * GPU machine). A device that is unavailable skips every test with the
+ * reason. Each backend lists what it does not support and why
+ * (cts_unsupported); those tests skip with that reason.
+ */
+#ifndef RUDA_CTS_H
+#define RUDA_CTS_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruda/ruda.h"
+#include "test.h"
+
+/* The client under test (created once per program). Skips the calling test
+ * when the device is unavailable. */
+ruda_client_t *cts_client(void);
+/* A new client pinned to a stream no other test uses. */
+ruda_client_t *cts_fresh_stream_client(void);
+/* Skips the calling test when the device's backend lists `feature` as
+ * unsupported. */
+void cts_require(const char *feature);
+bool cts_is_cpu(void);
+
+/* Kernels with a CPU function and CUDA C source. info[0] = element count. */
+ruda_kernel_t *cts_kernel_add_f32(void);     /* c = a + b */
+ruda_kernel_t *cts_kernel_fill_u32(void);    /* out[i] = info[1] */
+ruda_kernel_t *cts_kernel_empty(void);       /* does nothing */
+ruda_kernel_t *cts_kernel_fail(void);        /* reports a failure */
+ruda_kernel_t *cts_kernel_sum_shared(void);  /* per-ruda sums through shared memory */
+ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared);
+
+#define CTS_UNITS 64
+
+#endif

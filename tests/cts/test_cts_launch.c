@@ -1,0 +1,404 @@
+/* Conformance: launches, dispatch counts, limits, stream errors, profiling,
+ * concurrency and cross-stream ordering. */
+#include <pthread.h>
+
+#include "cts.h"
+
+static void add_vectors(ruda_client_t *c, size_t n, bool dynamic) {
+  float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *out = malloc(n * sizeof *out);
+  for (size_t i = 0; i < n; i++) {
+    a[i] = (float)i;
+    b[i] = 0.25f * (float)i + 1.0f;
+  }
+  ruda_handle_t bufs[3];
+  ASSERT_OK(ruda_client_create_buffer(c, a, n * sizeof *a, &bufs[0]));
+  ASSERT_OK(ruda_client_create_buffer(c, b, n * sizeof *b, &bufs[1]));
+  ASSERT_OK(ruda_client_empty(c, n * sizeof *out, &bufs[2]));
+  ruda_kernel_t *k = cts_kernel_add_f32();
+  uint64_t info[1] = {n};
+  ruda_kernel_args_t args = {.buffers = bufs, .num_buffers = 3, .info = {info, 1, 1}};
+  uint32_t rudas = (uint32_t)((n + CTS_UNITS - 1) / CTS_UNITS);
+  ruda_handle_t count_buf = {0};
+  ruda_count_t count = ruda_count_static(rudas, 1, 1);
+  if (dynamic) {
+    uint32_t xyz[3] = {rudas, 1, 1};
+    ASSERT_OK(ruda_client_create_buffer(c, xyz, sizeof xyz, &count_buf));
+    count = ruda_count_dynamic(&count_buf);
+  }
+  ASSERT_OK(ruda_client_launch(c, k, count, &args));
+  ASSERT_OK(ruda_client_read(c, &bufs[2], out, n * sizeof *out));
+  for (size_t i = 0; i < n; i++) {
+    if (out[i] != a[i] + b[i]) {
+      ASSERT_DBL_NEAR(out[i], a[i] + b[i], 0);
+    }
+  }
+  ruda_kernel_release(k);
+  for (int i = 0; i < 3; i++) ruda_handle_release(&bufs[i]);
+  ruda_handle_release(&count_buf);
+  free(a);
+  free(b);
+  free(out);
+}
+
+TEST(elementwise_add_static_count) { add_vectors(cts_client(), 100000, false); }
+TEST(elementwise_add_dynamic_count) { add_vectors(cts_client(), 4099, true); }
+TEST(elementwise_add_single_element) { add_vectors(cts_client(), 1, false); }
+
+TEST(shared_memory_reduction) {
+  ruda_client_t *c = cts_client();
+  enum { RUDAS = 37 };
+  float in[RUDAS * CTS_UNITS], out[RUDAS];
+  for (int i = 0; i < RUDAS * CTS_UNITS; i++) in[i] = (float)(i % 13);
+  ruda_handle_t b[2];
+  ASSERT_OK(ruda_client_create_buffer(c, in, sizeof in, &b[0]));
+  ASSERT_OK(ruda_client_empty(c, sizeof out, &b[1]));
+  ruda_kernel_t *k = cts_kernel_sum_shared();
+  ruda_kernel_args_t args = {.buffers = b, .num_buffers = 2};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(RUDAS, 1, 1), &args));
+  ASSERT_OK(ruda_client_read(c, &b[1], out, sizeof out));
+  for (int r = 0; r < RUDAS; r++) {
+    float want = 0;
+    for (int u = 0; u < CTS_UNITS; u++) want += in[r * CTS_UNITS + u];
+    ASSERT_DBL_NEAR(out[r], want, 1e-3);
+  }
+  ruda_kernel_release(k);
+  ruda_handle_release(&b[0]);
+  ruda_handle_release(&b[1]);
+}
+
+TEST(empty_count_launches_nothing) {
+  ruda_client_t *c = cts_client();
+  uint32_t v[CTS_UNITS] = {0};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {CTS_UNITS, 5};
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(0, 1, 1), &args));
+  ASSERT_OK(ruda_client_read(c, &h, v, sizeof v));
+  ASSERT_UEQ(v[0], 0);
+  ruda_kernel_release(k);
+  ruda_handle_release(&h);
+}
+
+/* A launch that breaks a limit: the error surfaces at flush, nested as the
+ * seed nests it, and the stream is healthy afterwards. */
+static void expect_limit(ruda_dim_t dim, uint64_t shared, ruda_error_kind_t kind) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_client_t *other = cts_fresh_stream_client();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  ruda_kernel_t *k = cts_kernel_with(dim, shared);
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  /* Another stream is not affected. */
+  ASSERT_OK(ruda_client_flush(other));
+  /* memory_usage reports the errors without draining them. */
+  ruda_memory_usage_t u;
+  ASSERT_ERR_KIND(ruda_client_memory_usage(c, &u), RUDA_ERR_SERVER_UNHEALTHY);
+  ruda_status_t s = ruda_client_flush(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_UNHEALTHY);
+  ASSERT_UEQ(ruda_status_error_count(s), 1);
+  ruda_status_t e = ruda_status_error_at(s, 0);
+  ASSERT_EQ(ruda_status_kind(e), RUDA_ERR_SERVER_LAUNCH);
+  ASSERT_EQ(ruda_status_kind(ruda_status_cause(e)), RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES);
+  ruda_status_t limit = ruda_status_find(s, kind);
+  ASSERT_NOT_NULL(limit);
+  if (kind == RUDA_ERR_RESOURCE_SHARED_MEMORY) {
+    ASSERT_UEQ(ruda_status_requested(limit), shared);
+    ASSERT_UEQ(ruda_status_max(limit), p->hardware.max_shared_memory_size);
+    char text[1024];
+    ruda_status_format(s, text, sizeof text);
+    ASSERT_STR_CONTAINS(text, "Too much shared memory requested.");
+  } else if (kind == RUDA_ERR_RESOURCE_UNITS) {
+    ASSERT_UEQ(ruda_status_requested(limit), ruda_dim_num_elems(dim));
+    ASSERT_UEQ(ruda_status_max(limit), p->hardware.max_units_per_ruda);
+  } else {
+    uint32_t req[3], max[3];
+    ASSERT_TRUE(ruda_status_dims(limit, req, max));
+    ASSERT_UEQ(req[0], dim.x);
+    ASSERT_UEQ(max[0], p->hardware.max_ruda_dim[0]);
+  }
+  ruda_status_free(s);
+  /* Drained: healthy again. */
+  ASSERT_OK(ruda_client_flush(c));
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+  ruda_client_release(other);
+}
+
+TEST(shared_memory_limit_error) {
+  const ruda_device_properties_t *p = ruda_client_properties(cts_client());
+  expect_limit(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 4,
+               RUDA_ERR_RESOURCE_SHARED_MEMORY);
+}
+
+TEST(units_limit_error) {
+  const ruda_device_properties_t *p = ruda_client_properties(cts_client());
+  /* Within every axis limit, too many units in total. */
+  uint32_t x = p->hardware.max_ruda_dim[0], y = p->hardware.max_ruda_dim[1];
+  if ((uint64_t)x * y <= p->hardware.max_units_per_ruda) SKIP("dims cannot exceed the unit limit");
+  expect_limit(ruda_dim_new_2d(x, y), 0, RUDA_ERR_RESOURCE_UNITS);
+}
+
+TEST(ruda_dim_limit_error) {
+  const ruda_device_properties_t *p = ruda_client_properties(cts_client());
+  if (p->hardware.max_ruda_dim[0] == UINT32_MAX) SKIP("no dim limit");
+  expect_limit(ruda_dim_new_1d(p->hardware.max_ruda_dim[0] + 1), 0, RUDA_ERR_RESOURCE_RUDA_DIM);
+}
+
+TEST(kernel_failure_surfaces_on_its_stream) {
+  cts_require("cpu_kernel_fail");
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *k = cts_kernel_fail();
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), NULL));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "ruda 1 saw a bad value");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+static void never_called(const ruda_cpu_kernel_ctx_t *k) { (void)k; }
+
+TEST(launch_without_code_for_the_backend) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "only_elsewhere";
+  d.ruda_dim = ruda_dim_new_1d(1);
+  ruda_kernel_t *k = NULL;
+  if (cts_is_cpu()) {
+    d.source_kind = RUDA_SOURCE_CUDA_C;
+    d.source = "extern \"C\" __global__ void only_elsewhere() {}";
+  } else {
+    d.cpu_fn = never_called;
+  }
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_status_t s = ruda_client_flush(c);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(invalid_launch_arguments_return_at_once) {
+  ruda_client_t *c = cts_client();
+  ruda_kernel_t *k = cts_kernel_empty();
+  ASSERT_ERR_KIND(ruda_client_launch(c, NULL, ruda_count_static(1, 1, 1), NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ruda_handle_t empty = {0};
+  ruda_kernel_args_t args = {.buffers = &empty, .num_buffers = 1};
+  ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_dynamic(NULL), NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}, .cpu_fn = NULL};
+  ruda_kernel_t *kb = NULL;
+  ASSERT_ERR_KIND(ruda_kernel_create(&bad, &kb), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_kernel_release(k);
+}
+
+TEST(out_of_memory_then_still_usable) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  uint64_t huge = p->hardware.total_memory ? p->hardware.total_memory * 4 : (1ull << 50);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, huge, &h));
+  ruda_status_t s = ruda_client_flush(c);
+  ASSERT_NOT_NULL(s);
+  bool oom = ruda_status_find(s, RUDA_ERR_IO_BUFFER_TOO_BIG) ||
+             ruda_status_find(s, RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_TRUE(oom);
+  ruda_status_free(s);
+  /* The failed handle is unbound: using it reports NotFound. */
+  uint8_t tiny[4];
+  ruda_handle_t view = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_end(&view, huge - 4));
+  ASSERT_ERR_KIND(ruda_client_read(c, &view, tiny, sizeof tiny), RUDA_ERR_IO_NOT_FOUND);
+  ruda_handle_release(&view);
+  ruda_handle_release(&h);
+  /* And the client still works. */
+  uint8_t v[100] = {1, 2, 3}, out[100];
+  ruda_handle_t ok;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &ok));
+  ASSERT_OK(ruda_client_read(c, &ok, out, sizeof out));
+  ASSERT_MEM_EQ(v, out, sizeof v);
+  ruda_handle_release(&ok);
+  ruda_client_release(c);
+}
+
+static ruda_status_t launch_twice(ruda_client_t *c, void *ctx) {
+  ruda_handle_t *h = ctx;
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {1 << 16, 42};
+  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 2}};
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static((1 << 16) / CTS_UNITS, 1, 1), &args);
+  if (!s) s = ruda_client_launch(c, k, ruda_count_static((1 << 16) / CTS_UNITS, 1, 1), &args);
+  ruda_kernel_release(k);
+  return s;
+}
+
+static ruda_status_t nested_profile(ruda_client_t *c, void *ctx) {
+  ruda_profile_duration_t inner;
+  ruda_status_t s = ruda_client_profile(c, "inner", launch_twice, ctx, &inner);
+  if (!s && ruda_profile_duration_ns(inner) == 0) {
+    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "inner profile measured nothing");
+  }
+  return s;
+}
+
+TEST(profiling_measures_and_nests) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, (1 << 16) * 4, &h));
+  ruda_profile_duration_t d;
+  ASSERT_OK(ruda_client_profile(c, "outer", nested_profile, &h, &d));
+  ASSERT_UGT(ruda_profile_duration_ns(d), 0);
+  uint32_t v[4];
+  ruda_handle_t view = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_end(&view, (1 << 16) * 4 - 16));
+  ASSERT_OK(ruda_client_read(c, &view, v, sizeof v));
+  ASSERT_UEQ(v[3], 42);
+  ruda_handle_release(&view);
+  ruda_handle_release(&h);
+  ruda_client_release(c);
+}
+
+static ruda_status_t failing_launch(ruda_client_t *c, void *ctx) {
+  (void)ctx;
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  ruda_kernel_t *k = cts_kernel_with(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 1);
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
+  ruda_kernel_release(k);
+  return s;
+}
+
+TEST(profile_with_a_failing_launch_reports_a_profile_error) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_profile_duration_t d;
+  ruda_status_t s = ruda_client_profile(c, "failing", failing_launch, NULL, &d);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_client_release(c);
+}
+
+typedef struct thread_arg {
+  int id;
+  int failures;
+} thread_arg_t;
+
+static void *submitter(void *p) {
+  thread_arg_t *t = p;
+  ruda_client_t *c = cts_client(); /* each thread: its own default stream */
+  ruda_kernel_t *k = cts_kernel_add_f32();
+  enum { N = 3000 };
+  float a[N], b[N], out[N];
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < N; i++) {
+      a[i] = (float)(i + t->id);
+      b[i] = (float)round;
+    }
+    ruda_handle_t bufs[3];
+    ruda_status_t s = ruda_client_create_buffer(c, a, sizeof a, &bufs[0]);
+    if (!s) s = ruda_client_create_buffer(c, b, sizeof b, &bufs[1]);
+    if (!s) s = ruda_client_empty(c, sizeof out, &bufs[2]);
+    uint64_t info[1] = {N};
+    ruda_kernel_args_t args = {.buffers = bufs, .num_buffers = 3, .info = {info, 1, 1}};
+    if (!s) s = ruda_client_launch(c, k, ruda_count_static((N + CTS_UNITS - 1) / CTS_UNITS, 1, 1), &args);
+    if (!s) s = ruda_client_read(c, &bufs[2], out, sizeof out);
+    if (s) {
+      ruda_status_free(s);
+      t->failures++;
+    } else {
+      for (int i = 0; i < N; i++) {
+        if (out[i] != a[i] + b[i]) {
+          t->failures++;
+          break;
+        }
+      }
+    }
+    for (int i = 0; i < 3; i++) ruda_handle_release(&bufs[i]);
+  }
+  ruda_kernel_release(k);
+  return NULL;
+}
+
+TEST(many_threads_submitting_at_once) {
+  cts_client();
+  enum { THREADS = 8 };
+  pthread_t th[THREADS];
+  thread_arg_t args[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    args[i] = (thread_arg_t){i, 0};
+    ASSERT_EQ(pthread_create(&th[i], NULL, submitter, &args[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < THREADS; i++) ASSERT_EQ(args[i].failures, 0);
+}
+
+TEST(cross_stream_producer_consumer) {
+  ruda_client_t *producer = cts_fresh_stream_client();
+  ruda_client_t *consumer = cts_fresh_stream_client();
+  enum { N = 1 << 18 };
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(producer, N * 4, &h));
+  ruda_kernel_t *fill = cts_kernel_fill_u32();
+  for (uint32_t round = 1; round <= 5; round++) {
+    uint64_t info[2] = {N, round};
+    ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};
+    ASSERT_OK(ruda_client_launch(producer, fill, ruda_count_static(N / CTS_UNITS, 1, 1), &args));
+    /* The consumer stream reads what the producer stream wrote. */
+    ruda_handle_t view = ruda_handle_clone(&h);
+    ASSERT_OK(ruda_handle_offset_start(&view, (N - 4) * 4));
+    uint32_t tail[4];
+    ASSERT_OK(ruda_client_read(consumer, &view, tail, sizeof tail));
+    ASSERT_UEQ(tail[3], round);
+    ruda_handle_release(&view);
+  }
+  /* Released on the producer stream while the consumer may still hold it. */
+  ruda_handle_release(&h);
+  ASSERT_OK(ruda_client_sync(consumer));
+  ASSERT_OK(ruda_client_sync(producer));
+  ruda_kernel_release(fill);
+  ruda_client_release(producer);
+  ruda_client_release(consumer);
+}
+
+static ruda_status_t inside_exclusive(ruda_client_t *c, void *ctx) {
+  int *ran = ctx;
+  uint32_t v = 77, out = 0;
+  ruda_handle_t h;
+  ruda_status_t s = ruda_client_create_buffer(c, &v, sizeof v, &h);
+  if (!s) s = ruda_client_read(c, &h, &out, sizeof out);
+  ruda_handle_release(&h);
+  *ran = (int)out;
+  return s;
+}
+
+TEST(exclusive_runs_client_calls_inline) {
+  ruda_client_t *c = cts_client();
+  int ran = 0;
+  ASSERT_OK(ruda_client_exclusive(c, inside_exclusive, &ran));
+  ASSERT_EQ(ran, 77);
+}
+
+TEST(sync_async_future) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *k = cts_kernel_empty();
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(3, 1, 1), NULL));
+  ruda_future_t *f = NULL;
+  ASSERT_OK(ruda_client_sync_async(c, &f));
+  ASSERT_OK(ruda_future_wait(f));
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
