@@ -35,11 +35,11 @@ void ruda__memory_retain_binding(ruda_memory_t *m) {
   atomic_fetch_add_explicit(&m->total_refs, 1, memory_order_relaxed);
 }
 
-/* Drops one total reference. At 1 the only holder left is the pool's slice
- * (when bound): tell the manager. At 0 nobody holds it: free it. */
+/* Drops one user reference. Leaving BOUND + 1, the pool's slice is the only
+ * holder: tell the manager. Leaving 0 (unbound), nobody holds it: free it. */
 static void ruda__memory_drop_total(ruda_memory_t *m) {
   uint64_t prev = atomic_fetch_sub_explicit(&m->total_refs, 1, memory_order_acq_rel);
-  if (prev == 2) {
+  if (prev == RUDA__MEMORY_BOUND + 2) {
     struct ruda__memory_manager *mm = atomic_load_explicit(&m->owner, memory_order_acquire);
     if (mm) ruda__memory_manager_notify_free(mm, m);
   } else if (prev == 1) {
@@ -53,6 +53,18 @@ void ruda__memory_release_handle(ruda_memory_t *m) {
 }
 
 void ruda__memory_release_binding(ruda_memory_t *m) { ruda__memory_drop_total(m); }
+
+void ruda__memory_pool_retain(ruda_memory_t *m) {
+  atomic_fetch_add_explicit(&m->handle_refs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&m->total_refs, RUDA__MEMORY_BOUND + 1, memory_order_release);
+}
+
+void ruda__memory_pool_release(ruda_memory_t *m) {
+  atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
+  uint64_t prev =
+      atomic_fetch_sub_explicit(&m->total_refs, RUDA__MEMORY_BOUND + 1, memory_order_acq_rel);
+  if (prev == RUDA__MEMORY_BOUND + 1) free(m);
+}
 
 /* ---- Public handles and bindings ---- */
 

@@ -12,10 +12,12 @@
  * their free slices in an offset-ordered tree, so the reference's
  * "coalesce, then first fit" gives the same slice with no scan of the page.
  *
- * The count reaches 1 at most once per binding: after the bind only the
- * device thread can add references (by binding another descriptor, which
- * never happens to a slice that is not known free), so the push happens
- * exactly once and needs no flag.
+ * The pool's reference is counted in total_refs together with a flag bit
+ * (RUDA__MEMORY_BOUND), added and removed in one atomic operation. So the
+ * release that leaves exactly "flag + 1" is, atomically, the one that left
+ * the pool alone: it pushes, exactly once per binding. (A check of the
+ * owner pointer after the decrement would race with a bind happening in
+ * between, and push twice.)
  */
 #ifndef RUDA_MEMORY_INTERNAL_H
 #define RUDA_MEMORY_INTERNAL_H
@@ -29,6 +31,8 @@
 
 /* ---- Descriptor ---- */
 
+#define RUDA__MEMORY_BOUND (1ull << 63)
+
 typedef struct ruda__memory_location {
   uint32_t pool;  /* index in the manager's pools; npools = persistent */
   uint32_t page;  /* id of the page inside its pool (stable, not an index) */
@@ -37,7 +41,7 @@ typedef struct ruda__memory_location {
 } ruda__memory_location_t;
 
 struct ruda_memory {
-  _Atomic uint64_t total_refs;  /* handles + bindings (+1 for the pool) */
+  _Atomic uint64_t total_refs;  /* handles + bindings (+ BOUND + 1 for the pool) */
   _Atomic uint64_t handle_refs; /* handles (+1 for the pool) */
   uint64_t id;
   /* The manager holding the binding; NULL while unbound. Stored with
@@ -134,6 +138,11 @@ static inline uint64_t ruda__padding(uint64_t size, uint64_t a) {
   if (a <= 1) return 0;
   return (a - size % a) % a;
 }
+
+/* The pool's reference (device thread): one handle reference plus the
+ * BOUND flag. Release frees the descriptor when nothing else holds it. */
+void ruda__memory_pool_retain(ruda_memory_t *m);
+void ruda__memory_pool_release(ruda_memory_t *m);
 
 /* Pushes `m` onto its manager's inbox (any thread). */
 void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memory_t *m);

@@ -188,7 +188,7 @@ static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
     ruda__sliced_on_free(mm, p, s);
   else
     ruda__exclusive_on_free(mm, p, s);
-  ruda__memory_release_handle(m); /* the last reference: frees m */
+  ruda__memory_pool_release(m); /* the last reference: frees m */
 }
 
 static void ruda__mm_drain(ruda__memory_manager_t *mm) {
@@ -308,7 +308,7 @@ static void ruda__pool_destroy(ruda__memory_manager_t *mm, ruda__pool_t *p) {
          * alive elsewhere looks up as NotFound. */
         atomic_store_explicit(&m->owner, NULL, memory_order_release);
         m->loc.init = 0;
-        ruda__memory_release_handle(m);
+        ruda__memory_pool_release(m);
       }
       free(s);
       s = n;
@@ -379,13 +379,13 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   s->cursor = cursor;
   s->memory = assigned;
   s->slot = ruda__slot_take(mm, s);
-  /* The pool's own handle reference. */
-  ruda__memory_retain_handle(assigned);
   assigned->loc.pool = s->page->pool;
   assigned->loc.slice = s->slot;
   assigned->loc.page = s->page->id;
   assigned->loc.init = 1;
   atomic_store_explicit(&assigned->owner, mm, memory_order_release);
+  /* The pool's own reference, published after the owner. */
+  ruda__memory_pool_retain(assigned);
   return NULL;
 }
 
