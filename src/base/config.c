@@ -1,0 +1,742 @@
+/* Configuration: ruda.toml schema, search, environment, process-wide copy. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* PATH_MAX, getcwd */
+#endif
+#include "ruda/config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "base/config_internal.h"
+#include "base/toml.h"
+
+/* ---- names ------------------------------------------------------------- */
+
+typedef struct {
+  const char *name;
+  int value;
+} name_value_t;
+
+static const name_value_t k_levels_profiling[] = {
+    {"disabled", RUDA_LOG_LEVEL_DISABLED}, {"minimal", RUDA_LOG_LEVEL_MINIMAL},
+    {"basic", RUDA_LOG_LEVEL_BASIC},       {"medium", RUDA_LOG_LEVEL_MEDIUM},
+    {"full", RUDA_LOG_LEVEL_FULL},         {NULL, 0}};
+static const name_value_t k_levels_other[] = {{"disabled", RUDA_LOG_LEVEL_DISABLED},
+                                              {"basic", RUDA_LOG_LEVEL_BASIC},
+                                              {"full", RUDA_LOG_LEVEL_FULL},
+                                              {NULL, 0}};
+static const name_value_t k_check_modes[] = {{"enforce", RUDA_BOUNDS_ENFORCE},
+                                             {"validate", RUDA_BOUNDS_VALIDATE},
+                                             {"auto", RUDA_BOUNDS_AUTO},
+                                             {NULL, 0}};
+static const name_value_t k_priorities[] = {{"default", RUDA_STREAM_PRIORITY_DEFAULT},
+                                            {"low", RUDA_STREAM_PRIORITY_LOW},
+                                            {"high", RUDA_STREAM_PRIORITY_HIGH},
+                                            {NULL, 0}};
+static const name_value_t k_persistent[] = {{"enabled", RUDA_PERSISTENT_MEMORY_ENABLED},
+                                            {"disabled", RUDA_PERSISTENT_MEMORY_DISABLED},
+                                            {"enforced", RUDA_PERSISTENT_MEMORY_ENFORCED},
+                                            {NULL, 0}};
+static const name_value_t k_cache_names[] = {{"local", RUDA_CACHE_LOCATION_LOCAL},
+                                             {"target", RUDA_CACHE_LOCATION_TARGET},
+                                             {"global", RUDA_CACHE_LOCATION_GLOBAL},
+                                             {NULL, 0}};
+
+static const char *const k_channel_names[RUDA_LOG_CHANNEL_COUNT_] = {
+    "compilation", "memory", "streaming", "profiling"};
+
+const char *ruda_log_level_name(ruda_log_level_t level) {
+  for (const name_value_t *n = k_levels_profiling; n->name; n++)
+    if (n->value == (int)level) return n->name;
+  return "invalid";
+}
+
+const char *ruda_log_channel_name(ruda_log_channel_t channel) {
+  if ((unsigned)channel >= RUDA_LOG_CHANNEL_COUNT_) return "invalid";
+  return k_channel_names[channel];
+}
+
+static bool lookup_name(const name_value_t *names, const char *s, int *out) {
+  for (; names->name; names++) {
+    if (strcmp(names->name, s) == 0) {
+      *out = names->value;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* "\"a\", \"b\" or \"c\"" into buf. */
+static const char *expected_list(const name_value_t *names, char *buf, size_t cap) {
+  size_t n = 0, at = 0;
+  while (names[n].name) n++;
+  buf[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    int w = snprintf(buf + at, cap - at, "%s\"%s\"",
+                     i == 0 ? "" : (i + 1 == n ? " or " : ", "), names[i].name);
+    if (w < 0 || (size_t)w >= cap - at) break;
+    at += (size_t)w;
+  }
+  return buf;
+}
+
+/* ---- defaults ---------------------------------------------------------- */
+
+static void logger_default(ruda_logger_config_t *l) {
+  memset(l, 0, sizeof *l);
+  l->level = RUDA_LOG_LEVEL_DISABLED;
+  l->append = true;
+}
+
+void ruda_config_default(ruda_config_t *out) {
+  if (!out) return;
+  memset(out, 0, sizeof *out);
+  logger_default(&out->profiling.logger);
+  logger_default(&out->compilation.logger);
+  logger_default(&out->streaming.logger);
+  logger_default(&out->memory.logger);
+  out->compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
+  out->compilation.check_mode = RUDA_BOUNDS_AUTO;
+  out->streaming.max_streams = 128;
+  out->streaming.priority = RUDA_STREAM_PRIORITY_DEFAULT;
+  out->memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENABLED;
+  out->cpu.threads = 0;
+}
+
+const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
+                                               ruda_log_channel_t channel) {
+  if (!cfg) return NULL;
+  switch (channel) {
+    case RUDA_LOG_CHANNEL_COMPILATION: return &cfg->compilation.logger;
+    case RUDA_LOG_CHANNEL_MEMORY: return &cfg->memory.logger;
+    case RUDA_LOG_CHANNEL_STREAMING: return &cfg->streaming.logger;
+    case RUDA_LOG_CHANNEL_PROFILING: return &cfg->profiling.logger;
+    default: return NULL;
+  }
+}
+
+/* ---- schema ------------------------------------------------------------ */
+
+typedef struct {
+  const char *file;
+  ruda_status_t err;
+} ctx_t;
+
+enum { KEY_MAX = 256 };
+
+static void fail(ctx_t *c, uint32_t line, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void fail(ctx_t *c, uint32_t line, const char *key, const char *fmt, ...) {
+  if (c->err) return;
+  va_list ap;
+  va_start(ap, fmt);
+  c->err = ruda_status_createv(RUDA_ERR_CONFIG, fmt, ap);
+  va_end(ap);
+  ruda_status_set_location(c->err, c->file, line, key);
+}
+
+static const char *type_name(ruda__toml_type_t t) {
+  switch (t) {
+    case RUDA__TOML_TABLE: return "a table";
+    case RUDA__TOML_STRING: return "a string";
+    case RUDA__TOML_INTEGER: return "an integer";
+    case RUDA__TOML_BOOLEAN: return "a boolean";
+  }
+  return "a value";
+}
+
+static bool want_type(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+                      ruda__toml_type_t t) {
+  if (e->value.type == t) return true;
+  fail(c, e->line, key, "expected %s, found %s", type_name(t), type_name(e->value.type));
+  return false;
+}
+
+static void get_enum(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+                     const name_value_t *names, int *out) {
+  if (!want_type(c, e, key, RUDA__TOML_STRING)) return;
+  if (lookup_name(names, e->value.string, out)) return;
+  char list[160];
+  fail(c, e->line, key, "expected %s, found \"%s\"", expected_list(names, list, sizeof list),
+       e->value.string);
+}
+
+static void get_bool(ctx_t *c, const ruda__toml_entry_t *e, const char *key, bool *out) {
+  if (want_type(c, e, key, RUDA__TOML_BOOLEAN)) *out = e->value.boolean;
+}
+
+static void get_uint(ctx_t *c, const ruda__toml_entry_t *e, const char *key, int64_t min,
+                     int64_t max, uint32_t *out) {
+  if (!want_type(c, e, key, RUDA__TOML_INTEGER)) return;
+  if (e->value.integer < min || e->value.integer > max) {
+    fail(c, e->line, key, "expected an integer from %lld to %lld, found %lld", (long long)min,
+         (long long)max, (long long)e->value.integer);
+    return;
+  }
+  *out = (uint32_t)e->value.integer;
+}
+
+static void get_path(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+                     char out[RUDA_CONFIG_PATH_MAX]) {
+  if (!want_type(c, e, key, RUDA__TOML_STRING)) return;
+  size_t n = strlen(e->value.string);
+  if (n == 0) {
+    fail(c, e->line, key, "expected a path, found an empty string");
+    return;
+  }
+  if (n >= RUDA_CONFIG_PATH_MAX) {
+    fail(c, e->line, key, "path longer than %d bytes", RUDA_CONFIG_PATH_MAX - 1);
+    return;
+  }
+  memcpy(out, e->value.string, n + 1);
+}
+
+static void key_join(char *buf, const char *prefix, const char *key) {
+  snprintf(buf, KEY_MAX, "%s.%s", prefix, key);
+}
+
+static void unknown_key(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+                        const char *known) {
+  fail(c, e->line, key, "unknown key (expected %s)", known);
+}
+
+static void parse_logger(ctx_t *c, const ruda__toml_entry_t *le, const char *prefix,
+                         const name_value_t *levels, ruda_logger_config_t *out) {
+  char key[KEY_MAX];
+  if (!want_type(c, le, prefix, RUDA__TOML_TABLE)) return;
+  for (size_t i = 0; i < le->value.count && !c->err; i++) {
+    const ruda__toml_entry_t *e = &le->value.entries[i];
+    key_join(key, prefix, e->key);
+    int v;
+    if (strcmp(e->key, "level") == 0) {
+      v = out->level;
+      get_enum(c, e, key, levels, &v);
+      out->level = (ruda_log_level_t)v;
+    } else if (strcmp(e->key, "file") == 0) {
+      get_path(c, e, key, out->file);
+    } else if (strcmp(e->key, "append") == 0) {
+      get_bool(c, e, key, &out->append);
+    } else if (strcmp(e->key, "stdout") == 0) {
+      get_bool(c, e, key, &out->to_stdout);
+    } else if (strcmp(e->key, "stderr") == 0) {
+      get_bool(c, e, key, &out->to_stderr);
+    } else {
+      unknown_key(c, e, key, "level, file, append, stdout or stderr");
+    }
+  }
+}
+
+static void parse_cache(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+                        ruda_cache_config_t *out) {
+  if (e->value.type == RUDA__TOML_STRING) {
+    int v = out->location;
+    get_enum(c, e, key, k_cache_names, &v);
+    out->location = (ruda_cache_location_t)v;
+    return;
+  }
+  if (e->value.type != RUDA__TOML_TABLE) {
+    fail(c, e->line, key,
+         "expected \"local\", \"target\", \"global\" or { file = \"path\" }, found %s",
+         type_name(e->value.type));
+    return;
+  }
+  const ruda__toml_entry_t *f = ruda__toml_find(&e->value, "file");
+  char sub[KEY_MAX];
+  for (size_t i = 0; i < e->value.count; i++) {
+    if (strcmp(e->value.entries[i].key, "file") != 0) {
+      key_join(sub, key, e->value.entries[i].key);
+      unknown_key(c, &e->value.entries[i], sub, "file");
+      return;
+    }
+  }
+  if (!f) {
+    fail(c, e->line, key, "a cache table needs a `file` key");
+    return;
+  }
+  key_join(sub, key, "file");
+  get_path(c, f, sub, out->file);
+  if (!c->err) out->location = RUDA_CACHE_LOCATION_FILE;
+}
+
+static void parse_section(ctx_t *c, const ruda__toml_entry_t *se, ruda_config_t *cfg) {
+  const char *s = se->key;
+  char key[KEY_MAX];
+  if (!want_type(c, se, s, RUDA__TOML_TABLE)) return;
+  for (size_t i = 0; i < se->value.count && !c->err; i++) {
+    const ruda__toml_entry_t *e = &se->value.entries[i];
+    const char *k = e->key;
+    key_join(key, s, k);
+    int v;
+    if (strcmp(s, "profiling") == 0) {
+      if (strcmp(k, "logger") == 0)
+        parse_logger(c, e, key, k_levels_profiling, &cfg->profiling.logger);
+      else
+        unknown_key(c, e, key, "logger");
+    } else if (strcmp(s, "compilation") == 0) {
+      if (strcmp(k, "logger") == 0) {
+        parse_logger(c, e, key, k_levels_other, &cfg->compilation.logger);
+      } else if (strcmp(k, "cache") == 0) {
+        parse_cache(c, e, key, &cfg->compilation.cache);
+      } else if (strcmp(k, "check_mode") == 0) {
+        v = cfg->compilation.check_mode;
+        get_enum(c, e, key, k_check_modes, &v);
+        cfg->compilation.check_mode = (ruda_bounds_check_mode_t)v;
+      } else {
+        unknown_key(c, e, key, "logger, cache or check_mode");
+      }
+    } else if (strcmp(s, "streaming") == 0) {
+      if (strcmp(k, "logger") == 0) {
+        parse_logger(c, e, key, k_levels_other, &cfg->streaming.logger);
+      } else if (strcmp(k, "max_streams") == 0) {
+        get_uint(c, e, key, 1, 255, &cfg->streaming.max_streams);
+      } else if (strcmp(k, "priority") == 0) {
+        v = cfg->streaming.priority;
+        get_enum(c, e, key, k_priorities, &v);
+        cfg->streaming.priority = (ruda_stream_priority_t)v;
+      } else {
+        unknown_key(c, e, key, "logger, max_streams or priority");
+      }
+    } else if (strcmp(s, "memory") == 0) {
+      if (strcmp(k, "logger") == 0) {
+        parse_logger(c, e, key, k_levels_other, &cfg->memory.logger);
+      } else if (strcmp(k, "persistent_memory") == 0) {
+        v = cfg->memory.persistent_memory;
+        get_enum(c, e, key, k_persistent, &v);
+        cfg->memory.persistent_memory = (ruda_persistent_memory_t)v;
+      } else {
+        unknown_key(c, e, key, "logger or persistent_memory");
+      }
+    } else if (strcmp(s, "cpu") == 0) {
+      if (strcmp(k, "threads") == 0)
+        get_uint(c, e, key, 0, 65535, &cfg->cpu.threads);
+      else
+        unknown_key(c, e, key, "threads");
+    } else if (strcmp(s, "trace") == 0) {
+      if (strcmp(k, "file") == 0)
+        get_path(c, e, key, cfg->trace.file);
+      else
+        unknown_key(c, e, key, "file");
+    }
+  }
+}
+
+ruda_status_t ruda_config_parse(const char *text, size_t len, const char *file_name,
+                                ruda_config_t *out) {
+  if (!out) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_parse: out is NULL");
+  ruda_config_default(out);
+  ruda__toml_value_t root;
+  ruda_status_t st = ruda__toml_parse(text, len, file_name, &root);
+  if (st) return st;
+  ctx_t c = {.file = file_name ? file_name : "<string>"};
+  static const char *const sections[] = {"profiling", "compilation", "streaming",
+                                         "memory",    "cpu",         "trace"};
+  for (size_t i = 0; i < root.count && !c.err; i++) {
+    const ruda__toml_entry_t *e = &root.entries[i];
+    bool known = false;
+    for (size_t j = 0; j < sizeof sections / sizeof sections[0]; j++)
+      known = known || strcmp(e->key, sections[j]) == 0;
+    if (!known)
+      fail(&c, e->line, e->key,
+           "unknown section (expected profiling, compilation, streaming, memory, cpu or "
+           "trace)");
+    else
+      parse_section(&c, e, out);
+  }
+  ruda__toml_free(&root);
+  if (c.err) {
+    ruda_config_default(out);
+    return c.err;
+  }
+  if (file_name) {
+    size_t n = strlen(file_name);
+    if (n < RUDA_CONFIG_PATH_MAX) memcpy(out->source, file_name, n + 1);
+  }
+  return NULL;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+enum { MAX_FILE_SIZE = 1 << 20 };
+
+ruda_status_t ruda_config_load_file(const char *path, ruda_config_t *out) {
+  if (!out) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_load_file: out is NULL");
+  ruda_config_default(out);
+  if (!path)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_load_file: path is NULL");
+  FILE *f = fopen(path, "rb");
+  ruda_status_t st = NULL;
+  if (!f) {
+    st = ruda_status_create(RUDA_ERR_CONFIG, "cannot open the file: %s", strerror(errno));
+    return ruda_status_set_location(st, path, 0, NULL);
+  }
+  char *text = ruda__malloc(MAX_FILE_SIZE + 1);
+  size_t n = text ? fread(text, 1, MAX_FILE_SIZE + 1, f) : 0;
+  if (!text) {
+    st = ruda_status_create(RUDA_ERR_CONFIG, "out of memory reading the file");
+  } else if (ferror(f)) {
+    st = ruda_status_create(RUDA_ERR_CONFIG, "cannot read the file");
+  } else if (n > MAX_FILE_SIZE) {
+    st = ruda_status_create(RUDA_ERR_CONFIG, "file larger than %d bytes", MAX_FILE_SIZE);
+  }
+  fclose(f);
+  if (st) {
+    ruda__free(text);
+    return ruda_status_set_location(st, path, 0, NULL);
+  }
+  st = ruda_config_parse(text, n, path, out);
+  ruda__free(text);
+  return st;
+}
+
+bool ruda__config_find(const char *start_dir, char *out, size_t cap) {
+  if (!start_dir || !*start_dir || !out || cap == 0) return false;
+  size_t n = strlen(start_dir);
+  char *dir = ruda__malloc(n + 1);
+  if (!dir) return false;
+  memcpy(dir, start_dir, n + 1);
+  while (n > 1 && dir[n - 1] == '/') dir[--n] = '\0';
+  bool found = false;
+  for (;;) {
+    int w = snprintf(out, cap, "%s/ruda.toml", strcmp(dir, "/") == 0 ? "" : dir);
+    struct stat sb;
+    if (w > 0 && (size_t)w < cap && stat(out, &sb) == 0 && S_ISREG(sb.st_mode)) {
+      found = true;
+      break;
+    }
+    char *slash = strrchr(dir, '/');
+    if (!slash) break;
+    if (slash == dir) {
+      if (dir[1] == '\0') break; /* tried "/" */
+      dir[1] = '\0';
+    } else {
+      *slash = '\0';
+    }
+  }
+  ruda__free(dir);
+  if (!found) out[0] = '\0';
+  return found;
+}
+
+/* Loads the file part: RUDA_CONFIG, else the search, else defaults. */
+static ruda_status_t load_file_part(ruda_config_t *out) {
+  const char *explicit_path = getenv("RUDA_CONFIG");
+  if (explicit_path && *explicit_path) return ruda_config_load_file(explicit_path, out);
+  ruda_config_default(out);
+  char cwd[PATH_MAX];
+  char path[PATH_MAX + 16];
+  if (!getcwd(cwd, sizeof cwd)) return NULL; /* no directory to search */
+  if (!ruda__config_find(cwd, path, sizeof path)) return NULL;
+  return ruda_config_load_file(path, out);
+}
+
+/* ---- environment ------------------------------------------------------- */
+
+static ruda_status_t env_fail(const char *var, const char *value, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static ruda_status_t env_fail(const char *var, const char *value, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  char *why = ruda__vasprintf(fmt, ap);
+  va_end(ap);
+  ruda_status_t st = ruda_status_create(RUDA_ERR_CONFIG, "environment variable %s=\"%s\": %s",
+                                        var, value, why ? why : "invalid value");
+  ruda__free(why);
+  return ruda_status_set_location(st, NULL, 0, var);
+}
+
+static ruda_status_t env_enum(const char *var, const char *value, const name_value_t *names,
+                              int *out) {
+  if (lookup_name(names, value, out)) return NULL;
+  char list[160];
+  return env_fail(var, value, "expected %s", expected_list(names, list, sizeof list));
+}
+
+static ruda_status_t env_uint(const char *var, const char *value, unsigned long min,
+                              unsigned long max, uint32_t *out) {
+  char *end = NULL;
+  errno = 0;
+  if (*value < '0' || *value > '9') goto bad;
+  unsigned long v = strtoul(value, &end, 10);
+  if (errno || *end || v < min || v > max) goto bad;
+  *out = (uint32_t)v;
+  return NULL;
+bad:
+  return env_fail(var, value, "expected an integer from %lu to %lu", min, max);
+}
+
+static ruda_status_t env_path(const char *var, const char *value, char out[RUDA_CONFIG_PATH_MAX]) {
+  size_t n = strlen(value);
+  if (n >= RUDA_CONFIG_PATH_MAX)
+    return env_fail(var, value, "path longer than %d bytes", RUDA_CONFIG_PATH_MAX - 1);
+  memcpy(out, value, n + 1);
+  return NULL;
+}
+
+/* RUDA_LOG_<CHANNEL>=level[:sink], sink = stdout | stderr | file path. */
+static ruda_status_t env_logger(const char *var, const char *value, const name_value_t *levels,
+                                ruda_logger_config_t *l) {
+  const char *colon = strchr(value, ':');
+  size_t ln = colon ? (size_t)(colon - value) : strlen(value);
+  char level[16];
+  int v = 0;
+  if (ln >= sizeof level) goto bad_level;
+  memcpy(level, value, ln);
+  level[ln] = '\0';
+  if (!lookup_name(levels, level, &v)) goto bad_level;
+  if (colon) {
+    const char *sink = colon + 1;
+    ruda_logger_config_t nl;
+    logger_default(&nl);
+    nl.level = (ruda_log_level_t)v;
+    if (strcmp(sink, "stdout") == 0) {
+      nl.to_stdout = true;
+    } else if (strcmp(sink, "stderr") == 0) {
+      nl.to_stderr = true;
+    } else if (*sink == '\0') {
+      return env_fail(var, value, "empty sink after ':' (stdout, stderr or a file path)");
+    } else {
+      ruda_status_t st = env_path(var, sink, nl.file);
+      if (st) return st;
+    }
+    *l = nl;
+  } else {
+    l->level = (ruda_log_level_t)v;
+  }
+  return NULL;
+bad_level : {
+  char list[160];
+  return env_fail(var, value, "expected level[:sink] with level %s",
+                  expected_list(levels, list, sizeof list));
+}
+}
+
+typedef ruda_status_t (*env_fn)(const char *var, const char *value, ruda_config_t *cfg);
+
+static ruda_status_t ev_log_compilation(const char *var, const char *v, ruda_config_t *c) {
+  return env_logger(var, v, k_levels_other, &c->compilation.logger);
+}
+static ruda_status_t ev_log_memory(const char *var, const char *v, ruda_config_t *c) {
+  return env_logger(var, v, k_levels_other, &c->memory.logger);
+}
+static ruda_status_t ev_log_streaming(const char *var, const char *v, ruda_config_t *c) {
+  return env_logger(var, v, k_levels_other, &c->streaming.logger);
+}
+static ruda_status_t ev_log_profiling(const char *var, const char *v, ruda_config_t *c) {
+  return env_logger(var, v, k_levels_profiling, &c->profiling.logger);
+}
+static ruda_status_t ev_check_mode(const char *var, const char *v, ruda_config_t *c) {
+  int x = 0;
+  ruda_status_t st = env_enum(var, v, k_check_modes, &x);
+  if (!st) c->compilation.check_mode = (ruda_bounds_check_mode_t)x;
+  return st;
+}
+static ruda_status_t ev_max_streams(const char *var, const char *v, ruda_config_t *c) {
+  return env_uint(var, v, 1, 255, &c->streaming.max_streams);
+}
+static ruda_status_t ev_priority(const char *var, const char *v, ruda_config_t *c) {
+  int x = 0;
+  ruda_status_t st = env_enum(var, v, k_priorities, &x);
+  if (!st) c->streaming.priority = (ruda_stream_priority_t)x;
+  return st;
+}
+static ruda_status_t ev_persistent(const char *var, const char *v, ruda_config_t *c) {
+  int x = 0;
+  ruda_status_t st = env_enum(var, v, k_persistent, &x);
+  if (!st) c->memory.persistent_memory = (ruda_persistent_memory_t)x;
+  return st;
+}
+static ruda_status_t ev_compilation_cache(const char *var, const char *v, ruda_config_t *c) {
+  int x = 0;
+  if (strcmp(v, "none") == 0) {
+    c->compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
+    return NULL;
+  }
+  if (lookup_name(k_cache_names, v, &x)) {
+    c->compilation.cache.location = (ruda_cache_location_t)x;
+    return NULL;
+  }
+  if (*v != '/' && *v != '.')
+    return env_fail(var, v,
+                    "expected \"none\", \"local\", \"target\", \"global\" or a path "
+                    "starting with '/' or '.'");
+  ruda_status_t st = env_path(var, v, c->compilation.cache.file);
+  if (!st) c->compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
+  return st;
+}
+static ruda_status_t ev_cache_dir(const char *var, const char *v, ruda_config_t *c) {
+  ruda_status_t st = env_path(var, v, c->compilation.cache.file);
+  if (!st) c->compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
+  return st;
+}
+static ruda_status_t ev_cpu_threads(const char *var, const char *v, ruda_config_t *c) {
+  return env_uint(var, v, 0, 65535, &c->cpu.threads);
+}
+static ruda_status_t ev_trace(const char *var, const char *v, ruda_config_t *c) {
+  return env_path(var, v, c->trace.file);
+}
+
+/* Applied in this order; an empty value counts as unset (except RUDA_TRACE,
+ * where empty turns tracing off). */
+static const struct {
+  const char *var;
+  env_fn fn;
+  bool empty_applies;
+} k_env[] = {
+    {"RUDA_LOG_COMPILATION", ev_log_compilation, false},
+    {"RUDA_LOG_MEMORY", ev_log_memory, false},
+    {"RUDA_LOG_STREAMING", ev_log_streaming, false},
+    {"RUDA_LOG_PROFILING", ev_log_profiling, false},
+    {"RUDA_CHECK_MODE", ev_check_mode, false},
+    {"RUDA_MAX_STREAMS", ev_max_streams, false},
+    {"RUDA_STREAM_PRIORITY", ev_priority, false},
+    {"RUDA_PERSISTENT_MEMORY", ev_persistent, false},
+    {"RUDA_COMPILATION_CACHE", ev_compilation_cache, false},
+    {"RUDA_CACHE_DIR", ev_cache_dir, false},
+    {"RUDA_CPU_THREADS", ev_cpu_threads, false},
+    {"RUDA_TRACE", ev_trace, true},
+};
+
+/* With `keep_going`, bad variables are reported on stderr and skipped. */
+static ruda_status_t apply_env(ruda_config_t *cfg, bool keep_going) {
+  for (size_t i = 0; i < sizeof k_env / sizeof k_env[0]; i++) {
+    const char *v = getenv(k_env[i].var);
+    if (!v || (!*v && !k_env[i].empty_applies)) continue;
+    ruda_status_t st = k_env[i].fn(k_env[i].var, v, cfg);
+    if (!st) continue;
+    if (!keep_going) return st;
+    char *text = ruda_status_to_string(st);
+    fprintf(stderr, "ruda: ignoring %s: %s\n", k_env[i].var, text ? text : "invalid value");
+    free(text);
+    ruda_status_free(st);
+  }
+  return NULL;
+}
+
+ruda_status_t ruda_config_apply_env(ruda_config_t *cfg) {
+  if (!cfg)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_apply_env: cfg is NULL");
+  return apply_env(cfg, false);
+}
+
+ruda_status_t ruda_config_load(ruda_config_t *out) {
+  if (!out) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_load: out is NULL");
+  ruda_status_t st = load_file_part(out);
+  if (st) return st;
+  return apply_env(out, false);
+}
+
+/* ---- the process-wide configuration ------------------------------------ */
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static ruda_config_t g_config;
+static bool g_set;                           /* ruda_config_set() ran */
+static _Atomic(const ruda_config_t *) g_ptr; /* non-NULL once frozen */
+
+const ruda_config_t *ruda_config_get(void) {
+  const ruda_config_t *p = atomic_load_explicit(&g_ptr, memory_order_acquire);
+  if (p) return p;
+  pthread_mutex_lock(&g_lock);
+  p = atomic_load_explicit(&g_ptr, memory_order_relaxed);
+  if (!p) {
+    if (!g_set) {
+      ruda_status_t st = load_file_part(&g_config);
+      if (st) {
+        char *text = ruda_status_to_string(st);
+        fprintf(stderr, "ruda: ignoring the configuration file, using the defaults: %s\n",
+                text ? text : "invalid configuration");
+        free(text);
+        ruda_status_free(st);
+        ruda_config_default(&g_config);
+      }
+      apply_env(&g_config, true);
+    }
+    p = &g_config;
+    atomic_store_explicit(&g_ptr, p, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return p;
+}
+
+ruda_status_t ruda_config_set(const ruda_config_t *cfg) {
+  if (!cfg) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_set: cfg is NULL");
+  ruda_status_t st = NULL;
+  pthread_mutex_lock(&g_lock);
+  if (atomic_load_explicit(&g_ptr, memory_order_relaxed))
+    st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "ruda_config_set: the configuration is already in use "
+                            "(ruda_config_get() ran first)");
+  else if (g_set)
+    st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "Cannot set the configuration multiple times.");
+  else {
+    g_config = *cfg;
+    g_set = true;
+  }
+  pthread_mutex_unlock(&g_lock);
+  return st;
+}
+
+void ruda__config_reset_for_test(void) {
+  pthread_mutex_lock(&g_lock);
+  atomic_store(&g_ptr, NULL);
+  g_set = false;
+  ruda_config_default(&g_config);
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- cache directory --------------------------------------------------- */
+
+static size_t put_path(char *buf, size_t cap, const char *a, const char *b) {
+  int n = snprintf(buf, cap, "%s%s", a, b);
+  if (n < 0) {
+    if (cap) buf[0] = '\0';
+    return 0;
+  }
+  return (size_t)n;
+}
+
+size_t ruda_config_cache_dir(const ruda_config_t *cfg, char *buf, size_t cap) {
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) strcpy(cwd, ".");
+  const char *home = getenv("HOME");
+  const char *xdg;
+  if (!cfg) return put_path(buf, cap, "", "");
+  switch (cfg->compilation.cache.location) {
+    case RUDA_CACHE_LOCATION_LOCAL:
+      return put_path(buf, cap, cwd, "/.ruda-cache");
+    case RUDA_CACHE_LOCATION_TARGET:
+      if (cfg->source[0]) {
+        char dir[RUDA_CONFIG_PATH_MAX];
+        memcpy(dir, cfg->source, sizeof dir);
+        char *slash = strrchr(dir, '/');
+        if (slash) {
+          *slash = '\0';
+          return put_path(buf, cap, slash == dir ? "" : dir, "/target/ruda-cache");
+        }
+        return put_path(buf, cap, cwd, "/target/ruda-cache");
+      }
+      xdg = getenv("XDG_CACHE_HOME");
+      if (xdg && *xdg == '/') return put_path(buf, cap, xdg, "/ruda");
+      if (home && *home) return put_path(buf, cap, home, "/.cache/ruda");
+      return put_path(buf, cap, cwd, "/target/ruda-cache");
+    case RUDA_CACHE_LOCATION_GLOBAL:
+      xdg = getenv("XDG_CONFIG_HOME");
+      if (xdg && *xdg == '/') return put_path(buf, cap, xdg, "/ruda/cache");
+      if (home && *home) return put_path(buf, cap, home, "/.config/ruda/cache");
+      return put_path(buf, cap, cwd, "/.ruda-cache");
+    case RUDA_CACHE_LOCATION_FILE:
+      return put_path(buf, cap, cfg->compilation.cache.file, "");
+    case RUDA_CACHE_LOCATION_NONE:
+    default:
+      return put_path(buf, cap, "", "");
+  }
+}
