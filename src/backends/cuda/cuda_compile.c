@@ -1,0 +1,514 @@
+/* Kernel compilation and module caches for the CUDA backend.
+ *
+ *  - In memory: one table per device (server) from the kernel's stable id
+ *    hash to its loaded CUfunction.
+ *  - On disk: CUBINs under {cache root}/cuda/{key}.cubin, where the key
+ *    hashes the kernel's stable hash, the NVRTC options, the device
+ *    properties checksum and the NVRTC and driver versions. A file is a
+ *    small header (magic, format version, payload size, payload hash) and
+ *    the CUBIN; it is written to a temporary name and renamed, so readers
+ *    never see half a file. A corrupt, unreadable or unwritable cache is
+ *    skipped with a log line and never fails a launch.
+ *
+ * CUDA C goes through NVRTC with --gpu-architecture=sm_XY (sm_XYa from
+ * sm_90), the toolkit's include path and -lineinfo; PTX and CUBIN sources
+ * are handed to cuModuleLoadData directly.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "base/alloc.h"
+#include "ruda/config.h"
+#include "ruda/kernel.h"
+
+bool ruda__cuda_cache_root(char *buf, size_t cap) {
+  const char *env = getenv("RUDA_CACHE_DIR");
+  if (env != NULL && env[0] != '\0') return (size_t)snprintf(buf, cap, "%s", env) < cap;
+  /* The configured location ([compilation] cache) when one is set. */
+  if (ruda_config_cache_dir(ruda_config_get(), buf, cap) > 0 && buf[0] != '\0') return true;
+  const char *xdg = getenv("XDG_CACHE_HOME");
+  if (xdg != NULL && xdg[0] != '\0') return (size_t)snprintf(buf, cap, "%s/ruda", xdg) < cap;
+  const char *home = getenv("HOME");
+  if (home != NULL && home[0] != '\0')
+    return (size_t)snprintf(buf, cap, "%s/.cache/ruda", home) < cap;
+  return false;
+}
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+static _Atomic uint64_t g_memory_hits, g_disk_hits, g_compiles, g_disk_writes, g_disk_skips;
+
+ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
+  ruda__cuda_compile_stats_t s = {atomic_load(&g_memory_hits), atomic_load(&g_disk_hits),
+                                  atomic_load(&g_compiles), atomic_load(&g_disk_writes),
+                                  atomic_load(&g_disk_skips)};
+  return s;
+}
+
+#define CACHE_MAGIC "RUDACUB1"
+#define CACHE_FORMAT 1u
+#define CACHE_SEED 0x6375626e63616368ull
+
+typedef struct entry {
+  ruda_hash128_t key;
+  CUmodule module;
+  ruda__cuda_function_t fn;
+} entry_t;
+
+struct ruda__cuda_module_cache {
+  const ruda__cuda_api_t *api;
+  uint32_t cc;
+  uint64_t props_checksum;
+  entry_t **slots; /* open addressing, power-of-two capacity */
+  size_t cap, len;
+  bool disk_disabled;
+};
+
+static const char *cuda_root(void) {
+  const char *p = getenv("CUDA_PATH");
+  if (p != NULL && p[0] != '\0') return p;
+  return "/usr/local/cuda";
+}
+
+ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t *api,
+                                                          uint32_t cc,
+                                                          uint64_t properties_checksum) {
+  ruda__cuda_module_cache_t *c = ruda__calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->api = api;
+  c->cc = cc;
+  c->props_checksum = properties_checksum;
+  c->cap = 64;
+  c->slots = ruda__calloc(c->cap, sizeof *c->slots);
+  if (c->slots == NULL) {
+    ruda__free(c);
+    return NULL;
+  }
+  const char *off = getenv("RUDA_CACHE_DISABLE");
+  c->disk_disabled = off != NULL && off[0] != '\0' && strcmp(off, "0") != 0;
+  return c;
+}
+
+void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload) {
+  if (c == NULL) return;
+  for (size_t i = 0; i < c->cap; i++) {
+    entry_t *e = c->slots[i];
+    if (e == NULL) continue;
+    if (!skip_unload && e->module != NULL) c->api->cuModuleUnload(e->module);
+    ruda__free(e);
+  }
+  ruda__free(c->slots);
+  ruda__free(c);
+}
+
+static size_t slot_of(const ruda__cuda_module_cache_t *c, ruda_hash128_t k) {
+  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (c->cap - 1);
+}
+
+static entry_t *lookup(const ruda__cuda_module_cache_t *c, ruda_hash128_t k) {
+  for (size_t i = slot_of(c, k), n = 0; n < c->cap; i = (i + 1) & (c->cap - 1), n++) {
+    entry_t *e = c->slots[i];
+    if (e == NULL) return NULL;
+    if (e->key.lo == k.lo && e->key.hi == k.hi) return e;
+  }
+  return NULL;
+}
+
+static bool insert(ruda__cuda_module_cache_t *c, entry_t *e) {
+  if ((c->len + 1) * 2 > c->cap) {
+    size_t ncap = c->cap * 2;
+    entry_t **ns = ruda__calloc(ncap, sizeof *ns);
+    if (ns == NULL) return false;
+    entry_t **old = c->slots;
+    size_t ocap = c->cap;
+    c->slots = ns;
+    c->cap = ncap;
+    for (size_t i = 0; i < ocap; i++) {
+      if (old[i] == NULL) continue;
+      size_t j = slot_of(c, old[i]->key);
+      while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
+      c->slots[j] = old[i];
+    }
+    ruda__free(old);
+  }
+  size_t j = slot_of(c, e->key);
+  while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
+  c->slots[j] = e;
+  c->len++;
+  return true;
+}
+
+/* ---- NVRTC ---- */
+
+static size_t build_options(uint32_t cc, char *arch, size_t arch_cap, char *inc, size_t inc_cap,
+                            char *inc2, size_t inc2_cap, const char **opts) {
+  size_t n = 0;
+  snprintf(arch, arch_cap, "--gpu-architecture=sm_%u%s", cc, cc >= 90 ? "a" : "");
+  opts[n++] = arch;
+  snprintf(inc, inc_cap, "--include-path=%s/include", cuda_root());
+  opts[n++] = inc;
+  char cccl[600];
+  snprintf(cccl, sizeof cccl, "%s/include/cccl", cuda_root());
+  struct stat st;
+  if (stat(cccl, &st) == 0 && S_ISDIR(st.st_mode)) {
+    snprintf(inc2, inc2_cap, "--include-path=%s", cccl);
+    opts[n++] = inc2;
+  }
+  opts[n++] = "-lineinfo";
+  return n;
+}
+
+ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, size_t source_len,
+                                       uint32_t cc, const char *const *extra, size_t num_extra,
+                                       void **out_cubin, size_t *out_size) {
+  *out_cubin = NULL;
+  *out_size = 0;
+  const ruda__nvrtc_api_t *nv = NULL;
+  ruda_status_t s = ruda__nvrtc_api_get(&nv);
+  if (s != NULL) return s;
+  char *src = ruda__strndup(source, source_len);
+  if (src == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "copying kernel source");
+  char prog_name[160];
+  snprintf(prog_name, sizeof prog_name, "%s.cu", name);
+  nvrtcProgram prog = NULL;
+  nvrtcResult r = nv->nvrtcCreateProgram(&prog, src, prog_name, 0, NULL, NULL);
+  if (r != NVRTC_SUCCESS) {
+    ruda__free(src);
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                            ruda__nvrtc_error(RUDA_ERR_COMPILATION_GENERIC, r,
+                                              "nvrtcCreateProgram", "kernel %s", name));
+  }
+  char arch[64], inc[600], inc2[640];
+  const char *opts[8 + 64];
+  size_t nopt = build_options(cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+  for (size_t i = 0; i < num_extra && nopt < sizeof opts / sizeof opts[0]; i++)
+    opts[nopt++] = extra[i];
+  r = nv->nvrtcCompileProgram(prog, (int)nopt, opts);
+  if (r != NVRTC_SUCCESS) {
+    size_t log_size = 0;
+    char *log = NULL;
+    if (nv->nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 0) {
+      log = ruda__malloc(log_size + 1);
+      if (log != NULL && nv->nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
+      if (log != NULL) log[log_size] = '\0';
+    }
+    /* The reference's text: the log lines indented, then the source. */
+    size_t cap = (log ? strlen(log) * 2 : 0) + strlen(src) + 256;
+    char *text = ruda__malloc(cap);
+    if (text != NULL) {
+      size_t used = (size_t)snprintf(text, cap, "[Compilation Error] \n");
+      const char *p = log ? log : "";
+      while (*p != '\0' && used < cap) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (len > 0)
+          used += (size_t)snprintf(text + used, cap - used, "    %.*s\n", (int)len, p);
+        p += len + (nl ? 1 : 0);
+      }
+      if (used < cap) snprintf(text + used, cap - used, "[Source]  \n%s", src);
+    }
+    ruda_status_t ce = ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "%s",
+                                          text ? text : "[Compilation Error] (no memory for the log)");
+    ruda_status_set_vendor(ce, "nvrtcCompileProgram", nv->nvrtcGetErrorString(r), (int64_t)r);
+    ruda__free(text);
+    ruda__free(log);
+    nv->nvrtcDestroyProgram(&prog);
+    ruda__free(src);
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, ce);
+  }
+  ruda__free(src);
+  size_t size = 0;
+  void *bin = NULL;
+  const char *call = "nvrtcGetCUBIN";
+  if (nv->nvrtcGetCUBINSize != NULL && nv->nvrtcGetCUBIN != NULL) {
+    r = nv->nvrtcGetCUBINSize(prog, &size);
+    if (r == NVRTC_SUCCESS && size > 0) {
+      bin = ruda__malloc(size);
+      if (bin != NULL) r = nv->nvrtcGetCUBIN(prog, bin);
+    }
+  } else {
+    call = "nvrtcGetPTX";
+    r = nv->nvrtcGetPTXSize(prog, &size);
+    if (r == NVRTC_SUCCESS && size > 0) {
+      bin = ruda__malloc(size);
+      if (bin != NULL) r = nv->nvrtcGetPTX(prog, bin);
+    }
+  }
+  nv->nvrtcDestroyProgram(&prog);
+  if (r != NVRTC_SUCCESS) {
+    ruda__free(bin);
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                            ruda__nvrtc_error(RUDA_ERR_COMPILATION_GENERIC, r, call,
+                                              "kernel %s", name));
+  }
+  if (bin == NULL)
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "holding the CUBIN of %s", name);
+  atomic_fetch_add(&g_compiles, 1);
+  *out_cubin = bin;
+  *out_size = size;
+  return NULL;
+}
+
+/* ---- Disk cache ---- */
+
+static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_kernel_t *k) {
+  const ruda__nvrtc_api_t *nv = NULL;
+  ruda_status_t s = ruda__nvrtc_api_get(&nv);
+  int nv_major = 0, nv_minor = 0;
+  if (s == NULL) {
+    nv_major = nv->major;
+    nv_minor = nv->minor;
+  }
+  ruda_status_free(s);
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(k);
+  ruda_hash128_t kh = ruda_kernel_hash(k);
+  char arch[64], inc[600], inc2[640];
+  const char *opts[8];
+  size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+  /* Stable text of everything the CUBIN depends on, hashed once. */
+  char buf[4096];
+  size_t used = (size_t)snprintf(buf, sizeof buf,
+                                 "fmt=%u;kernel=%016llx%016llx;props=%016llx;nvrtc=%d.%d;"
+                                 "driver=%d;cc=%u;",
+                                 CACHE_FORMAT, (unsigned long long)kh.hi,
+                                 (unsigned long long)kh.lo,
+                                 (unsigned long long)c->props_checksum, nv_major, nv_minor,
+                                 c->api->driver_version, c->cc);
+  for (size_t i = 0; i < nopt && used < sizeof buf; i++)
+    used += (size_t)snprintf(buf + used, sizeof buf - used, "opt=%s;", opts[i]);
+  for (size_t i = 0; i < d->num_compile_options && used < sizeof buf; i++)
+    used += (size_t)snprintf(buf + used, sizeof buf - used, "xopt=%s;", d->compile_options[i]);
+  if (used > sizeof buf) used = sizeof buf;
+  return ruda_hash128(buf, used, CACHE_SEED);
+}
+
+static bool cache_path(ruda_hash128_t key, char *dir, size_t dcap, char *path, size_t pcap) {
+  char root[768];
+  if (!ruda__cuda_cache_root(root, sizeof root)) return false;
+  if ((size_t)snprintf(dir, dcap, "%s/cuda", root) >= dcap) return false;
+  return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.cubin", dir,
+                          (unsigned long long)key.hi, (unsigned long long)key.lo) < pcap;
+}
+
+static bool mkdir_p(const char *dir) {
+  char tmp[1024];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
+    *p = '/';
+  }
+  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
+}
+
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_u64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+enum { HEADER = 8 + 8 + 8 + 16 };
+
+/* Reads a cached CUBIN; NULL (with a log line when the file exists but is
+ * unusable) on any problem. */
+static void *disk_read(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  unsigned char h[HEADER];
+  void *payload = NULL;
+  const char *why = NULL;
+  if (fread(h, 1, HEADER, f) != HEADER || memcmp(h, CACHE_MAGIC, 8) != 0) {
+    why = "bad header";
+    goto out;
+  }
+  uint64_t fmt = get_u64(h + 8), size = get_u64(h + 16);
+  ruda_hash128_t want = {get_u64(h + 24), get_u64(h + 32)};
+  if (fmt != CACHE_FORMAT || size == 0 || size > (1ull << 31)) {
+    why = "unsupported format or size";
+    goto out;
+  }
+  payload = ruda__malloc((size_t)size);
+  if (payload == NULL) {
+    why = "no memory";
+    goto out;
+  }
+  if (fread(payload, 1, (size_t)size, f) != size) {
+    why = "truncated";
+    goto out;
+  }
+  ruda_hash128_t got = ruda_hash128(payload, (size_t)size, CACHE_SEED);
+  if (got.lo != want.lo || got.hi != want.hi) {
+    why = "checksum mismatch";
+    goto out;
+  }
+  fclose(f);
+  *out_size = (size_t)size;
+  return payload;
+out:
+  fclose(f);
+  ruda__free(payload);
+  atomic_fetch_add(&g_disk_skips, 1);
+  ruda__cuda_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
+  return NULL;
+}
+
+static void disk_write(ruda__cuda_module_cache_t *c, const char *dir, const char *path,
+                       const void *bin, size_t size) {
+  if (!mkdir_p(dir)) {
+    ruda__cuda_warn("compilation cache directory %s cannot be created (%s); disk cache off", dir,
+                    strerror(errno));
+    c->disk_disabled = true;
+    return;
+  }
+  char tmp[1200];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (f == NULL) {
+    ruda__cuda_warn("compilation cache %s is not writable (%s); disk cache off", dir,
+                    strerror(errno));
+    c->disk_disabled = true;
+    return;
+  }
+  unsigned char h[HEADER];
+  memcpy(h, CACHE_MAGIC, 8);
+  put_u64(h + 8, CACHE_FORMAT);
+  put_u64(h + 16, size);
+  ruda_hash128_t sum = ruda_hash128(bin, size, CACHE_SEED);
+  put_u64(h + 24, sum.lo);
+  put_u64(h + 32, sum.hi);
+  bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(bin, 1, size, f) == size;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    ruda__cuda_warn("writing compilation cache entry %s failed (%s); skipping it", path,
+                    strerror(errno));
+    unlink(tmp);
+    return;
+  }
+  atomic_fetch_add(&g_disk_writes, 1);
+  ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
+}
+
+/* ---- Lookup ---- */
+
+static ruda_status_t load_module(const ruda__cuda_api_t *api, const void *image,
+                                 const char *name, CUmodule *mod, CUfunction *fn) {
+  CUresult r = api->cuModuleLoadData(mod, image);
+  if (r != CUDA_SUCCESS)
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                            ruda__cu_error(RUDA_ERR_COMPILATION_GENERIC, r, "cuModuleLoadData",
+                                           "loading kernel %s", name));
+  r = api->cuModuleGetFunction(fn, *mod, name);
+  if (r != CUDA_SUCCESS) {
+    api->cuModuleUnload(*mod);
+    *mod = NULL;
+    return ruda_status_wrap(
+        RUDA_ERR_LAUNCH_COMPILATION,
+        ruda__cu_error(RUDA_ERR_COMPILATION_GENERIC, r, "cuModuleGetFunction",
+                       "entry point \"%s\" not found (declare it extern \"C\" __global__)",
+                       name));
+  }
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
+                                          const ruda_kernel_t *kernel,
+                                          ruda__cuda_function_t **out) {
+  ruda_hash128_t key = ruda_kernel_hash(kernel);
+  entry_t *e = lookup(c, key);
+  if (e != NULL) {
+    atomic_fetch_add(&g_memory_hits, 1);
+    *out = &e->fn;
+    return NULL;
+  }
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  bool from_disk = false;
+  ruda_status_t s = NULL;
+  size_t len = d->source_len;
+  switch (d->source_kind) {
+    case RUDA_SOURCE_CUBIN:
+      if (d->source == NULL || len == 0) goto unsupported;
+      s = load_module(c->api, d->source, d->name, &mod, &fn);
+      break;
+    case RUDA_SOURCE_PTX: {
+      if (d->source == NULL) goto unsupported;
+      if (len == 0) len = strlen(d->source);
+      char *ptx = ruda__strndup(d->source, len);
+      if (ptx == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "copying PTX");
+      s = load_module(c->api, ptx, d->name, &mod, &fn);
+      ruda__free(ptx);
+      break;
+    }
+    case RUDA_SOURCE_CUDA_C: {
+      if (d->source == NULL) goto unsupported;
+      if (len == 0) len = strlen(d->source);
+      char dir[1024], path[1100];
+      ruda_hash128_t dk = disk_key(c, kernel);
+      bool use_disk = !c->disk_disabled && cache_path(dk, dir, sizeof dir, path, sizeof path);
+      if (use_disk) {
+        size_t size = 0;
+        void *bin = disk_read(path, &size);
+        if (bin != NULL) {
+          s = load_module(c->api, bin, d->name, &mod, &fn);
+          ruda__free(bin);
+          if (s == NULL) {
+            from_disk = true;
+            atomic_fetch_add(&g_disk_hits, 1);
+            ruda__cuda_log("compilation", "kernel %s loaded from %s", d->name, path);
+            break;
+          }
+          ruda__cuda_warn("cached CUBIN %s did not load; recompiling", path);
+          ruda_status_free(s);
+          s = NULL;
+        }
+      }
+      void *bin = NULL;
+      size_t size = 0;
+      s = ruda__cuda_nvrtc_compile(d->name, d->source, len, c->cc, d->compile_options,
+                                   d->num_compile_options, &bin, &size);
+      if (s != NULL) return s;
+      ruda__cuda_log("compilation", "[Compiling kernel] %s (%zu bytes)", d->name, size);
+      s = load_module(c->api, bin, d->name, &mod, &fn);
+      if (s == NULL && use_disk) disk_write(c, dir, path, bin, size);
+      ruda__free(bin);
+      break;
+    }
+    default:
+      goto unsupported;
+  }
+  if (s != NULL) return s;
+  e = ruda__calloc(1, sizeof *e);
+  if (e != NULL) {
+    e->key = key;
+    e->module = mod;
+    e->fn.fn = fn;
+    e->fn.shared_mem_set = 0;
+    e->fn.from_disk = from_disk;
+  }
+  if (e == NULL || !insert(c, e)) {
+    ruda__free(e);
+    c->api->cuModuleUnload(mod);
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", d->name);
+  }
+  *out = &e->fn;
+  return NULL;
+unsupported:
+  return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                          ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+                                             "kernel %s has no CUDA code (CUDA C, PTX or CUBIN)",
+                                             d->name));
+}
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -1,0 +1,131 @@
+/* Parallel host memcpy (see cuda_host_copy.h). */
+#include "backends/cuda/cuda_host_copy.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+
+#include "base/alloc.h"
+
+struct ruda__copy_pool {
+  pthread_mutex_t lock;
+  pthread_cond_t wake;
+  pthread_mutex_t busy; /* held by the job's owner */
+  ruda__copy_job_t *job;
+  unsigned long generation;
+  atomic_uint active;
+  bool stop;
+  unsigned nthreads;
+  pthread_t threads[32];
+};
+
+/* Claims and copies chunks until none is left. */
+static void help(ruda__copy_job_t *job) {
+  for (;;) {
+    size_t i = atomic_fetch_add(&job->next, 1);
+    if (i >= job->nchunks) return;
+    size_t off, len;
+    ruda__copy_job_chunk(job, i, &off, &len);
+    memcpy(job->dst + off, job->src + off, len);
+    atomic_store_explicit(&job->ready[i], 1, memory_order_release);
+    atomic_fetch_add(&job->done, 1);
+  }
+}
+
+static void *worker(void *arg) {
+  ruda__copy_pool_t *p = arg;
+  unsigned long seen = 0;
+  pthread_mutex_lock(&p->lock);
+  for (;;) {
+    while (!p->stop && (p->job == NULL || p->generation == seen))
+      pthread_cond_wait(&p->wake, &p->lock);
+    if (p->stop) break;
+    seen = p->generation;
+    ruda__copy_job_t *job = p->job;
+    atomic_fetch_add(&p->active, 1);
+    pthread_mutex_unlock(&p->lock);
+    help(job);
+    atomic_fetch_sub(&p->active, 1);
+    pthread_mutex_lock(&p->lock);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads) {
+  ruda__copy_pool_t *p = ruda__calloc(1, sizeof *p);
+  if (p == NULL) return NULL;
+  if (threads > 32) threads = 32;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  pthread_mutex_init(&p->busy, NULL);
+  atomic_init(&p->active, 0);
+  for (unsigned i = 0; i < threads; i++) {
+    if (pthread_create(&p->threads[i], NULL, worker, p) != 0) break;
+    p->nthreads++;
+  }
+  return p;
+}
+
+void ruda__copy_pool_destroy(ruda__copy_pool_t *p) {
+  if (p == NULL) return;
+  pthread_mutex_lock(&p->lock);
+  p->stop = true;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+  for (unsigned i = 0; i < p->nthreads; i++) pthread_join(p->threads[i], NULL);
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->wake);
+  pthread_mutex_destroy(&p->busy);
+  ruda__free(p);
+}
+
+void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
+                          const void *src, size_t size, size_t min_chunk) {
+  job->dst = dst;
+  job->src = src;
+  job->size = size;
+  if (min_chunk == 0) min_chunk = 1;
+  size_t chunk = min_chunk;
+  while (size / chunk >= RUDA__COPY_MAX_CHUNKS) chunk *= 2;
+  job->chunk = chunk;
+  job->nchunks = size == 0 ? 0 : (size + chunk - 1) / chunk;
+  atomic_init(&job->next, 0);
+  atomic_init(&job->done, 0);
+  for (size_t i = 0; i < job->nchunks; i++) atomic_init(&job->ready[i], 0);
+  job->pooled = false;
+  if (p == NULL || p->nthreads == 0 || job->nchunks < 2) return;
+  if (pthread_mutex_trylock(&p->busy) != 0) return;
+  job->pooled = true;
+  pthread_mutex_lock(&p->lock);
+  p->job = job;
+  p->generation++;
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->lock);
+}
+
+void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i) {
+  while (!atomic_load_explicit(&job->ready[i], memory_order_acquire)) {
+    size_t n = atomic_fetch_add(&job->next, 1);
+    if (n < job->nchunks) {
+      size_t off, len;
+      ruda__copy_job_chunk(job, n, &off, &len);
+      memcpy(job->dst + off, job->src + off, len);
+      atomic_store_explicit(&job->ready[n], 1, memory_order_release);
+      atomic_fetch_add(&job->done, 1);
+    } else {
+      sched_yield();
+    }
+  }
+}
+
+void ruda__copy_job_finish(ruda__copy_pool_t *p, ruda__copy_job_t *job) {
+  help(job);
+  while (atomic_load(&job->done) < job->nchunks) sched_yield();
+  if (!job->pooled) return;
+  pthread_mutex_lock(&p->lock);
+  p->job = NULL;
+  pthread_mutex_unlock(&p->lock);
+  while (atomic_load(&p->active) != 0) sched_yield();
+  pthread_mutex_unlock(&p->busy);
+}

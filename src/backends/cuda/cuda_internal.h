@@ -1,0 +1,160 @@
+/* Internal interface of the CUDA backend (src/backends/cuda/).
+ *
+ * The driver API and NVRTC are reached only through the tables the loader
+ * fills (cuda_loader.c); their error codes are translated only in
+ * cuda_errors.c. Everything that needs cuda.h is compiled only when the
+ * build found the CUDA headers (RUDA_HAVE_CUDA_HEADERS); the tensor-map
+ * validation is plain C and always available, so it is unit-tested on
+ * machines without a GPU.
+ */
+#ifndef RUDA_CUDA_INTERNAL_H
+#define RUDA_CUDA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ruda/status.h"
+#include "ruda/types.h"
+
+/* ---- Always available ---------------------------------------------------- */
+
+/* Test hook: the next load looks only for `libcuda` (and `libnvrtc`) by
+ * these names (NULL: the default lists), forgetting any earlier load
+ * result. Not thread-safe with concurrent loads; tests only. */
+void ruda__cuda_loader_test_override(const char *libcuda, const char *libnvrtc);
+
+/* The reference's tensor-map checks (runtime_semantics.md 6.1, "TMA
+ * encoding"): NULL when `meta` may be encoded for a tensor at `address`,
+ * otherwise LaunchError::Unknown whose reason names the violated rule and
+ * the offending values. `cuda_version` is the driver's version (12080 for
+ * 12.8): swizzle atoms and Im2colWide need >= 12080. */
+ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *meta,
+                                          uint64_t address, int cuda_version);
+
+/* Default on-disk compilation cache root: $RUDA_CACHE_DIR, else
+ * $XDG_CACHE_HOME/ruda, else $HOME/.cache/ruda. Writes into buf (snprintf
+ * semantics); returns false when no location can be found. */
+bool ruda__cuda_cache_root(char *buf, size_t cap);
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+#include <cuda.h>
+#include <nvrtc.h>
+
+#include "backends/cuda/cuda_symbols.h"
+
+/* ---- Loader (cuda_loader.c) ---- */
+
+typedef struct ruda__cuda_api {
+  void *lib;
+  const char *lib_name; /* the name dlopen() succeeded with */
+  int driver_version;   /* 13000 for 13.0 */
+#define RUDA__CU_FIELD(name, required) __typeof__(&name) name;
+  RUDA__CU_SYMBOLS(RUDA__CU_FIELD)
+#undef RUDA__CU_FIELD
+} ruda__cuda_api_t;
+
+typedef struct ruda__nvrtc_api {
+  void *lib;
+  const char *lib_name;
+  int major, minor;
+#define RUDA__NVRTC_FIELD(name, required) __typeof__(&name) name;
+  RUDA__NVRTC_SYMBOLS(RUDA__NVRTC_FIELD)
+#undef RUDA__NVRTC_FIELD
+} ruda__nvrtc_api_t;
+
+/* The driver API, loaded and cuInit()ed once per process. Thread-safe.
+ * RUDA_ERR_UNAVAILABLE naming the library names tried, or the cuInit error.
+ * The table lives until process exit. */
+ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out);
+/* NVRTC, loaded on first use. Thread-safe. RUDA_ERR_UNAVAILABLE as above. */
+ruda_status_t ruda__nvrtc_api_get(const ruda__nvrtc_api_t **out);
+
+/* ---- Error translation (cuda_errors.c) ---- */
+
+/* "CUDA_ERROR_OUT_OF_MEMORY" etc. (never NULL). */
+const char *ruda__cu_result_name(CUresult r);
+/* An error of `kind` for a failed driver call: "{call} failed with {NAME}
+ * ({code}): {description}[: {context}]", with the vendor fields set. */
+ruda_status_t ruda__cu_error(ruda_error_kind_t kind, CUresult r, const char *call,
+                             const char *context_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* An allocation failure: CUDA_ERROR_OUT_OF_MEMORY -> IoError::OutOfMemory
+ * {size}; anything else IoError::Unknown. Vendor fields set. */
+ruda_status_t ruda__cu_alloc_error(CUresult r, const char *call, uint64_t size);
+/* A failed NVRTC call (not a compile error: see cuda_compile.c). */
+ruda_status_t ruda__nvrtc_error(ruda_error_kind_t kind, nvrtcResult r, const char *call,
+                                const char *context_fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* True for errors after which the context can no longer be used
+ * (illegal address, launch failure, ...). */
+bool ruda__cu_result_is_sticky(CUresult r);
+
+/* ---- Devices (cuda_device.c) ---- */
+
+/* Properties of `dev` per runtime_semantics.md 6.1; `info` receives
+ * "NVIDIA H200, sm_90, CUDA driver 13.0" (snprintf semantics). */
+ruda_status_t ruda__cuda_device_properties(const ruda__cuda_api_t *api, CUdevice dev,
+                                           ruda_device_properties_t *out, char *info,
+                                           size_t info_cap);
+
+/* ---- Tensor maps (cuda_tensor_map.c) ---- */
+
+/* Encodes `meta` for the tensor at `address`; on failure runs the checks
+ * above to give a precise LaunchError::Unknown. */
+ruda_status_t ruda__cuda_tensor_map_encode(const ruda__cuda_api_t *api,
+                                           const ruda_tensor_map_meta_t *meta,
+                                           uint64_t address, CUtensorMap *out);
+
+/* ---- Compilation and module cache (cuda_compile.c) ---- */
+
+typedef struct ruda__cuda_module_cache ruda__cuda_module_cache_t;
+
+typedef struct ruda__cuda_function {
+  CUfunction fn;
+  uint64_t shared_mem_set; /* MAX_DYNAMIC_SHARED_SIZE_BYTES already set */
+  bool from_disk;          /* the CUBIN came from the disk cache */
+} ruda__cuda_function_t;
+
+/* A cache for one device (compute capability `cc`, properties checksum).
+ * NULL when memory is exhausted. */
+ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t *api,
+                                                          uint32_t cc,
+                                                          uint64_t properties_checksum);
+/* Unloads every module (skip_unload: the context is gone). */
+void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload);
+/* The function of `kernel`: from memory, else from the disk cache, else
+ * compiled (CUDA C with NVRTC) or loaded (PTX, CUBIN). Errors:
+ * LaunchError::CompilationError(Generic with the log and the source,
+ * UnsupportedInstruction when the kernel has no CUDA code),
+ * RUDA_ERR_UNAVAILABLE when NVRTC is missing. The pointer stays valid
+ * until the cache is destroyed. Device thread only. */
+struct ruda_kernel;
+ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
+                                          const struct ruda_kernel *kernel,
+                                          ruda__cuda_function_t **out);
+/* Counters for tests and benchmarks. */
+typedef struct ruda__cuda_compile_stats {
+  uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_skips;
+} ruda__cuda_compile_stats_t;
+ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
+
+/* Compiles CUDA C `source` for compute capability `cc` into a CUBIN with
+ * the backend's NVRTC options (benchmark baseline and compile path).
+ * *out_cubin is ruda__malloc'ed. */
+ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source,
+                                       size_t source_len, uint32_t cc,
+                                       const char *const *extra_opts, size_t num_extra,
+                                       void **out_cubin, size_t *out_size);
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */
+
+/* Logging for the CUDA backend: one line on stderr, prefixed "ruda[cuda]".
+ * `channel` is "compilation", "memory", "stream"; lines are printed when
+ * RUDA_LOG is set (to "1", "all" or a list containing the channel), and
+ * warnings (cache skips) always, once per distinct message site. */
+void ruda__cuda_log(const char *channel, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void ruda__cuda_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* RUDA_CUDA_INTERNAL_H */

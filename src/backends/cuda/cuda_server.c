@@ -1,0 +1,1519 @@
+/* The CUDA compute server (runtime_semantics.md 6.1): the server vtable of
+ * src/server/server.h over the driver API.
+ *
+ * Streams. Each ruda stream id maps to a slot (id mod max_streams, 128 by
+ * default, RUDA_CUDA_MAX_STREAMS). A slot is created on first use and owns
+ * a non-blocking CUstream with the configured priority, a memory manager
+ * for device memory (cuMemAllocAsync on the stream, cuMemAlloc fallback,
+ * frees deferred to flush), a pinned host manager for staging, the
+ * stream's error list and a drop queue for host buffers in flight.
+ *
+ * Cross-stream use. A binding whose stream differs from the operation's
+ * makes the operation's stream wait on an event recorded on the origin
+ * (when the origin has had work since the last such wait), and the binding
+ * is kept (cloned) until an event recorded after the consuming work has
+ * completed (polled on the device thread; no GC thread is needed).
+ *
+ * Faults. A kernel fault (illegal address, ...) poisons the CUDA context.
+ * It is reported at the next sync/flush/read as
+ * ServerError::Launch(LaunchError::Unknown) naming the kernels launched
+ * since the last completed sync; afterwards the server resets the primary
+ * context so the device is usable again (old buffers report NotFound).
+ *
+ * Every method runs on the device's worker thread, where create_server
+ * made the primary context current. Futures may be waited on from any
+ * thread; they make the context current themselves.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "base/alloc.h"
+#include "ruda/config.h"
+#include "server/server.h"
+
+#if !defined(RUDA_HAVE_CUDA_HEADERS)
+
+static ruda_status_t cuda_unavailable(void) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                            "CUDA is unavailable: ruda was built without the CUDA headers "
+                            "(cuda.h not found at configure time)");
+}
+static ruda_status_t cuda_device_count(uint32_t *out) {
+  *out = 0;
+  return cuda_unavailable();
+}
+static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
+  (void)index;
+  *out = NULL;
+  return cuda_unavailable();
+}
+const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_device_count,
+                                            cuda_create_server};
+
+#else /* RUDA_HAVE_CUDA_HEADERS */
+
+#include "backends/cuda/cuda_host_copy.h"
+
+#define MAX_SLOTS 256
+#define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
+#define STAGE_CHUNK (4u * 1024u * 1024u)
+#define PINNED_PAGE (1ull << 30)
+#define RECENT_KERNELS 4
+
+typedef struct cuda_server cuda_server_t;
+
+/* ---- Storages ---- */
+
+typedef struct gpu_storage {
+  const ruda__cuda_api_t *api;
+  CUstream stream;
+  bool use_async;
+  CUdeviceptr *pending;
+  size_t npending, cap;
+  uint64_t next_id;
+} gpu_storage_t;
+
+static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
+  gpu_storage_t *g = self;
+  CUdeviceptr p = 0;
+  size_t n = size ? (size_t)size : 1;
+  CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+  if (g->use_async) {
+    r = g->api->cuMemAllocAsync(&p, n, g->stream);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+      /* Frees queued on the stream may not have happened yet: finish them
+       * and try once more before reporting. */
+      g->api->cuStreamSynchronize(g->stream);
+      r = g->api->cuMemAllocAsync(&p, n, g->stream);
+    }
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) g->use_async = false;
+  }
+  if (!g->use_async) r = g->api->cuMemAlloc(&p, n);
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_alloc_error(r, g->use_async ? "cuMemAllocAsync" : "cuMemAlloc", size);
+  out->id = ++g->next_id;
+  out->base = (uint64_t)p;
+  out->offset = 0;
+  out->size = size;
+  ruda__cuda_log("memory", "device page of %llu bytes at 0x%llx", (unsigned long long)size,
+                 (unsigned long long)p);
+  return NULL;
+}
+
+static void gpu_free_now(gpu_storage_t *g, CUdeviceptr p) {
+  if (g->use_async && g->api->cuMemFreeAsync != NULL)
+    g->api->cuMemFreeAsync(p, g->stream);
+  else
+    g->api->cuMemFree(p);
+}
+
+static void gpu_dealloc(void *self, const ruda__storage_handle_t *h) {
+  gpu_storage_t *g = self;
+  if (g->npending == g->cap) {
+    size_t cap = g->cap ? g->cap * 2 : 16;
+    CUdeviceptr *np = ruda__realloc(g->pending, cap * sizeof *np);
+    if (np == NULL) {
+      gpu_free_now(g, (CUdeviceptr)h->base);
+      return;
+    }
+    g->pending = np;
+    g->cap = cap;
+  }
+  g->pending[g->npending++] = (CUdeviceptr)h->base;
+}
+
+static void gpu_flush(void *self) {
+  gpu_storage_t *g = self;
+  for (size_t i = 0; i < g->npending; i++) gpu_free_now(g, g->pending[i]);
+  g->npending = 0;
+}
+
+static void gpu_destroy(void *self) {
+  gpu_storage_t *g = self;
+  gpu_flush(g);
+  ruda__free(g->pending);
+  ruda__free(g);
+}
+
+static const ruda__storage_vtable_t gpu_storage_vt = {gpu_alloc, gpu_dealloc, gpu_flush,
+                                                      gpu_destroy};
+
+typedef struct pinned_storage {
+  const ruda__cuda_api_t *api;
+  void **pending;
+  size_t npending, cap;
+  uint64_t next_id;
+} pinned_storage_t;
+
+static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
+  pinned_storage_t *p = self;
+  void *ptr = NULL;
+  CUresult r = p->api->cuMemAllocHost(&ptr, size ? (size_t)size : 1);
+  if (r != CUDA_SUCCESS) return ruda__cu_alloc_error(r, "cuMemAllocHost", size);
+  out->id = ++p->next_id;
+  out->base = (uint64_t)(uintptr_t)ptr;
+  out->offset = 0;
+  out->size = size;
+  return NULL;
+}
+
+static void pinned_dealloc(void *self, const ruda__storage_handle_t *h) {
+  pinned_storage_t *p = self;
+  if (p->npending == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    void **np = ruda__realloc(p->pending, cap * sizeof *np);
+    if (np == NULL) {
+      p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
+      return;
+    }
+    p->pending = np;
+    p->cap = cap;
+  }
+  p->pending[p->npending++] = (void *)(uintptr_t)h->base;
+}
+
+static void pinned_flush(void *self) {
+  pinned_storage_t *p = self;
+  for (size_t i = 0; i < p->npending; i++) p->api->cuMemFreeHost(p->pending[i]);
+  p->npending = 0;
+}
+
+static void pinned_destroy(void *self) {
+  pinned_storage_t *p = self;
+  pinned_flush(p);
+  ruda__free(p->pending);
+  ruda__free(p);
+}
+
+static const ruda__storage_vtable_t pinned_storage_vt = {pinned_alloc, pinned_dealloc,
+                                                         pinned_flush, pinned_destroy};
+
+/* ---- Streams ---- */
+
+typedef struct gc_batch {
+  CUevent event;
+  ruda_binding_t *bindings;
+  size_t n;
+} gc_batch_t;
+
+typedef struct cuda_stream {
+  bool init;
+  uint32_t index;
+  CUstream cu;
+  gpu_storage_t *gpu_store;
+  pinned_storage_t *pin_store;
+  ruda__memory_manager_t *gpu;
+  ruda__memory_manager_t *pinned;
+  ruda__stream_errors_t errors;
+  ruda__drop_queue_t *drops;
+  uint64_t cursor;
+  uint64_t *last_synced; /* per origin slot: origin cursor at the last wait */
+  gc_batch_t *gc;
+  size_t ngc, gccap;
+  /* Kernel info words: one device buffer per stream is enough, because
+   * the upload of launch n+1 is ordered after kernel n on the stream. */
+  CUdeviceptr info_dev;
+  size_t info_cap;
+  /* Pinned scratch for dynamic counts. */
+  uint32_t *count_host;
+  /* Kernels launched since the last completed sync (for fault reports). */
+  char recent[RECENT_KERNELS][64];
+  uint32_t nrecent, recent_total;
+} cuda_stream_t;
+
+typedef struct profile_mark {
+  uint64_t token;
+  CUevent start;
+  uint64_t start_ns;
+} profile_mark_t;
+
+struct cuda_server {
+  ruda__server_t base;
+  const ruda__cuda_api_t *api;
+  CUdevice dev;
+  CUcontext ctx;
+  uint32_t cc;
+  int priority;
+  uint32_t max_streams;
+  cuda_stream_t *streams;
+  ruda__cuda_module_cache_t *modules;
+  ruda__profiler_t profiler;
+  profile_mark_t *marks;
+  size_t nmarks, capmarks;
+  ruda__copy_pool_t *copies;
+  /* First sticky error seen (CUresult) and its description; set from any
+   * thread (futures), acted on by the worker. */
+  _Atomic int poisoned;
+  char poison_text[512];
+  _Atomic int poison_text_ready;
+};
+
+static cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
+
+/* ---- Fences for the drop queue ---- */
+
+typedef struct fence_ctx {
+  const ruda__cuda_api_t *api;
+  CUstream stream;
+} fence_ctx_t;
+
+static void *fence_make_real(void *ctx) {
+  fence_ctx_t *f = ctx;
+  CUevent ev = NULL;
+  if (f->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return NULL;
+  if (f->api->cuEventRecord(ev, f->stream) != CUDA_SUCCESS) {
+    f->api->cuEventDestroy(ev);
+    return NULL;
+  }
+  return ev;
+}
+static void fence_wait(void *ctx, void *fence) {
+  fence_ctx_t *f = ctx;
+  if (fence != NULL)
+    f->api->cuEventSynchronize((CUevent)fence);
+  else
+    f->api->cuStreamSynchronize(f->stream);
+}
+static void fence_destroy(void *ctx, void *fence) {
+  fence_ctx_t *f = ctx;
+  if (fence != NULL) f->api->cuEventDestroy((CUevent)fence);
+}
+
+/* ---- Poisoning ---- */
+
+static void poison(cuda_server_t *s, CUresult r, const char *text) {
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&s->poisoned, &expected, (int)r)) {
+    snprintf(s->poison_text, sizeof s->poison_text, "%s", text);
+    atomic_store(&s->poison_text_ready, 1);
+  }
+}
+
+static void recent_names(const cuda_stream_t *st, char *buf, size_t cap) {
+  buf[0] = '\0';
+  size_t used = 0;
+  uint32_t n = st->nrecent < RECENT_KERNELS ? st->nrecent : RECENT_KERNELS;
+  for (uint32_t i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", st->recent[i]);
+  if (st->recent_total > n && used < cap)
+    snprintf(buf + used, cap - used, " (and %u more)", st->recent_total - n);
+  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
+}
+
+/* The error for a fault seen while waiting on the stream. */
+static ruda_status_t fault_error(CUresult r, const char *call, const char *kernels) {
+  ruda_status_t s = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
+                                   "a kernel failed on the device; kernels launched on this "
+                                   "stream since its last sync: %s",
+                                   kernels);
+  return ruda_status_into_server(s);
+}
+
+/* ---- Slots ---- */
+
+static cuda_stream_t *slot_for(cuda_server_t *s, ruda_stream_id_t id) {
+  return &s->streams[id.value % s->max_streams];
+}
+
+static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
+  const ruda__cuda_api_t *api = s->api;
+  CUresult r = api->cuStreamCreateWithPriority(&st->cu, CU_STREAM_NON_BLOCKING, s->priority);
+  if (r != CUDA_SUCCESS) return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamCreateWithPriority", NULL);
+  st->last_synced = ruda__calloc(s->max_streams, sizeof *st->last_synced);
+  st->gpu_store = ruda__calloc(1, sizeof *st->gpu_store);
+  st->pin_store = ruda__calloc(1, sizeof *st->pin_store);
+  fence_ctx_t *fc = ruda__calloc(1, sizeof *fc);
+  if (!st->last_synced || !st->gpu_store || !st->pin_store || !fc) {
+    ruda__free(fc);
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
+  }
+  st->gpu_store->api = api;
+  st->gpu_store->stream = st->cu;
+  st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
+                             getenv("RUDA_CUDA_NO_ASYNC_ALLOC") == NULL;
+  st->pin_store->api = api;
+  const ruda_device_properties_t *props = &s->base.utilities.properties;
+  ruda__memory_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.configuration = RUDA_MEMORY_SUBSLICES;
+  cfg.persistent = RUDA_PERSISTENT_ENABLED;
+  ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment};
+  ruda_status_t e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
+  if (e) {
+    gpu_destroy(st->gpu_store);
+    st->gpu_store = NULL;
+    ruda__free(fc);
+    return e;
+  }
+  ruda_memory_properties_t pprops = {PINNED_PAGE, 16};
+  ruda__memory_config_t pcfg = cfg;
+  pcfg.persistent = RUDA_PERSISTENT_DISABLED;
+  ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16};
+  e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned CPU Memory", &st->pinned);
+  if (e) {
+    pinned_destroy(st->pin_store);
+    st->pin_store = NULL;
+    ruda__free(fc);
+    return e;
+  }
+  fc->api = api;
+  fc->stream = st->cu;
+  ruda__fence_ops_t ops = {fence_make_real, fence_wait, fence_destroy, fc};
+  st->drops = ruda__drop_queue_create(64, 64ull << 20, ops);
+  if (st->drops == NULL) {
+    ruda__free(fc);
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a drop queue");
+  }
+  void *ch = NULL;
+  if (api->cuMemAllocHost(&ch, 64) == CUDA_SUCCESS) st->count_host = ch;
+  st->cursor = 1;
+  st->init = true;
+  return NULL;
+}
+
+/* The slot of `id`, created on first use. On failure the error is queued
+ * on the slot (whose error list always exists) and NULL is returned. */
+static cuda_stream_t *stream_get(cuda_server_t *s, ruda_stream_id_t id) {
+  cuda_stream_t *st = slot_for(s, id);
+  if (st->init) return st;
+  ruda_status_t e = stream_init(s, st);
+  if (e) {
+    ruda__stream_errors_push(&st->errors, e);
+    return NULL;
+  }
+  return st;
+}
+
+static void gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
+  size_t w = 0;
+  for (size_t i = 0; i < st->ngc; i++) {
+    gc_batch_t *b = &st->gc[i];
+    CUresult r = wait ? s->api->cuEventSynchronize(b->event) : s->api->cuEventQuery(b->event);
+    if (r == CUDA_ERROR_NOT_READY) {
+      st->gc[w++] = *b;
+      continue;
+    }
+    for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
+    ruda__free(b->bindings);
+    s->api->cuEventDestroy(b->event);
+  }
+  st->ngc = w;
+}
+
+/* Orders `st` after the origins of cross-stream bindings and returns the
+ * clones to keep alive (NULL when none). */
+static ruda_binding_t *order_bindings(cuda_server_t *s, cuda_stream_t *st,
+                                      const ruda_binding_t *bs, size_t n, size_t *out_n) {
+  *out_n = 0;
+  ruda_binding_t *keep = NULL;
+  size_t nkeep = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (bs[i].memory == NULL) continue;
+    cuda_stream_t *origin = slot_for(s, bs[i].stream);
+    if (origin == st || !origin->init) continue;
+    if (st->last_synced[origin->index] < origin->cursor) {
+      CUevent ev = NULL;
+      if (s->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
+        s->api->cuEventRecord(ev, origin->cu);
+        s->api->cuStreamWaitEvent(st->cu, ev, 0);
+        s->api->cuEventDestroy(ev);
+      } else {
+        s->api->cuStreamSynchronize(origin->cu);
+      }
+      st->last_synced[origin->index] = origin->cursor;
+      ruda__cuda_log("stream", "Waiting on stream slot %u from slot %u", origin->index,
+                     st->index);
+    }
+    if (keep == NULL) keep = ruda__calloc(n, sizeof *keep);
+    if (keep != NULL) keep[nkeep++] = ruda_binding_clone(&bs[i]);
+  }
+  st->cursor++;
+  *out_n = nkeep;
+  return keep;
+}
+
+/* Keeps `keep` alive until the work enqueued so far on `st` completes. */
+static void pin_until_done(cuda_server_t *s, cuda_stream_t *st, ruda_binding_t *keep, size_t n) {
+  if (keep == NULL) return;
+  CUevent ev = NULL;
+  if (st->ngc == st->gccap) {
+    size_t cap = st->gccap ? st->gccap * 2 : 8;
+    gc_batch_t *ng = ruda__realloc(st->gc, cap * sizeof *ng);
+    if (ng != NULL) {
+      st->gc = ng;
+      st->gccap = cap;
+    }
+  }
+  if (st->ngc == st->gccap || s->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    s->api->cuStreamSynchronize(st->cu);
+    for (size_t i = 0; i < n; i++) ruda_binding_release(&keep[i]);
+    ruda__free(keep);
+    return;
+  }
+  s->api->cuEventRecord(ev, st->cu);
+  st->gc[st->ngc++] = (gc_batch_t){ev, keep, n};
+}
+
+static ruda_status_t resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out) {
+  cuda_stream_t *origin = slot_for(s, b->stream);
+  if (!origin->init || b->memory == NULL)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
+  ruda__storage_handle_t h;
+  ruda_status_t e = ruda__memory_resolve(origin->gpu, b->memory, b->offset_start, b->offset_end, &h);
+  if (e) return e;
+  *out = (CUdeviceptr)ruda__storage_handle_addr(&h);
+  return NULL;
+}
+
+/* Pinned staging of `size` bytes from the stream's pinned pool. */
+static ruda_status_t pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
+                                    void **out_ptr) {
+  ruda_memory_t *m = ruda__memory_new();
+  if (m == NULL) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t e = ruda__memory_alloc(st->pinned, m, size, st->cursor);
+  if (e) {
+    ruda__memory_release_handle(m);
+    return e;
+  }
+  ruda__storage_handle_t h;
+  e = ruda__memory_resolve(st->pinned, m, 0, 0, &h);
+  if (e) {
+    ruda__memory_release_handle(m);
+    return e;
+  }
+  *out_mem = m;
+  *out_ptr = (void *)(uintptr_t)ruda__storage_handle_addr(&h);
+  return NULL;
+}
+
+static void drop_memory(void *item) { ruda__memory_release_handle(item); }
+
+static void drop_bytes(void *item) {
+  ruda_bytes_t *b = item;
+  ruda_bytes_release(b);
+  ruda__free(b);
+}
+
+/* ---- Poison handling on the worker ---- */
+
+static void server_recover(cuda_server_t *s);
+
+/* Fails fast while the context is poisoned: returns the fault (once per
+ * stream it is reported on, then the server recovers). */
+static ruda_status_t check_poison(cuda_server_t *s) {
+  int code = atomic_load(&s->poisoned);
+  if (code == 0) return NULL;
+  char text[600];
+  snprintf(text, sizeof text, "%s", atomic_load(&s->poison_text_ready) ? s->poison_text : "");
+  ruda_status_t e = ruda_status_into_server(
+      ruda_status_set_vendor(ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                                                "the CUDA context was lost: %s; the device was "
+                                                "reset and buffers created before are gone",
+                                                text),
+                             "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
+  server_recover(s);
+  return e;
+}
+
+/* ---- Vtable: memory ---- */
+
+static void cuda_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
+                                   ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL) return;
+  ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, st->cursor);
+  if (e) ruda__stream_errors_push(&st->errors, e);
+}
+
+static void staging_release(ruda_bytes_t *b) {
+  if (b->owner) ruda__memory_release_handle(b->owner);
+  b->owner = NULL;
+}
+
+static ruda_status_t cuda_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
+                                  ruda_stream_id_t stream, ruda_bytes_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  for (size_t i = 0; i < count; i++) {
+    ruda_memory_t *m = NULL;
+    void *p = NULL;
+    ruda_status_t e = pinned_reserve(st, sizes[i], &m, &p);
+    if (e) {
+      for (size_t k = 0; k < i; k++) ruda_bytes_release(&out[k]);
+      return e;
+    }
+    out[i].data = p;
+    out[i].size = sizes[i];
+    out[i].property = RUDA_BYTES_PINNED;
+    out[i].release = staging_release;
+    out[i].owner = m;
+  }
+  return NULL;
+}
+
+static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_t *b,
+                                       ruda_stream_id_t stream, ruda_resource_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  (void)stream;
+  CUdeviceptr p = 0;
+  ruda_status_t e = resolve(s, b, &p);
+  if (e) return e;
+  out->address = (uint64_t)p;
+  out->size = ruda_binding_size_in_used(b);
+  return NULL;
+}
+
+static ruda_status_t cuda_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
+                                       ruda_memory_usage_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = slot_for(s, stream);
+  ruda_status_t e = ruda__stream_errors_check(&st->errors, RUDA__MODE_CHECK);
+  if (e) return e;
+  memset(out, 0, sizeof *out);
+  if (st->init) *out = ruda__memory_usage(st->gpu);
+  return NULL;
+}
+
+static void cuda_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = slot_for(s, stream);
+  if (!st->init) return;
+  gc_poll(s, st, false);
+  ruda__drop_queue_flush(st->drops);
+  ruda__memory_cleanup(st->gpu, true);
+  ruda__memory_cleanup(st->pinned, true);
+  gpu_flush(st->gpu_store);
+  /* Pinned pages may still be read by copies in flight. */
+  s->api->cuStreamSynchronize(st->cu);
+  pinned_flush(st->pin_store);
+}
+
+static void cuda_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
+                                 ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL) return;
+  ruda__memory_set_mode(st->gpu, mode);
+}
+
+/* ---- Copies ---- */
+
+/* The 2-D shape of a copy: rows of `width` bytes, `pitch` bytes apart on
+ * the device. False for layouts other than contiguous or row-pitched. */
+static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
+                          uint64_t *pitch) {
+  uint32_t rank = d->shape.rank;
+  uint64_t n = ruda_shape_num_elems(&d->shape);
+  if (rank <= 1 || ruda_strides_is_contiguous(&d->shape, &d->strides)) {
+    *width = n * d->elem_size;
+    *height = 1;
+    *pitch = *width;
+    return true;
+  }
+  if (d->strides.rank != rank || !ruda_strides_is_pitched(&d->shape, &d->strides)) return false;
+  *width = d->shape.dims[rank - 1] * d->elem_size;
+  *height = rank >= 2 ? n / (d->shape.dims[rank - 1] ? d->shape.dims[rank - 1] : 1) : 1;
+  *pitch = d->strides.values[rank - 2] * d->elem_size;
+  return true;
+}
+
+static CUresult copy_htod(const ruda__cuda_api_t *api, CUstream stream, CUdeviceptr dst,
+                          const void *src, uint64_t width, uint64_t height, uint64_t pitch) {
+  if (height <= 1 || pitch == width)
+    return api->cuMemcpyHtoDAsync(dst, src, (size_t)(width * height), stream);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = src;
+  c.srcPitch = (size_t)width;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = dst;
+  c.dstPitch = (size_t)pitch;
+  c.WidthInBytes = (size_t)width;
+  c.Height = (size_t)height;
+  return api->cuMemcpy2DAsync(&c, stream);
+}
+
+static CUresult copy_dtoh(const ruda__cuda_api_t *api, CUstream stream, void *dst,
+                          CUdeviceptr src, uint64_t width, uint64_t height, uint64_t pitch) {
+  if (height <= 1 || pitch == width)
+    return api->cuMemcpyDtoHAsync(dst, src, (size_t)(width * height), stream);
+  CUDA_MEMCPY2D c;
+  memset(&c, 0, sizeof c);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = src;
+  c.srcPitch = (size_t)pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = dst;
+  c.dstPitch = (size_t)width;
+  c.WidthInBytes = (size_t)width;
+  c.Height = (size_t)height;
+  return api->cuMemcpy2DAsync(&c, stream);
+}
+
+static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
+  unsigned int type = 0;
+  CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                          (CUdeviceptr)(uintptr_t)p);
+  return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST;
+}
+
+static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
+                       size_t count, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  const ruda__cuda_api_t *api = s->api;
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL) {
+    for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
+    return;
+  }
+  ruda_binding_t small[8];
+  ruda_binding_t *bs = count <= 8 ? small : ruda__calloc(count, sizeof *bs);
+  size_t nkeep = 0;
+  ruda_binding_t *keep = NULL;
+  if (bs != NULL) {
+    for (size_t i = 0; i < count; i++) bs[i] = descs[i].binding;
+    keep = order_bindings(s, st, bs, count, &nkeep);
+    if (bs != small) ruda__free(bs);
+  }
+  for (size_t i = 0; i < count; i++) {
+    const ruda__copy_desc_t *d = &descs[i];
+    ruda_bytes_t *src = &srcs[i];
+    uint64_t width, height, pitch;
+    if (!copy_geometry(d, &width, &height, &pitch)) {
+      ruda__stream_errors_push(&st->errors,
+                               ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                                                  "write: only contiguous and row-pitched "
+                                                  "layouts can be copied"));
+      ruda_bytes_release(src);
+      continue;
+    }
+    uint64_t bytes = width * height;
+    CUdeviceptr dst = 0;
+    ruda_status_t e = resolve(s, &d->binding, &dst);
+    if (e == NULL && src->size < bytes)
+      e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
+                             (unsigned long long)src->size, (unsigned long long)bytes);
+    if (e) {
+      ruda__stream_errors_push(&st->errors, e);
+      ruda_bytes_release(src);
+      continue;
+    }
+    if (bytes == 0) {
+      ruda_bytes_release(src);
+      continue;
+    }
+    CUresult r;
+    if (src->property == RUDA_BYTES_PINNED) {
+      r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
+      ruda_bytes_t *held = ruda__malloc(sizeof *held);
+      if (held != NULL && r == CUDA_SUCCESS) {
+        *held = *src;
+        memset(src, 0, sizeof *src);
+        if (ruda__drop_queue_push(st->drops, held, bytes, drop_bytes) != NULL) {
+          api->cuStreamSynchronize(st->cu);
+          drop_bytes(held);
+        }
+      } else {
+        ruda__free(held);
+        api->cuStreamSynchronize(st->cu);
+        ruda_bytes_release(src);
+      }
+    } else {
+      ruda_memory_t *stage = NULL;
+      void *sp = NULL;
+      if (bytes < SMALL_COPY || pinned_reserve(st, bytes, &stage, &sp) != NULL) {
+        /* Small copies (or no pinned memory): the driver stages pageable
+         * memory itself before the call returns. */
+        r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
+        ruda_bytes_release(src);
+      } else if (height > 1 && pitch != width) {
+        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
+        if (job != NULL) {
+          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes, STAGE_CHUNK);
+          ruda__copy_job_finish(s->copies, job);
+          ruda__free(job);
+        } else {
+          memcpy(sp, src->data, (size_t)bytes);
+        }
+        ruda_bytes_release(src);
+        r = copy_htod(api, st->cu, dst, sp, width, height, pitch);
+        if (ruda__drop_queue_push(st->drops, stage, bytes, drop_memory) != NULL) {
+          api->cuStreamSynchronize(st->cu);
+          drop_memory(stage);
+        }
+      } else {
+        /* Pipelined: chunks are copied into pinned memory by the copy pool
+         * while the DMA of the chunks before them runs. */
+        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
+        r = CUDA_SUCCESS;
+        if (job != NULL) {
+          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes, STAGE_CHUNK);
+          for (size_t c = 0; c < job->nchunks; c++) {
+            ruda__copy_job_wait_chunk(job, c);
+            size_t off, len;
+            ruda__copy_job_chunk(job, c, &off, &len);
+            CUresult rc = api->cuMemcpyHtoDAsync(dst + off, (char *)sp + off, len, st->cu);
+            if (rc != CUDA_SUCCESS && r == CUDA_SUCCESS) r = rc;
+          }
+          ruda__copy_job_finish(s->copies, job);
+          ruda__free(job);
+        } else {
+          memcpy(sp, src->data, (size_t)bytes);
+          r = api->cuMemcpyHtoDAsync(dst, sp, (size_t)bytes, st->cu);
+        }
+        ruda_bytes_release(src);
+        if (ruda__drop_queue_push(st->drops, stage, bytes, drop_memory) != NULL) {
+          api->cuStreamSynchronize(st->cu);
+          drop_memory(stage);
+        }
+      }
+    }
+    if (r != CUDA_SUCCESS) {
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, "a copy failed after a device fault");
+      ruda__stream_errors_push(&st->errors,
+                               ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync",
+                                              "writing %llu bytes", (unsigned long long)bytes));
+    }
+  }
+  if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
+  pin_until_done(s, st, keep, nkeep);
+}
+
+/* ---- Futures ---- */
+
+typedef struct read_part {
+  void *dst;
+  const void *staged; /* NULL: copied straight into dst */
+  uint64_t size;
+  ruda_memory_t *stage;
+} read_part_t;
+
+typedef struct cuda_future {
+  ruda__future_t base;
+  cuda_server_t *server;
+  CUevent event;
+  ruda_status_t early; /* error found while enqueueing */
+  read_part_t *parts;
+  size_t nparts;
+  char kernels[300];
+  bool done;
+  ruda_status_t result;
+} cuda_future_t;
+
+static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
+  cuda_server_t *s = f->server;
+  ruda_status_t st = f->early;
+  f->early = NULL;
+  if (r != CUDA_SUCCESS && st == NULL) {
+    if (ruda__cu_result_is_sticky(r)) {
+      char text[400];
+      snprintf(text, sizeof text, "%s (kernels: %s)", ruda__cu_result_name(r), f->kernels);
+      poison(s, r, text);
+    }
+    st = fault_error(r, "cuEventSynchronize", f->kernels);
+  }
+  for (size_t i = 0; i < f->nparts; i++) {
+    read_part_t *p = &f->parts[i];
+    if (st == NULL && p->staged != NULL && p->size > 0) {
+      if (p->size >= (8u << 20) && s->copies != NULL) {
+        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
+        if (job != NULL) {
+          ruda__copy_job_start(s->copies, job, p->dst, p->staged, (size_t)p->size, STAGE_CHUNK);
+          ruda__copy_job_finish(s->copies, job);
+          ruda__free(job);
+        } else {
+          memcpy(p->dst, p->staged, (size_t)p->size);
+        }
+      } else {
+        memcpy(p->dst, p->staged, (size_t)p->size);
+      }
+    }
+    if (p->stage) ruda__memory_release_handle(p->stage);
+    p->stage = NULL;
+  }
+  f->nparts = 0;
+  return st;
+}
+
+static ruda_status_t cuda_future_wait(ruda__future_t *base) {
+  cuda_future_t *f = (cuda_future_t *)base;
+  if (f->done) {
+    ruda_status_t r = f->result;
+    f->result = NULL;
+    return r;
+  }
+  CUresult r = CUDA_SUCCESS;
+  if (f->event != NULL) {
+    f->server->api->cuCtxSetCurrent(f->server->ctx);
+    r = f->server->api->cuEventSynchronize(f->event);
+  }
+  f->done = true;
+  return future_finish(f, r);
+}
+
+static bool cuda_future_poll(ruda__future_t *base) {
+  cuda_future_t *f = (cuda_future_t *)base;
+  if (f->done || f->event == NULL) return true;
+  f->server->api->cuCtxSetCurrent(f->server->ctx);
+  return f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
+}
+
+static void cuda_future_destroy(ruda__future_t *base) {
+  cuda_future_t *f = (cuda_future_t *)base;
+  if (!f->done) {
+    /* Never waited: wait so the staging is not released under a copy. */
+    ruda_status_free(cuda_future_wait(base));
+  }
+  ruda_status_free(f->result);
+  ruda_status_free(f->early);
+  if (f->event != NULL) f->server->api->cuEventDestroy(f->event);
+  ruda__free(f->parts);
+  ruda__free(f);
+}
+
+static const ruda__future_vtable_t cuda_future_vt = {cuda_future_wait, cuda_future_poll,
+                                                     cuda_future_destroy};
+
+static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
+  cuda_future_t *f = ruda__calloc(1, sizeof *f);
+  if (f == NULL) return NULL;
+  f->base.vt = &cuda_future_vt;
+  f->server = s;
+  if (nparts > 0) {
+    f->parts = ruda__calloc(nparts, sizeof *f->parts);
+    if (f->parts == NULL) {
+      ruda__free(f);
+      return NULL;
+    }
+  }
+  if (st != NULL) recent_names(st, f->kernels, sizeof f->kernels);
+  return f;
+}
+
+static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f) {
+  CUresult r = s->api->cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(f->event, st->cu);
+  if (r != CUDA_SUCCESS) {
+    if (f->event) s->api->cuEventDestroy(f->event);
+    f->event = NULL;
+    CUresult r2 = s->api->cuStreamSynchronize(st->cu);
+    if (r2 != CUDA_SUCCESS) return fault_error(r2, "cuStreamSynchronize", f->kernels);
+  }
+  return NULL;
+}
+
+/* ---- Vtable: read, sync, flush ---- */
+
+static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
+                               void *const *dsts, size_t count, ruda_stream_id_t stream,
+                               ruda__future_t **out) {
+  cuda_server_t *s = as_cuda(base);
+  const ruda__cuda_api_t *api = s->api;
+  *out = NULL;
+  ruda_status_t e = check_poison(s);
+  if (e) return e;
+  cuda_stream_t *st = stream_get(s, stream);
+  cuda_stream_t *slot = slot_for(s, stream);
+  e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  if (e) return e;
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  gc_poll(s, st, false);
+  cuda_future_t *f = future_new(s, st, count);
+  if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
+  ruda_binding_t small[8];
+  ruda_binding_t *bs = count <= 8 ? small : ruda__calloc(count, sizeof *bs);
+  size_t nkeep = 0;
+  ruda_binding_t *keep = NULL;
+  if (bs != NULL) {
+    for (size_t i = 0; i < count; i++) bs[i] = descs[i].binding;
+    keep = order_bindings(s, st, bs, count, &nkeep);
+    if (bs != small) ruda__free(bs);
+  }
+  for (size_t i = 0; i < count && f->early == NULL; i++) {
+    const ruda__copy_desc_t *d = &descs[i];
+    uint64_t width, height, pitch;
+    if (!copy_geometry(d, &width, &height, &pitch)) {
+      f->early = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                                    "read: only contiguous and row-pitched layouts can be copied");
+      break;
+    }
+    uint64_t bytes = width * height;
+    if (bytes == 0) continue;
+    CUdeviceptr src = 0;
+    e = resolve(s, &d->binding, &src);
+    if (e) {
+      f->early = e;
+      break;
+    }
+    read_part_t *p = &f->parts[f->nparts++];
+    p->dst = dsts[i];
+    p->size = bytes;
+    CUresult r;
+    if (host_is_pinned(api, dsts[i])) {
+      r = copy_dtoh(api, st->cu, dsts[i], src, width, height, pitch);
+    } else {
+      void *sp = NULL;
+      ruda_status_t pe = pinned_reserve(st, bytes, &p->stage, &sp);
+      if (pe == NULL) {
+        p->staged = sp;
+        r = copy_dtoh(api, st->cu, sp, src, width, height, pitch);
+      } else {
+        /* No pinned memory: copy synchronously into the pageable dst. */
+        ruda_status_free(pe);
+        r = api->cuStreamSynchronize(st->cu);
+        if (r == CUDA_SUCCESS) r = copy_dtoh(api, st->cu, dsts[i], src, width, height, pitch);
+        if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
+      }
+    }
+    if (r != CUDA_SUCCESS) {
+      if (ruda__cu_result_is_sticky(r)) {
+        poison(s, r, f->kernels);
+        f->early = fault_error(r, "cuMemcpyDtoHAsync", f->kernels);
+      } else {
+        f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
+                                  "reading %llu bytes", (unsigned long long)bytes);
+      }
+    }
+  }
+  if (f->early == NULL) f->early = future_record(s, st, f);
+  pin_until_done(s, st, keep, nkeep);
+  *out = &f->base;
+  return NULL;
+}
+
+static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
+                               ruda__future_t **out) {
+  cuda_server_t *s = as_cuda(base);
+  *out = NULL;
+  ruda_status_t e = check_poison(s);
+  if (e) return e;
+  cuda_stream_t *slot = slot_for(s, stream);
+  e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  if (e) return e;
+  if (!slot->init) {
+    *out = ruda__future_ready(NULL);
+    return NULL;
+  }
+  cuda_stream_t *st = slot;
+  gc_poll(s, st, false);
+  cuda_future_t *f = future_new(s, st, 0);
+  if (f == NULL) {
+    CUresult r = s->api->cuStreamSynchronize(st->cu);
+    return r == CUDA_SUCCESS ? NULL : fault_error(r, "cuStreamSynchronize", "");
+  }
+  f->early = future_record(s, st, f);
+  st->nrecent = 0;
+  st->recent_total = 0;
+  *out = &f->base;
+  return NULL;
+}
+
+static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  ruda_status_t e = check_poison(s);
+  if (e) return e;
+  cuda_stream_t *st = slot_for(s, stream);
+  if (st->init) {
+    CUresult r = s->api->cuStreamQuery(st->cu);
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
+      char names[300];
+      recent_names(st, names, sizeof names);
+      poison(s, r, names);
+      return check_poison(s);
+    }
+    gc_poll(s, st, false);
+    ruda__drop_queue_flush(st->drops);
+    gpu_flush(st->gpu_store);
+  }
+  e = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  if (e) {
+    ruda__profiler_error(&s->profiler, e);
+    if (st->init) ruda__memory_cleanup(st->gpu, false);
+  }
+  return e;
+}
+
+/* ---- Launch ---- */
+
+static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda_info_t *info,
+                                 CUdeviceptr *out) {
+  size_t bytes = info->len * sizeof(uint64_t);
+  if (bytes > st->info_cap) {
+    size_t cap = st->info_cap ? st->info_cap : 256;
+    while (cap < bytes) cap *= 2;
+    CUdeviceptr p = 0;
+    CUresult r = s->api->cuMemAllocAsync != NULL ? s->api->cuMemAllocAsync(&p, cap, st->cu)
+                                                 : s->api->cuMemAlloc(&p, cap);
+    if (r != CUDA_SUCCESS) return ruda__cu_alloc_error(r, "cuMemAllocAsync", cap);
+    if (st->info_dev != 0) {
+      if (s->api->cuMemFreeAsync != NULL)
+        s->api->cuMemFreeAsync(st->info_dev, st->cu);
+      else
+        s->api->cuMemFree(st->info_dev);
+    }
+    st->info_dev = p;
+    st->info_cap = cap;
+  }
+  /* Pageable source: the driver stages it before returning, and the
+   * stream orders this upload after the kernels that read the last one. */
+  CUresult r = s->api->cuMemcpyHtoDAsync(st->info_dev, info->data, bytes, st->cu);
+  if (r != CUDA_SUCCESS) return ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyHtoDAsync", "uploading kernel info");
+  *out = st->info_dev;
+  return NULL;
+}
+
+static void note_kernel(cuda_stream_t *st, const char *name) {
+  st->recent_total++;
+  if (st->nrecent > 0 && strncmp(st->recent[(st->nrecent - 1) % RECENT_KERNELS], name, 63) == 0)
+    return;
+  if (st->nrecent < RECENT_KERNELS) {
+    snprintf(st->recent[st->nrecent++], sizeof st->recent[0], "%s", name);
+  } else {
+    memmove(st->recent[0], st->recent[1], sizeof st->recent[0] * (RECENT_KERNELS - 1));
+    snprintf(st->recent[RECENT_KERNELS - 1], sizeof st->recent[0], "%s", name);
+  }
+}
+
+static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e) {
+  if (!ruda__profiler_is_empty(&s->profiler)) ruda__profiler_error(&s->profiler, e);
+  ruda__stream_errors_push(&st->errors, e);
+}
+
+#define PARAMS_INLINE 32
+
+static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                        ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  const ruda__cuda_api_t *api = s->api;
+  (void)mode; /* CUDA C kernels do their own bounds checks */
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL) return;
+  if (atomic_load(&s->poisoned) != 0) {
+    push_launch_error(s, st, check_poison(s));
+    return;
+  }
+  if (st->ngc) gc_poll(s, st, false);
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  ruda_status_t e = ruda__validate_launch(&s->base.utilities.properties, d->ruda_dim,
+                                          d->shared_mem_bytes);
+  if (e) {
+    push_launch_error(s, st, e);
+    return;
+  }
+  ruda__cuda_function_t *fn = NULL;
+  e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
+  if (e) {
+    push_launch_error(s, st, e);
+    return;
+  }
+
+  ruda_count3_t grid = count->fixed;
+  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
+  size_t nbind = nb + nt + (count->dynamic ? 1 : 0);
+  ruda_binding_t bsmall[PARAMS_INLINE];
+  ruda_binding_t *bs = nbind <= PARAMS_INLINE ? bsmall : ruda__calloc(nbind, sizeof *bs);
+  size_t nkeep = 0;
+  ruda_binding_t *keep = NULL;
+  if (bs != NULL) {
+    size_t k = 0;
+    for (size_t i = 0; i < nb; i++) bs[k++] = args->buffers[i];
+    for (size_t i = 0; i < nt; i++) bs[k++] = args->tensor_map_buffers[i];
+    if (count->dynamic) bs[k++] = count->buffer;
+    keep = order_bindings(s, st, bs, k, &nkeep);
+    if (bs != bsmall) ruda__free(bs);
+  }
+
+  CUtensorMap *maps = NULL;
+  void *psmall[PARAMS_INLINE];
+  CUdeviceptr vsmall[PARAMS_INLINE];
+  size_t nparams = nt + nb + 1;
+  void **params = nparams <= PARAMS_INLINE ? psmall : ruda__calloc(nparams, sizeof *params);
+  CUdeviceptr *vals = nb + 1 <= PARAMS_INLINE ? vsmall : ruda__calloc(nb + 1, sizeof *vals);
+  if (nt > 0) maps = aligned_alloc(64, nt * sizeof *maps);
+  if (params == NULL || vals == NULL || (nt > 0 && maps == NULL)) {
+    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel %s: no host memory for "
+                           "its parameters", d->name);
+    goto fail;
+  }
+
+  if (count->dynamic) {
+    CUdeviceptr cp = 0;
+    e = resolve(s, &count->buffer, &cp);
+    if (e) goto fail;
+    uint32_t local[3];
+    uint32_t *host = st->count_host ? st->count_host : local;
+    CUresult r = api->cuMemcpyDtoHAsync(host, cp, 3 * sizeof(uint32_t), st->cu);
+    if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
+    if (r != CUDA_SUCCESS) {
+      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
+                         "reading the dynamic count of kernel %s", d->name);
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name);
+      goto fail;
+    }
+    grid.x = host[0];
+    grid.y = host[1];
+    grid.z = host[2];
+  }
+  e = ruda__validate_count(&s->base.utilities.properties, grid);
+  if (e) goto fail;
+  if (ruda_count3_is_empty(grid)) goto done;
+
+  size_t np = 0;
+  for (size_t i = 0; i < nt; i++) {
+    CUdeviceptr tp = 0;
+    e = resolve(s, &args->tensor_map_buffers[i], &tp);
+    if (e) goto fail;
+    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
+    if (e) goto fail;
+    params[np++] = &maps[i];
+  }
+  for (size_t i = 0; i < nb; i++) {
+    e = resolve(s, &args->buffers[i], &vals[i]);
+    if (e) goto fail;
+    params[np++] = &vals[i];
+  }
+  vals[nb] = 0;
+  if (args->info.len > 0) {
+    e = upload_info(s, st, &args->info, &vals[nb]);
+    if (e) goto fail;
+  }
+  params[np++] = &vals[nb];
+
+  if (d->shared_mem_bytes > 48 * 1024 && fn->shared_mem_set < d->shared_mem_bytes) {
+    CUresult r = api->cuFuncSetAttribute(fn->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         (int)d->shared_mem_bytes);
+    if (r != CUDA_SUCCESS) {
+      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuFuncSetAttribute",
+                         "kernel %s asks for %llu bytes of shared memory", d->name,
+                         (unsigned long long)d->shared_mem_bytes);
+      goto fail;
+    }
+    fn->shared_mem_set = d->shared_mem_bytes;
+  }
+
+  CUresult r;
+  const char *call = "cuLaunchKernel";
+  bool cluster = d->cluster_dim.x > 0 && d->cluster_dim.y > 0 && d->cluster_dim.z > 0 &&
+                 (d->cluster_dim.x * d->cluster_dim.y * d->cluster_dim.z) > 1;
+  if (cluster) {
+    call = "cuLaunchKernelEx";
+    if (api->cuLaunchKernelEx == NULL || s->cc < 90) {
+      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                             "kernel %s asks for a cluster of (%u, %u, %u) but this device "
+                             "(sm_%u) or driver has no thread-block clusters",
+                             d->name, d->cluster_dim.x, d->cluster_dim.y, d->cluster_dim.z, s->cc);
+      goto fail;
+    }
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = d->cluster_dim.x;
+    attr.value.clusterDim.y = d->cluster_dim.y;
+    attr.value.clusterDim.z = d->cluster_dim.z;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid.x;
+    cfg.gridDimY = grid.y;
+    cfg.gridDimZ = grid.z;
+    cfg.blockDimX = d->ruda_dim.x;
+    cfg.blockDimY = d->ruda_dim.y;
+    cfg.blockDimZ = d->ruda_dim.z;
+    cfg.sharedMemBytes = (unsigned)d->shared_mem_bytes;
+    cfg.hStream = st->cu;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    r = api->cuLaunchKernelEx(&cfg, fn->fn, params, NULL);
+  } else {
+    r = api->cuLaunchKernel(fn->fn, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                            d->ruda_dim.z, (unsigned)d->shared_mem_bytes, st->cu, params, NULL);
+  }
+  if (r != CUDA_SUCCESS) {
+    if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name);
+    e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
+                       "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
+                       "memory",
+                       d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                       d->ruda_dim.z, (unsigned long long)d->shared_mem_bytes);
+    goto fail;
+  }
+  note_kernel(st, d->name);
+  if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
+  goto done;
+fail:
+  push_launch_error(s, st, e);
+done:
+  if (params != psmall) ruda__free(params);
+  if (vals != vsmall) ruda__free(vals);
+  free(maps);
+  pin_until_done(s, st, keep, nkeep);
+}
+
+/* ---- Profiling (device timestamps) ---- */
+
+static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                        ruda_profiling_token_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = stream_get(s, stream);
+  if (st == NULL)
+    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
+  if (s->nmarks == s->capmarks) {
+    size_t cap = s->capmarks ? s->capmarks * 2 : 8;
+    profile_mark_t *nm = ruda__realloc(s->marks, cap * sizeof *nm);
+    if (nm == NULL) return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory");
+    s->marks = nm;
+    s->capmarks = cap;
+  }
+  CUevent ev = NULL;
+  CUresult r = s->api->cuEventCreate(&ev, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, st->cu);
+  if (r != CUDA_SUCCESS) {
+    if (ev) s->api->cuEventDestroy(ev);
+    return ruda__cu_error(RUDA_ERR_PROFILE_UNKNOWN, r, "cuEventRecord", "starting a profile");
+  }
+  uint64_t now = ruda__now_ns();
+  ruda_status_t e = ruda__profiler_start(&s->profiler, now, out);
+  if (e) {
+    s->api->cuEventDestroy(ev);
+    return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, e);
+  }
+  s->marks[s->nmarks++] = (profile_mark_t){out->id, ev, now};
+  return NULL;
+}
+
+static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                      ruda_profiling_token_t token, ruda_profile_duration_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  cuda_stream_t *st = slot_for(s, stream);
+  profile_mark_t mark = {0, NULL, 0};
+  bool found = false;
+  for (size_t i = 0; i < s->nmarks; i++) {
+    if (s->marks[i].token != token.id) continue;
+    mark = s->marks[i];
+    s->marks[i] = s->marks[--s->nmarks];
+    found = true;
+    break;
+  }
+  if (!found) return ruda__profiler_stop(&s->profiler, token, ruda__now_ns(), RUDA_TIMING_DEVICE, out);
+  uint64_t elapsed_ns = 0;
+  if (st->init) {
+    CUevent end = NULL;
+    CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
+    if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
+    float ms = 0.0f;
+    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, mark.start, end);
+    if (end) s->api->cuEventDestroy(end);
+    if (r != CUDA_SUCCESS) {
+      char names[300];
+      recent_names(st, names, sizeof names);
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, names);
+      ruda_status_t fe = fault_error(r, "cuEventSynchronize", names);
+      ruda__profiler_error(&s->profiler, fe);
+      ruda_status_free(fe);
+    } else {
+      elapsed_ns = (uint64_t)((double)ms * 1e6);
+    }
+  }
+  s->api->cuEventDestroy(mark.start);
+  ruda_status_t q = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  if (q) {
+    ruda__profiler_error(&s->profiler, q);
+    ruda_status_free(q);
+  }
+  return ruda__profiler_stop(&s->profiler, token, mark.start_ns + elapsed_ns, RUDA_TIMING_DEVICE,
+                             out);
+}
+
+/* ---- Lifetime ---- */
+
+static void stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
+  if (!st->init) {
+    ruda__stream_errors_deinit(&st->errors);
+    return;
+  }
+  const ruda__cuda_api_t *api = s->api;
+  if (context_alive) api->cuStreamSynchronize(st->cu);
+  gc_poll(s, st, true);
+  ruda__free(st->gc);
+  if (st->drops) ruda__drop_queue_destroy(st->drops);
+  if (st->gpu) ruda__memory_manager_destroy(st->gpu);
+  if (st->pinned) ruda__memory_manager_destroy(st->pinned);
+  if (st->info_dev) api->cuMemFree(st->info_dev);
+  if (st->count_host) api->cuMemFreeHost(st->count_host);
+  api->cuStreamDestroy(st->cu);
+  ruda__free(st->last_synced);
+  ruda__stream_errors_deinit(&st->errors);
+  uint32_t index = st->index;
+  memset(st, 0, sizeof *st);
+  st->index = index;
+}
+
+/* After a fault: drop every stream, module and allocation, reset the
+ * primary context and start over. Descriptors bound before become unbound
+ * (their lookups give NotFound). Errors queued on streams are kept. */
+static void server_recover(cuda_server_t *s) {
+  const ruda__cuda_api_t *api = s->api;
+  for (uint32_t i = 0; i < s->max_streams; i++) {
+    cuda_stream_t *st = &s->streams[i];
+    ruda__stream_errors_t keep = st->errors;
+    memset(&st->errors, 0, sizeof st->errors);
+    stream_teardown(s, st, false);
+    st->errors = keep;
+  }
+  ruda__cuda_module_cache_destroy(s->modules, true);
+  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
+  for (size_t i = 0; i < s->nmarks; i++) api->cuEventDestroy(s->marks[i].start);
+  s->nmarks = 0;
+  api->cuDevicePrimaryCtxRelease(s->dev);
+  api->cuDevicePrimaryCtxReset(s->dev);
+  CUcontext ctx = NULL;
+  if (api->cuDevicePrimaryCtxRetain(&ctx, s->dev) == CUDA_SUCCESS) {
+    s->ctx = ctx;
+    api->cuCtxSetCurrent(ctx);
+  }
+  atomic_store(&s->poison_text_ready, 0);
+  atomic_store(&s->poisoned, 0);
+  ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
+}
+
+static void cuda_destroy(ruda__server_t *base) {
+  cuda_server_t *s = as_cuda(base);
+  bool alive = atomic_load(&s->poisoned) == 0;
+  s->api->cuCtxSetCurrent(s->ctx);
+  for (uint32_t i = 0; i < s->max_streams; i++) stream_teardown(s, &s->streams[i], alive);
+  ruda__cuda_module_cache_destroy(s->modules, !alive);
+  for (size_t i = 0; i < s->nmarks; i++) s->api->cuEventDestroy(s->marks[i].start);
+  ruda__free(s->marks);
+  ruda__profiler_deinit(&s->profiler);
+  ruda__copy_pool_destroy(s->copies);
+  s->api->cuDevicePrimaryCtxRelease(s->dev);
+  ruda__server_utilities_deinit(&s->base.utilities);
+  ruda__free(s->streams);
+  ruda__free(s);
+}
+
+static const ruda__server_vtable_t cuda_vtable = {
+    .name = "cuda",
+    .destroy = cuda_destroy,
+    .initialize_memory = cuda_initialize_memory,
+    .staging = cuda_staging,
+    .read = cuda_read,
+    .write = cuda_write,
+    .sync = cuda_sync,
+    .get_resource = cuda_get_resource,
+    .launch = cuda_launch,
+    .flush = cuda_flush,
+    .memory_usage = cuda_memory_usage,
+    .memory_cleanup = cuda_memory_cleanup,
+    .allocation_mode = cuda_allocation_mode,
+    .start_profile = cuda_start_profile,
+    .end_profile = cuda_end_profile,
+    .comm_enabled = false,
+};
+
+static ruda_status_t cuda_device_count(uint32_t *out) {
+  *out = 0;
+  const ruda__cuda_api_t *api = NULL;
+  ruda_status_t e = ruda__cuda_api_get(&api);
+  if (e) return e;
+  int n = 0;
+  CUresult r = api->cuDeviceGetCount(&n);
+  if (r != CUDA_SUCCESS) return ruda__cu_error(RUDA_ERR_UNAVAILABLE, r, "cuDeviceGetCount", NULL);
+  if (n <= 0)
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                              "CUDA is unavailable: the driver (%s) reports no device",
+                              api->lib_name);
+  *out = (uint32_t)n;
+  return NULL;
+}
+
+static int env_int(const char *name, int fallback) {
+  const char *v = getenv(name);
+  if (v == NULL || v[0] == '\0') return fallback;
+  return atoi(v);
+}
+
+static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
+  *out = NULL;
+  const ruda__cuda_api_t *api = NULL;
+  ruda_status_t e = ruda__cuda_api_get(&api);
+  if (e) return e;
+  CUdevice dev = 0;
+  CUresult r = api->cuDeviceGet(&dev, (int)index);
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_error(RUDA_ERR_INVALID_ARGUMENT, r, "cuDeviceGet", "device cuda:%u", index);
+  cuda_server_t *s = ruda__calloc(1, sizeof *s);
+  if (s == NULL) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  s->api = api;
+  s->dev = dev;
+  r = api->cuDevicePrimaryCtxRetain(&s->ctx, dev);
+  if (r != CUDA_SUCCESS) {
+    ruda__free(s);
+    return ruda__cu_error(RUDA_ERR_UNAVAILABLE, r, "cuDevicePrimaryCtxRetain", "device cuda:%u", index);
+  }
+  r = api->cuCtxSetCurrent(s->ctx);
+  if (r != CUDA_SUCCESS) {
+    api->cuDevicePrimaryCtxRelease(dev);
+    ruda__free(s);
+    return ruda__cu_error(RUDA_ERR_UNAVAILABLE, r, "cuCtxSetCurrent", "device cuda:%u", index);
+  }
+  ruda_device_properties_t props;
+  char info[256];
+  e = ruda__cuda_device_properties(api, dev, &props, info, sizeof info);
+  if (e) {
+    api->cuDevicePrimaryCtxRelease(dev);
+    ruda__free(s);
+    return e;
+  }
+  s->cc = props.hardware.compute_capability;
+  ruda__layout_policy_t policy = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  ruda__server_utilities_init(&s->base.utilities, &props, info, policy);
+  s->base.vt = &cuda_vtable;
+  s->base.device.type_id = RUDA_DEVICE_TYPE_CUDA;
+  s->base.device.index_id = index;
+
+  /* Priority and stream count from the configuration ([streaming]). */
+  int least = 0, greatest = 0;
+  api->cuCtxGetStreamPriorityRange(&least, &greatest);
+  const ruda_config_t *cfg = ruda_config_get();
+  s->priority = 0;
+  if (cfg->streaming.priority == RUDA_STREAM_PRIORITY_LOW) s->priority = least;
+  if (cfg->streaming.priority == RUDA_STREAM_PRIORITY_HIGH) s->priority = greatest;
+
+  int ms = env_int("RUDA_CUDA_MAX_STREAMS", (int)cfg->streaming.max_streams);
+  if (ms < 1) ms = 1;
+  if (ms > MAX_SLOTS) ms = MAX_SLOTS;
+  s->max_streams = (uint32_t)ms;
+  s->streams = ruda__calloc(s->max_streams, sizeof *s->streams);
+  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
+  if (s->streams == NULL || s->modules == NULL) {
+    ruda__free(s->streams);
+    ruda__cuda_module_cache_destroy(s->modules, false);
+    ruda__server_utilities_deinit(&s->base.utilities);
+    api->cuDevicePrimaryCtxRelease(dev);
+    ruda__free(s);
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  }
+  for (uint32_t i = 0; i < s->max_streams; i++) s->streams[i].index = i;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
+  if (threads < 0) threads = 0;
+  s->copies = ruda__copy_pool_create((unsigned)threads);
+  atomic_init(&s->poisoned, 0);
+  atomic_init(&s->poison_text_ready, 0);
+  *out = &s->base;
+  return NULL;
+}
+
+const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_device_count,
+                                            cuda_create_server};
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */
