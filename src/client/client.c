@@ -3,11 +3,14 @@
  *
  * Non-blocking operations are heap-allocated and freed by the worker;
  * blocking ones live on the caller's stack until their completion fires. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "client/device.h"
+#include "ruda/config.h"
 #include "server/kernel_object.h"
+#include "server/profile_summary.h"
 
 struct ruda_client {
   atomic_uint refs;
@@ -330,6 +333,9 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
   call_init(&op, c, CALL_SYNC);
   ruda_status_t s = call(c, &op);
   ruda_status_t w = finish_future(op.future);
+  if (c->dev->profile_level >= RUDA_LOG_LEVEL_BASIC && !ruda__device_on_worker(c->dev)) {
+    ruda__profile_summary_print_and_reset();
+  }
   if (s) {
     ruda_status_free(w);
     return s;
@@ -905,15 +911,54 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   return NULL;
 }
 
+/* At profiling level basic and above every launch is measured (blocking,
+ * as in the reference) and recorded in the summary printed at sync. */
+typedef struct profiled_launch {
+  ruda_kernel_t *kernel;
+  ruda_count_t count;
+  const ruda_kernel_args_t *args;
+  ruda_execution_mode_t mode;
+} profiled_launch_t;
+
+static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
+  profiled_launch_t *p = ctx;
+  return launch(c, p->kernel, p->count, p->args, p->mode);
+}
+
+static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
+                                           ruda_count_t count, const ruda_kernel_args_t *args,
+                                           ruda_execution_mode_t mode) {
+  if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
+      ruda__device_on_worker(c->dev)) {
+    return launch(c, kernel, count, args, mode);
+  }
+  profiled_launch_t p = {kernel, count, args, mode};
+  ruda_profile_duration_t d;
+  ruda_status_t s = ruda_client_profile(c, kernel->desc.name, profiled_launch_body, &p, &d);
+  if (s) return s;
+  char name[256];
+  if (c->dev->profile_level >= RUDA_LOG_LEVEL_FULL) {
+    char count_text[64] = "binding";
+    if (!count.dynamic) ruda_count3_format(count.fixed, count_text, sizeof count_text);
+    snprintf(name, sizeof name, "%s: %016llx%016llx RudaCount %s", kernel->desc.name,
+             (unsigned long long)kernel->hash.hi, (unsigned long long)kernel->hash.lo, count_text);
+  } else {
+    ruda__profile_name_balanced(kernel->desc.name, name, sizeof name);
+  }
+  ruda__profile_summary_record(name, ruda_profile_duration_ns(d));
+  return NULL;
+}
+
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
                                  const ruda_kernel_args_t *args) {
-  return launch(c, kernel, count, args, RUDA_EXEC_CHECKED);
+  return launch_maybe_profiled(c, kernel, count, args, RUDA_EXEC_CHECKED);
 }
 
 ruda_status_t ruda_client_launch_unchecked(ruda_client_t *c, ruda_kernel_t *kernel,
                                            ruda_count_t count, const ruda_kernel_args_t *args) {
   if (!c) return invalid("ruda_client_launch_unchecked: NULL client");
-  return launch(c, kernel, count, args, ruda_bounds_check_to_mode(ruda_client_check_mode(c)));
+  return launch_maybe_profiled(c, kernel, count, args,
+                               ruda_bounds_check_to_mode(ruda_client_check_mode(c)));
 }
 
 /* ---- Profiling ---- */

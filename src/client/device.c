@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "client/device.h"
+#include "ruda/config.h"
+#include "server/trace.h"
 
 #define RUDA_MAX_DEVICES_PER_TYPE 64
 
@@ -144,8 +146,11 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating %s:%u",
                                 b->name, id.index_id);
     }
+    const ruda_config_t *cfg = ruda_config_get();
+    if (cfg->trace.file[0]) ruda__trace_start(cfg->trace.file);
     d->id = id;
     d->backend = b;
+    d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);
     if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {

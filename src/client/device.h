@@ -40,6 +40,7 @@ struct ruda__device {
   bool stop;              /* worker only */
   ruda_status_t init_error;
   ruda__completion_t ready;
+  int profile_level;      /* ruda_log_level_t of [profiling], read at creation */
 };
 
 /* The device, creating its server on first use. The device lives until

@@ -20,6 +20,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "server/kernel_object.h"
 #include "server/server.h"
+#include "server/trace.h"
 
 typedef struct cpu_stream {
   ruda__memory_manager_t *mm;
@@ -65,6 +66,17 @@ static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
   return st;
 }
 
+/* Device-wide memory counters for the timeline (only while tracing). */
+static void trace_memory(cpu_server_t *s) {
+  ruda_memory_usage_t total = {0};
+  for (uint32_t i = 0; i < s->max_streams; i++) {
+    if (s->streams[i]) total = ruda_memory_usage_combine(total, ruda__memory_usage(s->streams[i]->mm));
+  }
+  uint64_t now = ruda__now_ns();
+  ruda__trace_counter(s->base.device, "memory in use", now, total.bytes_in_use);
+  ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);
+}
+
 static ruda_status_t no_stream(void) {
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
 }
@@ -91,7 +103,12 @@ static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, u
   cpu_server_t *s = cpu(base);
   cpu_stream_t *st = stream_get(s, stream);
   if (!st) return; /* the handle stays unbound: later uses report NotFound */
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda__stream_errors_push(&st->errors, ruda__memory_alloc(st->mm, memory, size, ++st->cursor));
+  if (t0) {
+    ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
+    trace_memory(s);
+  }
 }
 
 /* Copies between a contiguous host buffer and a strided view. `to_view`
@@ -144,7 +161,9 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
                       size_t count, ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
   cpu_stream_t *st = stream_get(s, stream);
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0, bytes = 0;
   for (size_t i = 0; i < count; i++) {
+    bytes += srcs[i].size;
     uint8_t *ptr = NULL;
     uint64_t size = 0;
     ruda_status_t err = resolve(s, &descs[i].binding, &ptr, &size);
@@ -163,6 +182,7 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     else ruda_status_free(err);
     ruda_bytes_release(&srcs[i]);
   }
+  if (t0) ruda__trace_slice(s->base.device, stream.value, "copy", "write", t0, ruda__now_ns(), bytes);
 }
 
 static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
@@ -174,6 +194,7 @@ static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *des
   if (!st) return no_stream();
   ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
   if (err) return err;
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0, bytes = 0;
   for (size_t i = 0; i < count; i++) {
     uint8_t *ptr = NULL;
     uint64_t size = 0;
@@ -181,7 +202,9 @@ static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *des
     if (!err) err = check_extent(&descs[i], size);
     if (err) return ruda_status_into_server(err);
     strided_copy(ptr, &descs[i].shape, &descs[i].strides, descs[i].elem_size, dsts[i], false);
+    bytes += ruda_shape_num_elems(&descs[i].shape) * descs[i].elem_size;
   }
+  if (t0) ruda__trace_slice(s->base.device, stream.value, "copy", "read", t0, ruda__now_ns(), bytes);
   *out = ruda__future_ready(NULL);
   return NULL;
 }
@@ -230,6 +253,10 @@ static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
                               ruda__future_t **out) {
   *out = NULL;
   /* Work ran on this thread before the sync was reached: nothing to wait. */
+  if (ruda__trace_on()) {
+    uint64_t now = ruda__now_ns();
+    ruda__trace_slice(base->device, stream.value, "sync", "sync", now, now, 0);
+  }
   ruda_status_t err = cpu_flush(base, stream);
   if (err) return err;
   *out = ruda__future_ready(NULL);
@@ -426,7 +453,12 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   (void)mode; /* C kernels check their own bounds */
   cpu_server_t *s = cpu(base);
   cpu_stream_t *st = stream_get(s, stream);
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda_status_t err = cpu_launch_inner(s, kernel, count, args);
+  if (t0) {
+    ruda__trace_slice(s->base.device, stream.value, "kernel", ruda_kernel_desc(kernel)->name, t0,
+                      ruda__now_ns(), 0);
+  }
   if (err) {
     if (st) {
       ruda__profiler_error(&st->profiler, err);
