@@ -1,0 +1,160 @@
+/* The benchmark harness: statistics, ratios, JSON lines, escaping. The
+ * harness is compiled into this test from its source (it is part of the
+ * `ruda` command, not of the library). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "../../../bench/harness.c"
+#include "json_check.h"
+#include "test.h"
+
+TEST(stats_odd_count_median_min_max) {
+  double s[] = {5, 1, 4, 2, 3};
+  ruda_bench_stats_t st = ruda_bench_stats_from_samples(s, 5);
+  ASSERT_DBL_NEAR(st.median, 3, 0);
+  ASSERT_DBL_NEAR(st.min, 1, 0);
+  ASSERT_DBL_NEAR(st.max, 5, 0);
+  ASSERT_UEQ(st.samples, 5);
+}
+
+TEST(stats_even_count_median_is_mean_of_middle) {
+  double s[] = {10, 2, 8, 4};
+  ruda_bench_stats_t st = ruda_bench_stats_from_samples(s, 4);
+  ASSERT_DBL_NEAR(st.median, 6, 0);
+  ASSERT_DBL_NEAR(st.min, 2, 0);
+  ASSERT_DBL_NEAR(st.max, 10, 0);
+}
+
+TEST(stats_single_and_empty) {
+  double one = 7;
+  ruda_bench_stats_t st = ruda_bench_stats_from_samples(&one, 1);
+  ASSERT_DBL_NEAR(st.median, 7, 0);
+  ASSERT_DBL_NEAR(st.min, 7, 0);
+  ASSERT_DBL_NEAR(st.max, 7, 0);
+  st = ruda_bench_stats_from_samples(NULL, 0);
+  ASSERT_UEQ(st.samples, 0);
+  ASSERT_DBL_NEAR(st.median, 0, 0);
+}
+
+TEST(stats_scale_and_rate) {
+  ruda_bench_stats_t ns = {200, 100, 400, 3};
+  ruda_bench_stats_t us = ruda_bench_stats_scale(ns, 1e-3);
+  ASSERT_DBL_NEAR(us.median, 0.2, 1e-12);
+  ASSERT_DBL_NEAR(us.max, 0.4, 1e-12);
+  /* 800 bytes per call: bytes/ns = GB/s; the fastest call is the max. */
+  ruda_bench_stats_t r = ruda_bench_stats_rate(ns, 800, 1.0);
+  ASSERT_DBL_NEAR(r.median, 4, 1e-12);
+  ASSERT_DBL_NEAR(r.max, 8, 1e-12);
+  ASSERT_DBL_NEAR(r.min, 2, 1e-12);
+}
+
+TEST(ratio_is_ruda_over_baseline_and_nan_when_undefined) {
+  ASSERT_DBL_NEAR(ruda_bench_ratio(3, 4), 0.75, 1e-15);
+  ASSERT_DBL_NEAR(ruda_bench_ratio(10, 2), 5, 1e-15);
+  ASSERT_TRUE(isnan(ruda_bench_ratio(1, 0)));
+  ASSERT_TRUE(isnan(ruda_bench_ratio(0, 1)));
+  ASSERT_TRUE(isnan(ruda_bench_ratio(NAN, 1)));
+  ASSERT_TRUE(isnan(ruda_bench_ratio(1, INFINITY)));
+}
+
+static int g_calls;
+static void count_call(void *ctx) {
+  (void)ctx;
+  g_calls++;
+}
+
+TEST(measure_runs_warmup_plus_reps_times_inner) {
+  g_calls = 0;
+  ruda_bench_stats_t st = ruda_bench_measure(count_call, NULL, 3, 5, 7);
+  ASSERT_EQ(g_calls, 3 + 5 * 7);
+  ASSERT_UEQ(st.samples, 5);
+  ASSERT_TRUE(st.min <= st.median && st.median <= st.max);
+}
+
+TEST(json_escape_quotes_backslashes_and_controls) {
+  char buf[128];
+  size_t n = ruda_bench_json_escape("a\"b\\c\nd\te\x01", buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
+  ASSERT_UEQ(n, strlen(buf));
+  /* Truncation keeps snprintf semantics: the full length is returned. */
+  char small[4];
+  n = ruda_bench_json_escape("abcdef", small, sizeof small);
+  ASSERT_UEQ(n, 8);
+  ASSERT_STR_EQ(small, "\"ab");
+  ASSERT_UEQ(ruda_bench_json_escape(NULL, buf, sizeof buf), 2);
+  ASSERT_STR_EQ(buf, "\"\"");
+}
+
+static void check_line(const char *line, const char *want_case, double want_ratio,
+                       const char *want_better) {
+  char err[128];
+  jv_t *v = jv_parse(line, err, sizeof err);
+  if (!v) rt_fail_msg(__FILE__, __LINE__, "not JSON (%s): %s", err, line);
+  ASSERT_NOT_NULL(v);
+  ASSERT_EQ(v->type, JV_OBJ);
+  ASSERT_UEQ(v->len, 8);
+  static const char *keys[] = {"bench", "case", "unit", "ruda", "baseline", "baseline_name",
+                               "ratio", "better"};
+  for (size_t i = 0; i < 8; ++i) ASSERT_STR_EQ(v->keys[i], keys[i]);
+  ASSERT_STR_EQ(jv_str(v, "case"), want_case);
+  ASSERT_STR_EQ(jv_str(v, "better"), want_better);
+  jv_t *ratio = jv_get(v, "ratio");
+  if (isnan(want_ratio)) {
+    ASSERT_EQ(ratio->type, JV_NULL);
+  } else {
+    ASSERT_EQ(ratio->type, JV_NUM);
+    ASSERT_DBL_NEAR(ratio->num, want_ratio, 1e-5);
+  }
+  jv_free(v);
+}
+
+TEST(json_line_has_exactly_the_documented_fields) {
+  char line[512];
+  ruda_bench_format_json(line, sizeof line, "launch", "launch_empty_caller", "us", 0.5, 2.0,
+                         "omp parallel (2 threads)", true);
+  check_line(line, "launch_empty_caller", 0.25, "lower");
+  ruda_bench_format_json(line, sizeof line, "triad", "we\"ird\\name", "GB/s", 9.0, 10.0,
+                         "tab\there", false);
+  check_line(line, "we\"ird\\name", 0.9, "higher");
+  /* A zero baseline gives a null ratio, still valid JSON. */
+  ruda_bench_format_json(line, sizeof line, "x", "zero", "us", 1.0, 0.0, "none", true);
+  check_line(line, "zero", NAN, "lower");
+  ruda_bench_format_json(line, sizeof line, "x", "inf", "us", INFINITY, 1.0, "none", true);
+  check_line(line, "inf", NAN, "lower");
+}
+
+TEST(pick_follows_quick_and_smoke) {
+  ruda_bench_options_t o = {0};
+  ruda_bench_t *b = ruda_bench_create(&o);
+  ASSERT_NOT_NULL(b);
+  ASSERT_UEQ(ruda_bench_pick(b, 100, 10, 1), 100);
+  ASSERT_FALSE(ruda_bench_quick(b));
+  ASSERT_STR_EQ(ruda_bench_device(b), "cpu");
+  ASSERT_FALSE(ruda_bench_on_cuda(b));
+  ruda_bench_destroy(b);
+  o.quick = true;
+  o.device = "cuda:1";
+  b = ruda_bench_create(&o);
+  ASSERT_UEQ(ruda_bench_pick(b, 100, 10, 1), 10);
+  ASSERT_TRUE(ruda_bench_on_cuda(b));
+  ruda_bench_destroy(b);
+  o.smoke = true;
+  b = ruda_bench_create(&o);
+  ASSERT_UEQ(ruda_bench_pick(b, 100, 10, 1), 1);
+  ASSERT_TRUE(ruda_bench_quick(b));
+  ruda_bench_destroy(b);
+}
+
+TEST(counters_track_reports_skips_and_failures) {
+  ruda_bench_options_t o = {0};
+  o.json = true;
+  ruda_bench_t *b = ruda_bench_create(&o);
+  ruda_bench_stats_t s = {1, 1, 1, 1};
+  ruda_bench_report(b, "t", "c", "us", s, s, "base", true);
+  ruda_bench_skip(b, "t", "s", "no reason at all");
+  ruda_bench_fail(b, "t", "f", "failed on purpose (%d)", 42);
+  ASSERT_UEQ(ruda_bench_reports(b), 1);
+  ASSERT_UEQ(ruda_bench_skips(b), 1);
+  ASSERT_UEQ(ruda_bench_failures(b), 1);
+  ruda_bench_destroy(b);
+}

@@ -1,0 +1,306 @@
+/* The `ruda` command end to end: devices, demo (with a trace), bench,
+ * help and exit codes. Runs the built binary (tools/ruda in the build
+ * tree); skips when it has not been built. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "json_check.h"
+#include "test.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RUDA_UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RUDA_UNDER_SANITIZER 1
+#endif
+#endif
+
+static const char *binary(void) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/tools/ruda", RUDA_TEST_BINARY_DIR);
+  if (access(path, X_OK) != 0) SKIP("the ruda command is not built (build the ruda_cmd target)");
+  return path;
+}
+
+typedef struct run_result {
+  int code;
+  char *out; /* stdout (stderr goes to the test's stderr) */
+  size_t len;
+} run_result_t;
+
+/* Runs `ruda <args>` with optional environment assignments in front. */
+static run_result_t run(const char *env, const char *args) {
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "%s %s %s", env ? env : "", binary(), args);
+  run_result_t r = {-1, NULL, 0};
+  FILE *p = popen(cmd, "r");
+  ASSERT_NOT_NULL(p);
+  size_t cap = 4096;
+  r.out = malloc(cap);
+  ASSERT_NOT_NULL(r.out);
+  size_t n;
+  while ((n = fread(r.out + r.len, 1, cap - r.len - 1, p)) > 0) {
+    r.len += n;
+    if (cap - r.len < 1024) {
+      cap *= 2;
+      r.out = realloc(r.out, cap);
+      ASSERT_NOT_NULL(r.out);
+    }
+  }
+  r.out[r.len] = '\0';
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return r;
+}
+
+static void run_free(run_result_t *r) {
+  free(r->out);
+  r->out = NULL;
+}
+
+TEST(devices_lists_a_sane_cpu_device) {
+  run_result_t r = run(NULL, "devices");
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "cpu: 1 device");
+  ASSERT_STR_CONTAINS(r.out, "cpu:0");
+  ASSERT_STR_CONTAINS(r.out, "cores");
+  ASSERT_STR_CONTAINS(r.out, "cuda");
+  run_free(&r);
+}
+
+TEST(devices_json_has_every_backend_and_cpu_properties) {
+  run_result_t r = run(NULL, "devices --json");
+  ASSERT_EQ(r.code, 0);
+  char err[128];
+  jv_t *root = jv_parse(r.out, err, sizeof err);
+  if (!root) rt_fail_msg(__FILE__, __LINE__, "not JSON (%s):\n%s", err, r.out);
+  ASSERT_NOT_NULL(root);
+  jv_t *backends = jv_get(root, "backends");
+  ASSERT_NOT_NULL(backends);
+  ASSERT_EQ(backends->type, JV_ARR);
+  ASSERT_UGE(backends->len, 2);
+  bool saw_cpu = false, saw_cuda = false;
+  for (size_t i = 0; i < backends->len; ++i) {
+    jv_t *b = backends->items[i];
+    const char *type = jv_str(b, "type");
+    ASSERT_NOT_NULL(type);
+    jv_t *avail = jv_get(b, "available");
+    ASSERT_NOT_NULL(avail);
+    ASSERT_EQ(avail->type, JV_BOOL);
+    if (!avail->b) {
+      /* An unavailable backend says why. */
+      ASSERT_NOT_NULL(jv_str(b, "reason"));
+      ASSERT_UGT(strlen(jv_str(b, "reason")), 0);
+    }
+    if (strcmp(type, "cuda") == 0) saw_cuda = true;
+    if (strcmp(type, "cpu") != 0) continue;
+    saw_cpu = true;
+    ASSERT_TRUE(avail->b);
+    jv_t *devs = jv_get(b, "devices");
+    ASSERT_NOT_NULL(devs);
+    ASSERT_UGE(devs->len, 1);
+    jv_t *d = devs->items[0];
+    ASSERT_STR_EQ(jv_str(d, "id"), "cpu:0");
+    ASSERT_UGT(strlen(jv_str(d, "name")), 0);
+    jv_t *hw = jv_get(d, "hardware");
+    ASSERT_NOT_NULL(hw);
+    ASSERT_TRUE(jv_get(hw, "num_cpu_cores")->num >= 1);
+    ASSERT_TRUE(jv_get(hw, "total_memory")->num > 0);
+    ASSERT_TRUE(jv_get(hw, "max_units_per_ruda")->num >= 1);
+    ASSERT_NOT_NULL(jv_get(d, "features"));
+    ASSERT_NOT_NULL(jv_get(jv_get(d, "memory"), "alignment"));
+  }
+  ASSERT_TRUE(saw_cpu);
+  ASSERT_TRUE(saw_cuda);
+  jv_free(root);
+  run_free(&r);
+}
+
+TEST(demo_passes_every_check_and_prints_reports) {
+  run_result_t r = run(NULL, "demo");
+  if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "demo output:\n%s", r.out);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
+  ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
+  ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
+  ASSERT_STR_CONTAINS(r.out, "Memory Usage Report");
+  ASSERT_STR_CONTAINS(r.out, "| Name");
+  ASSERT_STR_CONTAINS(r.out, "| Total");
+  ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
+  run_free(&r);
+}
+
+static double num(const jv_t *ev, const char *key) {
+  const jv_t *v = jv_get(ev, key);
+  return v && v->type == JV_NUM ? v->num : -1.0;
+}
+
+TEST(demo_trace_is_json_with_kernel_slices_on_stream_tracks) {
+  char path[512], env[600];
+  snprintf(path, sizeof path, "%s/demo_trace.json", rt_tmpdir());
+  unlink(path);
+  snprintf(env, sizeof env, "RUDA_TRACE='%s'", path);
+  run_result_t r = run(env, "demo");
+  ASSERT_EQ(r.code, 0);
+  run_free(&r);
+
+  FILE *f = fopen(path, "rb");
+  ASSERT_NOT_NULL(f);
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *text = malloc((size_t)n + 1);
+  ASSERT_NOT_NULL(text);
+  ASSERT_UEQ(fread(text, 1, (size_t)n, f), (size_t)n);
+  text[n] = '\0';
+  fclose(f);
+  char err[128];
+  jv_t *root = jv_parse(text, err, sizeof err);
+  free(text);
+  if (!root) rt_fail_msg(__FILE__, __LINE__, "trace is not JSON: %s", err);
+  ASSERT_NOT_NULL(root);
+  jv_t *events = jv_get(root, "traceEvents");
+  ASSERT_NOT_NULL(events);
+
+  /* The demo's kernels, each a slice on the cpu:0 process, on a stream
+   * track that a metadata event names. */
+  static const char *kernels[] = {"vector_add", "reduce_sum", "matmul_tiled"};
+  size_t found[3] = {0}, slices = 0;
+  double cpu_pid = -1;
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *ph = jv_str(e, "ph");
+    if (ph && strcmp(ph, "M") == 0 && strcmp(jv_str(e, "name"), "process_name") == 0 &&
+        strcmp(jv_str(jv_get(e, "args"), "name"), "cpu:0") == 0)
+      cpu_pid = num(e, "pid");
+  }
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *ph = jv_str(e, "ph");
+    if (!ph || strcmp(ph, "X") != 0) continue;
+    slices++;
+    for (int k = 0; k < 3; ++k) {
+      if (strcmp(jv_str(e, "name"), kernels[k]) != 0) continue;
+      ASSERT_STR_EQ(jv_str(e, "cat"), "kernel");
+      ASSERT_DBL_NEAR(num(e, "pid"), cpu_pid, 0);
+      ASSERT_TRUE(num(e, "dur") >= 0);
+      /* its track is named */
+      bool named = false;
+      for (size_t j = 0; j < events->len; ++j) {
+        const jv_t *m = events->items[j];
+        if (strcmp(jv_str(m, "ph"), "M") == 0 && strcmp(jv_str(m, "name"), "thread_name") == 0 &&
+            num(m, "pid") == num(e, "pid") && num(m, "tid") == num(e, "tid"))
+          named = true;
+      }
+      ASSERT_TRUE(named);
+      found[k]++;
+    }
+  }
+  if (slices == 0) {
+    jv_free(root);
+    SKIP("the runtime emits no trace slices yet (client/backend hooks not wired)");
+  }
+  ASSERT_UEQ(found[0], 3); /* 3 runs */
+  ASSERT_UEQ(found[1], 6); /* 3 runs of 2 passes */
+  ASSERT_UEQ(found[2], 3);
+  jv_free(root);
+}
+
+TEST(bench_json_lines_have_every_field) {
+#ifdef RUDA_UNDER_SANITIZER
+  const char *mode = "--smoke";
+#else
+  const char *mode = "--quick";
+#endif
+  char errpath[512], args[700];
+  snprintf(errpath, sizeof errpath, "%s/bench_stderr.txt", rt_tmpdir());
+  snprintf(args, sizeof args, "bench all %s --json 2>'%s'", mode, errpath);
+  run_result_t r = run(NULL, args);
+  FILE *ef = fopen(errpath, "rb");
+  ASSERT_NOT_NULL(ef);
+  char errtext[16384];
+  size_t elen = fread(errtext, 1, sizeof errtext - 1, ef);
+  errtext[elen] = '\0';
+  fclose(ef);
+  bool have_openmp = strstr(errtext, "built without OpenMP") == NULL;
+  /* stderr holds progress, skips with reasons and the closing count. */
+  ASSERT_STR_CONTAINS(errtext, "ruda bench:");
+  if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "bench output:\n%s", r.out);
+  ASSERT_EQ(r.code, 0);
+  static const char *keys[] = {"bench", "case", "unit", "ruda", "baseline", "baseline_name",
+                               "ratio", "better"};
+  size_t lines = 0;
+  bool saw_launch = false, saw_triad = false, saw_copy = false;
+  for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
+    char err[128];
+    jv_t *v = jv_parse(line, err, sizeof err);
+    if (!v) rt_fail_msg(__FILE__, __LINE__, "line is not JSON (%s): %s", err, line);
+    ASSERT_NOT_NULL(v);
+    ASSERT_EQ(v->type, JV_OBJ);
+    ASSERT_UEQ(v->len, 8);
+    for (size_t k = 0; k < 8; ++k) ASSERT_NOT_NULL(jv_get(v, keys[k]));
+    ASSERT_EQ(jv_get(v, "bench")->type, JV_STR);
+    ASSERT_EQ(jv_get(v, "case")->type, JV_STR);
+    ASSERT_EQ(jv_get(v, "unit")->type, JV_STR);
+    ASSERT_EQ(jv_get(v, "baseline_name")->type, JV_STR);
+    ASSERT_EQ(jv_get(v, "ruda")->type, JV_NUM);
+    ASSERT_EQ(jv_get(v, "baseline")->type, JV_NUM);
+    ASSERT_TRUE(jv_get(v, "ruda")->num > 0);
+    ASSERT_TRUE(jv_get(v, "baseline")->num > 0);
+    jv_t *ratio = jv_get(v, "ratio");
+    ASSERT_EQ(ratio->type, JV_NUM);
+    ASSERT_DBL_NEAR(ratio->num, jv_get(v, "ruda")->num / jv_get(v, "baseline")->num,
+                    1e-4 * ratio->num);
+    const char *better = jv_str(v, "better");
+    ASSERT_TRUE(strcmp(better, "lower") == 0 || strcmp(better, "higher") == 0);
+    const char *c = jv_str(v, "case");
+    if (strcmp(c, "launch_empty_caller") == 0) saw_launch = true;
+    if (strcmp(c, "triad_bandwidth") == 0) saw_triad = true;
+    if (strcmp(c, "create_read_bandwidth") == 0) saw_copy = true;
+    jv_free(v);
+    lines++;
+  }
+  ASSERT_UGE(lines, 3);
+  if (have_openmp) {
+    ASSERT_TRUE(saw_launch);
+    ASSERT_TRUE(saw_triad);
+  }
+  ASSERT_TRUE(saw_copy);
+  run_free(&r);
+}
+
+TEST(help_and_usage_errors_use_the_documented_exit_codes) {
+  run_result_t r = run(NULL, "--help");
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "exit codes");
+  run_free(&r);
+  static const char *subs[] = {"devices --help", "demo --help", "bench --help", "help bench"};
+  for (int i = 0; i < 4; ++i) {
+    r = run(NULL, subs[i]);
+    ASSERT_EQ(r.code, 0);
+    ASSERT_STR_CONTAINS(r.out, "usage: ruda");
+    run_free(&r);
+  }
+  r = run(NULL, "frobnicate 2>/dev/null");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+  r = run(NULL, "bench nosuchgroup 2>/dev/null");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+  r = run(NULL, "demo --device potato 2>/dev/null");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+  r = run(NULL, "devices --bogus 2>/dev/null");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+}
+
+TEST(an_unavailable_device_exits_3_with_the_status_text) {
+  /* cpu:9 never exists; the message is the runtime's status text. */
+  run_result_t r = run(NULL, "demo --device cpu:9 2>&1");
+  ASSERT_EQ(r.code, 3);
+  ASSERT_STR_CONTAINS(r.out, "ruda device cpu:9:");
+  run_free(&r);
+}

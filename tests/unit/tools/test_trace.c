@@ -1,0 +1,198 @@
+/* The Chrome trace timeline: file format, tracks, batching, threads. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "json_check.h"
+#include "server/trace.h"
+#include "test.h"
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static char *slurp(const char *path) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+    free(buf);
+    buf = NULL;
+  }
+  if (buf) buf[n] = '\0';
+  fclose(f);
+  return buf;
+}
+
+/* Parses the trace file and returns its traceEvents array's owner. */
+static jv_t *load_trace(const char *path) {
+  char *text = slurp(path);
+  ASSERT_NOT_NULL(text);
+  char err[128];
+  jv_t *root = jv_parse(text, err, sizeof err);
+  if (!root) rt_fail_msg(__FILE__, __LINE__, "trace is not JSON: %s", err);
+  free(text);
+  ASSERT_NOT_NULL(root);
+  jv_t *events = jv_get(root, "traceEvents");
+  ASSERT_NOT_NULL(events);
+  ASSERT_EQ(events->type, JV_ARR);
+  return root;
+}
+
+static double num(const jv_t *ev, const char *key) {
+  const jv_t *v = jv_get(ev, key);
+  return v && v->type == JV_NUM ? v->num : -1.0;
+}
+
+/* The metadata name of a process (tid < 0) or thread. */
+static const char *track_name(const jv_t *events, double pid, double tid) {
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *ph = jv_str(e, "ph"), *name = jv_str(e, "name");
+    if (!ph || strcmp(ph, "M") != 0 || num(e, "pid") != pid) continue;
+    if (tid < 0 && strcmp(name, "process_name") == 0) return jv_str(jv_get(e, "args"), "name");
+    if (tid >= 0 && strcmp(name, "thread_name") == 0 && num(e, "tid") == tid)
+      return jv_str(jv_get(e, "args"), "name");
+  }
+  return NULL;
+}
+
+static const jv_t *find_event(const jv_t *events, const char *ph, const char *name) {
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *p = jv_str(e, "ph"), *n = jv_str(e, "name");
+    if (p && n && strcmp(p, ph) == 0 && strcmp(n, name) == 0) return e;
+  }
+  return NULL;
+}
+
+static void trace_path(char *buf, size_t cap, const char *name) {
+  snprintf(buf, cap, "%s/%s", rt_tmpdir(), name);
+}
+
+TEST(off_costs_nothing_and_records_nothing) {
+  ruda__trace_shutdown();
+  ASSERT_FALSE(ruda__trace_on());
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda__trace_slice(cpu0, 0, "kernel", "ignored", 1, 2, 0); /* must not crash */
+  ruda__trace_counter(cpu0, "memory in use", 1, 1);
+  ASSERT_FALSE(ruda__trace_start(NULL));
+  ASSERT_FALSE(ruda__trace_start(""));
+  ASSERT_FALSE(ruda__trace_start("/nonexistent-dir/for/sure/trace.json"));
+  ASSERT_FALSE(ruda__trace_on());
+}
+
+TEST(slices_and_counters_land_on_device_and_stream_tracks) {
+  char path[512];
+  trace_path(path, sizeof path, "tracks.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  ASSERT_TRUE(ruda__trace_on());
+  ASSERT_TRUE(ruda__trace_start("/ignored/second/path.json")); /* first wins */
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_device_id_t cuda1 = {RUDA_DEVICE_TYPE_CUDA, 1};
+  uint64_t t = now_ns() + 1000000; /* 1 ms after the start */
+  ruda__trace_slice(cpu0, 3, "kernel", "vector_add", t, t + 2500, 0);
+  ruda__trace_slice(cuda1, 7, "copy", "write \"x\"", t + 100, t + 1100, 4096);
+  ruda__trace_slice(cpu0, 4, "sync", "sync", t + 3000, t + 3001, 0);
+  ruda__trace_counter(cpu0, "memory in use", t + 10, 123456);
+  ruda__trace_counter(cpu0, "memory reserved", t + 10, 999999);
+  ruda__trace_shutdown();
+  ASSERT_FALSE(ruda__trace_on());
+  ruda__trace_slice(cpu0, 3, "kernel", "after shutdown", t, t + 1, 0);
+
+  jv_t *root = load_trace(path);
+  jv_t *events = jv_get(root, "traceEvents");
+  double pid_cpu = ruda__trace_pid(cpu0), pid_cuda = ruda__trace_pid(cuda1);
+  ASSERT_TRUE(pid_cpu != pid_cuda);
+  ASSERT_STR_EQ(track_name(events, pid_cpu, -1), "cpu:0");
+  ASSERT_STR_EQ(track_name(events, pid_cuda, -1), "cuda:1");
+  ASSERT_STR_EQ(track_name(events, pid_cpu, 3), "stream 3");
+  ASSERT_STR_EQ(track_name(events, pid_cpu, 4), "stream 4");
+  ASSERT_STR_EQ(track_name(events, pid_cuda, 7), "stream 7");
+
+  const jv_t *k = find_event(events, "X", "vector_add");
+  ASSERT_NOT_NULL(k);
+  ASSERT_STR_EQ(jv_str(k, "cat"), "kernel");
+  ASSERT_DBL_NEAR(num(k, "pid"), pid_cpu, 0);
+  ASSERT_DBL_NEAR(num(k, "tid"), 3, 0);
+  ASSERT_DBL_NEAR(num(k, "dur"), 2.5, 1e-9); /* microseconds */
+  ASSERT_TRUE(num(k, "ts") >= 1000.0);
+  ASSERT_NULL(jv_get(k, "args")); /* no bytes, no args */
+
+  const jv_t *c = find_event(events, "X", "write \"x\"");
+  ASSERT_NOT_NULL(c);
+  ASSERT_STR_EQ(jv_str(c, "cat"), "copy");
+  ASSERT_DBL_NEAR(num(c, "pid"), pid_cuda, 0);
+  ASSERT_DBL_NEAR(num(c, "tid"), 7, 0);
+  ASSERT_DBL_NEAR(num(jv_get(c, "args"), "bytes"), 4096, 0);
+  ASSERT_DBL_NEAR(num(c, "ts") - num(k, "ts"), 0.1, 1e-9);
+
+  const jv_t *m = find_event(events, "C", "memory in use");
+  ASSERT_NOT_NULL(m);
+  ASSERT_DBL_NEAR(num(m, "pid"), pid_cpu, 0);
+  ASSERT_DBL_NEAR(num(jv_get(m, "args"), "bytes"), 123456, 0);
+  ASSERT_NOT_NULL(find_event(events, "C", "memory reserved"));
+  ASSERT_NULL(find_event(events, "X", "after shutdown"));
+  jv_free(root);
+}
+
+#define THREADS 4
+#define PER_THREAD 6000 /* 24000 slices: several full batches */
+static void *emitter(void *arg) {
+  uint64_t stream = (uint64_t)(uintptr_t)arg;
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  for (int i = 0; i < PER_THREAD; ++i) {
+    uint64_t t = now_ns();
+    ruda__trace_slice(cpu0, stream, "kernel", "busy", t, t + 10, (uint64_t)i);
+  }
+  return NULL;
+}
+
+TEST(many_threads_in_batches_lose_no_event) {
+  char path[512];
+  trace_path(path, sizeof path, "threads.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; ++i)
+    ASSERT_EQ(pthread_create(&t[i], NULL, emitter, (void *)(uintptr_t)(10 + i)), 0);
+  for (int i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
+  ruda__trace_shutdown();
+
+  jv_t *root = load_trace(path);
+  jv_t *events = jv_get(root, "traceEvents");
+  size_t per_stream[THREADS] = {0};
+  size_t slices = 0;
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    if (strcmp(jv_str(e, "ph"), "X") != 0) continue;
+    slices++;
+    double tid = num(e, "tid");
+    ASSERT_TRUE(tid >= 10 && tid < 10 + THREADS);
+    per_stream[(int)tid - 10]++;
+  }
+  ASSERT_UEQ(slices, THREADS * PER_THREAD);
+  for (int i = 0; i < THREADS; ++i) ASSERT_UEQ(per_stream[i], PER_THREAD);
+  ASSERT_DBL_NEAR(num(jv_get(root, "otherData"), "dropped_events"), 0, 0);
+  jv_free(root);
+}
+
+TEST(a_second_trace_after_shutdown_is_a_fresh_file) {
+  char path[512];
+  trace_path(path, sizeof path, "second.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  uint64_t t = now_ns();
+  ruda__trace_slice(cpu0, 0, "alloc", "pool grow", t, t + 5, 1 << 20);
+  ruda__trace_shutdown();
+  ruda__trace_shutdown(); /* twice is fine */
+  jv_t *root = load_trace(path);
+  jv_t *events = jv_get(root, "traceEvents");
+  ASSERT_NOT_NULL(find_event(events, "X", "pool grow"));
+  ASSERT_STR_EQ(track_name(events, ruda__trace_pid(cpu0), 0), "stream 0");
+  jv_free(root);
+}
