@@ -200,8 +200,14 @@ static void get_path(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
   memcpy(out, e->value.string, n + 1);
 }
 
+/* "prefix.key" into a KEY_MAX buffer; a long user key is cut short, which
+ * only shortens the key named in an error. */
 static void key_join(char *buf, const char *prefix, const char *key) {
-  snprintf(buf, KEY_MAX, "%s.%s", prefix, key);
+  size_t at = 0;
+  for (const char *p = prefix; *p && at + 1 < KEY_MAX; p++) buf[at++] = *p;
+  if (at + 1 < KEY_MAX) buf[at++] = '.';
+  for (const char *p = key; *p && at + 1 < KEY_MAX; p++) buf[at++] = *p;
+  buf[at] = '\0';
 }
 
 static void unknown_key(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
