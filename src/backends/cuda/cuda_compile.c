@@ -41,7 +41,14 @@ bool ruda__cuda_cache_root(char *buf, size_t cap) {
   return false;
 }
 
-#if defined(RUDA_HAVE_CUDA_HEADERS)
+#if !defined(RUDA_HAVE_CUDA_HEADERS)
+
+ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
+  ruda__cuda_compile_stats_t s = {0, 0, 0, 0, 0};
+  return s;
+}
+
+#else
 
 static _Atomic uint64_t g_memory_hits, g_disk_hits, g_compiles, g_disk_writes, g_disk_skips;
 

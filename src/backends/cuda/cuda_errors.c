@@ -39,18 +39,61 @@ void ruda__cuda_warn(const char *fmt, ...) {
   fprintf(stderr, "ruda[cuda] warning: %s\n", line);
 }
 
-#if defined(RUDA_HAVE_CUDA_HEADERS)
+#if !defined(RUDA_HAVE_CUDA_HEADERS)
+
+ruda_status_t ruda__cuda_nvrtc_probe(void) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                            "NVRTC is unavailable: ruda was built without the CUDA headers");
+}
+
+ruda_status_t ruda__cuda_test_alloc_error(int code, const char *call, uint64_t size) {
+  (void)code;
+  (void)call;
+  (void)size;
+  return NULL;
+}
+
+#else
+
+ruda_status_t ruda__cuda_nvrtc_probe(void) {
+  const ruda__nvrtc_api_t *api = NULL;
+  return ruda__nvrtc_api_get(&api);
+}
+
+ruda_status_t ruda__cuda_test_alloc_error(int code, const char *call, uint64_t size) {
+  return ruda__cu_alloc_error((CUresult)code, call, size);
+}
+
+/* Names of the codes a user meets most, for when the driver itself could
+ * not be loaded (cuGetErrorName needs it). */
+static const char *builtin_name(CUresult r) {
+  switch (r) {
+    case CUDA_SUCCESS: return "CUDA_SUCCESS";
+    case CUDA_ERROR_INVALID_VALUE: return "CUDA_ERROR_INVALID_VALUE";
+    case CUDA_ERROR_OUT_OF_MEMORY: return "CUDA_ERROR_OUT_OF_MEMORY";
+    case CUDA_ERROR_NOT_INITIALIZED: return "CUDA_ERROR_NOT_INITIALIZED";
+    case CUDA_ERROR_NO_DEVICE: return "CUDA_ERROR_NO_DEVICE";
+    case CUDA_ERROR_INVALID_DEVICE: return "CUDA_ERROR_INVALID_DEVICE";
+    case CUDA_ERROR_ILLEGAL_ADDRESS: return "CUDA_ERROR_ILLEGAL_ADDRESS";
+    case CUDA_ERROR_LAUNCH_FAILED: return "CUDA_ERROR_LAUNCH_FAILED";
+    case CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES: return "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES";
+    case CUDA_ERROR_NOT_FOUND: return "CUDA_ERROR_NOT_FOUND";
+    case CUDA_ERROR_NOT_READY: return "CUDA_ERROR_NOT_READY";
+    case CUDA_ERROR_INVALID_IMAGE: return "CUDA_ERROR_INVALID_IMAGE";
+    case CUDA_ERROR_INVALID_PTX: return "CUDA_ERROR_INVALID_PTX";
+    default: return "CUDA_ERROR_UNKNOWN_CODE";
+  }
+}
 
 const char *ruda__cu_result_name(CUresult r) {
   const ruda__cuda_api_t *api = NULL;
   ruda_status_t s = ruda__cuda_api_get(&api);
   if (s != NULL) {
     ruda_status_free(s);
-    return r == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR";
+    return builtin_name(r);
   }
   const char *name = NULL;
-  if (api->cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL)
-    return "CUDA_ERROR_UNKNOWN_CODE";
+  if (api->cuGetErrorName(r, &name) != CUDA_SUCCESS || name == NULL) return builtin_name(r);
   return name;
 }
 
@@ -127,7 +170,6 @@ bool ruda__cu_result_is_sticky(CUresult r) {
     case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_ASSERT:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
-    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
     case CUDA_ERROR_LAUNCH_TIMEOUT:
       return true;
     default:

@@ -37,6 +37,19 @@ ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *meta,
  * semantics); returns false when no location can be found. */
 bool ruda__cuda_cache_root(char *buf, size_t cap);
 
+/* Test hooks that work with or without the CUDA headers. */
+/* The NVRTC load result (RUDA_ERR_UNAVAILABLE when absent or not built). */
+ruda_status_t ruda__cuda_nvrtc_probe(void);
+/* The error the backend makes for CUresult `code` from allocation `call`;
+ * NULL when built without the CUDA headers. */
+ruda_status_t ruda__cuda_test_alloc_error(int code, const char *call, uint64_t size);
+
+/* Compilation counters (process-wide), for tests and benchmarks. */
+typedef struct ruda__cuda_compile_stats {
+  uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_skips;
+} ruda__cuda_compile_stats_t;
+ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
+
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 #include <cuda.h>
 #include <nvrtc.h>
@@ -133,11 +146,6 @@ struct ruda_kernel;
 ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
                                           const struct ruda_kernel *kernel,
                                           ruda__cuda_function_t **out);
-/* Counters for tests and benchmarks. */
-typedef struct ruda__cuda_compile_stats {
-  uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_skips;
-} ruda__cuda_compile_stats_t;
-ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 
 /* Compiles CUDA C `source` for compute capability `cc` into a CUBIN with
  * the backend's NVRTC options (benchmark baseline and compile path).

@@ -248,6 +248,8 @@ struct cuda_server {
   /* First sticky error seen (CUresult) and its description; set from any
    * thread (futures), acted on by the worker. */
   _Atomic int poisoned;
+  _Atomic int poison_reported; /* a caller already received the fault */
+  _Atomic uint64_t generation; /* bumped by every reset */
   char poison_text[512];
   _Atomic int poison_text_ready;
 };
@@ -285,11 +287,17 @@ static void fence_destroy(void *ctx, void *fence) {
 
 /* ---- Poisoning ---- */
 
-static void poison(cuda_server_t *s, CUresult r, const char *text) {
+/* Records a sticky fault. `reported`: the caller that saw it returns (or
+ * queues) an error describing it, so the reset that follows needs no
+ * second report. */
+static void poison(cuda_server_t *s, CUresult r, const char *text, bool reported) {
   int expected = 0;
   if (atomic_compare_exchange_strong(&s->poisoned, &expected, (int)r)) {
     snprintf(s->poison_text, sizeof s->poison_text, "%s", text);
+    atomic_store(&s->poison_reported, reported ? 1 : 0);
     atomic_store(&s->poison_text_ready, 1);
+  } else if (reported) {
+    atomic_store(&s->poison_reported, 1);
   }
 }
 
@@ -502,21 +510,26 @@ static void drop_bytes(void *item) {
 
 static void server_recover(cuda_server_t *s);
 
-/* Fails fast while the context is poisoned: returns the fault (once per
- * stream it is reported on, then the server recovers). */
-static ruda_status_t check_poison(cuda_server_t *s) {
+/* Called first by every method: after a fault, resets the device (on the
+ * worker thread, which owns every object involved) and queues the fault on
+ * `stream` unless a caller already received it. One atomic load when
+ * healthy. */
+static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   int code = atomic_load(&s->poisoned);
-  if (code == 0) return NULL;
-  char text[600];
-  snprintf(text, sizeof text, "%s", atomic_load(&s->poison_text_ready) ? s->poison_text : "");
-  ruda_status_t e = ruda_status_into_server(
-      ruda_status_set_vendor(ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                                                "the CUDA context was lost: %s; the device was "
-                                                "reset and buffers created before are gone",
-                                                text),
-                             "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
+  if (code == 0) return;
+  ruda_status_t e = NULL;
+  if (!atomic_load(&s->poison_reported)) {
+    char text[600];
+    snprintf(text, sizeof text, "%s", atomic_load(&s->poison_text_ready) ? s->poison_text : "");
+    e = ruda_status_into_server(ruda_status_set_vendor(
+        ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                           "a kernel failed on the device (%s): %s; the CUDA context was "
+                           "reset and buffers created before are gone",
+                           ruda__cu_result_name((CUresult)code), text),
+        "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
+  }
   server_recover(s);
-  return e;
+  if (e) ruda__stream_errors_push(&slot_for(s, stream)->errors, e);
 }
 
 /* ---- Vtable: memory ---- */
@@ -524,6 +537,7 @@ static ruda_status_t check_poison(cuda_server_t *s) {
 static void cuda_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
                                    ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   if (st == NULL) return;
   ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, st->cursor);
@@ -538,6 +552,7 @@ static void staging_release(ruda_bytes_t *b) {
 static ruda_status_t cuda_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
                                   ruda_stream_id_t stream, ruda_bytes_t *out) {
   cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   for (size_t i = 0; i < count; i++) {
@@ -560,7 +575,7 @@ static ruda_status_t cuda_staging(ruda__server_t *base, const uint64_t *sizes, s
 static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_t *b,
                                        ruda_stream_id_t stream, ruda_resource_t *out) {
   cuda_server_t *s = as_cuda(base);
-  (void)stream;
+  settle_poison(s, stream);
   CUdeviceptr p = 0;
   ruda_status_t e = resolve(s, b, &p);
   if (e) return e;
@@ -582,6 +597,7 @@ static ruda_status_t cuda_memory_usage(ruda__server_t *base, ruda_stream_id_t st
 
 static void cuda_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
   cuda_stream_t *st = slot_for(s, stream);
   if (!st->init) return;
   gc_poll(s, st, false);
@@ -668,6 +684,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
                        size_t count, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   const ruda__cuda_api_t *api = s->api;
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   if (st == NULL) {
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
@@ -776,7 +793,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
       }
     }
     if (r != CUDA_SUCCESS) {
-      if (ruda__cu_result_is_sticky(r)) poison(s, r, "a copy failed after a device fault");
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, "a copy failed after a device fault", true);
       ruda__stream_errors_push(&st->errors,
                                ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync",
                                               "writing %llu bytes", (unsigned long long)bytes));
@@ -803,6 +820,7 @@ typedef struct cuda_future {
   read_part_t *parts;
   size_t nparts;
   char kernels[300];
+  uint64_t generation;
   bool done;
   ruda_status_t result;
 } cuda_future_t;
@@ -812,10 +830,10 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
   ruda_status_t st = f->early;
   f->early = NULL;
   if (r != CUDA_SUCCESS && st == NULL) {
-    if (ruda__cu_result_is_sticky(r)) {
+    if (ruda__cu_result_is_sticky(r) && f->generation == atomic_load(&s->generation)) {
       char text[400];
-      snprintf(text, sizeof text, "%s (kernels: %s)", ruda__cu_result_name(r), f->kernels);
-      poison(s, r, text);
+      snprintf(text, sizeof text, "kernels: %s", f->kernels);
+      poison(s, r, text, true);
     }
     st = fault_error(r, "cuEventSynchronize", f->kernels);
   }
@@ -894,6 +912,7 @@ static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t npa
     }
   }
   if (st != NULL) recent_names(st, f->kernels, sizeof f->kernels);
+  f->generation = atomic_load(&s->generation);
   return f;
 }
 
@@ -904,7 +923,10 @@ static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_fut
     if (f->event) s->api->cuEventDestroy(f->event);
     f->event = NULL;
     CUresult r2 = s->api->cuStreamSynchronize(st->cu);
-    if (r2 != CUDA_SUCCESS) return fault_error(r2, "cuStreamSynchronize", f->kernels);
+    if (r2 != CUDA_SUCCESS) {
+      if (ruda__cu_result_is_sticky(r2)) poison(s, r2, f->kernels, true);
+      return fault_error(r2, "cuStreamSynchronize", f->kernels);
+    }
   }
   return NULL;
 }
@@ -917,11 +939,10 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
   cuda_server_t *s = as_cuda(base);
   const ruda__cuda_api_t *api = s->api;
   *out = NULL;
-  ruda_status_t e = check_poison(s);
-  if (e) return e;
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   cuda_stream_t *slot = slot_for(s, stream);
-  e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   gc_poll(s, st, false);
@@ -974,7 +995,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     }
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) {
-        poison(s, r, f->kernels);
+        poison(s, r, f->kernels, true);
         f->early = fault_error(r, "cuMemcpyDtoHAsync", f->kernels);
       } else {
         f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
@@ -992,10 +1013,9 @@ static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
                                ruda__future_t **out) {
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
-  ruda_status_t e = check_poison(s);
-  if (e) return e;
+  settle_poison(s, stream);
   cuda_stream_t *slot = slot_for(s, stream);
-  e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
   if (e) return e;
   if (!slot->init) {
     *out = ruda__future_ready(NULL);
@@ -1017,17 +1037,19 @@ static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
 
 static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
-  ruda_status_t e = check_poison(s);
-  if (e) return e;
+  settle_poison(s, stream);
   cuda_stream_t *st = slot_for(s, stream);
+  ruda_status_t e;
   if (st->init) {
     CUresult r = s->api->cuStreamQuery(st->cu);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
       char names[300];
       recent_names(st, names, sizeof names);
-      poison(s, r, names);
-      return check_poison(s);
+      poison(s, r, names, false);
+      settle_poison(s, stream);
     }
+  }
+  if (st->init) {
     gc_poll(s, st, false);
     ruda__drop_queue_flush(st->drops);
     gpu_flush(st->gpu_store);
@@ -1094,12 +1116,9 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
   cuda_server_t *s = as_cuda(base);
   const ruda__cuda_api_t *api = s->api;
   (void)mode; /* CUDA C kernels do their own bounds checks */
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   if (st == NULL) return;
-  if (atomic_load(&s->poisoned) != 0) {
-    push_launch_error(s, st, check_poison(s));
-    return;
-  }
   if (st->ngc) gc_poll(s, st, false);
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
   ruda_status_t e = ruda__validate_launch(&s->base.utilities.properties, d->ruda_dim,
@@ -1155,7 +1174,7 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
     if (r != CUDA_SUCCESS) {
       e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
                          "reading the dynamic count of kernel %s", d->name);
-      if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name);
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name, true);
       goto fail;
     }
     grid.x = host[0];
@@ -1236,7 +1255,7 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
                             d->ruda_dim.z, (unsigned)d->shared_mem_bytes, st->cu, params, NULL);
   }
   if (r != CUDA_SUCCESS) {
-    if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name);
+    if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name, true);
     e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
                        "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
                        "memory",
@@ -1261,6 +1280,7 @@ done:
 static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                         ruda_profiling_token_t *out) {
   cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
   cuda_stream_t *st = stream_get(s, stream);
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
@@ -1314,7 +1334,7 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
     if (r != CUDA_SUCCESS) {
       char names[300];
       recent_names(st, names, sizeof names);
-      if (ruda__cu_result_is_sticky(r)) poison(s, r, names);
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, names, true);
       ruda_status_t fe = fault_error(r, "cuEventSynchronize", names);
       ruda__profiler_error(&s->profiler, fe);
       ruda_status_free(fe);
@@ -1379,7 +1399,9 @@ static void server_recover(cuda_server_t *s) {
     s->ctx = ctx;
     api->cuCtxSetCurrent(ctx);
   }
+  atomic_fetch_add(&s->generation, 1);
   atomic_store(&s->poison_text_ready, 0);
+  atomic_store(&s->poison_reported, 0);
   atomic_store(&s->poisoned, 0);
   ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
 }
@@ -1508,6 +1530,8 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   if (threads < 0) threads = 0;
   s->copies = ruda__copy_pool_create((unsigned)threads);
   atomic_init(&s->poisoned, 0);
+  atomic_init(&s->poison_reported, 0);
+  atomic_init(&s->generation, 0);
   atomic_init(&s->poison_text_ready, 0);
   *out = &s->base;
   return NULL;
