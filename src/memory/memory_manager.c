@@ -362,6 +362,15 @@ static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,
   return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
 }
 
+static bool ruda__mm_has_free_pages(const ruda__memory_manager_t *mm) {
+  for (uint32_t i = 0; i <= mm->npools; i++) {
+    const ruda__pool_t *p = i < mm->npools ? &mm->pools[i] : &mm->persistent;
+    for (uint32_t k = 0; k < p->npages; k++)
+      if (p->pages[k]->used_slices == 0) return true;
+  }
+  return false;
+}
+
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
                                  uint64_t size, uint64_t cursor) {
   if (!assigned)
@@ -375,6 +384,17 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   if (!ruda__slot_reserve_one(mm)) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__slice_t *s;
   ruda_status_t st = ruda__mm_reserve(mm, size, &s);
+  if (st && ruda_status_kind(st) == RUDA_ERR_IO_OUT_OF_MEMORY && ruda__mm_has_free_pages(mm)) {
+    /* Before failing, give whole free pages (of any pool) back to the
+     * storage and retry once: the reference would fail here even though
+     * the memory it needs sits unused in another pool. */
+    ruda_status_free(st);
+    ruda__mm_log(mm, "Out of memory for %llu bytes: returning free pages and retrying",
+                 (unsigned long long)size);
+    ruda__memory_cleanup(mm, true);
+    mm->alloc_reserve_count--;
+    st = ruda__mm_reserve(mm, size, &s);
+  }
   if (st) return st;
   s->cursor = cursor;
   s->memory = assigned;

@@ -88,15 +88,21 @@ ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p
   uint64_t key = ruda__persistent_key(p, size);
   if (key < size || size > p->opt.max_alloc_size)
     return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
-  ruda__bucket_t *b = ruda__bucket_get(p, key);
-  ruda__slice_t *s = b ? ruda__slice_get(mm) : NULL;
+  ruda__slice_t *s = ruda__slice_get(mm);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__page_t *pg;
   ruda_status_t st = ruda__pool_page_new(mm, p, key, &pg);
   if (st) {
     ruda__slice_put(mm, s);
-    /* An empty bucket is harmless: has_size() only routes to alloc again. */
     return st;
+  }
+  /* The bucket only exists once its first slice does. */
+  ruda__bucket_t *b = ruda__bucket_get(p, key);
+  if (!b) {
+    p->npages--;
+    ruda__pool_page_free(mm, p, pg);
+    ruda__slice_put(mm, s);
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   }
   b->count++;
   pg->bucket_key = key;

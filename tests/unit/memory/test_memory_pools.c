@@ -585,3 +585,27 @@ TEST(per_pool_report) {
   ruda_handle_release(&a);
   ruda__memory_manager_destroy(mm);
 }
+
+TEST(out_of_memory_reclaims_free_pages_of_other_pools) {
+  counting_storage_t cs;
+  /* 36 MiB: a free 32 MiB page in pool 2 blocks an 8 MiB page for pool 1
+   * until it is given back. */
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 36 * MIB, NULL);
+  ruda_handle_t a, b;
+  ALLOC(mm, 10 * MIB, &a);
+  ruda_handle_release(&a);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
+  ALLOC(mm, 1 * MIB, &b);
+  ASSERT_UEQ(b.memory->loc.pool, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 8 * MIB);
+  ASSERT_UEQ(cs.deallocs, 1);
+  ASSERT_UEQ(cs.failed, 1);
+  /* Nothing free to give back: a plain OutOfMemory. */
+  ASSERT_ERR_KIND(try_alloc(mm, 10 * MIB, &a), RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 1);
+  ruda_handle_release(&b);
+  ALLOC(mm, 10 * MIB, &a);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
+  ruda_handle_release(&a);
+  ruda__memory_manager_destroy(mm);
+}
