@@ -57,24 +57,39 @@ typedef struct ruda_memory_layout {
   ruda_strides_t strides;
 } ruda_memory_layout_t;
 
+/* Unless stated otherwise, the functions below take a non-NULL pointer to a
+ * caller-owned handle or binding, never fail, and are safe to call from any
+ * thread as long as no other thread writes the same struct concurrently
+ * (the shared descriptor's counts are atomic). */
+
 /* Bytes of the view: size - offset_start - offset_end. */
 uint64_t ruda_handle_size_in_used(const ruda_handle_t *h);
-/* A new handle reference to the same memory and view. */
+/* A new handle reference to the same memory and view; the caller owns it
+ * and releases it with ruda_handle_release(). Cloning an empty handle gives
+ * an empty handle. */
 ruda_handle_t ruda_handle_clone(const ruda_handle_t *h);
-/* Drops the reference and zeroes *h. Releasing an empty handle is a no-op. */
+/* Drops the reference and zeroes *h. Releasing an empty handle, or NULL, is
+ * a no-op. When this was the last handle or binding of bound memory, the
+ * slice is free for the next reservation on its stream. */
 void ruda_handle_release(ruda_handle_t *h);
-/* True when no other handle shares the memory (bindings do not count). */
+/* True when no other handle shares the memory (bindings do not count): at
+ * most 2 handle references, the pool's own and this one. False for an empty
+ * handle. The answer may be stale as soon as another thread clones. */
 bool ruda_handle_can_mut(const ruda_handle_t *h);
 /* Narrows the view: offsets add to the existing ones. Returns
- * RUDA_ERR_INVALID_ARGUMENT when the view would be negative. */
+ * RUDA_ERR_INVALID_ARGUMENT when the view would be negative (*h is then
+ * unchanged). */
 ruda_status_t ruda_handle_offset_start(ruda_handle_t *h, uint64_t bytes);
 ruda_status_t ruda_handle_offset_end(ruda_handle_t *h, uint64_t bytes);
-/* A new binding reference for the same view (the handle is kept). */
+/* A new binding reference for the same view (the handle is kept); the
+ * caller owns it and releases it with ruda_binding_release(). */
 ruda_binding_t ruda_handle_binding(const ruda_handle_t *h);
 /* Turns the handle's reference into a binding reference and zeroes *h
  * (the seed's `binding()` that consumes the handle). */
 ruda_binding_t ruda_handle_into_binding(ruda_handle_t *h);
+/* A new binding reference (owned by the caller). */
 ruda_binding_t ruda_binding_clone(const ruda_binding_t *b);
+/* Drops the reference and zeroes *b; empty bindings and NULL are no-ops. */
 void ruda_binding_release(ruda_binding_t *b);
 uint64_t ruda_binding_size_in_used(const ruda_binding_t *b);
 /* A process-unique id of the memory (0 for an empty handle). */
@@ -88,13 +103,25 @@ typedef struct ruda_memory_usage {
   uint64_t bytes_reserved; /* bytes held from the storage */
 } ruda_memory_usage_t;
 
+/* Field-by-field sum. Pure; thread-safe. */
 ruda_memory_usage_t ruda_memory_usage_combine(ruda_memory_usage_t a,
                                               ruda_memory_usage_t b);
-/* The seed's report ("Memory Usage Report:\n  Number of allocations: ..."),
- * byte counts in base-1000 units; snprintf semantics. */
+/* The seed's report:
+ *   Memory Usage Report:
+ *     Number of allocations: N
+ *     Bytes in use: X
+ *     Bytes used for padding: X
+ *     Total bytes reserved: X
+ *     Usage efficiency: {in_use / reserved * 100:.2}%
+ *     Padding overhead: {padding / in_use * 100:.2}%
+ * one "\n" after each line, byte counts in base-1000 units, "NaN" for 0/0
+ * as Rust prints it. snprintf semantics: writes at most `cap` bytes
+ * including the terminator into the caller's `buf` and returns the length
+ * the whole text needs. Pure; thread-safe. */
 size_t ruda_memory_usage_format(const ruda_memory_usage_t *u, char *buf,
                                 size_t cap);
-/* "{n} B" below 1000, otherwise "{v:.2} KB/MB/GB/...": snprintf semantics. */
+/* "{n} B" below 1000, otherwise "{v:.2} KB/MB/GB/TB/PB/EB" (base 1000):
+ * snprintf semantics as above. Pure; thread-safe. */
 size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap);
 
 #ifdef __cplusplus

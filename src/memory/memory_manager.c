@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "memory/memory_internal.h"
+#include "ruda/log.h"
 
 #define RUDA__MIB (1024ull * 1024ull)
 #define RUDA__GIB (1024ull * RUDA__MIB)
@@ -16,20 +17,13 @@
 static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...) {
-  /* The memory log channel (RUDA_LOG_MEMORY) is read once; the base
-   * layer's configurable logger replaces this when it lands. */
-  static int enabled = -1;
-  if (enabled < 0) {
-    const char *e = getenv("RUDA_LOG_MEMORY");
-    enabled = e && *e && strcmp(e, "0") != 0 && strcmp(e, "disabled") != 0;
-  }
-  if (!enabled) return;
+  if (!ruda_log_enabled(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC)) return;
+  char text[512];
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "[%s] ", mm->name);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
+  ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "[%s] %s", mm->name, text);
 }
 
 /* ---- Presets ---- */

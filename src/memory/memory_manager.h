@@ -9,7 +9,10 @@
  * once only the pool's own reference to the descriptor is left.
  *
  * Not thread-safe: a manager is used only from its device's worker thread.
- * Descriptor reference counts are atomic and may change concurrently.
+ * Descriptor reference counts are atomic and may change concurrently: a
+ * release on any thread that leaves only the pool's reference pushes the
+ * descriptor onto the manager's lock-free inbox, drained by the next
+ * manager call (see memory_internal.h and docs/memory.md).
  */
 #ifndef RUDA_MEMORY_MANAGER_H
 #define RUDA_MEMORY_MANAGER_H
@@ -23,8 +26,9 @@
 
 /* ---- Descriptors (the seed's ManagedMemoryHandle internals) ---- */
 
-/* A new unbound descriptor holding one handle reference, or NULL when
- * memory is exhausted. */
+/* A new unbound descriptor holding one handle reference (the caller's), or
+ * NULL when memory is exhausted. Thread-safe. The retain/release functions
+ * below are thread-safe too; the last release frees the descriptor. */
 ruda_memory_t *ruda__memory_new(void);
 bool ruda__memory_is_bound(const ruda_memory_t *m);
 uint64_t ruda__memory_id(const ruda_memory_t *m);
@@ -71,7 +75,8 @@ typedef struct ruda__memory_config {
 } ruda__memory_config_t;
 
 /* Computes the pool list of a preset (SubSlices or ExclusivePages) for a
- * max page size and alignment, as the reference does. Returns the count. */
+ * max page size and alignment, as the reference does. Returns the count
+ * (0 for RUDA_MEMORY_CUSTOM). Pure; thread-safe. */
 uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
                               ruda_memory_properties_t props,
                               ruda__pool_options_t out[RUDA_MAX_POOLS]);
@@ -80,28 +85,41 @@ uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
 
 typedef struct ruda__memory_manager ruda__memory_manager_t;
 
-/* Takes ownership of `storage` (destroyed with the manager). `name` is
- * copied and used in log lines ("Main CPU", "Main GPU Memory"). */
+/* Takes ownership of `storage` (destroyed with the manager, or right away
+ * when creation fails). `name` is copied and used in log lines ("Main CPU",
+ * "Main GPU Memory"). `cfg` NULL means SubSlices with persistent memory
+ * enabled. The initial mode is Persistent when cfg->persistent is ENFORCED,
+ * Auto otherwise. Errors: RUDA_ERR_INVALID_ARGUMENT for a zero alignment or
+ * max page size, a custom list of 0 or more than RUDA_MAX_POOLS pools, a
+ * sliced pool with page_size 0 or an exclusive pool whose max_alloc_size is
+ * not a multiple of the alignment; OutOfMemory. The caller owns *out. */
 ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
                                           ruda_memory_properties_t props,
                                           const ruda__memory_config_t *cfg,
                                           const char *name,
                                           ruda__memory_manager_t **out);
 /* Frees every page and the storage. Live descriptors stay valid as objects
- * but become unbound (lookups give NotFound). */
+ * but become unbound (lookups give NotFound). NULL is a no-op. Must not run
+ * while another thread releases handles or bindings bound in this manager
+ * (the server destroys its managers after its streams are idle). */
 void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
 
 /* Reserves `size` bytes and binds `assigned` to the slice, recording
- * `cursor` (the stream position of the binding). Errors: BufferTooBig when
- * no pool accepts the size, OutOfMemory when the storage is exhausted;
- * `assigned` stays unbound then and the manager stays usable. Binding an
- * already bound descriptor gives RUDA_ERR_INVALID_ARGUMENT. */
+ * `cursor` (the stream position of the binding). The caller keeps its own
+ * reference to `assigned`; the pool takes one more. Errors: BufferTooBig
+ * when no pool accepts the size (or the storage can never hold the page),
+ * OutOfMemory when the storage is exhausted even after whole free pages of
+ * every pool were given back to it (one retry; the reference fails
+ * without it); `assigned` stays unbound then and the manager stays usable.
+ * Binding NULL or an already bound descriptor gives
+ * RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
                                  uint64_t size, uint64_t cursor);
 
 /* Resolves a view to its storage: the slice's storage handle narrowed by the
- * view's offsets. IoError::NotFound when the descriptor is unbound, stale, or
- * bound in another manager. */
+ * view's offsets. IoError::NotFound when the descriptor is NULL, unbound,
+ * stale, or bound in another manager; RUDA_ERR_INVALID_ARGUMENT when the
+ * offsets exceed the slice. */
 ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
                                    uint64_t offset_start, uint64_t offset_end,
                                    ruda__storage_handle_t *out);
@@ -111,13 +129,21 @@ ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m,
 /* Whether this manager holds the binding of `m`. */
 bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m);
 
-/* Explicit cleanup returns whole free pages to the storage; implicit
- * (explicit = false) runs only the exclusive pools' periodic check. */
+/* Explicit cleanup returns whole free pages to the storage (persistent
+ * free slices, whole free sliced pages, free exclusive pages) and flushes
+ * it; implicit (explicit = false) runs only the exclusive pools' periodic
+ * free-count check. Reservations never run it. */
 void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_);
+/* Applies `mode` only when persistent memory is ENABLED (DISABLED keeps
+ * Auto, ENFORCED keeps Persistent); unknown values are ignored. */
 void ruda__memory_set_mode(ruda__memory_manager_t *mm, ruda_memory_allocation_mode_t mode);
 ruda_memory_allocation_mode_t ruda__memory_mode(const ruda__memory_manager_t *mm);
+/* Exact usage of this manager (one stream): sums of the dynamic pools and
+ * the persistent pool, after taking in the frees released so far. */
 ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *mm);
-/* Per-pool report text; snprintf semantics. */
+/* Per-pool report text (one line per pool: kind and options, pages,
+ * allocations, in use, padding, free, reserved; then the usage report);
+ * snprintf semantics. */
 size_t ruda__memory_report(const ruda__memory_manager_t *mm, char *buf, size_t cap);
 
 /* ---- Layout policies (client side, no device round trip) ---- */
@@ -159,18 +185,22 @@ typedef void (*ruda__drop_fn)(void *item);
 
 typedef struct ruda__drop_queue ruda__drop_queue_t;
 
-/* Flushes when `max_count` buffers (default 64) or `max_bytes` (default
- * 64 MiB) are staged. */
+/* Flushes when `max_count` buffers (0: default 64) or `max_bytes` (0:
+ * default 64 MiB) are staged. NULL when memory is exhausted or a fence
+ * operation is missing. Not thread-safe: one queue per stream, used on the
+ * device thread. */
 ruda__drop_queue_t *ruda__drop_queue_create(uint32_t max_count, uint64_t max_bytes,
                                            ruda__fence_ops_t fence);
-/* Stages `item` (`bytes` long) to be dropped with `drop` once it is safe. */
+/* Stages `item` (`bytes` long) to be dropped with `drop` (NULL: nothing to
+ * call) once it is safe. Errors: OutOfMemory (the item is not staged). */
 ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t bytes,
                                     ruda__drop_fn drop);
 bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q);
 /* The reference's flush: waits on the previous fence and drops what it
  * covered, then moves the staged items under a new fence. */
 void ruda__drop_queue_flush(ruda__drop_queue_t *q);
-/* Waits for everything and drops every item; frees the queue. */
+/* Waits for everything and drops every item; frees the queue. NULL is a
+ * no-op. */
 void ruda__drop_queue_destroy(ruda__drop_queue_t *q);
 
 #endif

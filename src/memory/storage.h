@@ -33,7 +33,8 @@ typedef struct ruda__storage_vtable {
    * when the size can never be satisfied, IoError::OutOfMemory when the
    * storage is exhausted. */
   ruda_status_t (*alloc)(void *self, uint64_t size, ruda__storage_handle_t *out);
-  /* Releases an allocation; may be deferred until flush(). */
+  /* Releases an allocation, given the handle exactly as alloc() returned it
+   * (offset 0, full size); may be deferred until flush(). */
   void (*dealloc)(void *self, const ruda__storage_handle_t *h);
   /* Performs deferred deallocations. */
   void (*flush)(void *self);
@@ -47,9 +48,16 @@ typedef struct ruda__storage {
   uint64_t alignment; /* alignment of every allocation's base */
 } ruda__storage_t;
 
-/* Host storage: zeroed, `alignment`-aligned memory from the system
- * allocator. `limit` caps the bytes outstanding (0: no cap) so tests and
- * users can bound it; exceeding it gives IoError::OutOfMemory. */
+/* Host storage: zeroed, `alignment`-aligned memory from the system (mmap
+ * for 256 KiB and more, so untouched pages cost nothing; posix_memalign
+ * below). Size 0 gives a dangling aligned address that is never freed.
+ * Deallocation is immediate; flush does nothing. `limit` caps the bytes
+ * outstanding (0: no cap) so tests and users can bound it: a size above the
+ * limit gives IoError::BufferTooBig, one that does not fit next to what is
+ * outstanding IoError::OutOfMemory{size}, as does a refusal of the system.
+ * Errors of create: RUDA_ERR_INVALID_ARGUMENT when `alignment` is not a
+ * power of two, OutOfMemory. The caller owns *out (destroy through its
+ * vtable, or hand it to ruda__memory_manager_create). */
 ruda_status_t ruda__host_storage_create(uint64_t alignment, uint64_t limit,
                                         ruda__storage_t *out);
 
