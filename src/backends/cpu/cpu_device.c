@@ -131,7 +131,9 @@ static void load_settings(void) {
   uint32_t cores = online_cores();
   settings.devices = env_u32("RUDA_CPU_DEVICES", 1, 1, 64);
   settings.threads = cfg->cpu.threads ? cfg->cpu.threads : cores;
-  settings.spin = env_u32("RUDA_CPU_SPIN", 20000, 0, 100000000);
+  /* Spinning helpers pay off only when they do not take the core of the
+   * thread they wait for: with two cores or fewer they sleep at once. */
+  settings.spin = env_u32("RUDA_CPU_SPIN", cores > 2 ? 20000 : 0, 0, 100000000);
   settings.max_streams = cfg->streaming.max_streams ? cfg->streaming.max_streams : 128;
   settings.check_mode = cfg->compilation.check_mode;
   settings.memory.configuration = RUDA_MEMORY_SUBSLICES;

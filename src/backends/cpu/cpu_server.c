@@ -438,7 +438,10 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     if (l.total == 1) {
       launch_job(&l, 0);
     } else {
-      ruda__thread_pool_run(s->pool, launch_job, &l);
+      /* Wake sleeping helpers only when there is more than a chunk each:
+       * a tiny dispatch is over before a woken thread would arrive. */
+      bool wake = l.total >= 2ull * workers;
+      ruda__thread_pool_run(s->pool, launch_job, &l, wake);
     }
     err = l.failure;
   }

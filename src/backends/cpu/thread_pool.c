@@ -7,6 +7,23 @@
 
 #include "client/sync_primitives.h"
 
+/* Jobs are "join if you can": the driving thread publishes the job and
+ * starts working on it at once; helpers that are awake (spinning) or woken
+ * join and take chunks through the job's own counter. The driver never
+ * waits for a helper to start, only for those that joined to finish, so a
+ * small job costs no wake-up and a sleeping helper costs nothing.
+ *
+ * Lifetime: `current` points at the job (on the driver's stack) while it
+ * runs. A helper announces itself in `active` before reading `current`;
+ * the driver clears `current` before waiting for `active` to drain. With
+ * both sides sequentially consistent, a helper either is waited for or sees
+ * no job. */
+
+typedef struct job {
+  ruda__pool_job_fn fn;
+  void *arg;
+} job_t;
+
 typedef struct helper {
   ruda__thread_pool_t *pool;
   uint32_t index;
@@ -19,21 +36,19 @@ struct ruda__thread_pool {
   helper_t *helpers;
   atomic_uint generation;
   atomic_uint sleepers;
-  atomic_uint pending;
-  ruda__pool_job_fn fn;
-  void *arg;
-  bool stop; /* read after a generation change */
+  atomic_int active;
+  _Atomic(job_t *) current;
+  atomic_bool stop;
 };
 
 static void *helper_main(void *arg) {
   helper_t *h = arg;
   ruda__thread_pool_t *p = h->pool;
-  unsigned seen = 0;
+  unsigned seen = atomic_load(&p->generation);
   for (;;) {
     unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
     for (uint32_t i = 0; g == seen && i < p->spin; i++) {
       ruda__cpu_relax();
-      if ((i & 1023) == 1023) sched_yield();
       g = atomic_load_explicit(&p->generation, memory_order_acquire);
     }
     if (g == seen) {
@@ -45,18 +60,13 @@ static void *helper_main(void *arg) {
       continue;
     }
     seen = g;
-    if (p->stop) break;
-    p->fn(p->arg, h->index);
-    atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel);
+    if (atomic_load(&p->stop)) break;
+    atomic_fetch_add_explicit(&p->active, 1, memory_order_seq_cst);
+    job_t *j = atomic_load_explicit(&p->current, memory_order_seq_cst);
+    if (j) j->fn(j->arg, h->index);
+    atomic_fetch_sub_explicit(&p->active, 1, memory_order_release);
   }
   return NULL;
-}
-
-static void publish(ruda__thread_pool_t *p) {
-  atomic_fetch_add_explicit(&p->generation, 1, memory_order_seq_cst);
-  if (atomic_load_explicit(&p->sleepers, memory_order_seq_cst)) {
-    ruda__futex_wake(&p->generation, (int)p->participants);
-  }
 }
 
 ruda_status_t ruda__thread_pool_create(uint32_t participants, uint32_t spin,
@@ -90,17 +100,21 @@ ruda_status_t ruda__thread_pool_create(uint32_t participants, uint32_t spin,
 
 uint32_t ruda__thread_pool_size(const ruda__thread_pool_t *p) { return p->participants; }
 
-void ruda__thread_pool_run(ruda__thread_pool_t *p, ruda__pool_job_fn fn, void *arg) {
+void ruda__thread_pool_run(ruda__thread_pool_t *p, ruda__pool_job_fn fn, void *arg,
+                           bool wake) {
   if (p->participants == 1) {
     fn(arg, 0);
     return;
   }
-  p->fn = fn;
-  p->arg = arg;
-  atomic_store_explicit(&p->pending, p->participants - 1, memory_order_relaxed);
-  publish(p);
+  job_t j = {fn, arg};
+  atomic_store_explicit(&p->current, &j, memory_order_seq_cst);
+  atomic_fetch_add_explicit(&p->generation, 1, memory_order_seq_cst);
+  if (wake && atomic_load_explicit(&p->sleepers, memory_order_seq_cst)) {
+    ruda__futex_wake(&p->generation, (int)p->participants);
+  }
   fn(arg, 0);
-  for (uint32_t i = 0; atomic_load_explicit(&p->pending, memory_order_acquire); i++) {
+  atomic_store_explicit(&p->current, NULL, memory_order_seq_cst);
+  for (uint32_t i = 0; atomic_load_explicit(&p->active, memory_order_seq_cst); i++) {
     ruda__cpu_relax();
     if ((i & 255) == 255) sched_yield();
   }
@@ -109,8 +123,9 @@ void ruda__thread_pool_run(ruda__thread_pool_t *p, ruda__pool_job_fn fn, void *a
 void ruda__thread_pool_destroy(ruda__thread_pool_t *p) {
   if (!p) return;
   if (p->participants > 1) {
-    p->stop = true;
-    publish(p);
+    atomic_store(&p->stop, true);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_seq_cst);
+    ruda__futex_wake(&p->generation, (int)p->participants);
     for (uint32_t i = 1; i < p->participants; i++) pthread_join(p->helpers[i - 1].thread, NULL);
   }
   free(p->helpers);
