@@ -1,0 +1,59 @@
+/* Shared helpers of the CUDA-only tests (tests/gpu/test_cuda_*.c). Every
+ * test skips, with the reason, where CUDA is unavailable (no driver, no
+ * device, built without the headers). */
+#ifndef RUDA_TEST_CUDA_UTIL_H
+#define RUDA_TEST_CUDA_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruda/ruda.h"
+#include "test.h"
+
+static inline ruda_client_t *cuda_client(void) {
+  static ruda_client_t *client;
+  static char why[1024];
+  if (client) return client;
+  uint32_t n = 0;
+  ruda_status_t s = ruda_device_count(RUDA_DEVICE_TYPE_CUDA, &n);
+  if (!s) {
+    ruda_device_id_t id = {RUDA_DEVICE_TYPE_CUDA, 0};
+    s = ruda_client_create(id, &client);
+  }
+  if (s) {
+    ruda_status_format(s, why, sizeof why);
+    ruda_status_free(s);
+    client = NULL;
+    SKIP(why);
+  }
+  return client;
+}
+
+static inline ruda_kernel_t *cuda_kernel(const char *name, const char *src, ruda_dim_t dim,
+                                         uint64_t shared) {
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.ruda_dim = dim;
+  d.shared_mem_bytes = shared;
+  d.source_kind = RUDA_SOURCE_CUDA_C;
+  d.source = src;
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  return k;
+}
+
+/* info = {n, value}: out[i] = value for i < n. */
+static const char cuda_fill_src[] =
+    "extern \"C\" __global__ void fill(unsigned int *out, const unsigned long long *info) {\n"
+    "  unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "  if (i < info[0]) out[i] = (unsigned int)info[1];\n"
+    "}\n";
+
+static inline char *status_text(ruda_status_t s) {
+  char *t = ruda_status_to_string(s);
+  return t ? t : strdup("(no text)");
+}
+
+#endif
