@@ -26,11 +26,13 @@ void ruda__completion_signal(ruda__completion_t *c) {
 
 void ruda__completion_wait(ruda__completion_t *c) {
   /* Spin briefly: most device operations answer within microseconds. */
-  for (int i = 0; i < 4000; i++) {
+  for (int i = 0; i < 64; i++) {
     if (atomic_load_explicit(&c->state, memory_order_acquire) == 1) return;
     ruda__cpu_relax();
   }
-  for (int i = 0; i < 16; i++) {
+  /* Then yield: on a machine with few cores the thread we wait for may
+   * need this one's core. */
+  for (int i = 0; i < 2000; i++) {
     if (atomic_load_explicit(&c->state, memory_order_acquire) == 1) return;
     sched_yield();
   }
