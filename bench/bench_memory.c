@@ -214,6 +214,14 @@ static void bm_fragmentation(ruda_bench_t *b, const char *case_name, size_t targ
 }
 
 void ruda_bench_memory(ruda_bench_t *b) {
+  const char *dev = ruda_bench_device(b);
+  if (dev && strcmp(dev, "cpu") != 0) {
+    /* The cases drive a manager over the host storage; the device storage's
+     * cases (against cuMemAlloc/cuMemAllocAsync) are not written yet. */
+    ruda_bench_skip(b, "memory", "reserve_release_mixed",
+                    "only the host storage is benchmarked (run with --device cpu)");
+    return;
+  }
   bm_reserve_release(b);
   /* ~1000 live tensors: a model's working set. */
   bm_fragmentation(b, "fragmentation_mixed", 1024);
