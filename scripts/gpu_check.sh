@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The one script a device call runs: what the machine has, a fresh build,
+# the GPU and conformance tests on cuda:0, and the CUDA benchmarks.
+#
+#   scripts/gpu_check.sh [--quick] [--no-bench] [--tests REGEX]
+#
+# Logs go to $OUT (the device tool brings that folder back) or ./gpu-out:
+#   env.txt      nvidia-smi, driver/NVRTC/NCCL paths, compiler versions
+#   build.log    cmake + ninja
+#   ctest.log    ctest -L 'gpu|cts' (plus the CUDA unit test), verbose on failure
+#   bench.txt    `ruda bench all --device cuda:0` (table)
+#   bench.json   the same cases, one JSON object per line
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+OUT="${OUT:-$PWD/gpu-out}"
+mkdir -p "$OUT"
+QUICK=""
+BENCH=1
+TESTS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) QUICK="--quick" ;;
+    --no-bench) BENCH=0 ;;
+    --tests) TESTS="$2"; shift ;;
+  esac
+  shift
+done
+
+# NVLink multicast stays off on these machines.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export RUDA_CTS_DEVICE="${RUDA_CTS_DEVICE:-cuda:0}"
+export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
+
+{
+  echo "== date"; date -u
+  echo "== nvidia-smi"; nvidia-smi 2>&1 || echo "nvidia-smi not found"
+  echo "== libraries"; ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libnvrtc\.so|libnccl\.so' || true
+  echo "LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}"
+  ls /usr/local/cuda/lib64/libnvrtc* 2>/dev/null
+  echo "== tools"; gcc --version | head -1; cmake --version | head -1; ninja --version
+  nproc
+} > "$OUT/env.txt" 2>&1
+cat "$OUT/env.txt" | head -40
+
+echo "== build"
+start=$(date +%s)
+{
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUDA_BUILD_EXAMPLES=ON &&
+  ninja -C build-gpu -j "$(nproc)"
+} > "$OUT/build.log" 2>&1
+rc=$?
+echo "build rc=$rc in $(( $(date +%s) - start ))s"
+if [ $rc -ne 0 ]; then
+  grep -E 'error|FAILED' "$OUT/build.log" | head -40
+  # Build what can be built so the tests that compiled still run.
+  ninja -C build-gpu -k 0 >> "$OUT/build.log" 2>&1
+fi
+grep -c 'warning:' "$OUT/build.log" | sed 's/^/build warnings: /'
+
+echo "== tests"
+start=$(date +%s)
+REGEX="${TESTS:-}"
+(
+  cd build-gpu
+  if [ -n "$REGEX" ]; then
+    timeout 300 ctest -R "$REGEX" --output-on-failure --timeout 120
+  else
+    timeout 300 ctest -L 'gpu|cts' --output-on-failure --timeout 120
+    timeout 60 ctest -R 'unit_test_cuda' --output-on-failure --timeout 60
+  fi
+) > "$OUT/ctest.log" 2>&1
+echo "tests rc=$? in $(( $(date +%s) - start ))s"
+grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
+
+if [ "$BENCH" = 1 ]; then
+  echo "== bench"
+  start=$(date +%s)
+  if [ -x build-gpu/tools/ruda ]; then
+    timeout 240 build-gpu/tools/ruda bench all --device cuda:0 $QUICK > "$OUT/bench.txt" 2>&1
+    echo "bench rc=$? in $(( $(date +%s) - start ))s"
+    cat "$OUT/bench.txt" | tail -40
+    timeout 180 build-gpu/tools/ruda bench all --device cuda:0 --json $QUICK > "$OUT/bench.json" 2> "$OUT/bench_json_stderr.txt"
+    echo "bench --json rc=$?"
+  else
+    echo "no build-gpu/tools/ruda: bench skipped"
+  fi
+fi
+exit 0
