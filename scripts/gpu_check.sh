@@ -8,8 +8,8 @@
 #   env.txt      nvidia-smi, driver/NVRTC/NCCL paths, compiler versions
 #   build.log    cmake + ninja
 #   ctest.log    ctest -L 'gpu|cts' (plus the CUDA unit test), verbose on failure
-#   bench.txt    `ruda bench all --device cuda:0` (table)
-#   bench.json   the same cases, one JSON object per line
+#   bench.json   `ruda bench all --device cuda:0 --json`, one object per line
+#   bench_stderr.txt  its progress lines and failures
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -64,9 +64,9 @@ REGEX="${TESTS:-}"
 (
   cd build-gpu
   if [ -n "$REGEX" ]; then
-    timeout 300 ctest -R "$REGEX" --output-on-failure --timeout 120
+    timeout 300 ctest -R "$REGEX" --output-on-failure --timeout 90
   else
-    timeout 300 ctest -L 'gpu|cts' --output-on-failure --timeout 120
+    timeout 240 ctest -L 'gpu|cts' --output-on-failure --timeout 90
     timeout 60 ctest -R 'unit_test_cuda' --output-on-failure --timeout 60
   fi
 ) > "$OUT/ctest.log" 2>&1
@@ -77,11 +77,10 @@ if [ "$BENCH" = 1 ]; then
   echo "== bench"
   start=$(date +%s)
   if [ -x build-gpu/tools/ruda ]; then
-    timeout 240 build-gpu/tools/ruda bench all --device cuda:0 $QUICK > "$OUT/bench.txt" 2>&1
+    timeout 200 build-gpu/tools/ruda bench all --device cuda:0 --json $QUICK > "$OUT/bench.json" 2> "$OUT/bench_stderr.txt"
     echo "bench rc=$? in $(( $(date +%s) - start ))s"
-    cat "$OUT/bench.txt" | tail -40
-    timeout 180 build-gpu/tools/ruda bench all --device cuda:0 --json $QUICK > "$OUT/bench.json" 2> "$OUT/bench_json_stderr.txt"
-    echo "bench --json rc=$?"
+    cat "$OUT/bench.json"
+    tail -20 "$OUT/bench_stderr.txt"
   else
     echo "no build-gpu/tools/ruda: bench skipped"
   fi

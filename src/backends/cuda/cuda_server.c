@@ -1003,7 +1003,13 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
       }
     }
   }
-  if (f->early == NULL) f->early = future_record(s, st, f);
+  /* Always fenced: copies enqueued before an early error still write into
+   * staging that the future releases. */
+  ruda_status_t fe = future_record(s, st, f);
+  if (f->early == NULL)
+    f->early = fe;
+  else
+    ruda_status_free(fe);
   pin_until_done(s, st, keep, nkeep);
   *out = &f->base;
   return NULL;
