@@ -8,11 +8,20 @@
 #include <string.h>
 #include <time.h>
 
+#define TABLE_COLS 8
+
+typedef struct table_row {
+  char col[TABLE_COLS][96];
+  char skip[256]; /* non-empty: a skipped case */
+} table_row_t;
+
 struct ruda_bench {
   ruda_bench_options_t opts;
   char device[32];
   bool header_printed;
   size_t reports, skips, failures;
+  table_row_t *rows;
+  size_t num_rows, cap_rows;
 };
 
 ruda_bench_t *ruda_bench_create(const ruda_bench_options_t *opts) {
@@ -25,7 +34,12 @@ ruda_bench_t *ruda_bench_create(const ruda_bench_options_t *opts) {
   return b;
 }
 
-void ruda_bench_destroy(ruda_bench_t *b) { free(b); }
+void ruda_bench_destroy(ruda_bench_t *b) {
+  if (!b) return;
+  ruda_bench_flush(b);
+  free(b->rows);
+  free(b);
+}
 
 bool ruda_bench_quick(const ruda_bench_t *b) { return b->opts.quick || b->opts.smoke; }
 bool ruda_bench_smoke(const ruda_bench_t *b) { return b->opts.smoke; }
@@ -181,13 +195,72 @@ size_t ruda_bench_format_json(char *buf, size_t cap, const char *bench,
   return n < 0 ? 0 : (size_t)n;
 }
 
-static void print_header(ruda_bench_t *b) {
-  if (b->header_printed || b->opts.json) return;
-  b->header_printed = true;
-  printf("ruda bench on %s%s (median [min .. max] of repetitions; ratio = ruda / baseline)\n",
-         b->device, b->opts.smoke ? ", smoke" : (b->opts.quick ? ", quick" : ""));
-  printf("%-10s %-24s %-5s %-30s %-30s %-30s %8s  %s\n", "bench", "case", "unit", "ruda",
-         "baseline", "baseline name", "ratio", "better");
+/* Table rows are kept until ruda_bench_flush() so that columns align. */
+static void add_row(ruda_bench_t *b, const char *bench, const char *case_name,
+                    const char *unit, const char *r, const char *base,
+                    const char *base_name, const char *ratio, const char *better,
+                    const char *skip) {
+  if (b->num_rows == b->cap_rows) {
+    size_t cap = b->cap_rows ? 2 * b->cap_rows : 16;
+    table_row_t *rows = realloc(b->rows, cap * sizeof *rows);
+    if (!rows) return; /* the row is lost, the run goes on */
+    b->rows = rows;
+    b->cap_rows = cap;
+  }
+  table_row_t *row = &b->rows[b->num_rows++];
+  memset(row, 0, sizeof *row);
+  snprintf(row->col[0], sizeof row->col[0], "%s", bench);
+  snprintf(row->col[1], sizeof row->col[1], "%s", case_name);
+  if (skip) {
+    snprintf(row->skip, sizeof row->skip, "skipped: %s", skip);
+    return;
+  }
+  snprintf(row->col[2], sizeof row->col[2], "%s", unit);
+  snprintf(row->col[3], sizeof row->col[3], "%s", r);
+  snprintf(row->col[4], sizeof row->col[4], "%s", base);
+  snprintf(row->col[5], sizeof row->col[5], "%s", base_name);
+  snprintf(row->col[6], sizeof row->col[6], "%s", ratio);
+  snprintf(row->col[7], sizeof row->col[7], "%s", better);
+}
+
+void ruda_bench_flush(ruda_bench_t *b) {
+  if (b->opts.json || b->num_rows == 0) return;
+  static const char *headers[TABLE_COLS] = {"bench", "case", "unit", "ruda", "baseline",
+                                            "baseline name", "ratio", "better"};
+  size_t w[TABLE_COLS];
+  for (int c = 0; c < TABLE_COLS; ++c) w[c] = strlen(headers[c]);
+  for (size_t i = 0; i < b->num_rows; ++i) {
+    int cols = b->rows[i].skip[0] ? 2 : TABLE_COLS;
+    for (int c = 0; c < cols; ++c) {
+      size_t n = strlen(b->rows[i].col[c]);
+      if (n > w[c]) w[c] = n;
+    }
+  }
+  if (!b->header_printed) {
+    printf("ruda bench on %s%s: median [min .. max] of the repetitions; ratio = ruda / baseline\n\n",
+           b->device, b->opts.smoke ? " (smoke)" : (b->opts.quick ? " (quick)" : ""));
+    b->header_printed = true;
+  }
+  for (size_t i = 0; i <= b->num_rows; ++i) {
+    const table_row_t *row = i ? &b->rows[i - 1] : NULL;
+    for (int c = 0; c < TABLE_COLS; ++c) {
+      const char *text = row ? row->col[c] : headers[c];
+      if (row && row->skip[0] && c == 2) {
+        printf("%s", row->skip);
+        break;
+      }
+      if (c == 6) {
+        printf("%*s", (int)w[c], text); /* numbers align right */
+      } else {
+        printf("%-*s", c == TABLE_COLS - 1 ? 0 : (int)w[c], text);
+      }
+      if (c < TABLE_COLS - 1) printf("  ");
+    }
+    printf("\n");
+  }
+  printf("\n");
+  fflush(stdout);
+  b->num_rows = 0;
 }
 
 static void format_stats(ruda_bench_stats_t s, char *buf, size_t cap) {
@@ -204,16 +277,15 @@ void ruda_bench_report(ruda_bench_t *b, const char *bench, const char *case_name
     ruda_bench_format_json(line, sizeof line, bench, case_name, unit, ruda.median,
                            baseline.median, baseline_name, better_lower);
     printf("%s\n", line);
-  } else {
-    print_header(b);
-    char r[64], base[64];
-    format_stats(ruda, r, sizeof r);
-    format_stats(baseline, base, sizeof base);
-    double ratio = ruda_bench_ratio(ruda.median, baseline.median);
-    printf("%-10s %-24s %-5s %-30s %-30s %-30s %8.3f  %s\n", bench, case_name, unit, r, base,
-           baseline_name, ratio, better_lower ? "lower" : "higher");
+    fflush(stdout);
+    return;
   }
-  fflush(stdout);
+  char r[64], base[64], ratio[32];
+  format_stats(ruda, r, sizeof r);
+  format_stats(baseline, base, sizeof base);
+  snprintf(ratio, sizeof ratio, "%.3f", ruda_bench_ratio(ruda.median, baseline.median));
+  add_row(b, bench, case_name, unit, r, base, baseline_name, ratio,
+          better_lower ? "lower" : "higher", NULL);
 }
 
 void ruda_bench_skip(ruda_bench_t *b, const char *bench, const char *case_name,
@@ -223,9 +295,7 @@ void ruda_bench_skip(ruda_bench_t *b, const char *bench, const char *case_name,
   if (b->opts.json) {
     fprintf(stderr, "skip: %s/%s: %s\n", bench, case_name, why);
   } else {
-    print_header(b);
-    printf("%-10s %-24s skipped: %s\n", bench, case_name, why);
-    fflush(stdout);
+    add_row(b, bench, case_name, NULL, NULL, NULL, NULL, NULL, NULL, why);
   }
 }
 

@@ -69,7 +69,12 @@ typedef struct ruda_bench_options {
 
 /* NULL when memory is exhausted. */
 ruda_bench_t *ruda_bench_create(const ruda_bench_options_t *opts);
+/* Flushes the table and frees the harness. NULL is a no-op. */
 void ruda_bench_destroy(ruda_bench_t *b);
+/* Prints the table rows reported so far, aligned (people's format; rows
+ * wait for this so their columns line up). Nothing in --json mode, where
+ * every report is printed at once. */
+void ruda_bench_flush(ruda_bench_t *b);
 bool ruda_bench_smoke(const ruda_bench_t *b);
 bool ruda_bench_json(const ruda_bench_t *b);
 /* `full` normally, `quick` under --quick, `smoke` under --smoke. */

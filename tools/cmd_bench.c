@@ -110,6 +110,7 @@ int ruda_cmd_bench(int argc, char **argv) {
     if (!all && one != &groups[i]) continue;
     if (all) ruda_bench_progress(b, "group %s", groups[i].name);
     groups[i].run(b);
+    ruda_bench_flush(b);
   }
   double secs = (double)(ruda_bench_now_ns() - t0) * 1e-9;
   size_t failures = ruda_bench_failures(b);
