@@ -23,16 +23,30 @@ TEST(properties_follow_the_reference) {
 
 TEST(pitched_tensor_roundtrip) {
   ruda_client_t *c = cuda_client();
-  ruda_shape_t shape = ruda_shape_2d(5, 3);
-  float data[15];
-  for (int i = 0; i < 15; i++) data[i] = (float)i * 1.5f;
+  /* Narrow rows: 12 bytes are pitched to next_pow2 = 16 (4 floats). */
+  ruda_shape_t narrow = ruda_shape_2d(5, 3);
+  float nd[15], nb[15];
+  for (int i = 0; i < 15; i++) nd[i] = (float)i + 0.5f;
+  ruda_memory_layout_t tn;
+  ASSERT_OK(ruda_client_create_tensor(c, nd, &narrow, sizeof(float), &tn));
+  ASSERT_UEQ(tn.strides.values[0], 4);
+  ASSERT_UEQ(tn.strides.values[1], 1);
+  ASSERT_OK(ruda_client_read_tensor(c, &tn.memory, &narrow, &tn.strides, sizeof(float), nb));
+  ASSERT_MEM_EQ(nb, nd, sizeof nd);
+  ruda_handle_release(&tn.memory);
+
+  /* Wide rows: 800 bytes are pitched to 1024 (the 512-byte alignment). */
+  enum { R = 4, C = 200 };
+  ruda_shape_t shape = ruda_shape_2d(R, C);
+  static float data[R * C];
+  for (int i = 0; i < R * C; i++) data[i] = (float)i * 1.5f;
   ruda_memory_layout_t t;
   ASSERT_OK(ruda_client_create_tensor(c, data, &shape, sizeof(float), &t));
-  /* Rows are padded to 512 bytes: 128 floats. */
   ASSERT_UEQ(t.strides.rank, 2);
-  ASSERT_UEQ(t.strides.values[0], 128);
+  ASSERT_UEQ(t.strides.values[0], 256);
   ASSERT_UEQ(t.strides.values[1], 1);
-  float back[15];
+  ASSERT_UEQ(ruda_handle_size_in_used(&t.memory), R * 1024);
+  static float back[R * C];
   memset(back, 0, sizeof back);
   ASSERT_OK(ruda_client_read_tensor(c, &t.memory, &shape, &t.strides, sizeof(float), back));
   ASSERT_MEM_EQ(back, data, sizeof data);
@@ -42,7 +56,7 @@ TEST(pitched_tensor_roundtrip) {
   ruda_resource_release(&r);
 
   /* Overwrite through write_tensor, read again. */
-  for (int i = 0; i < 15; i++) data[i] = -(float)i;
+  for (int i = 0; i < R * C; i++) data[i] = -(float)i;
   ASSERT_OK(ruda_client_write_tensor(c, &t.memory, &shape, &t.strides, sizeof(float), data));
   ASSERT_OK(ruda_client_read_tensor(c, &t.memory, &shape, &t.strides, sizeof(float), back));
   ASSERT_MEM_EQ(back, data, sizeof data);
@@ -64,8 +78,8 @@ TEST(pitched_3d_tensors_in_one_allocation) {
   d[1] = ruda_memory_layout_optimized(ruda_shape_1d(1000), 4);
   ruda_memory_layout_t out[2];
   ASSERT_OK(ruda_client_empty_tensors(c, d, 2, out));
-  ASSERT_UEQ(out[0].strides.values[1], 256); /* 512 B rows of u16 */
-  ASSERT_UEQ(out[0].strides.values[0], 256 * 3);
+  ASSERT_UEQ(out[0].strides.values[1], 8); /* 14-byte rows pitched to 16 */
+  ASSERT_UEQ(out[0].strides.values[0], 8 * 3);
   uint16_t src[42], back[42];
   for (int i = 0; i < 42; i++) src[i] = (uint16_t)(i * 7 + 1);
   ASSERT_OK(ruda_client_write_tensor(c, &out[0].memory, &s3, &out[0].strides, 2, src));

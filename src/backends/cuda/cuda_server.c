@@ -24,6 +24,7 @@
  * made the primary context current. Futures may be waited on from any
  * thread; they make the context current themselves.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +64,8 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 #define STAGE_CHUNK (4u * 1024u * 1024u)
 #define PINNED_PAGE (1ull << 30)
 #define RECENT_KERNELS 4
+#define SCRATCH_BYTES (64u * 1024u) /* per-stream pinned scratch: counts, small reads */
+#define EVENT_POOL 256
 
 typedef struct cuda_server cuda_server_t;
 
@@ -247,6 +250,13 @@ struct cuda_server {
   ruda__copy_pool_t *copies;
   /* First sticky error seen (CUresult) and its description; set from any
    * thread (futures), acted on by the worker. */
+  /* Events without timing, reused (futures return theirs from any thread). */
+  pthread_mutex_t events_lock;
+  CUevent events[EVENT_POOL];
+  size_t nevents;
+  /* Set when a reset after a fault did not bring the device back: every
+   * operation then fails with this code. */
+  int dead;
   _Atomic int poisoned;
   _Atomic int poison_reported; /* a caller already received the fault */
   _Atomic uint64_t generation; /* bumped by every reset */
@@ -255,6 +265,30 @@ struct cuda_server {
 };
 
 static cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
+
+static CUresult event_get(cuda_server_t *s, CUevent *out) {
+  pthread_mutex_lock(&s->events_lock);
+  if (s->nevents > 0) {
+    *out = s->events[--s->nevents];
+    pthread_mutex_unlock(&s->events_lock);
+    return CUDA_SUCCESS;
+  }
+  pthread_mutex_unlock(&s->events_lock);
+  return s->api->cuEventCreate(out, CU_EVENT_DISABLE_TIMING);
+}
+
+/* Returns an event of generation `gen` (events of a context that was reset
+ * are not kept). */
+static void event_put(cuda_server_t *s, CUevent ev, uint64_t gen) {
+  if (ev == NULL) return;
+  pthread_mutex_lock(&s->events_lock);
+  if (gen == atomic_load(&s->generation) && s->nevents < EVENT_POOL) {
+    s->events[s->nevents++] = ev;
+    ev = NULL;
+  }
+  pthread_mutex_unlock(&s->events_lock);
+  if (ev != NULL) s->api->cuEventDestroy(ev);
+}
 
 /* ---- Fences for the drop queue ---- */
 
@@ -377,7 +411,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
     return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a drop queue");
   }
   void *ch = NULL;
-  if (api->cuMemAllocHost(&ch, 64) == CUDA_SUCCESS) st->count_host = ch;
+  if (api->cuMemAllocHost(&ch, SCRATCH_BYTES) == CUDA_SUCCESS) st->count_host = ch;
   st->cursor = 1;
   st->init = true;
   return NULL;
@@ -407,7 +441,7 @@ static void gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
     }
     for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
     ruda__free(b->bindings);
-    s->api->cuEventDestroy(b->event);
+    event_put(s, b->event, atomic_load(&s->generation));
   }
   st->ngc = w;
 }
@@ -425,10 +459,11 @@ static ruda_binding_t *order_bindings(cuda_server_t *s, cuda_stream_t *st,
     if (origin == st || !origin->init) continue;
     if (st->last_synced[origin->index] < origin->cursor) {
       CUevent ev = NULL;
-      if (s->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) {
+      if (event_get(s, &ev) == CUDA_SUCCESS) {
+        /* The wait captures the record made now; the event can be reused. */
         s->api->cuEventRecord(ev, origin->cu);
         s->api->cuStreamWaitEvent(st->cu, ev, 0);
-        s->api->cuEventDestroy(ev);
+        event_put(s, ev, atomic_load(&s->generation));
       } else {
         s->api->cuStreamSynchronize(origin->cu);
       }
@@ -456,7 +491,7 @@ static void pin_until_done(cuda_server_t *s, cuda_stream_t *st, ruda_binding_t *
       st->gccap = cap;
     }
   }
-  if (st->ngc == st->gccap || s->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+  if (st->ngc == st->gccap || event_get(s, &ev) != CUDA_SUCCESS) {
     s->api->cuStreamSynchronize(st->cu);
     for (size_t i = 0; i < n; i++) ruda_binding_release(&keep[i]);
     ruda__free(keep);
@@ -516,7 +551,19 @@ static void server_recover(cuda_server_t *s);
  * healthy. */
 static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   int code = atomic_load(&s->poisoned);
-  if (code == 0) return;
+  if (code == 0 && s->dead == 0) return;
+  if (s->dead != 0) {
+    ruda__stream_errors_push(
+        &slot_for(s, stream)->errors,
+        ruda_status_into_server(ruda_status_set_vendor(
+            ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                               "the CUDA device is lost after a kernel fault (%s) and could "
+                               "not be reset; restart the process",
+                               ruda__cu_result_name((CUresult)s->dead)),
+            "cuDevicePrimaryCtxReset", ruda__cu_result_name((CUresult)s->dead), s->dead)));
+    atomic_store(&s->poisoned, 0);
+    return;
+  }
   ruda_status_t e = NULL;
   if (!atomic_load(&s->poison_reported)) {
     char text[600];
@@ -891,7 +938,7 @@ static void cuda_future_destroy(ruda__future_t *base) {
   }
   ruda_status_free(f->result);
   ruda_status_free(f->early);
-  if (f->event != NULL) f->server->api->cuEventDestroy(f->event);
+  event_put(f->server, f->event, f->generation);
   ruda__free(f->parts);
   ruda__free(f);
 }
@@ -917,7 +964,7 @@ static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t npa
 }
 
 static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f) {
-  CUresult r = s->api->cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
+  CUresult r = event_get(s, &f->event);
   if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(f->event, st->cu);
   if (r != CUDA_SUCCESS) {
     if (f->event) s->api->cuEventDestroy(f->event);
@@ -956,6 +1003,59 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     for (size_t i = 0; i < count; i++) bs[i] = descs[i].binding;
     keep = order_bindings(s, st, bs, count, &nkeep);
     if (bs != small) ruda__free(bs);
+  }
+  /* Small reads: through the stream's pinned scratch and a stream sync,
+   * completed before returning (no staging reservation, no event). */
+  uint64_t small_total = 0;
+  bool tiny = st->count_host != NULL;
+  for (size_t i = 0; i < count && tiny; i++) {
+    uint64_t w, h, p;
+    if (!copy_geometry(&descs[i], &w, &h, &p)) {
+      tiny = false;
+      break;
+    }
+    small_total += w * h;
+    if (small_total > SCRATCH_BYTES) tiny = false;
+  }
+  if (tiny) {
+    uint64_t off = 0;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t i = 0; i < count && r == CUDA_SUCCESS && f->early == NULL; i++) {
+      uint64_t w, h, p;
+      copy_geometry(&descs[i], &w, &h, &p);
+      if (w * h == 0) continue;
+      CUdeviceptr src = 0;
+      e = resolve(s, &descs[i].binding, &src);
+      if (e) {
+        f->early = e;
+        break;
+      }
+      r = copy_dtoh(api, st->cu, (char *)st->count_host + off, src, w, h, p);
+      off += (w * h + 15) & ~(uint64_t)15;
+    }
+    if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
+    if (r != CUDA_SUCCESS && f->early == NULL) {
+      if (ruda__cu_result_is_sticky(r)) poison(s, r, f->kernels, true);
+      f->early = fault_error(r, "cuStreamSynchronize", f->kernels);
+    }
+    if (f->early == NULL) {
+      off = 0;
+      for (size_t i = 0; i < count; i++) {
+        uint64_t w, h, p;
+        copy_geometry(&descs[i], &w, &h, &p);
+        if (w * h == 0) continue;
+        memcpy(dsts[i], (char *)st->count_host + off, (size_t)(w * h));
+        off += (w * h + 15) & ~(uint64_t)15;
+      }
+      st->nrecent = 0;
+      st->recent_total = 0;
+    }
+    f->done = true;
+    f->result = f->early;
+    f->early = NULL;
+    pin_until_done(s, st, keep, nkeep);
+    *out = &f->base;
+    return NULL;
   }
   for (size_t i = 0; i < count && f->early == NULL; i++) {
     const ruda__copy_desc_t *d = &descs[i];
@@ -1396,20 +1496,46 @@ static void server_recover(cuda_server_t *s) {
   }
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
-  for (size_t i = 0; i < s->nmarks; i++) api->cuEventDestroy(s->marks[i].start);
-  s->nmarks = 0;
+  s->nmarks = 0; /* their events died with the context */
+  pthread_mutex_lock(&s->events_lock);
+  s->nevents = 0;
+  pthread_mutex_unlock(&s->events_lock);
+  int code = atomic_load(&s->poisoned);
+  api->cuCtxSetCurrent(NULL);
   api->cuDevicePrimaryCtxRelease(s->dev);
-  api->cuDevicePrimaryCtxReset(s->dev);
+  CUresult r = api->cuDevicePrimaryCtxReset(s->dev);
   CUcontext ctx = NULL;
-  if (api->cuDevicePrimaryCtxRetain(&ctx, s->dev) == CUDA_SUCCESS) {
+  if (r == CUDA_SUCCESS) r = api->cuDevicePrimaryCtxRetain(&ctx, s->dev);
+  if (r == CUDA_SUCCESS) {
     s->ctx = ctx;
-    api->cuCtxSetCurrent(ctx);
+    r = api->cuCtxSetCurrent(ctx);
+  }
+  const char *step = r == CUDA_SUCCESS ? NULL : "cuDevicePrimaryCtxReset/Retain";
+  /* Probe: a stream and a small allocation must work again. */
+  CUstream probe = NULL;
+  CUdeviceptr p = 0;
+  if (r == CUDA_SUCCESS) {
+    r = api->cuStreamCreateWithPriority(&probe, CU_STREAM_NON_BLOCKING, 0);
+    if (r != CUDA_SUCCESS) step = "cuStreamCreateWithPriority";
+  }
+  if (r == CUDA_SUCCESS) {
+    r = api->cuMemAlloc(&p, 256);
+    if (r != CUDA_SUCCESS) step = "cuMemAlloc";
+  }
+  if (p) api->cuMemFree(p);
+  if (probe) api->cuStreamDestroy(probe);
+  if (r != CUDA_SUCCESS) {
+    if (s->dead == 0) s->dead = code ? code : (int)r;
+    ruda__cuda_warn("the device could not be reset after a fault (%s failed with %s); "
+                    "restart the process",
+                    step, ruda__cu_result_name(r));
+  } else {
+    ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
   }
   atomic_fetch_add(&s->generation, 1);
   atomic_store(&s->poison_text_ready, 0);
   atomic_store(&s->poison_reported, 0);
   atomic_store(&s->poisoned, 0);
-  ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
 }
 
 static void cuda_destroy(ruda__server_t *base) {
@@ -1422,6 +1548,8 @@ static void cuda_destroy(ruda__server_t *base) {
   ruda__free(s->marks);
   ruda__profiler_deinit(&s->profiler);
   ruda__copy_pool_destroy(s->copies);
+  for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
+  pthread_mutex_destroy(&s->events_lock);
   s->api->cuDevicePrimaryCtxRelease(s->dev);
   ruda__server_utilities_deinit(&s->base.utilities);
   ruda__free(s->streams);
@@ -1535,6 +1663,7 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
   if (threads < 0) threads = 0;
   s->copies = ruda__copy_pool_create((unsigned)threads);
+  pthread_mutex_init(&s->events_lock, NULL);
   atomic_init(&s->poisoned, 0);
   atomic_init(&s->poison_reported, 0);
   atomic_init(&s->generation, 0);
