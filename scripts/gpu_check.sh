@@ -10,6 +10,8 @@
 #   ctest.log    ctest -L 'gpu|cts' (plus the CUDA unit test), verbose on failure
 #   bench.json   `ruda bench all --device cuda:0 --json`, one object per line
 #   bench_stderr.txt  its progress lines and failures
+#   fault.txt    the out-of-bounds test's report, the tensor-map test traced
+#   trace.json   the Chrome/Perfetto trace of that tensor-map test
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -71,6 +73,12 @@ REGEX="${TESTS:-}"
   fi
 ) > "$OUT/ctest.log" 2>&1
 echo "tests rc=$? in $(( $(date +%s) - start ))s"
+# The fault test's own lines (reset or not), and a timeline trace of the
+# tensor-map test (kernels and copies with device durations).
+timeout 60 build-gpu/tests/gpu_test_cuda_fault > "$OUT/fault.txt" 2>&1
+RUDA_TRACE="$OUT/trace.json" timeout 60 build-gpu/tests/gpu_test_cuda_tensor_map >> "$OUT/fault.txt" 2>&1
+cat "$OUT/fault.txt"
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print('trace events:', len(ev), sorted({e.get('cat') for e in ev if e.get('ph')=='X'}))" "$OUT/trace.json" 2>&1 | tail -1
 grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
 
 if [ "$BENCH" = 1 ]; then

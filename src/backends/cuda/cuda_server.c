@@ -35,6 +35,7 @@
 #include "base/alloc.h"
 #include "ruda/config.h"
 #include "server/server.h"
+#include "server/trace.h"
 
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -223,6 +224,11 @@ typedef struct cuda_stream {
   size_t info_cap;
   /* Pinned scratch for dynamic counts. */
   uint32_t *count_host;
+  /* Timeline trace (RUDA_TRACE): device-timed slices waiting for their
+   * end event. */
+  struct trace_item *trace;
+  size_t ntrace, captrace;
+  uint64_t trace_last_end; /* host ns where the previous slice ended */
   /* Kernels launched since the last completed sync (for fault reports). */
   char recent[RECENT_KERNELS][64];
   uint32_t nrecent, recent_total;
@@ -430,7 +436,10 @@ static cuda_stream_t *stream_get(cuda_server_t *s, ruda_stream_id_t id) {
   return st;
 }
 
+static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
+
 static void gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
+  if (st->ntrace) trace_poll(s, st, wait);
   size_t w = 0;
   for (size_t i = 0; i < st->ngc; i++) {
     gc_batch_t *b = &st->gc[i];
@@ -444,6 +453,73 @@ static void gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
     event_put(s, b->event, atomic_load(&s->generation));
   }
   st->ngc = w;
+}
+
+/* ---- Timeline trace ---- */
+
+typedef struct trace_item {
+  CUevent start, end;
+  uint64_t enqueued_ns, bytes;
+  const char *category;
+  char name[64];
+} trace_item_t;
+
+/* Starts a device-timed slice: returns its index, or -1 when the trace is
+ * off (one relaxed load) or events are unavailable. */
+static long trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *category,
+                        const char *name, uint64_t bytes) {
+  if (!ruda__trace_on()) return -1;
+  if (st->ntrace == st->captrace) {
+    size_t cap = st->captrace ? st->captrace * 2 : 64;
+    trace_item_t *nt = ruda__realloc(st->trace, cap * sizeof *nt);
+    if (nt == NULL) return -1;
+    st->trace = nt;
+    st->captrace = cap;
+  }
+  trace_item_t *t = &st->trace[st->ntrace];
+  memset(t, 0, sizeof *t);
+  if (s->api->cuEventCreate(&t->start, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return -1;
+  if (s->api->cuEventCreate(&t->end, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+    s->api->cuEventDestroy(t->start);
+    return -1;
+  }
+  s->api->cuEventRecord(t->start, st->cu);
+  t->enqueued_ns = ruda__now_ns();
+  t->bytes = bytes;
+  t->category = category;
+  snprintf(t->name, sizeof t->name, "%s", name);
+  return (long)st->ntrace++;
+}
+
+static void trace_end(cuda_server_t *s, cuda_stream_t *st, long idx) {
+  if (idx < 0) return;
+  s->api->cuEventRecord(st->trace[idx].end, st->cu);
+}
+
+/* Emits the finished slices of `st` in order. Durations come from the
+ * device; a slice is placed at the later of its enqueue time and the end
+ * of the slice before it on the stream (the device clock has no exact
+ * mapping to the host's). */
+static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
+  size_t done = 0;
+  for (; done < st->ntrace; done++) {
+    trace_item_t *t = &st->trace[done];
+    CUresult r = wait ? s->api->cuEventSynchronize(t->end) : s->api->cuEventQuery(t->end);
+    if (r == CUDA_ERROR_NOT_READY) break;
+    float ms = 0.0f;
+    if (r == CUDA_SUCCESS && s->api->cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS) {
+      uint64_t start = t->enqueued_ns > st->trace_last_end ? t->enqueued_ns : st->trace_last_end;
+      uint64_t end = start + (uint64_t)((double)ms * 1e6);
+      ruda__trace_slice(s->base.device, st->index, t->category, t->name, start, end, t->bytes);
+      st->trace_last_end = end;
+    }
+    s->api->cuEventDestroy(t->start);
+    s->api->cuEventDestroy(t->end);
+  }
+  if (done > 0) {
+    memmove(st->trace, st->trace + done, (st->ntrace - done) * sizeof *st->trace);
+    st->ntrace -= done;
+  }
 }
 
 /* Orders `st` after the origins of cross-stream bindings and returns the
@@ -774,6 +850,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
       continue;
     }
     CUresult r;
+    long tr = trace_begin(s, st, "copy", "write", bytes);
     if (src->property == RUDA_BYTES_PINNED) {
       r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
       ruda_bytes_t *held = ruda__malloc(sizeof *held);
@@ -839,6 +916,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
         }
       }
     }
+    trace_end(s, st, tr);
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) poison(s, r, "a copy failed after a device fault", true);
       ruda__stream_errors_push(&st->errors,
@@ -1077,6 +1155,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     p->dst = dsts[i];
     p->size = bytes;
     CUresult r;
+    long tr = trace_begin(s, st, "copy", "read", bytes);
     if (host_is_pinned(api, dsts[i])) {
       r = copy_dtoh(api, st->cu, dsts[i], src, width, height, pitch);
     } else {
@@ -1093,6 +1172,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
         if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
       }
     }
+    trace_end(s, st, tr);
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) {
         poison(s, r, f->kernels, true);
@@ -1355,10 +1435,14 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
     cfg.hStream = st->cu;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
+    long tr = trace_begin(s, st, "kernel", d->name, 0);
     r = api->cuLaunchKernelEx(&cfg, fn->fn, params, NULL);
+    trace_end(s, st, tr);
   } else {
+    long tr = trace_begin(s, st, "kernel", d->name, 0);
     r = api->cuLaunchKernel(fn->fn, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
                             d->ruda_dim.z, (unsigned)d->shared_mem_bytes, st->cu, params, NULL);
+    trace_end(s, st, tr);
   }
   if (r != CUDA_SUCCESS) {
     if (ruda__cu_result_is_sticky(r)) poison(s, r, d->name, true);
@@ -1469,6 +1553,7 @@ static void stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_al
   if (context_alive) api->cuStreamSynchronize(st->cu);
   gc_poll(s, st, true);
   ruda__free(st->gc);
+  ruda__free(st->trace);
   if (st->drops) ruda__drop_queue_destroy(st->drops);
   if (st->gpu) ruda__memory_manager_destroy(st->gpu);
   if (st->pinned) ruda__memory_manager_destroy(st->pinned);
