@@ -2,7 +2,7 @@
 # The one script a device call runs: what the machine has, a fresh build,
 # the GPU and conformance tests on cuda:0, and the CUDA benchmarks.
 #
-#   scripts/gpu_check.sh [--quick] [--no-bench] [--tests REGEX]
+#   scripts/gpu_check.sh [--quick] [--no-bench] [--tests REGEX] [--asan]
 #
 # Logs go to $OUT (the device tool brings that folder back) or ./gpu-out:
 #   env.txt      nvidia-smi, driver/NVRTC/NCCL paths, compiler versions
@@ -12,6 +12,7 @@
 #   bench_stderr.txt  its progress lines and failures
 #   fault.txt    the out-of-bounds test's report, the tensor-map test traced
 #   trace.json   the Chrome/Perfetto trace of that tensor-map test
+#   asan.txt     (--asan) the GPU and conformance tests under ASan+UBSan
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -20,11 +21,13 @@ mkdir -p "$OUT"
 QUICK=""
 BENCH=1
 TESTS=""
+ASAN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) QUICK="--quick" ;;
     --no-bench) BENCH=0 ;;
     --tests) TESTS="$2"; shift ;;
+    --asan) ASAN=1 ;;
   esac
   shift
 done
@@ -80,6 +83,21 @@ RUDA_TRACE="$OUT/trace.json" timeout 60 build-gpu/tests/gpu_test_cuda_tensor_map
 cat "$OUT/fault.txt"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print('trace events:', len(ev), sorted({e.get('cat') for e in ev if e.get('ph')=='X'}))" "$OUT/trace.json" 2>&1 | tail -1
 grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
+
+if [ "$ASAN" = 1 ]; then
+  echo "== asan+ubsan (gpu tests)"
+  start=$(date +%s)
+  {
+    cmake -S . -B build-gpu-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRUDA_SANITIZE=address,undefined \
+      -DRUDA_BUILD_EXAMPLES=OFF > /dev/null &&
+    ninja -C build-gpu-asan -j "$(nproc)" gpu_test_cuda_backend gpu_test_cuda_cache \
+      gpu_test_cuda_fault gpu_test_cuda_tensor_map cts_test_cts_launch cts_test_cts_memory_io > /dev/null &&
+    (cd build-gpu-asan && ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0 \
+      timeout 200 ctest -L 'gpu|cts' --output-on-failure --timeout 90)
+  } > "$OUT/asan.txt" 2>&1
+  echo "asan rc=$? in $(( $(date +%s) - start ))s"
+  grep -E 'tests passed|Failed|ERROR: AddressSanitizer|runtime error' "$OUT/asan.txt" | head -20
+fi
 
 if [ "$BENCH" = 1 ]; then
   echo "== bench"
