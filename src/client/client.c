@@ -9,6 +9,7 @@
 
 #include "client/device.h"
 #include "ruda/config.h"
+#include "ruda/log.h"
 #include "server/kernel_object.h"
 #include "server/profile_summary.h"
 
@@ -930,6 +931,11 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
                                            ruda_execution_mode_t mode) {
   if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
       ruda__device_on_worker(c->dev)) {
+    if (c && kernel && c->dev->profile_level == RUDA_LOG_LEVEL_MINIMAL) {
+      char name[256];
+      ruda_name_balanced(kernel->desc.name, name, sizeof name);
+      ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_MINIMAL, "Executing %s", name);
+    }
     return launch(c, kernel, count, args, mode);
   }
   profiled_launch_t p = {kernel, count, args, mode};
