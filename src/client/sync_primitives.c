@@ -24,9 +24,15 @@ void ruda__completion_signal(ruda__completion_t *c) {
   }
 }
 
+/* Polls before yielding: about the cost of a launch round trip, so a
+ * waiter whose answer is microseconds away never makes a system call. */
+#ifndef RUDA__WAIT_SPINS
+#define RUDA__WAIT_SPINS 2000
+#endif
+
 void ruda__completion_wait(ruda__completion_t *c) {
   /* Spin briefly: most device operations answer within microseconds. */
-  for (int i = 0; i < 64; i++) {
+  for (int i = 0; i < RUDA__WAIT_SPINS; i++) {
     if (atomic_load_explicit(&c->state, memory_order_acquire) == 1) return;
     ruda__cpu_relax();
   }
