@@ -2,7 +2,7 @@
  * tile of C, staging tiles of A and B through shared memory. Checked against
  * a host multiply. */
 #include <math.h>
-#include <ruda/ruda.h>
+#include "example_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,28 +56,12 @@ static const char matmul_cuda[] =
     "  if (row < M && col < N) C[row * N + col] = acc;\n"
     "}\n";
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "error: %s\n", text ? text : "(no memory)");
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
-
 int main(void) {
-  const char *name = getenv("RUDA_DEVICE") ? getenv("RUDA_DEVICE") : "cpu";
-  ruda_device_id_t dev;
+  const char *name;
   ruda_client_t *client = NULL;
-  ruda_status_t s = ruda_device_parse(name, &dev);
-  if (!s) s = ruda_client_create(dev, &client);
-  if (s) {
-    if (ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
-      ruda_status_free(s);
-      fprintf(stderr, "skip: %s unavailable\n", name);
-      return 77;
-    }
-    return fail(s);
-  }
+  int rc = example_open(&name, &client);
+  if (rc) return rc;
+  ruda_status_t s;
   const uint64_t M = 200, N = 150, K = 77;
   float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4);
   for (uint64_t i = 0; i < M * K; i++) A[i] = (float)((i * 7) % 11) - 5.0f;
@@ -97,7 +81,7 @@ int main(void) {
       (s = ruda_client_empty(client, M * N * 4, &buf[2])) ||
       (s = ruda_client_launch(client, k, count, &args)) ||
       (s = ruda_client_read(client, &buf[2], C, M * N * 4))) {
-    return fail(s);
+    return example_fail(s);
   }
   size_t bad = 0;
   for (uint64_t r = 0; r < M; r++)

@@ -1,7 +1,7 @@
 /* A sum reduction that uses shared memory: each ruda reduces UNITS values
  * in its private shared block, then a second launch reduces the partial
  * sums. Checked against the host. */
-#include <ruda/ruda.h>
+#include "example_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,28 +32,12 @@ static const char partial_sum_cuda[] =
     "  if (threadIdx.x == 0) out[blockIdx.x] = sh[0];\n"
     "}\n";
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "error: %s\n", text ? text : "(no memory)");
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
-
 int main(void) {
-  const char *name = getenv("RUDA_DEVICE") ? getenv("RUDA_DEVICE") : "cpu";
-  ruda_device_id_t dev;
+  const char *name;
   ruda_client_t *client = NULL;
-  ruda_status_t s = ruda_device_parse(name, &dev);
-  if (!s) s = ruda_client_create(dev, &client);
-  if (s) {
-    if (ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
-      ruda_status_free(s);
-      fprintf(stderr, "skip: %s unavailable\n", name);
-      return 77;
-    }
-    return fail(s);
-  }
+  int rc = example_open(&name, &client);
+  if (rc) return rc;
+  ruda_status_t s;
   const uint64_t n = 1 << 20;
   double *in = malloc(n * sizeof *in), want = 0;
   for (uint64_t i = 0; i < n; i++) {
@@ -71,7 +55,7 @@ int main(void) {
       (s = ruda_client_create_buffer(client, in, n * sizeof *in, &data)) ||
       (s = ruda_client_empty(client, rudas * sizeof(double), &partial)) ||
       (s = ruda_client_empty(client, (rudas / UNITS) * sizeof(double), &total))) {
-    return fail(s);
+    return example_fail(s);
   }
   ruda_handle_t pass1[2] = {data, partial}, pass2[2] = {partial, total};
   ruda_kernel_args_t a1 = {.buffers = pass1, .num_buffers = 2, .info = {info1, 1, 1}};
@@ -81,7 +65,7 @@ int main(void) {
   if ((s = ruda_client_launch(client, k, ruda_count_static(rudas, 1, 1), &a1)) ||
       (s = ruda_client_launch(client, k, ruda_count_static(blocks2, 1, 1), &a2)) ||
       (s = ruda_client_read(client, &total, sums, sizeof sums))) {
-    return fail(s);
+    return example_fail(s);
   }
   double got = 0;
   for (uint32_t i = 0; i < blocks2; i++) got += sums[i];

@@ -1,6 +1,6 @@
 /* Vector add through ruda's public API: c = a + b on the CPU backend (or
  * RUDA_DEVICE=cuda:0), checked against the host. Exit 0 on success. */
-#include <ruda/ruda.h>
+#include "example_common.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,28 +22,12 @@ static const char add_cuda[] =
     "  if (i < info[0]) c[i] = a[i] + b[i];\n"
     "}\n";
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "error: %s\n", text ? text : "(no memory)");
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
-
 int main(void) {
-  const char *name = getenv("RUDA_DEVICE") ? getenv("RUDA_DEVICE") : "cpu";
-  ruda_device_id_t dev;
+  const char *name;
   ruda_client_t *client = NULL;
-  ruda_status_t s = ruda_device_parse(name, &dev);
-  if (!s) s = ruda_client_create(dev, &client);
-  if (s) {
-    if (ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
-      fprintf(stderr, "skip: %s unavailable\n", name);
-      ruda_status_free(s);
-      return 77;
-    }
-    return fail(s);
-  }
+  int rc = example_open(&name, &client);
+  if (rc) return rc;
+  ruda_status_t s;
 
   const size_t n = 1000003;
   float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
@@ -63,7 +47,7 @@ int main(void) {
       (s = ruda_client_empty(client, n * sizeof *c, &buf[2])) ||
       (s = ruda_client_launch(client, kernel, ruda_count_static((uint32_t)((n + UNITS - 1) / UNITS), 1, 1), &args)) ||
       (s = ruda_client_read(client, &buf[2], c, n * sizeof *c))) {
-    return fail(s);
+    return example_fail(s);
   }
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += c[i] != a[i] + b[i];
