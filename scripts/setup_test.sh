@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds ruda and every test, then runs them with CTest; CTest's summary
-# is the last thing printed. Exit status: 0 when every test passed.
+# line ("100% tests passed, 0 tests failed out of N") is the last line
+# printed (repeated after CTest's list of skipped tests, if any).
+# Exit status: 0 when every test passed.
 #   bash scripts/setup_test.sh [extra ctest options, e.g. -L unit]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_common.sh"
@@ -8,4 +10,14 @@ ruda_require_build_tools
 ruda_configure "$RUDA_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$RUDA_ROOT/build" -j "$(ruda_jobs)"
 cd "$RUDA_ROOT/build"
-exec ctest --output-on-failure -j "$(ruda_jobs)" "$@"
+log="$RUDA_ROOT/build/ctest-output.log"
+set +e
+ctest --output-on-failure -j "$(ruda_jobs)" "$@" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+summary="$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)"
+if [ -n "$summary" ] && [ "$(tail -n 1 "$log")" != "$summary" ]; then
+  echo
+  echo "$summary"
+fi
+exit "$status"
