@@ -428,6 +428,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
 static cuda_stream_t *stream_get(cuda_server_t *s, ruda_stream_id_t id) {
   cuda_stream_t *st = slot_for(s, id);
   if (st->init) return st;
+  if (s->dead != 0) return NULL; /* settle_poison queued the reason */
   ruda_status_t e = stream_init(s, st);
   if (e) {
     ruda__stream_errors_push(&st->errors, e);
@@ -629,8 +630,10 @@ static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   int code = atomic_load(&s->poisoned);
   if (code == 0 && s->dead == 0) return;
   if (s->dead != 0) {
+    cuda_stream_t *slot = slot_for(s, stream);
+    if (!ruda__stream_errors_empty(&slot->errors)) return;
     ruda__stream_errors_push(
-        &slot_for(s, stream)->errors,
+        &slot->errors,
         ruda_status_into_server(ruda_status_set_vendor(
             ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
                                "the CUDA device is lost after a kernel fault (%s) and could "
@@ -1108,7 +1111,9 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
         f->early = e;
         break;
       }
+      long tr = trace_begin(s, st, "copy", "read", w * h);
       r = copy_dtoh(api, st->cu, (char *)st->count_host + off, src, w, h, p);
+      trace_end(s, st, tr);
       off += (w * h + 15) & ~(uint64_t)15;
     }
     if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
