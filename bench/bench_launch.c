@@ -36,6 +36,7 @@ bool ruda_bench_open_client(ruda_bench_t *b, const char *bench, const char *case
   return false;
 }
 
+#ifdef RUDA_HAVE_OPENMP
 static void empty_kernel(const ruda_cpu_kernel_ctx_t *ctx) { (void)ctx; }
 
 typedef struct launch_ctx {
@@ -61,7 +62,6 @@ static void launch_roundtrip(void *p) {
   keep_error(c, ruda_client_sync(c->client));
 }
 
-#ifdef RUDA_HAVE_OPENMP
 static void omp_empty_region(void *p) {
   (void)p;
   /* An empty body, with a compiler barrier so the region is not elided
@@ -69,7 +69,6 @@ static void omp_empty_region(void *p) {
 #pragma omp parallel
   { __asm__ volatile("" ::: "memory"); }
 }
-#endif
 
 /* Caller cost: `reps` samples of `batch` launches each, timed without the
  * sync that drains them afterwards. Per-launch nanoseconds. */
@@ -102,6 +101,8 @@ static bool report_error(ruda_bench_t *b, const char *case_name, launch_ctx_t *c
   c->error = NULL;
   return true;
 }
+
+#endif /* RUDA_HAVE_OPENMP */
 
 void ruda_bench_launch(ruda_bench_t *b) {
   if (ruda_bench_on_cuda(b)) {

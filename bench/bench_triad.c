@@ -17,6 +17,7 @@
 #include <omp.h>
 #endif
 
+#ifdef RUDA_HAVE_OPENMP
 #define TRIAD_SCALAR 3.0f
 
 static float init_b(size_t i) { return (float)(i % 13); }
@@ -86,7 +87,6 @@ static void ruda_triad_pass(void *p) {
   keep_error(t, ruda_client_sync(t->client));
 }
 
-#ifdef RUDA_HAVE_OPENMP
 static void omp_triad_pass(void *p) {
   triad_ctx_t *t = p;
   float *restrict a = t->a;
@@ -97,7 +97,6 @@ static void omp_triad_pass(void *p) {
 #pragma omp parallel for schedule(static)
   for (long i = 0; i < n; ++i) a[i] = b[i] + s * c[i];
 }
-#endif
 
 /* Reads 16 floats at element `at` of a back and compares with the triad. */
 static bool check_sample(triad_ctx_t *t, size_t at, char *why, size_t cap) {
@@ -134,6 +133,8 @@ static bool fail_status(ruda_bench_t *b, ruda_status_t st) {
   ruda_status_free(st);
   return true;
 }
+
+#endif /* RUDA_HAVE_OPENMP */
 
 void ruda_bench_triad(ruda_bench_t *b) {
   if (ruda_bench_on_cuda(b)) {

