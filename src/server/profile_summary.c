@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ruda/log.h"
+
 #define NAME_MAX_LEN 256
 
 typedef struct summary_row {
@@ -49,36 +51,14 @@ static void terminate(char *buf, size_t cap, size_t pos) {
 
 size_t ruda__profile_name_balanced(const char *name, char *buf, size_t cap) {
   if (!name) name = "unknown";
+  /* Only the first line names the kernel (the rest is detail). */
   size_t end = strcspn(name, "\r\n");
-  size_t pos = 0;
-  bool any = false;
-  /* Tokens are separated by the generic punctuation; each keeps its last
-   * path segment; placeholders ("_") and empty tokens disappear. */
-  size_t i = 0;
-  while (i <= end) {
-    size_t start = i;
-    while (i < end && name[i] != '<' && name[i] != '>' && name[i] != ',') ++i;
-    size_t tok_end = i;
-    /* last "::" segment */
-    size_t seg = start;
-    for (size_t k = start; k + 1 < tok_end; ++k) {
-      if (name[k] == ':' && name[k + 1] == ':') seg = k + 2;
-    }
-    while (seg < tok_end && (name[seg] == ' ' || name[seg] == '\t' || name[seg] == '&' ||
-                             name[seg] == '*'))
-      ++seg;
-    while (tok_end > seg && (name[tok_end - 1] == ' ' || name[tok_end - 1] == '\t')) --tok_end;
-    size_t len = tok_end - seg;
-    if (len > 0 && !(len == 1 && name[seg] == '_')) {
-      if (any) put(buf, cap, &pos, " | ", 3);
-      put(buf, cap, &pos, name + seg, len);
-      any = true;
-    }
-    ++i; /* skip the separator (or step past the end) */
-  }
-  if (!any) put(buf, cap, &pos, name, end);
-  terminate(buf, cap, pos);
-  return pos;
+  if (name[end] == '\0') return ruda_name_balanced(name, buf, cap);
+  char first[NAME_MAX_LEN];
+  if (end >= sizeof first) end = sizeof first - 1;
+  memcpy(first, name, end);
+  first[end] = '\0';
+  return ruda_name_balanced(first, buf, cap);
 }
 
 size_t ruda__profile_duration_format(uint64_t ns, char *buf, size_t cap) {
@@ -269,6 +249,14 @@ void ruda__profile_summary_print_and_reset(void) {
     format_rows(rows, n, text, need);
     if (sink) {
       sink(text, sink_ctx);
+    } else if (ruda_log_enabled(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC)) {
+      /* One log line per row: every row gets the same prefix and the
+       * columns stay aligned. */
+      for (char *line = text; *line;) {
+        size_t line_len = strcspn(line, "\n");
+        ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC, "%.*s", (int)line_len, line);
+        line += line_len + (line[line_len] == '\n');
+      }
     } else {
       fputs(text, stdout);
       fflush(stdout);

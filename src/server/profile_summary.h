@@ -33,20 +33,21 @@ void ruda__profile_summary_record(const char *name, uint64_t duration_ns);
  * a terminator. An empty summary formats as "" (returns 0). Does not reset. */
 size_t ruda__profile_summary_format(char *buf, size_t cap);
 
-/* Prints the table to the summary's sink (stdout unless set) and clears
- * it. Prints nothing when nothing was recorded since the last reset. */
+/* Prints the table and clears it: to the sink set with
+ * ruda__profile_summary_set_sink(), else to the profiling log channel (one
+ * log line per row) when it is enabled at level basic, else to stdout.
+ * Prints nothing when nothing was recorded since the last reset. */
 void ruda__profile_summary_print_and_reset(void);
 
 /* Clears the table without printing. */
 void ruda__profile_summary_reset(void);
 
 /* Where print_and_reset writes: fn(text, ctx) receives the whole table.
- * NULL restores the default (stdout). The profiling logger installs itself
- * here. */
+ * NULL restores the default (the profiling log channel, else stdout). */
 void ruda__profile_summary_set_sink(void (*fn)(const char *text, void *ctx), void *ctx);
 
-/* The balanced short form of a type or kernel name, truncated at the first
- * newline; snprintf semantics. Exposed for tests. */
+/* ruda_name_balanced() (ruda/log.h) of the name's first line; NULL reads
+ * as "unknown". snprintf semantics. */
 size_t ruda__profile_name_balanced(const char *name, char *buf, size_t cap);
 
 /* Formats a duration the way Rust's Debug prints a Duration ("950ns",

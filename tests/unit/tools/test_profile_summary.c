@@ -19,7 +19,7 @@ TEST(balanced_names_follow_the_reference) {
            "UnaryNumeric | f32 | CubeTensor | Copy | CudaRuntime");
   balanced("vector_add", "vector_add");
   balanced("a::b::Matmul<f16>", "Matmul | f16");
-  balanced("first line\nsecond line", "first line");
+  balanced("kernel_name\nsecond line", "kernel_name");
   balanced("", "");
   balanced(NULL, "unknown");
 }
