@@ -24,23 +24,30 @@ typedef struct trace_event {
   char name[TRACE_NAME_LEN];
 } trace_event_t;
 
-typedef struct trace_batch {
-  trace_event_t *events;
-  size_t len;
-} trace_batch_t;
+#define TRACE_MAX_PENDING 16 /* full batches queued for the writer */
+#define TRACE_MAX_SPARES 2
 
-atomic_bool ruda__trace_enabled;
+ruda__trace_flag_t ruda__trace_flag;
 
-/* Events: the batch being filled, plus a spare for when it is full. */
-static pthread_mutex_t g_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Events. Threads append to the batch being filled under g_ev_lock; a full
+ * batch goes to the writer thread's queue (or, when the writer is behind
+ * or could not start, is written by the thread that filled it). */
+_Alignas(64) static pthread_mutex_t g_ev_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_ev_cond = PTHREAD_COND_INITIALIZER;
 static trace_event_t *g_events;
 static size_t g_len;
-static trace_event_t *g_spare;
+static trace_event_t *g_spares[TRACE_MAX_SPARES];
+static size_t g_num_spares;
+static trace_event_t *g_pending[TRACE_MAX_PENDING];
+static size_t g_num_pending;
+static size_t g_inline_writers; /* threads writing a batch themselves */
 static uint64_t g_dropped;
-static bool g_closed; /* shut down: drop everything from now on */
+static bool g_closed = true; /* no file: drop everything */
+static bool g_writer_running, g_writer_stop;
+static pthread_t g_writer;
 
 /* Output: the file and the tracks already named. */
-static pthread_mutex_t g_io_lock = PTHREAD_MUTEX_INITIALIZER;
+_Alignas(64) static pthread_mutex_t g_io_lock = PTHREAD_MUTEX_INITIALIZER;
 static FILE *g_file;
 static bool g_first_event = true;
 static uint64_t g_t0_ns;
@@ -66,45 +73,99 @@ static const char *device_type_name(uint16_t type_id) {
   }
 }
 
-/* ---- Formatting (under g_io_lock) ---- */
+/* ---- Formatting (under g_io_lock) ----
+ * Events are formatted by hand into a growing text buffer, written with one
+ * fwrite per batch: printf-style formatting costs several times more. */
 
-static void write_json_string(FILE *f, const char *s) {
-  fputc('"', f);
+_Alignas(64) static char *g_out;
+static size_t g_out_len, g_out_cap;
+static bool g_out_failed;
+
+static bool out_reserve(size_t n) {
+  if (g_out_len + n <= g_out_cap) return true;
+  size_t cap = g_out_cap ? g_out_cap : 1 << 16;
+  while (cap < g_out_len + n) cap *= 2;
+  char *grown = realloc(g_out, cap);
+  if (!grown) {
+    g_out_failed = true;
+    return false;
+  }
+  g_out = grown;
+  g_out_cap = cap;
+  return true;
+}
+
+static void out_mem(const char *s, size_t n) {
+  if (!out_reserve(n)) return;
+  memcpy(g_out + g_out_len, s, n);
+  g_out_len += n;
+}
+
+#define OUT_LIT(s) out_mem((s), sizeof(s) - 1)
+
+static void out_u64(uint64_t v) {
+  char tmp[24];
+  size_t n = 0;
+  do {
+    tmp[sizeof tmp - 1 - n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  out_mem(tmp + sizeof tmp - n, n);
+}
+
+/* Microseconds with nanosecond digits: "1234.005". */
+static void out_us(uint64_t ns) {
+  char frac[4] = {'.', (char)('0' + ns / 100 % 10), (char)('0' + ns / 10 % 10),
+                  (char)('0' + ns % 10)};
+  out_u64(ns / 1000);
+  out_mem(frac, 4);
+}
+
+static void out_json_string(const char *s) {
+  static const char hex[] = "0123456789abcdef";
+  OUT_LIT("\"");
+  const char *run = s;
   for (; *s; ++s) {
     unsigned char c = (unsigned char)*s;
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out_mem(run, (size_t)(s - run));
+    run = s + 1;
     switch (c) {
-      case '"': fputs("\\\"", f); break;
-      case '\\': fputs("\\\\", f); break;
-      case '\n': fputs("\\n", f); break;
-      case '\r': fputs("\\r", f); break;
-      case '\t': fputs("\\t", f); break;
-      default:
-        if (c < 0x20) {
-          fprintf(f, "\\u%04x", c);
-        } else {
-          fputc((int)c, f);
-        }
+      case '"': OUT_LIT("\\\""); break;
+      case '\\': OUT_LIT("\\\\"); break;
+      case '\n': OUT_LIT("\\n"); break;
+      case '\r': OUT_LIT("\\r"); break;
+      case '\t': OUT_LIT("\\t"); break;
+      default: {
+        char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        out_mem(u, 6);
+      }
     }
   }
-  fputc('"', f);
+  out_mem(run, (size_t)(s - run));
+  OUT_LIT("\"");
 }
 
-static void begin_event(FILE *f) {
-  fputs(g_first_event ? "\n" : ",\n", f);
+static void begin_event(void) {
+  if (g_first_event) {
+    OUT_LIT("\n");
+  } else {
+    OUT_LIT(",\n");
+  }
   g_first_event = false;
-}
-
-/* Microseconds since the trace started, with nanosecond digits. */
-static void write_us(FILE *f, uint64_t ns) {
-  fprintf(f, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
 }
 
 static uint64_t rel_ns(uint64_t ts) { return ts > g_t0_ns ? ts - g_t0_ns : 0; }
 
 /* Names the device's process and the stream's thread the first time they
  * appear. A full table just stops naming (the events still show). */
-static void name_track(FILE *f, const trace_event_t *e, uint32_t pid) {
-  bool have_process = false, have_thread = e->kind != EV_SLICE;
+static void name_track(const trace_event_t *e, uint32_t pid) {
+  static uint32_t last_pid = UINT32_MAX;
+  static uint64_t last_tid = UINT64_MAX;
+  bool is_slice = e->kind == EV_SLICE;
+  if (g_num_named == 0) last_pid = UINT32_MAX; /* a new file */
+  if (pid == last_pid && (!is_slice || e->stream == last_tid)) return;
+  bool have_process = false, have_thread = !is_slice;
   for (size_t i = 0; i < g_num_named; ++i) {
     if (g_named[i].pid != pid) continue;
     if (!g_named[i].thread) have_process = true;
@@ -115,61 +176,88 @@ static void name_track(FILE *f, const trace_event_t *e, uint32_t pid) {
     g_named[g_num_named].tid = 0;
     g_named[g_num_named].thread = false;
     ++g_num_named;
-    begin_event(f);
-    fprintf(f,
-            "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%" PRIu32
-            ",\"tid\":0,\"args\":{\"name\":\"%s:%u\"}}",
-            pid, device_type_name(e->type_id), (unsigned)e->index_id);
-    begin_event(f);
-    fprintf(f,
-            "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRIu32
-            ",\"tid\":0,\"args\":{\"sort_index\":%" PRIu32 "}}",
-            pid, pid);
+    char name[32];
+    snprintf(name, sizeof name, "%s:%u", device_type_name(e->type_id), (unsigned)e->index_id);
+    begin_event();
+    OUT_LIT("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
+    out_u64(pid);
+    OUT_LIT(",\"tid\":0,\"args\":{\"name\":");
+    out_json_string(name);
+    OUT_LIT("}}");
+    begin_event();
+    OUT_LIT("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":");
+    out_u64(pid);
+    OUT_LIT(",\"tid\":0,\"args\":{\"sort_index\":");
+    out_u64(pid);
+    OUT_LIT("}}");
   }
   if (!have_thread && g_num_named < TRACE_MAX_TRACKS) {
     g_named[g_num_named].pid = pid;
     g_named[g_num_named].tid = e->stream;
     g_named[g_num_named].thread = true;
     ++g_num_named;
-    begin_event(f);
-    fprintf(f,
-            "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64
-            ",\"args\":{\"name\":\"stream %" PRIu64 "\"}}",
-            pid, e->stream, e->stream);
+    begin_event();
+    OUT_LIT("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":");
+    out_u64(pid);
+    OUT_LIT(",\"tid\":");
+    out_u64(e->stream);
+    OUT_LIT(",\"args\":{\"name\":\"stream ");
+    out_u64(e->stream);
+    OUT_LIT("\"}}");
+  }
+  if (is_slice && (have_thread || g_num_named < TRACE_MAX_TRACKS)) {
+    last_pid = pid;
+    last_tid = e->stream;
   }
 }
 
-static void write_event(FILE *f, const trace_event_t *e) {
+static void write_event(const trace_event_t *e) {
   ruda_device_id_t dev = {e->type_id, e->index_id};
   uint32_t pid = ruda__trace_pid(dev);
-  name_track(f, e, pid);
-  begin_event(f);
+  name_track(e, pid);
+  begin_event();
   if (e->kind == EV_SLICE) {
     uint64_t start = rel_ns(e->start_ns);
     uint64_t end = rel_ns(e->end_ns);
-    fputs("{\"ph\":\"X\",\"cat\":", f);
-    write_json_string(f, e->cat);
-    fputs(",\"name\":", f);
-    write_json_string(f, e->name);
-    fprintf(f, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu64 ",\"ts\":", pid, e->stream);
-    write_us(f, start);
-    fputs(",\"dur\":", f);
-    write_us(f, end > start ? end - start : 0);
-    if (e->value > 0) fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}", e->value);
-    fputc('}', f);
+    OUT_LIT("{\"ph\":\"X\",\"cat\":");
+    out_json_string(e->cat);
+    OUT_LIT(",\"name\":");
+    out_json_string(e->name);
+    OUT_LIT(",\"pid\":");
+    out_u64(pid);
+    OUT_LIT(",\"tid\":");
+    out_u64(e->stream);
+    OUT_LIT(",\"ts\":");
+    out_us(start);
+    OUT_LIT(",\"dur\":");
+    out_us(end > start ? end - start : 0);
+    if (e->value > 0) {
+      OUT_LIT(",\"args\":{\"bytes\":");
+      out_u64(e->value);
+      OUT_LIT("}");
+    }
+    OUT_LIT("}");
   } else {
-    fputs("{\"ph\":\"C\",\"name\":", f);
-    write_json_string(f, e->name);
-    fprintf(f, ",\"pid\":%" PRIu32 ",\"tid\":0,\"ts\":", pid);
-    write_us(f, rel_ns(e->start_ns));
-    fprintf(f, ",\"args\":{\"bytes\":%" PRIu64 "}}", e->value);
+    OUT_LIT("{\"ph\":\"C\",\"name\":");
+    out_json_string(e->name);
+    OUT_LIT(",\"pid\":");
+    out_u64(pid);
+    OUT_LIT(",\"tid\":0,\"ts\":");
+    out_us(rel_ns(e->start_ns));
+    OUT_LIT(",\"args\":{\"bytes\":");
+    out_u64(e->value);
+    OUT_LIT("}}");
   }
 }
 
 static void write_batch(const trace_event_t *events, size_t len) {
   pthread_mutex_lock(&g_io_lock);
   if (g_file) {
-    for (size_t i = 0; i < len; ++i) write_event(g_file, &events[i]);
+    g_out_len = 0;
+    for (size_t i = 0; i < len; ++i) write_event(&events[i]);
+    if (!g_out_failed) fwrite(g_out, 1, g_out_len, g_file);
+    g_out_failed = false;
+    g_out_len = 0;
     fflush(g_file);
   }
   pthread_mutex_unlock(&g_io_lock);
@@ -185,73 +273,95 @@ static void copy_text(char *dst, size_t cap, const char *src) {
   dst[n] = '\0';
 }
 
-static void push(const trace_event_t *e) {
-  trace_event_t *full = NULL;
-  size_t full_len = 0;
+/* Keeps a written batch for reuse, or frees it. Under g_ev_lock. */
+static void recycle_locked(trace_event_t *batch) {
+  if (!g_closed && g_num_spares < TRACE_MAX_SPARES) {
+    g_spares[g_num_spares++] = batch;
+  } else {
+    free(batch);
+  }
+}
+
+/* Appends one event, filled in place in the batch (one copy of the
+ * names, under the short event lock). */
+static void push(uint8_t kind, ruda_device_id_t dev, uint64_t stream, const char *cat,
+                 const char *name, uint64_t start_ns, uint64_t end_ns, uint64_t value) {
+  trace_event_t *inline_batch = NULL;
 
   pthread_mutex_lock(&g_ev_lock);
   if (g_closed) goto out_unlock;
   if (!g_events) {
-    g_events = malloc(TRACE_BATCH * sizeof *g_events);
+    g_events = g_num_spares ? g_spares[--g_num_spares]
+                            : malloc(TRACE_BATCH * sizeof *g_events);
     if (!g_events) {
       ++g_dropped;
       goto out_unlock;
     }
   }
-  g_events[g_len++] = *e;
+  trace_event_t *e = &g_events[g_len++];
+  e->kind = kind;
+  e->type_id = dev.type_id;
+  e->index_id = dev.index_id;
+  e->stream = stream;
+  e->start_ns = start_ns;
+  e->end_ns = end_ns;
+  e->value = value;
+  copy_text(e->cat, sizeof e->cat, cat);
+  copy_text(e->name, sizeof e->name, name);
   if (g_len == TRACE_BATCH) {
-    full = g_events;
-    full_len = g_len;
-    g_events = g_spare; /* NULL: allocated on the next event */
-    g_spare = NULL;
+    if (g_writer_running && g_num_pending < TRACE_MAX_PENDING) {
+      g_pending[g_num_pending++] = g_events;
+      pthread_cond_broadcast(&g_ev_cond);
+    } else {
+      inline_batch = g_events;
+      ++g_inline_writers;
+    }
+    g_events = NULL;
     g_len = 0;
   }
 out_unlock:
   pthread_mutex_unlock(&g_ev_lock);
 
-  if (full) {
-    write_batch(full, full_len);
+  if (inline_batch) {
+    write_batch(inline_batch, TRACE_BATCH);
     pthread_mutex_lock(&g_ev_lock);
-    if (!g_spare && !g_closed) {
-      g_spare = full;
-      full = NULL;
-    }
+    recycle_locked(inline_batch);
+    --g_inline_writers;
+    pthread_cond_broadcast(&g_ev_cond);
     pthread_mutex_unlock(&g_ev_lock);
-    free(full);
   }
+}
+
+/* The writer: formats and writes full batches in the order they filled. */
+static void *writer_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&g_ev_lock);
+  for (;;) {
+    while (g_num_pending == 0 && !g_writer_stop) pthread_cond_wait(&g_ev_cond, &g_ev_lock);
+    if (g_num_pending == 0) break;
+    trace_event_t *batch = g_pending[0];
+    memmove(g_pending, g_pending + 1, (g_num_pending - 1) * sizeof *g_pending);
+    --g_num_pending;
+    pthread_mutex_unlock(&g_ev_lock);
+    write_batch(batch, TRACE_BATCH);
+    pthread_mutex_lock(&g_ev_lock);
+    recycle_locked(batch);
+  }
+  pthread_mutex_unlock(&g_ev_lock);
+  return NULL;
 }
 
 void ruda__trace_slice(ruda_device_id_t dev, uint64_t stream, const char *category,
                        const char *name, uint64_t start_ns, uint64_t end_ns,
                        uint64_t bytes) {
   if (!ruda__trace_on()) return;
-  trace_event_t e;
-  e.kind = EV_SLICE;
-  e.type_id = dev.type_id;
-  e.index_id = dev.index_id;
-  e.stream = stream;
-  e.start_ns = start_ns;
-  e.end_ns = end_ns;
-  e.value = bytes;
-  copy_text(e.cat, sizeof e.cat, category);
-  copy_text(e.name, sizeof e.name, name ? name : "unnamed");
-  push(&e);
+  push(EV_SLICE, dev, stream, category, name ? name : "unnamed", start_ns, end_ns, bytes);
 }
 
 void ruda__trace_counter(ruda_device_id_t dev, const char *name, uint64_t ts_ns,
                          uint64_t value) {
   if (!ruda__trace_on()) return;
-  trace_event_t e;
-  e.kind = EV_COUNTER;
-  e.type_id = dev.type_id;
-  e.index_id = dev.index_id;
-  e.stream = 0;
-  e.start_ns = ts_ns;
-  e.end_ns = ts_ns;
-  e.value = value;
-  e.cat[0] = '\0';
-  copy_text(e.name, sizeof e.name, name ? name : "counter");
-  push(&e);
+  push(EV_COUNTER, dev, 0, "", name ? name : "counter", ts_ns, ts_ns, value);
 }
 
 /* ---- Lifetime ---- */
@@ -269,40 +379,51 @@ bool ruda__trace_start(const char *path) {
     fprintf(stderr, "ruda: cannot open the trace file '%s'; tracing stays off\n", path);
     return false;
   }
-  /* A large stdio buffer: batches are written with few system calls. */
-  setvbuf(f, NULL, _IOFBF, 1 << 20);
   fputs("{\"traceEvents\":[", f);
   g_file = f;
   g_first_event = true;
   g_num_named = 0;
   g_t0_ns = trace_clock_ns();
+
   pthread_mutex_lock(&g_ev_lock);
   g_closed = false;
   g_len = 0;
   g_dropped = 0;
+  g_writer_stop = false;
+  /* Without a writer thread, full batches are written inline. */
+  g_writer_running = pthread_create(&g_writer, NULL, writer_main, NULL) == 0;
   pthread_mutex_unlock(&g_ev_lock);
-  atomic_store_explicit(&ruda__trace_enabled, true, memory_order_release);
+
+  atomic_store_explicit(&ruda__trace_flag.on, true, memory_order_release);
   pthread_mutex_unlock(&g_io_lock);
   return true;
 }
 
 void ruda__trace_shutdown(void) {
-  atomic_store_explicit(&ruda__trace_enabled, false, memory_order_relaxed);
+  atomic_store_explicit(&ruda__trace_flag.on, false, memory_order_relaxed);
 
   pthread_mutex_lock(&g_ev_lock);
+  g_closed = true;
   trace_event_t *rest = g_events;
   size_t rest_len = g_len;
-  uint64_t dropped = g_dropped;
   g_events = NULL;
   g_len = 0;
-  g_closed = true;
-  trace_event_t *spare = g_spare;
-  g_spare = NULL;
+  bool join = g_writer_running;
+  g_writer_running = false;
+  g_writer_stop = true;
+  pthread_cond_broadcast(&g_ev_cond);
+  /* Batches being written by the threads that filled them land first. */
+  while (g_inline_writers) pthread_cond_wait(&g_ev_cond, &g_ev_lock);
+  uint64_t dropped = g_dropped;
   pthread_mutex_unlock(&g_ev_lock);
 
+  if (join) pthread_join(g_writer, NULL); /* it drains the queue first */
   if (rest) write_batch(rest, rest_len);
   free(rest);
-  free(spare);
+
+  pthread_mutex_lock(&g_ev_lock);
+  while (g_num_spares) free(g_spares[--g_num_spares]);
+  pthread_mutex_unlock(&g_ev_lock);
 
   pthread_mutex_lock(&g_io_lock);
   if (g_file) {
@@ -313,6 +434,9 @@ void ruda__trace_shutdown(void) {
     fclose(g_file);
     g_file = NULL;
   }
+  free(g_out);
+  g_out = NULL;
+  g_out_len = g_out_cap = 0;
   pthread_mutex_unlock(&g_io_lock);
 }
 
