@@ -131,8 +131,11 @@ ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *sha
 ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
                                         const ruda_memory_layout_descriptor_t *descs,
                                         size_t count, ruda_memory_layout_t *out);
-/* A buffer holding a copy of `data[0..size)`. Non-blocking: `data` is copied
- * before the call returns. */
+/* A buffer holding a copy of `data[0..size)`. `data` is copied before the
+ * call returns: below 1 MiB into a host buffer (the call does not wait for
+ * the device); from 1 MiB up the device's worker copies it straight from
+ * `data` (into device memory or pinned staging) while the call waits for
+ * that copy, but not for the rest of the stream. */
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data,
                                         uint64_t size, ruda_handle_t *out);
 /* Same, taking ownership of `bytes` (no copy on the caller's thread; pinned
@@ -145,7 +148,7 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
                                         const ruda_shape_t *shape, size_t elem_size,
                                         ruda_memory_layout_t *out);
 /* Copies `size` bytes of `data` into the handle's view (contiguous).
- * Non-blocking; `data` is copied before the call returns.
+ * `data` is copied before the call returns, as for ruda_client_create_buffer.
  * RUDA_ERR_INVALID_ARGUMENT when size exceeds the view. */
 ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h,
                                 const void *data, uint64_t size);

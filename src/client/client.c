@@ -670,13 +670,48 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
   return NULL;
 }
 
+/* Large host inputs are not copied on the caller's thread: the caller's
+ * buffer travels as borrowed bytes, the server copies straight from it (into
+ * device memory or pinned staging) and its release wakes the caller, who
+ * waits for it before returning. "Copied before the call returns" holds
+ * either way; small inputs keep the cheaper non-blocking copy. */
+enum { BORROW_THRESHOLD = 1 << 20 };
+
+typedef struct borrow {
+  ruda__completion_t done;
+} borrow_t;
+
+static void borrow_release(ruda_bytes_t *b) {
+  ruda__completion_signal(&((borrow_t *)b->owner)->done); /* last access */
+}
+
+/* Fills *out with the caller's data: borrowed when large (wait on `br`
+ * after handing *out on), copied otherwise. */
+static ruda_status_t input_bytes(const void *data, uint64_t size, borrow_t *br,
+                                 ruda_bytes_t *out, bool *borrowed) {
+  *borrowed = size >= BORROW_THRESHOLD;
+  if (!*borrowed) return ruda_bytes_from_copy(data, size, out);
+  ruda__completion_init(&br->done);
+  memset(out, 0, sizeof *out);
+  out->data = (void *)(uintptr_t)data; /* only read by the server */
+  out->size = size;
+  out->property = RUDA_BYTES_NATIVE;
+  out->release = borrow_release;
+  out->owner = br;
+  return NULL;
+}
+
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint64_t size,
                                         ruda_handle_t *out) {
   if (!c || !out || (size && !data)) return invalid("ruda_client_create_buffer: NULL argument");
   ruda_bytes_t b;
-  ruda_status_t s = ruda_bytes_from_copy(data, size, &b);
+  borrow_t br;
+  bool borrowed;
+  ruda_status_t s = input_bytes(data, size, &br, &b, &borrowed);
   if (s) return s;
-  return ruda_client_create_buffer_from_bytes(c, &b, out);
+  s = ruda_client_create_buffer_from_bytes(c, &b, out);
+  if (borrowed) ruda__completion_wait(&br.done);
+  return s;
 }
 
 ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
@@ -685,16 +720,16 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
   if (!c || !shape || !out) return invalid("ruda_client_create_tensor: NULL argument");
   uint64_t bytes_len = ruda_shape_num_elems(shape) * elem_size;
   if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
-  ruda_bytes_t b;
-  ruda_status_t s = ruda_bytes_from_copy(data, bytes_len, &b);
-  if (s) return s;
-  if (!bytes_len) b.size = 0;
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
-  if (!bytes_len) {
-    ruda_bytes_release(&b);
-    return alloc_tensors(c, &d, 1, NULL, out);
-  }
-  return alloc_tensors(c, &d, 1, &b, out);
+  if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
+  ruda_bytes_t b;
+  borrow_t br;
+  bool borrowed;
+  ruda_status_t s = input_bytes(data, bytes_len, &br, &b, &borrowed);
+  if (s) return s;
+  s = alloc_tensors(c, &d, 1, &b, out);
+  if (borrowed) ruda__completion_wait(&br.done);
+  return s;
 }
 
 /* ---- Writes ---- */
@@ -717,7 +752,9 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   size_t elem_size, const void *data, uint64_t size) {
   write_op_t *w = calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda_status_t s = ruda_bytes_from_copy(data, size, &w->bytes);
+  borrow_t br;
+  bool borrowed;
+  ruda_status_t s = input_bytes(data, size, &br, &w->bytes, &borrowed);
   if (s) {
     free(w);
     return s;
@@ -729,6 +766,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
   w->desc.strides = *strides;
   w->desc.elem_size = elem_size;
   ruda__device_submit(c->dev, &w->base);
+  if (borrowed) ruda__completion_wait(&br.done);
   return NULL;
 }
 
