@@ -44,7 +44,9 @@ struct ruda__thread_pool {
 static void *helper_main(void *arg) {
   helper_t *h = arg;
   ruda__thread_pool_t *p = h->pool;
-  unsigned seen = atomic_load(&p->generation);
+  /* 0, not a load: the pool is calloc()ed and a job or a destroy may bump
+   * the generation before this thread first runs. */
+  unsigned seen = 0;
   for (;;) {
     unsigned g = atomic_load_explicit(&p->generation, memory_order_acquire);
     for (uint32_t i = 0; g == seen && i < p->spin; i++) {
