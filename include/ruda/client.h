@@ -261,9 +261,11 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
 /* ---- Process lifetime ---- */
 
 /* Waits for every device's queued work, destroys every server and joins
- * every worker. Clients still alive become unusable (their calls return
- * RUDA_ERR_UNAVAILABLE). Optional: an atexit hook does the same. Not to be
- * called concurrently with other ruda calls. */
+ * every worker. Afterwards blocking calls of clients still alive return
+ * RUDA_ERR_UNAVAILABLE, non-blocking ones are dropped, new clients cannot
+ * be created, and handles, kernels and clients can still be released.
+ * Calling it twice is harmless; an atexit hook calls it. Not to be called
+ * concurrently with other ruda calls. */
 void ruda_shutdown(void);
 
 #ifdef __cplusplus

@@ -31,7 +31,6 @@ static ruda_status_t invalid(const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s", what);
 }
 
-static ruda__server_t *server_of(const ruda_client_t *c) { return c->dev->server; }
 
 /* ------------------------------------------------------------------------ */
 /* Devices and clients                                                      */
@@ -85,7 +84,7 @@ ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties
   ruda__device_t *d;
   ruda_status_t s = ruda__device_get(id, &d);
   if (s) return s;
-  *out = d->server->utilities.properties;
+  *out = d->properties;
   return NULL;
 }
 
@@ -132,17 +131,17 @@ ruda_stream_id_t ruda_client_stream(const ruda_client_t *c) {
 }
 
 const ruda_device_properties_t *ruda_client_properties(const ruda_client_t *c) {
-  return &server_of(c)->utilities.properties;
+  return &c->dev->properties;
 }
 
 uint64_t ruda_client_properties_checksum(const ruda_client_t *c) {
-  return server_of(c)->utilities.properties_hash;
+  return c->dev->properties_hash;
 }
 
-const char *ruda_client_info(const ruda_client_t *c) { return server_of(c)->utilities.info; }
+const char *ruda_client_info(const ruda_client_t *c) { return c->dev->info; }
 
 ruda_bounds_check_mode_t ruda_client_check_mode(const ruda_client_t *c) {
-  return server_of(c)->utilities.check_mode;
+  return c->dev->check_mode;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -263,10 +262,20 @@ typedef struct call_op {
   ruda_profile_duration_t duration;
 } call_op_t;
 
+static ruda_status_t shut_down(const ruda__device_t *d) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)",
+                            d->backend->name, d->id.index_id);
+}
+
 static void run_call(ruda__device_t *d, ruda__op_t *op) {
   call_op_t *c = (call_op_t *)op;
   ruda__server_t *s = d->server;
   ruda_stream_id_t st = op->stream;
+  if (!s) {
+    c->status = shut_down(d);
+    ruda__completion_signal(&c->done);
+    return;
+  }
   switch (c->kind) {
     case CALL_FLUSH: c->status = s->vt->flush(s, st); break;
     case CALL_SYNC: c->status = s->vt->sync(s, st, &c->future); break;
@@ -551,8 +560,12 @@ typedef struct alloc_op {
 static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
-  s->vt->initialize_memory(s, a->memory.memory, a->size, op->stream);
-  if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
+  if (s) {
+    s->vt->initialize_memory(s, a->memory.memory, a->size, op->stream);
+    if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
+  } else {
+    for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
+  }
   for (size_t i = 0; i < a->num_writes; i++) ruda_binding_release(&a->descs[i].binding);
   ruda_binding_release(&a->memory);
   free(a);
@@ -597,7 +610,7 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
   size_t num_writes = 0;
   for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
   ruda_handle_t base;
-  ruda_status_t s = ruda__layout_apply(&server_of(c)->utilities.layout_policy,
+  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy,
                                        ruda_client_stream(c), descs, count, &base, out);
   if (s) goto fail_bytes;
   alloc_op_t *a = alloc_op_new(c, num_writes);
@@ -742,7 +755,8 @@ typedef struct write_op {
 
 static void run_write(ruda__device_t *d, ruda__op_t *op) {
   write_op_t *w = (write_op_t *)op;
-  d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
+  if (d->server) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
+  else ruda_bytes_release(&w->bytes);
   ruda_binding_release(&w->desc.binding);
   free(w);
 }
@@ -808,7 +822,9 @@ typedef struct mode_op {
 
 static void run_mode(ruda__device_t *d, ruda__op_t *op) {
   mode_op_t *m = (mode_op_t *)op;
-  if (m->cleanup) {
+  if (!d->server) {
+    /* nothing to clean or switch: the device is gone */
+  } else if (m->cleanup) {
     d->server->vt->memory_cleanup(d->server, op->stream);
   } else {
     d->server->vt->allocation_mode(d->server, m->mode, op->stream);
@@ -874,7 +890,7 @@ typedef struct launch_op {
 
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
-  d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  if (d->server) d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
   for (size_t i = 0; i < l->args.num_buffers; i++) ruda_binding_release(&l->buffers[i]);
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);

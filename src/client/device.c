@@ -32,7 +32,15 @@ static void *worker_main(void *arg) {
   ruda__device_t *d = arg;
   tls_worker = d;
   d->init_error = d->backend->create_server(d->id.index_id, &d->server);
-  if (d->server) d->server->device = d->id;
+  if (d->server) {
+    const ruda__server_utilities_t *u = &d->server->utilities;
+    d->server->device = d->id;
+    d->properties = u->properties;
+    d->properties_hash = u->properties_hash;
+    memcpy(d->info, u->info, sizeof d->info);
+    d->layout_policy = u->layout_policy;
+    d->check_mode = u->check_mode;
+  }
   ruda__completion_signal(&d->ready);
   if (d->init_error) return NULL;
 
@@ -67,7 +75,7 @@ static void *worker_main(void *arg) {
 }
 
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
-  if (tls_worker == d) {
+  if (tls_worker == d || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     op->run(d, op);
     return;
   }
@@ -89,7 +97,11 @@ static void run_stop(ruda__device_t *d, ruda__op_t *op) {
   ruda__completion_signal(&((stop_op_t *)op)->done);
 }
 
-static void device_destroy(ruda__device_t *d) {
+/* Stops the worker and destroys the server. The device struct stays in the
+ * registry, marked dead, so clients that outlive the shutdown get
+ * RUDA_ERR_UNAVAILABLE instead of touching freed memory. */
+static void device_stop(ruda__device_t *d) {
+  if (atomic_load(&d->dead)) return;
   if (!d->init_error) {
     stop_op_t op = {.base = {.run = run_stop}};
     ruda__completion_init(&op.done);
@@ -97,18 +109,14 @@ static void device_destroy(ruda__device_t *d) {
     ruda__completion_wait(&op.done);
   }
   pthread_join(d->thread, NULL);
-  ruda_status_free(d->init_error);
-  free(d);
+  atomic_store_explicit(&d->dead, true, memory_order_release);
 }
 
 void ruda_shutdown(void) {
   pthread_mutex_lock(&registry_lock);
   for (size_t t = 0; t < 3; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
-      if (registry[t][i]) {
-        device_destroy(registry[t][i]);
-        registry[t][i] = NULL;
-      }
+      if (registry[t][i]) device_stop(registry[t][i]);
     }
   }
   pthread_mutex_unlock(&registry_lock);
@@ -168,6 +176,10 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
   }
   pthread_mutex_unlock(&registry_lock);
   if (d->init_error) return ruda_status_clone(d->init_error);
+  if (atomic_load_explicit(&d->dead, memory_order_acquire)) {
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)",
+                              d->backend->name, d->id.index_id);
+  }
   *out = d;
   return NULL;
 }

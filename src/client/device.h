@@ -41,6 +41,14 @@ struct ruda__device {
   ruda_status_t init_error;
   ruda__completion_t ready;
   int profile_level;      /* ruda_log_level_t of [profiling], read at creation */
+  atomic_bool dead;       /* after ruda_shutdown(): ops are cancelled */
+  /* Copied from the server's utilities at creation: clients read them
+   * without a round trip, and they outlive the server. */
+  ruda_device_properties_t properties;
+  uint64_t properties_hash;
+  char info[256];
+  ruda__layout_policy_t layout_policy;
+  ruda_bounds_check_mode_t check_mode;
 };
 
 /* The device, creating its server on first use. The device lives until
@@ -48,7 +56,10 @@ struct ruda__device {
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out);
 /* The backend for a type id, or NULL. */
 const ruda__backend_t *ruda__backend_for(uint16_t type_id);
-/* Queues `op` (or runs it inline when called on the worker thread). */
+/* Queues `op` (or runs it inline when called on the worker thread). After
+ * ruda_shutdown() the op runs at once on the caller's thread with
+ * d->server == NULL: every op's run function must then release what it
+ * holds and report RUDA_ERR_UNAVAILABLE instead of calling the server. */
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op);
 bool ruda__device_on_worker(const ruda__device_t *d);
 
