@@ -31,7 +31,6 @@ static ruda_status_t invalid(const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s", what);
 }
 
-
 /* ------------------------------------------------------------------------ */
 /* Devices and clients                                                      */
 /* ------------------------------------------------------------------------ */
@@ -88,31 +87,32 @@ ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties
   return NULL;
 }
 
+static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_stream_id_t stream,
+                                ruda_client_t **out) {
+  ruda_client_t *c = calloc(1, sizeof *c);
+  if (!c) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
+  atomic_init(&c->refs, 1);
+  c->dev = d;
+  c->fixed_stream = fixed_stream;
+  c->stream = stream;
+  *out = c;
+  return NULL;
+}
+
 ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out) {
   if (!out) return invalid("ruda_client_create: NULL out");
   *out = NULL;
   ruda__device_t *d;
   ruda_status_t s = ruda__device_get(device, &d);
   if (s) return s;
-  ruda_client_t *c = calloc(1, sizeof *c);
-  if (!c) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
-  atomic_init(&c->refs, 1);
-  c->dev = d;
-  *out = c;
-  return NULL;
+  return client_new(d, false, (ruda_stream_id_t){0}, out);
 }
 
 ruda_status_t ruda_client_on_stream(ruda_client_t *c, ruda_stream_id_t stream,
                                     ruda_client_t **out) {
   if (!c || !out) return invalid("ruda_client_on_stream: NULL argument");
-  ruda_client_t *n = calloc(1, sizeof *n);
-  if (!n) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
-  atomic_init(&n->refs, 1);
-  n->dev = c->dev;
-  n->fixed_stream = true;
-  n->stream = stream;
-  *out = n;
-  return NULL;
+  *out = NULL;
+  return client_new(c->dev, true, stream, out);
 }
 
 ruda_client_t *ruda_client_retain(ruda_client_t *c) {
