@@ -8,6 +8,7 @@
 
 #include "base/alloc.h"
 #include "base/backtrace.h"
+#include "base/json.h"
 #include "base/status_internal.h"
 #include "base/status_kinds.h"
 
@@ -553,7 +554,10 @@ typedef struct {
   bool failed;
 } sb_t;
 
-static void sb_put(sb_t *b, const char *s, size_t n) {
+/* Makes room for `n` more bytes plus the terminator (growing builders
+ * only) and returns the bytes writable at the end, terminator included: 0
+ * when nothing more fits or the builder failed. */
+static size_t sb_room(sb_t *b, size_t n) {
   if (b->grow && !b->failed && b->len + n + 1 > b->cap) {
     size_t cap = b->cap ? b->cap : 128;
     while (cap < b->len + n + 1) cap *= 2;
@@ -565,10 +569,12 @@ static void sb_put(sb_t *b, const char *s, size_t n) {
       b->cap = cap;
     }
   }
-  if (!b->failed && b->cap > b->len + 1) {
-    size_t room = b->cap - b->len - 1;
-    memcpy(b->buf + b->len, s, n < room ? n : room);
-  }
+  return !b->failed && b->cap > b->len ? b->cap - b->len : 0;
+}
+
+static void sb_put(sb_t *b, const char *s, size_t n) {
+  size_t room = sb_room(b, n);
+  if (room > 1) memcpy(b->buf + b->len, s, n < room - 1 ? n : room - 1);
   b->len += n;
 }
 
@@ -715,30 +721,10 @@ char *ruda_status_to_string(ruda_status_t s) {
 }
 
 static void json_str(sb_t *b, const char *s) {
-  static const char hex[] = "0123456789abcdef";
-  sb_str(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-    const char *esc = NULL;
-    switch (*p) {
-      case '"': esc = "\\\""; break;
-      case '\\': esc = "\\\\"; break;
-      case '\n': esc = "\\n"; break;
-      case '\r': esc = "\\r"; break;
-      case '\t': esc = "\\t"; break;
-      case '\b': esc = "\\b"; break;
-      case '\f': esc = "\\f"; break;
-      default: break;
-    }
-    if (esc) {
-      sb_str(b, esc);
-    } else if (*p < 0x20) {
-      char u[7] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15], 0};
-      sb_str(b, u);
-    } else {
-      sb_put(b, (const char *)p, 1);
-    }
-  }
-  sb_str(b, "\"");
+  size_t n = ruda__json_escape(s, NULL, 0);
+  size_t room = sb_room(b, n);
+  if (room) ruda__json_escape(s, b->buf + b->len, room);
+  b->len += n;
 }
 
 static void json(sb_t *b, ruda_status_t s) {
