@@ -199,6 +199,31 @@ ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) {
 /* Text of `s` without its backtrace, in a ruda__malloc()ed string. */
 static char *text_of(ruda_status_t s);
 
+/* An error of `kind` that restates `s` (owned) when no variant of `kind`
+ * can hold it: the text of `s` becomes the reason, and the backtrace and
+ * vendor details of `s` move over (taken off `s` before its text is made,
+ * so they are neither printed twice nor lost). Never NULL. */
+static ruda_status_t restate(ruda_error_kind_t kind, ruda_status_t s) {
+  ruda_status_t out = ruda__calloc(1, sizeof *out);
+  if (out) {
+    out->kind = kind;
+    if (!s->is_static) {
+      out->backtrace = s->backtrace;
+      out->vendor_call = s->vendor_call;
+      out->vendor_code_name = s->vendor_code_name;
+      out->vendor_code = s->vendor_code;
+      s->backtrace = s->vendor_call = s->vendor_code_name = NULL;
+    }
+    out->reason = text_of(s);
+  }
+  ruda_status_free(s);
+  if (!out || !out->reason) {
+    ruda_status_free(out);
+    return ruda__status_static(kind);
+  }
+  return out;
+}
+
 /* Makes `s` (owned) an error of `family`, inserting the variant that holds
  * it in that family. Never NULL for a non-NULL `s`. */
 static ruda_status_t coerce(ruda_error_family_t family, ruda_status_t s) {
@@ -230,24 +255,11 @@ static ruda_status_t coerce(ruda_error_family_t family, ruda_status_t s) {
     default:
       break;
   }
-  /* No variant holds it: keep its text as the reason of the family's
-   * catch-all. */
-  ruda_error_kind_t leaf = family == RUDA_FAMILY_LAUNCH
-                               ? RUDA_ERR_LAUNCH_UNKNOWN
-                               : family == RUDA_FAMILY_COMPILATION
-                                     ? RUDA_ERR_COMPILATION_GENERIC
-                                     : RUDA_ERR_SERVER_GENERIC;
-  char *text = text_of(s);
-  ruda_status_t out = status_new(leaf);
-  if (!out || !text) {
-    ruda__free(text);
-    ruda_status_free(out);
-    ruda_status_free(s);
-    return ruda__status_static(leaf);
-  }
-  out->reason = text;
-  ruda_status_free(s);
-  return out;
+  /* No variant holds it: the family's catch-all restates it. */
+  return restate(family == RUDA_FAMILY_LAUNCH        ? RUDA_ERR_LAUNCH_UNKNOWN
+                 : family == RUDA_FAMILY_COMPILATION ? RUDA_ERR_COMPILATION_GENERIC
+                                                     : RUDA_ERR_SERVER_GENERIC,
+                 s);
 }
 
 /* The family a wrapping kind's cause must belong to. */
@@ -278,17 +290,9 @@ ruda_status_t ruda_status_wrap(ruda_error_kind_t kind, ruda_status_t cause) {
   ruda_error_family_t want = cause_family(kind);
   if (want == RUDA_FAMILY_NONE) {
     /* Not a wrapping kind: the cause's text becomes the reason. */
-    char *text = cause ? text_of(cause) : NULL;
+    if (cause) return restate(kind, cause);
     ruda_status_t s = status_new(kind);
-    if (!s || (cause && !text)) {
-      ruda__free(text);
-      ruda_status_free(s);
-      ruda_status_free(cause);
-      return ruda__status_static(kind);
-    }
-    s->reason = text;
-    ruda_status_free(cause);
-    return s;
+    return s ? s : ruda__status_static(kind);
   }
   if (cause && ruda_status_family(cause) != want) {
     if (want == RUDA_FAMILY_RESOURCE) {
@@ -329,27 +333,8 @@ ruda_status_t ruda_status_into_server(ruda_status_t s) {
     default:
       break;
   }
-  /* ruda's own kinds: Generic with the same text; the backtrace and vendor
-   * details move over. */
-  char *text = text_of(s);
-  ruda_status_t g = text ? ruda__calloc(1, sizeof *g) : NULL;
-  if (!g) {
-    ruda__free(text);
-    ruda_status_free(s);
-    return ruda__status_static(RUDA_ERR_SERVER_GENERIC);
-  }
-  g->kind = RUDA_ERR_SERVER_GENERIC;
-  g->reason = text;
-  if (!s->is_static) {
-    g->backtrace = s->backtrace;
-    s->backtrace = NULL;
-    g->vendor_call = s->vendor_call;
-    g->vendor_code_name = s->vendor_code_name;
-    g->vendor_code = s->vendor_code;
-    s->vendor_call = s->vendor_code_name = NULL;
-  }
-  ruda_status_free(s);
-  return g;
+  /* ruda's own kinds: a Generic restating it. */
+  return restate(RUDA_ERR_SERVER_GENERIC, s);
 }
 
 ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {

@@ -387,10 +387,45 @@ TEST(into_server_every_family) {
   s = ruda_status_into_server(own);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_GENERIC);
   ASSERT_STR_EQ(ruda_status_vendor_call(s), "cuInit");
+  /* The vendor line moves with the fields, so the text prints it once. */
   ASSERT_STR_EQ(ruda_status_reason(s),
-                "A backend, library or device is unavailable\nCaused by:\n  no gpu\n"
-                "  cuInit: CUDA_ERROR_NO_DEVICE (100)");
-  ruda_status_free(s);
+                "A backend, library or device is unavailable\nCaused by:\n  no gpu");
+  CHECK_TEXT_JSON(s,
+                  "An error happened during execution\nCaused by:\n  "
+                  "A backend, library or device is unavailable\nCaused by:\n  no gpu\n"
+                  "  cuInit: CUDA_ERROR_NO_DEVICE (100)",
+                  "{\"Generic\":{\"reason\":\"A backend, library or device is "
+                  "unavailable\\nCaused by:\\n  no gpu\"}}");
+}
+
+/* An error no variant of the wanted family can hold is restated by the
+ * family's catch-all, keeping its vendor details inspectable. */
+TEST(restated_errors_keep_vendor_details_once) {
+  ruda_status_t own = ruda_status_create(RUDA_ERR_UNAVAILABLE, "no nvrtc");
+  ruda_status_set_vendor(own, "dlopen", "ENOENT", 2);
+  ruda_status_t s = ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, own);
+  ruda_status_t leaf = ruda_status_root(s);
+  ASSERT_EQ(ruda_status_kind(leaf), RUDA_ERR_COMPILATION_GENERIC);
+  ASSERT_STR_EQ(ruda_status_vendor_call(leaf), "dlopen");
+  ASSERT_STR_EQ(ruda_status_vendor_code_name(leaf), "ENOENT");
+  ASSERT_EQ(ruda_status_vendor_code(leaf), 2);
+  CHECK_TEXT_JSON(s,
+                  "A compilation error happened during launch\nCaused by:\n  "
+                  "A compilation error happened\nCaused by:\n  "
+                  "A backend, library or device is unavailable\nCaused by:\n  no nvrtc\n"
+                  "  dlopen: ENOENT (2)",
+                  "{\"CompilationError\":{\"Generic\":{\"reason\":\"A backend, library "
+                  "or device is unavailable\\nCaused by:\\n  no nvrtc\"}}}");
+  /* A non-wrapping kind given a cause restates it the same way. */
+  own = ruda_status_set_vendor(ruda_status_create(RUDA_ERR_UNAVAILABLE, "x"), "f", "E", 1);
+  s = ruda_status_wrap(RUDA_ERR_INVALID_ARGUMENT, own);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_EQ(ruda_status_vendor_call(s), "f");
+  CHECK_TEXT_JSON(s,
+                  "Invalid argument\nCaused by:\n  A backend, library or device is "
+                  "unavailable\nCaused by:\n  x\n  f: E (1)",
+                  "{\"InvalidArgument\":{\"reason\":\"A backend, library or device is "
+                  "unavailable\\nCaused by:\\n  x\"}}");
 }
 
 /* ---- ServerUnhealthy ---------------------------------------------------- */
