@@ -198,6 +198,12 @@ static const ruda__storage_vtable_t pinned_storage_vt = {pinned_alloc, pinned_de
 
 /* ---- Streams ---- */
 
+/* What the drop queue's fences record on (see fence_make). */
+typedef struct fence_ctx {
+  const ruda__cuda_api_t *api;
+  CUstream stream;
+} fence_ctx_t;
+
 typedef struct gc_batch {
   CUevent event;
   ruda_binding_t *bindings;
@@ -214,6 +220,7 @@ typedef struct cuda_stream {
   ruda__memory_manager_t *pinned;
   ruda__stream_errors_t errors;
   ruda__drop_queue_t *drops;
+  fence_ctx_t fence; /* the drop queue's context */
   uint64_t cursor;
   uint64_t *last_synced; /* per origin slot: origin cursor at the last wait */
   gc_batch_t *gc;
@@ -298,12 +305,7 @@ static void event_put(cuda_server_t *s, CUevent ev, uint64_t gen) {
 
 /* ---- Fences for the drop queue ---- */
 
-typedef struct fence_ctx {
-  const ruda__cuda_api_t *api;
-  CUstream stream;
-} fence_ctx_t;
-
-static void *fence_make_real(void *ctx) {
+static void *fence_make(void *ctx) {
   fence_ctx_t *f = ctx;
   CUevent ev = NULL;
   if (f->api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) return NULL;
@@ -367,18 +369,18 @@ static cuda_stream_t *slot_for(cuda_server_t *s, ruda_stream_id_t id) {
   return &s->streams[id.value % s->max_streams];
 }
 
+static void stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
+
 static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   const ruda__cuda_api_t *api = s->api;
   CUresult r = api->cuStreamCreateWithPriority(&st->cu, CU_STREAM_NON_BLOCKING, s->priority);
-  if (r != CUDA_SUCCESS) return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamCreateWithPriority", NULL);
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamCreateWithPriority", NULL);
+  ruda_status_t e = NULL;
   st->last_synced = ruda__calloc(s->max_streams, sizeof *st->last_synced);
   st->gpu_store = ruda__calloc(1, sizeof *st->gpu_store);
   st->pin_store = ruda__calloc(1, sizeof *st->pin_store);
-  fence_ctx_t *fc = ruda__calloc(1, sizeof *fc);
-  if (!st->last_synced || !st->gpu_store || !st->pin_store || !fc) {
-    ruda__free(fc);
-    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
-  }
+  if (!st->last_synced || !st->gpu_store || !st->pin_store) goto no_memory;
   st->gpu_store->api = api;
   st->gpu_store->stream = st->cu;
   st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
@@ -390,12 +392,11 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   cfg.configuration = RUDA_MEMORY_SUBSLICES;
   cfg.persistent = RUDA_PERSISTENT_ENABLED;
   ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment};
-  ruda_status_t e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
+  /* A manager takes its storage, even when it fails (and frees it then). */
+  e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
   if (e) {
-    gpu_destroy(st->gpu_store);
     st->gpu_store = NULL;
-    ruda__free(fc);
-    return e;
+    goto fail;
   }
   ruda_memory_properties_t pprops = {PINNED_PAGE, 16};
   ruda__memory_config_t pcfg = cfg;
@@ -403,24 +404,23 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16};
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned CPU Memory", &st->pinned);
   if (e) {
-    pinned_destroy(st->pin_store);
     st->pin_store = NULL;
-    ruda__free(fc);
-    return e;
+    goto fail;
   }
-  fc->api = api;
-  fc->stream = st->cu;
-  ruda__fence_ops_t ops = {fence_make_real, fence_wait, fence_destroy, fc};
+  st->fence = (fence_ctx_t){api, st->cu};
+  ruda__fence_ops_t ops = {fence_make, fence_wait, fence_destroy, &st->fence};
   st->drops = ruda__drop_queue_create(64, 64ull << 20, ops);
-  if (st->drops == NULL) {
-    ruda__free(fc);
-    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a drop queue");
-  }
+  if (st->drops == NULL) goto no_memory;
   void *ch = NULL;
   if (api->cuMemAllocHost(&ch, SCRATCH_BYTES) == CUDA_SUCCESS) st->count_host = ch;
   st->cursor = 1;
   st->init = true;
   return NULL;
+no_memory:
+  e = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
+fail:
+  stream_free(s, st, true);
+  return e;
 }
 
 /* The slot of `id`, created on first use. On failure the error is queued
@@ -616,6 +616,17 @@ static void drop_bytes(void *item) {
   ruda_bytes_t *b = item;
   ruda_bytes_release(b);
   ruda__free(b);
+}
+
+/* Drops `item` once the copies enqueued so far on `st` have completed (the
+ * drop queue); when it cannot be queued, waits for them and drops it now. */
+static void drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, uint64_t bytes,
+                           ruda__drop_fn drop) {
+  ruda_status_t e = ruda__drop_queue_push(st->drops, item, bytes, drop);
+  if (e == NULL) return;
+  ruda_status_free(e);
+  s->api->cuStreamSynchronize(st->cu);
+  drop(item);
 }
 
 /* ---- Poison handling on the worker ---- */
@@ -860,10 +871,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
       if (held != NULL && r == CUDA_SUCCESS) {
         *held = *src;
         memset(src, 0, sizeof *src);
-        if (ruda__drop_queue_push(st->drops, held, bytes, drop_bytes) != NULL) {
-          api->cuStreamSynchronize(st->cu);
-          drop_bytes(held);
-        }
+        drop_when_done(s, st, held, bytes, drop_bytes);
       } else {
         ruda__free(held);
         api->cuStreamSynchronize(st->cu);
@@ -872,9 +880,11 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
     } else {
       ruda_memory_t *stage = NULL;
       void *sp = NULL;
-      if (bytes < SMALL_COPY || pinned_reserve(st, bytes, &stage, &sp) != NULL) {
+      ruda_status_t pe = bytes < SMALL_COPY ? NULL : pinned_reserve(st, bytes, &stage, &sp);
+      if (stage == NULL) {
         /* Small copies (or no pinned memory): the driver stages pageable
          * memory itself before the call returns. */
+        ruda_status_free(pe);
         r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
         ruda_bytes_release(src);
       } else if (height > 1 && pitch != width) {
@@ -888,10 +898,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
         }
         ruda_bytes_release(src);
         r = copy_htod(api, st->cu, dst, sp, width, height, pitch);
-        if (ruda__drop_queue_push(st->drops, stage, bytes, drop_memory) != NULL) {
-          api->cuStreamSynchronize(st->cu);
-          drop_memory(stage);
-        }
+        drop_when_done(s, st, stage, bytes, drop_memory);
       } else {
         /* Pipelined: chunks are copied into pinned memory by the copy pool
          * while the DMA of the chunks before them runs. */
@@ -913,10 +920,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
           r = api->cuMemcpyHtoDAsync(dst, sp, (size_t)bytes, st->cu);
         }
         ruda_bytes_release(src);
-        if (ruda__drop_queue_push(st->drops, stage, bytes, drop_memory) != NULL) {
-          api->cuStreamSynchronize(st->cu);
-          drop_memory(stage);
-        }
+        drop_when_done(s, st, stage, bytes, drop_memory);
       }
     }
     trace_end(s, st, tr);
@@ -1549,27 +1553,34 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
 
 /* ---- Lifetime ---- */
 
-static void stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
-  if (!st->init) {
-    ruda__stream_errors_deinit(&st->errors);
-    return;
-  }
+/* Frees what `st` holds, whether fully or partly initialized, and leaves the
+ * slot empty (its index and error list kept). */
+static void stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
   const ruda__cuda_api_t *api = s->api;
-  if (context_alive) api->cuStreamSynchronize(st->cu);
+  if (st->cu != NULL && context_alive) api->cuStreamSynchronize(st->cu);
   gc_poll(s, st, true);
   ruda__free(st->gc);
   ruda__free(st->trace);
-  if (st->drops) ruda__drop_queue_destroy(st->drops);
+  ruda__drop_queue_destroy(st->drops);
+  /* A manager owns its storage; a storage without one is freed here. */
   if (st->gpu) ruda__memory_manager_destroy(st->gpu);
+  else if (st->gpu_store) gpu_destroy(st->gpu_store);
   if (st->pinned) ruda__memory_manager_destroy(st->pinned);
+  else if (st->pin_store) pinned_destroy(st->pin_store);
   if (st->info_dev) api->cuMemFree(st->info_dev);
   if (st->count_host) api->cuMemFreeHost(st->count_host);
-  api->cuStreamDestroy(st->cu);
+  if (st->cu != NULL) api->cuStreamDestroy(st->cu);
   ruda__free(st->last_synced);
-  ruda__stream_errors_deinit(&st->errors);
+  ruda__stream_errors_t errors = st->errors;
   uint32_t index = st->index;
   memset(st, 0, sizeof *st);
   st->index = index;
+  st->errors = errors;
+}
+
+static void stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
+  if (st->init) stream_free(s, st, context_alive);
+  ruda__stream_errors_deinit(&st->errors);
 }
 
 /* After a fault: drop every stream, module and allocation, reset the
@@ -1578,11 +1589,7 @@ static void stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_al
 static void server_recover(cuda_server_t *s) {
   const ruda__cuda_api_t *api = s->api;
   for (uint32_t i = 0; i < s->max_streams; i++) {
-    cuda_stream_t *st = &s->streams[i];
-    ruda__stream_errors_t keep = st->errors;
-    memset(&st->errors, 0, sizeof st->errors);
-    stream_teardown(s, st, false);
-    st->errors = keep;
+    if (s->streams[i].init) stream_free(s, &s->streams[i], false);
   }
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
