@@ -87,26 +87,31 @@ static const kind_info_t *info_of(ruda_error_kind_t kind) {
   return i < 0 ? NULL : &k_kinds[i];
 }
 
-/* Unknown kinds (and RUDA_OK, which is not an error) become
- * InvalidArgument: creating an error never fails. */
-static ruda_error_kind_t normalize_kind(ruda_error_kind_t kind) {
-  return kind_index(kind) < 0 ? RUDA_ERR_INVALID_ARGUMENT : kind;
+/* The row errors of `kind` are made from. Unknown kinds (and RUDA_OK,
+ * which is not an error) become InvalidArgument: creating an error never
+ * fails. */
+static const kind_info_t *kind_info(ruda_error_kind_t kind) {
+  int i = kind_index(kind);
+  return &k_kinds[i < 0 ? KI_RUDA_ERR_INVALID_ARGUMENT : i];
+}
+
+static ruda_status_t static_of(const kind_info_t *ki) {
+  return &g_static[ki - k_kinds];
 }
 
 ruda_status_t ruda__status_static(ruda_error_kind_t kind) {
-  return &g_static[kind_index(normalize_kind(kind))];
+  return static_of(kind_info(kind));
 }
 
 /* ---- Creation ---------------------------------------------------------- */
 
-static ruda_status_t status_new(ruda_error_kind_t kind) {
-  kind = normalize_kind(kind);
+/* A fresh error of the row `ki`; NULL when memory is exhausted. */
+static ruda_status_t status_new(const kind_info_t *ki) {
   ruda_status_t s = ruda__calloc(1, sizeof *s);
   if (!s) return NULL;
-  s->kind = kind;
-  const kind_info_t *ki = info_of(kind);
+  s->kind = ki->kind;
   if (ki->shape != SH_CAUSE && ruda_backtrace_enabled()) {
-    /* Skip status_new and the public constructor unless "full". */
+    /* Skip status_new and its caller unless "full". */
     s->backtrace = ruda__backtrace_capture(ruda__backtrace_full() ? 0 : 2);
   }
   return s;
@@ -133,31 +138,30 @@ void ruda_status_free(ruda_status_t s) {
   }
 }
 
-static ruda_status_t with_reason(ruda_status_t s, ruda_error_kind_t kind,
-                                 const char *fmt, va_list ap) {
-  if (!s) return ruda__status_static(kind);
-  if (fmt) {
+/* An error of the row `ki` with the formatted reason. */
+static ruda_status_t with_reason(const kind_info_t *ki, const char *fmt,
+                                 va_list ap) {
+  ruda_status_t s = status_new(ki);
+  if (s && fmt) {
     s->reason = ruda__vasprintf(fmt, ap);
     if (!s->reason) {
       ruda_status_free(s);
-      return ruda__status_static(kind);
+      s = NULL;
     }
   }
-  return s;
+  return s ? s : static_of(ki);
 }
 
 ruda_status_t ruda_status_createv(ruda_error_kind_t kind, const char *fmt,
                                   va_list ap) {
-  kind = normalize_kind(kind);
-  const kind_info_t *ki = info_of(kind);
+  const kind_info_t *ki = kind_info(kind);
   if (ki->shape == SH_CAUSE && ki->default_cause) {
     /* A wrapping kind built from text: the text goes into the natural
      * leaf of the wrapped family (Launch -> LaunchError::Unknown...). */
-    ruda_status_t inner = with_reason(status_new(ki->default_cause),
-                                      ki->default_cause, fmt, ap);
-    return ruda_status_wrap(kind, inner);
+    ruda_status_t inner = with_reason(kind_info(ki->default_cause), fmt, ap);
+    return ruda_status_wrap(ki->kind, inner);
   }
-  return with_reason(status_new(kind), kind, fmt, ap);
+  return with_reason(ki, fmt, ap);
 }
 
 ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt,
@@ -171,8 +175,9 @@ ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt,
 
 ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
                                          uint64_t requested, uint64_t max) {
-  ruda_status_t s = status_new(kind);
-  if (!s) return ruda__status_static(kind);
+  const kind_info_t *ki = kind_info(kind);
+  ruda_status_t s = status_new(ki);
+  if (!s) return static_of(ki);
   s->requested = requested;
   s->max = max;
   return s;
@@ -180,8 +185,9 @@ ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
 
 ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
                                    const uint32_t max[3]) {
-  ruda_status_t s = status_new(RUDA_ERR_RESOURCE_RUDA_DIM);
-  if (!s) return ruda__status_static(RUDA_ERR_RESOURCE_RUDA_DIM);
+  const kind_info_t *ki = &k_kinds[KI_RUDA_ERR_RESOURCE_RUDA_DIM];
+  ruda_status_t s = status_new(ki);
+  if (!s) return static_of(ki);
   for (int i = 0; i < 3; i++) {
     s->dims_requested[i] = requested ? requested[i] : 0;
     s->dims_max[i] = max ? max[i] : 0;
@@ -190,8 +196,9 @@ ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
 }
 
 ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) {
-  ruda_status_t s = status_new(kind);
-  if (!s) return ruda__status_static(kind);
+  const kind_info_t *ki = kind_info(kind);
+  ruda_status_t s = status_new(ki);
+  if (!s) return static_of(ki);
   s->size = size;
   return s;
 }
@@ -286,13 +293,14 @@ static ruda_error_family_t cause_family(ruda_error_kind_t kind) {
 }
 
 ruda_status_t ruda_status_wrap(ruda_error_kind_t kind, ruda_status_t cause) {
-  kind = normalize_kind(kind);
+  const kind_info_t *ki = kind_info(kind);
+  kind = ki->kind;
   ruda_error_family_t want = cause_family(kind);
   if (want == RUDA_FAMILY_NONE) {
     /* Not a wrapping kind: the cause's text becomes the reason. */
     if (cause) return restate(kind, cause);
-    ruda_status_t s = status_new(kind);
-    return s ? s : ruda__status_static(kind);
+    ruda_status_t s = status_new(ki);
+    return s ? s : static_of(ki);
   }
   if (cause && ruda_status_family(cause) != want) {
     if (want == RUDA_FAMILY_RESOURCE) {
@@ -302,10 +310,10 @@ ruda_status_t ruda_status_wrap(ruda_error_kind_t kind, ruda_status_t cause) {
     }
     cause = coerce(want, cause);
   }
-  ruda_status_t s = status_new(kind);
+  ruda_status_t s = status_new(ki);
   if (!s) {
     ruda_status_free(cause);
-    return ruda__status_static(kind);
+    return static_of(ki);
   }
   s->cause = cause;
   return s;
@@ -338,7 +346,8 @@ ruda_status_t ruda_status_into_server(ruda_status_t s) {
 }
 
 ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {
-  ruda_status_t s = status_new(RUDA_ERR_SERVER_UNHEALTHY);
+  const kind_info_t *ki = &k_kinds[KI_RUDA_ERR_SERVER_UNHEALTHY];
+  ruda_status_t s = status_new(ki);
   size_t n = 0;
   for (size_t i = 0; errors && i < count; i++) n += errors[i] != NULL;
   if (s && n) {
@@ -350,7 +359,7 @@ ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {
   }
   if (!s) {
     for (size_t i = 0; errors && i < count; i++) ruda_status_free(errors[i]);
-    return ruda__status_static(RUDA_ERR_SERVER_UNHEALTHY);
+    return static_of(ki);
   }
   for (size_t i = 0; errors && i < count; i++) {
     if (errors[i]) s->errors[s->count++] = ruda_status_into_server(errors[i]);
