@@ -367,40 +367,38 @@ ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {
   return s;
 }
 
+/* Replaces two string fields with copies of `a` and `b` (NULL clears),
+ * all or nothing: when memory is exhausted both stay as they were and the
+ * result is false. */
+static bool set_strings(char **field_a, const char *a, char **field_b,
+                        const char *b) {
+  char *ca = ruda__strdup(a);
+  char *cb = ruda__strdup(b);
+  if ((a && !ca) || (b && !cb)) {
+    ruda__free(ca);
+    ruda__free(cb);
+    return false;
+  }
+  ruda__free(*field_a);
+  ruda__free(*field_b);
+  *field_a = ca;
+  *field_b = cb;
+  return true;
+}
+
 ruda_status_t ruda_status_set_vendor(ruda_status_t s, const char *call,
                                      const char *code_name, int64_t code) {
-  if (!s || s->is_static) return s;
-  char *c = ruda__strdup(call);
-  char *n = ruda__strdup(code_name);
-  if ((call && !c) || (code_name && !n)) {
-    /* Out of memory: keep the error, leave the details off. */
-    ruda__free(c);
-    ruda__free(n);
-    return s;
-  }
-  ruda__free(s->vendor_call);
-  ruda__free(s->vendor_code_name);
-  s->vendor_call = c;
-  s->vendor_code_name = n;
-  s->vendor_code = code;
+  /* Out of memory keeps the error and leaves the details off. */
+  if (s && !s->is_static &&
+      set_strings(&s->vendor_call, call, &s->vendor_code_name, code_name))
+    s->vendor_code = code;
   return s;
 }
 
 ruda_status_t ruda_status_set_location(ruda_status_t s, const char *file,
                                        uint32_t line, const char *key) {
-  if (!s || s->is_static) return s;
-  char *f = ruda__strdup(file);
-  char *k = ruda__strdup(key);
-  if ((file && !f) || (key && !k)) {
-    ruda__free(f);
-    ruda__free(k);
-    return s;
-  }
-  ruda__free(s->file);
-  ruda__free(s->key);
-  s->file = f;
-  s->key = k;
-  s->line = line;
+  if (s && !s->is_static && set_strings(&s->file, file, &s->key, key))
+    s->line = line;
   return s;
 }
 
