@@ -93,9 +93,7 @@ static void fail_prefix(parser_t *ps, size_t n, const char *fmt, ...) {
   va_end(ap);
 }
 
-#define FAIL fail
-
-static void fail_oom(parser_t *ps) { FAIL(ps, "out of memory while parsing"); }
+static void fail_oom(parser_t *ps) { fail(ps, "out of memory while parsing"); }
 
 /* ---- values ------------------------------------------------------------ */
 
@@ -185,7 +183,7 @@ static void skip_comment(parser_t *ps) {
   while (!at_end(ps) && *ps->p != '\n') {
     if (*ps->p == '\r' && peek_at(ps, 1) == '\n') break;
     if (is_control((unsigned char)*ps->p)) {
-      FAIL(ps, "control character in a comment");
+      fail(ps, "control character in a comment");
       return;
     }
     ps->p++;
@@ -197,7 +195,7 @@ static void end_of_line(parser_t *ps, const char *what) {
   skip_ws(ps);
   skip_comment(ps);
   if (ps->err || at_end(ps) || eat_newline(ps)) return;
-  FAIL(ps, "expected the end of the line after %s", what);
+  fail(ps, "expected the end of the line after %s", what);
 }
 
 /* Checks UTF-8 and rejects NUL bytes before parsing. */
@@ -212,7 +210,7 @@ static bool check_text(parser_t *ps) {
     if (c == '\n') line++;
     if (c == 0) {
       ps->line = line;
-      FAIL(ps, "NUL byte in the file");
+      fail(ps, "NUL byte in the file");
       return false;
     }
     if (c < 0x80) {
@@ -233,7 +231,7 @@ static bool check_text(parser_t *ps) {
     continue;
   bad:
     ps->line = line;
-    FAIL(ps, "invalid UTF-8");
+    fail(ps, "invalid UTF-8");
     return false;
   }
   return true;
@@ -298,7 +296,7 @@ static size_t utf8_encode(uint32_t cp, char out[4]) {
 static char *parse_string(parser_t *ps) {
   char quote = *ps->p;
   if (peek_at(ps, 1) == quote && peek_at(ps, 2) == quote) {
-    FAIL(ps, "multi-line strings are not supported");
+    fail(ps, "multi-line strings are not supported");
     return NULL;
   }
   ps->p++;
@@ -307,7 +305,7 @@ static char *parse_string(parser_t *ps) {
   for (;;) {
     int c = peek(ps);
     if (c < 0 || c == '\n' || c == '\r') {
-      FAIL(ps, "unterminated string");
+      fail(ps, "unterminated string");
       goto fail;
     }
     if (c == quote) {
@@ -315,7 +313,7 @@ static char *parse_string(parser_t *ps) {
       return b.buf;
     }
     if (is_control(c)) {
-      FAIL(ps, "control character in a string (use an escape)");
+      fail(ps, "control character in a string (use an escape)");
       goto fail;
     }
     if (c == '\\' && quote == '"') {
@@ -336,13 +334,13 @@ static char *parse_string(parser_t *ps) {
           for (size_t i = 0; i < nd; i++) {
             int h = hexval(peek_at(ps, 2 + i));
             if (h < 0) {
-              FAIL(ps, "invalid \\%c escape: expected %zu hex digits", e, nd);
+              fail(ps, "invalid \\%c escape: expected %zu hex digits", e, nd);
               goto fail;
             }
             cp = (cp << 4) | (uint32_t)h;
           }
           if (cp == 0 || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-            FAIL(ps, "invalid \\%c escape: U+%04X is not allowed", e, (unsigned)cp);
+            fail(ps, "invalid \\%c escape: U+%04X is not allowed", e, (unsigned)cp);
             goto fail;
           }
           char u[4];
@@ -352,9 +350,9 @@ static char *parse_string(parser_t *ps) {
         }
         default:
           if (e >= 0x20 && e < 0x7f)
-            FAIL(ps, "invalid escape sequence \\%c", e);
+            fail(ps, "invalid escape sequence \\%c", e);
           else
-            FAIL(ps, "invalid escape sequence");
+            fail(ps, "invalid escape sequence");
           goto fail;
       }
       if (!buf_put(&b, rep, 1)) goto oom;
@@ -385,11 +383,11 @@ static char *parse_simple_key(parser_t *ps) {
   while (!at_end(ps) && is_bare((unsigned char)*ps->p)) ps->p++;
   if (ps->p == start) {
     if (c < 0 || c == '\n' || c == '\r')
-      FAIL(ps, "expected a key");
+      fail(ps, "expected a key");
     else if (c >= 0x20 && c < 0x7f)
-      FAIL(ps, "unexpected character '%c' where a key was expected", c);
+      fail(ps, "unexpected character '%c' where a key was expected", c);
     else
-      FAIL(ps, "unexpected character where a key was expected");
+      fail(ps, "unexpected character where a key was expected");
     return NULL;
   }
   char *k = ruda__strndup(start, (size_t)(ps->p - start));
@@ -402,7 +400,7 @@ static bool parse_key(parser_t *ps, key_t_ *k) {
   k->line = ps->line;
   for (;;) {
     if (k->n == MAX_KEY_PARTS) {
-      FAIL(ps, "key has more than %d parts", MAX_KEY_PARTS);
+      fail(ps, "key has more than %d parts", MAX_KEY_PARTS);
       return false;
     }
     char *part = parse_simple_key(ps);
@@ -644,7 +642,7 @@ static bool parse_value(parser_t *ps, ruda__toml_value_t *v, int depth) {
 static ruda__toml_value_t *parse_header(parser_t *ps, ruda__toml_value_t *root) {
   ps->p++; /* '[' */
   if (peek(ps) == '[') {
-    FAIL(ps, "arrays of tables are not supported");
+    fail(ps, "arrays of tables are not supported");
     return NULL;
   }
   skip_ws(ps);
@@ -720,7 +718,7 @@ ruda_status_t ruda__toml_parse(const char *text, size_t len,
   out_root->origin = ORIGIN_ROOT;
   out_root->line = 1;
   if (!text && len) {
-    FAIL(&ps, "no text");
+    fail(&ps, "no text");
     return ps.err;
   }
   if (!text) return NULL;
@@ -737,7 +735,7 @@ ruda_status_t ruda__toml_parse(const char *text, size_t len,
       continue;
     }
     if (c == '\r') {
-      FAIL(&ps, "carriage return without a line feed");
+      fail(&ps, "carriage return without a line feed");
       break;
     }
     if (c == '[') {
