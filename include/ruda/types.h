@@ -468,9 +468,9 @@ typedef struct ruda_info_builder {
   uint32_t group_bytes; /* bytes used in the current scalar group's last word */
   int group_elem;       /* elem type of the current group, -1 none */
   int phase;            /* 0 scalars, 1 static metadata, 2 dynamic metadata */
-  bool failed;          /* a push failed; _finish reports it */
   uint32_t scalar_types_seen; /* bit per elem type that has had a group */
-  ruda_status_t error;  /* the first failure (owned), NULL while none */
+  ruda_status_t error;  /* the first failure (owned); non-NULL: pushes are
+                           ignored and _finish reports it */
 } ruda_info_builder_t;
 
 void ruda_info_builder_init(ruda_info_builder_t *b);

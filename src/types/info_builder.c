@@ -8,9 +8,9 @@
  * reads when the words are copied to it (every supported target is
  * little-endian).
  */
-#include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "ruda/types.h"
 
 enum { PHASE_SCALARS = 0, PHASE_STATIC = 1, PHASE_DYNAMIC = 2 };
@@ -24,18 +24,17 @@ void ruda_info_builder_init(ruda_info_builder_t *b) {
 
 void ruda_info_builder_deinit(ruda_info_builder_t *b) {
   if (b == NULL) return;
-  free(b->words);
+  ruda__free(b->words);
   ruda_status_free(b->error);
   ruda_info_builder_init(b);
 }
 
 /* Records the first failure; later pushes are ignored. Takes `s`. */
 static void fail(ruda_info_builder_t *b, ruda_status_t s) {
-  if (b->failed) {
+  if (b->error != NULL) {
     ruda_status_free(s);
     return;
   }
-  b->failed = true;
   b->error = s;
 }
 
@@ -65,7 +64,7 @@ static unsigned char *reserve(ruda_info_builder_t *b, size_t nbytes) {
   if (new_len > b->cap) {
     size_t cap = b->cap ? b->cap : 8;
     while (cap < new_len) cap *= 2;
-    uint64_t *w = realloc(b->words, cap * sizeof(uint64_t));
+    uint64_t *w = ruda__realloc(b->words, cap * sizeof(uint64_t));
     if (w == NULL) goto oom;
     b->words = w;
     b->cap = cap;
@@ -86,7 +85,7 @@ oom:
 
 void ruda_info_builder_push_scalars(ruda_info_builder_t *b, ruda_elem_type_t elem,
                                     const void *values, size_t count) {
-  if (b == NULL || b->failed) return;
+  if (b == NULL || b->error != NULL) return;
   if (b->phase != PHASE_SCALARS) {
     fail(b, ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                "%s scalars pushed after metadata: scalars "
@@ -134,7 +133,7 @@ static void push_metadata(ruda_info_builder_t *b, int phase,
                           size_t count) {
   static const char *const kPhase[] = {"scalars", "static metadata",
                                        "dynamic metadata"};
-  if (b == NULL || b->failed) return;
+  if (b == NULL || b->error != NULL) return;
   if (b->phase > phase) {
     fail(b, ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                "%s pushed after %s", kPhase[phase],
@@ -210,13 +209,9 @@ ruda_status_t ruda_info_builder_finish(ruda_info_builder_t *b, ruda_info_t *out)
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "ruda_info_builder_finish: NULL argument");
   }
-  if (b->failed) {
-    /* The builder keeps its error so that finishing again reports it again;
-     * the caller owns the copy. */
-    if (b->error != NULL) return ruda_status_clone(b->error);
-    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
-                              "building the launch info failed");
-  }
+  /* The builder keeps its error so that finishing again reports it again;
+   * the caller owns the copy. */
+  if (b->error != NULL) return ruda_status_clone(b->error);
   out->data = b->words;
   out->len = b->len;
   /* Without dynamic metadata the offset is the end of the words. */

@@ -1,6 +1,7 @@
 /* The packed info words of a launch (MetadataBindingInfo). */
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
 #include "test.h"
@@ -169,14 +170,14 @@ TEST(info_scalars_after_metadata_fail) {
   const float f = 1.0f;
   ruda_info_builder_push_static_metadata(&b, RUDA_ADDRESS_U32, m, 1);
   ruda_info_builder_push_scalars(&b, RUDA_ELEM_F32, &f, 1);
-  ASSERT_TRUE(b.failed);
+  ASSERT_NOT_NULL(b.error);
   /* Later pushes are ignored; the first failure is reported, each time. */
   ruda_info_builder_push_static_metadata(&b, RUDA_ADDRESS_U32, m, 1);
   ASSERT_UEQ(b.len, 1);
   ASSERT_ERR_KIND(finish_status(&b), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_ERR_KIND(finish_status(&b), RUDA_ERR_INVALID_ARGUMENT);
   ruda_info_builder_deinit(&b);
-  ASSERT_FALSE(b.failed);
+  ASSERT_NULL(b.error);
   /* The builder is usable again after deinit. */
   ruda_info_builder_push_scalars(&b, RUDA_ELEM_F32, &f, 1);
   ASSERT_OK(finish_status(&b));
@@ -245,7 +246,7 @@ TEST(info_out_of_memory) {
   const uint8_t byte = 1;
   ruda_info_builder_init(&b);
   ruda_info_builder_push_scalars(&b, RUDA_ELEM_F64, &byte, SIZE_MAX / 4);
-  ASSERT_TRUE(b.failed);
+  ASSERT_NOT_NULL(b.error);
   ASSERT_ERR_KIND(finish_status(&b), RUDA_ERR_LAUNCH_OUT_OF_MEMORY);
   ruda_info_builder_deinit(&b);
 
@@ -261,4 +262,38 @@ TEST(info_out_of_memory) {
   ASSERT_ERR_KIND(finish_status(&b), RUDA_ERR_LAUNCH_OUT_OF_MEMORY);
   /* The builder still frees cleanly. */
   ruda_info_builder_deinit(&b);
+}
+
+/* The words come from ruda's allocator: failing its Nth allocation, for N
+ * = 0, 1, 2... until the build succeeds, runs every out-of-memory path.
+ * Each failure is LaunchError::OutOfMemory, and the words read back right
+ * once it succeeds. */
+TEST(info_every_allocation_failure_path) {
+  const uint32_t scalars[20] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+  const uint64_t meta[40] = {7};
+  bool done = false;
+  uint64_t failures = 0;
+  for (int64_t n = 0; !done && n < 100; n++) {
+    ruda_info_builder_t b;
+    ruda_info_builder_init(&b);
+    ruda__test_fail_alloc_after(n);
+    ruda_info_builder_push_scalars(&b, RUDA_ELEM_U32, scalars, 20);
+    ruda_info_builder_push_static_metadata(&b, RUDA_ADDRESS_U64, meta, 40);
+    ruda_info_t info;
+    ruda_status_t st = ruda_info_builder_finish(&b, &info);
+    ruda__test_fail_alloc_after(-1);
+    if (st != NULL) {
+      failures++;
+      ASSERT_ERR_KIND(st, RUDA_ERR_LAUNCH_OUT_OF_MEMORY);
+    } else {
+      ASSERT_UEQ(info.len, 50);
+      ASSERT_UEQ(info.data[0], pack2(1, 2));
+      ASSERT_UEQ(info.data[10], 7);
+      done = true;
+    }
+    ruda_info_builder_deinit(&b);
+  }
+  ASSERT_TRUE(done);
+  ASSERT_UGT(failures, 0);
 }
