@@ -19,16 +19,21 @@ struct ruda__copy_pool {
   pthread_t threads[32];
 };
 
+/* Copies chunk `i`, claimed by this thread, and publishes it. */
+static void copy_chunk(ruda__copy_job_t *job, size_t i) {
+  size_t off, len;
+  ruda__copy_job_chunk(job, i, &off, &len);
+  memcpy(job->dst + off, job->src + off, len);
+  atomic_store_explicit(&job->ready[i], 1, memory_order_release);
+  atomic_fetch_add(&job->done, 1);
+}
+
 /* Claims and copies chunks until none is left. */
 static void help(ruda__copy_job_t *job) {
   for (;;) {
     size_t i = atomic_fetch_add(&job->next, 1);
     if (i >= job->nchunks) return;
-    size_t off, len;
-    ruda__copy_job_chunk(job, i, &off, &len);
-    memcpy(job->dst + off, job->src + off, len);
-    atomic_store_explicit(&job->ready[i], 1, memory_order_release);
-    atomic_fetch_add(&job->done, 1);
+    copy_chunk(job, i);
   }
 }
 
@@ -108,11 +113,7 @@ void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i) {
   while (!atomic_load_explicit(&job->ready[i], memory_order_acquire)) {
     size_t n = atomic_fetch_add(&job->next, 1);
     if (n < job->nchunks) {
-      size_t off, len;
-      ruda__copy_job_chunk(job, n, &off, &len);
-      memcpy(job->dst + off, job->src + off, len);
-      atomic_store_explicit(&job->ready[n], 1, memory_order_release);
-      atomic_fetch_add(&job->done, 1);
+      copy_chunk(job, n);
     } else {
       sched_yield();
     }
@@ -128,4 +129,16 @@ void ruda__copy_job_finish(ruda__copy_pool_t *p, ruda__copy_job_t *job) {
   pthread_mutex_unlock(&p->lock);
   while (atomic_load(&p->active) != 0) sched_yield();
   pthread_mutex_unlock(&p->busy);
+}
+
+void ruda__copy_parallel(ruda__copy_pool_t *p, void *dst, const void *src, size_t size,
+                         size_t min_chunk) {
+  ruda__copy_job_t *job = p != NULL ? ruda__malloc(sizeof *job) : NULL;
+  if (job == NULL) {
+    memcpy(dst, src, size);
+    return;
+  }
+  ruda__copy_job_start(p, job, dst, src, size, min_chunk);
+  ruda__copy_job_finish(p, job);
+  ruda__free(job);
 }

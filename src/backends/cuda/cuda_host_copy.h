@@ -42,6 +42,10 @@ void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst
 void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i);
 /* Helps until every chunk is copied and detaches the pool's threads. */
 void ruda__copy_job_finish(ruda__copy_pool_t *p, ruda__copy_job_t *job);
+/* Copies `size` bytes with the pool's help and returns when they are all
+ * there (a plain memcpy when `p` is NULL or memory is exhausted). */
+void ruda__copy_parallel(ruda__copy_pool_t *p, void *dst, const void *src, size_t size,
+                         size_t min_chunk);
 /* Offset and length of chunk `i`. */
 static inline void ruda__copy_job_chunk(const ruda__copy_job_t *job, size_t i, size_t *off,
                                         size_t *len) {

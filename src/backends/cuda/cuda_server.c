@@ -63,6 +63,7 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 #define MAX_SLOTS 256
 #define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
 #define STAGE_CHUNK (4u * 1024u * 1024u)
+#define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
 #define PINNED_PAGE (1ull << 30)
 #define RECENT_KERNELS 4
 #define SCRATCH_BYTES (64u * 1024u) /* per-stream pinned scratch: counts, small reads */
@@ -72,33 +73,67 @@ typedef struct cuda_server cuda_server_t;
 
 /* ---- Storages ---- */
 
+/* Pages whose free waits for the next flush: work in flight may still use
+ * them. */
+typedef struct pending_frees {
+  uint64_t *addrs;
+  size_t n, cap;
+} pending_frees_t;
+
+/* False when memory is exhausted: the caller frees `addr` at once. */
+static bool pending_push(pending_frees_t *p, uint64_t addr) {
+  if (p->n == p->cap) {
+    size_t cap = p->cap ? p->cap * 2 : 16;
+    uint64_t *na = ruda__realloc(p->addrs, cap * sizeof *na);
+    if (na == NULL) return false;
+    p->addrs = na;
+    p->cap = cap;
+  }
+  p->addrs[p->n++] = addr;
+  return true;
+}
+
 typedef struct gpu_storage {
   const ruda__cuda_api_t *api;
   CUstream stream;
   bool use_async;
-  CUdeviceptr *pending;
-  size_t npending, cap;
+  pending_frees_t pending;
   uint64_t next_id;
 } gpu_storage_t;
 
-static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
-  gpu_storage_t *g = self;
-  CUdeviceptr p = 0;
+/* cuMemAllocAsync on the stream (once more after the stream's pending frees
+ * when out of memory), else cuMemAlloc. */
+static ruda_status_t gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out) {
   size_t n = size ? (size_t)size : 1;
   CUresult r = CUDA_ERROR_NOT_SUPPORTED;
   if (g->use_async) {
-    r = g->api->cuMemAllocAsync(&p, n, g->stream);
+    r = g->api->cuMemAllocAsync(out, n, g->stream);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       /* Frees queued on the stream may not have happened yet: finish them
        * and try once more before reporting. */
       g->api->cuStreamSynchronize(g->stream);
-      r = g->api->cuMemAllocAsync(&p, n, g->stream);
+      r = g->api->cuMemAllocAsync(out, n, g->stream);
     }
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) g->use_async = false;
   }
-  if (!g->use_async) r = g->api->cuMemAlloc(&p, n);
+  if (!g->use_async) r = g->api->cuMemAlloc(out, n);
   if (r != CUDA_SUCCESS)
     return ruda__cu_alloc_error(r, g->use_async ? "cuMemAllocAsync" : "cuMemAlloc", size);
+  return NULL;
+}
+
+static void gpu_free_now(gpu_storage_t *g, CUdeviceptr p) {
+  if (g->use_async)
+    g->api->cuMemFreeAsync(p, g->stream);
+  else
+    g->api->cuMemFree(p);
+}
+
+static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
+  gpu_storage_t *g = self;
+  CUdeviceptr p = 0;
+  ruda_status_t e = gpu_malloc(g, size, &p);
+  if (e) return e;
   out->id = ++g->next_id;
   out->base = (uint64_t)p;
   out->offset = 0;
@@ -108,38 +143,21 @@ static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t
   return NULL;
 }
 
-static void gpu_free_now(gpu_storage_t *g, CUdeviceptr p) {
-  if (g->use_async && g->api->cuMemFreeAsync != NULL)
-    g->api->cuMemFreeAsync(p, g->stream);
-  else
-    g->api->cuMemFree(p);
-}
-
 static void gpu_dealloc(void *self, const ruda__storage_handle_t *h) {
   gpu_storage_t *g = self;
-  if (g->npending == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 16;
-    CUdeviceptr *np = ruda__realloc(g->pending, cap * sizeof *np);
-    if (np == NULL) {
-      gpu_free_now(g, (CUdeviceptr)h->base);
-      return;
-    }
-    g->pending = np;
-    g->cap = cap;
-  }
-  g->pending[g->npending++] = (CUdeviceptr)h->base;
+  if (!pending_push(&g->pending, h->base)) gpu_free_now(g, (CUdeviceptr)h->base);
 }
 
 static void gpu_flush(void *self) {
   gpu_storage_t *g = self;
-  for (size_t i = 0; i < g->npending; i++) gpu_free_now(g, g->pending[i]);
-  g->npending = 0;
+  for (size_t i = 0; i < g->pending.n; i++) gpu_free_now(g, (CUdeviceptr)g->pending.addrs[i]);
+  g->pending.n = 0;
 }
 
 static void gpu_destroy(void *self) {
   gpu_storage_t *g = self;
   gpu_flush(g);
-  ruda__free(g->pending);
+  ruda__free(g->pending.addrs);
   ruda__free(g);
 }
 
@@ -148,8 +166,7 @@ static const ruda__storage_vtable_t gpu_storage_vt = {gpu_alloc, gpu_dealloc, gp
 
 typedef struct pinned_storage {
   const ruda__cuda_api_t *api;
-  void **pending;
-  size_t npending, cap;
+  pending_frees_t pending;
   uint64_t next_id;
 } pinned_storage_t;
 
@@ -167,29 +184,20 @@ static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handl
 
 static void pinned_dealloc(void *self, const ruda__storage_handle_t *h) {
   pinned_storage_t *p = self;
-  if (p->npending == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 16;
-    void **np = ruda__realloc(p->pending, cap * sizeof *np);
-    if (np == NULL) {
-      p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
-      return;
-    }
-    p->pending = np;
-    p->cap = cap;
-  }
-  p->pending[p->npending++] = (void *)(uintptr_t)h->base;
+  if (!pending_push(&p->pending, h->base)) p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
 }
 
 static void pinned_flush(void *self) {
   pinned_storage_t *p = self;
-  for (size_t i = 0; i < p->npending; i++) p->api->cuMemFreeHost(p->pending[i]);
-  p->npending = 0;
+  for (size_t i = 0; i < p->pending.n; i++)
+    p->api->cuMemFreeHost((void *)(uintptr_t)p->pending.addrs[i]);
+  p->pending.n = 0;
 }
 
 static void pinned_destroy(void *self) {
   pinned_storage_t *p = self;
   pinned_flush(p);
-  ruda__free(p->pending);
+  ruda__free(p->pending.addrs);
   ruda__free(p);
 }
 
@@ -363,6 +371,14 @@ static ruda_status_t fault_error(CUresult r, const char *call, const char *kerne
   return ruda_status_into_server(s);
 }
 
+/* The error for a failure `r` of `call` on work of a stream; a sticky one
+ * (the context is gone) also poisons the server, reported by this error. */
+static ruda_status_t stream_fault(cuda_server_t *s, CUresult r, const char *call,
+                                  const char *kernels) {
+  if (ruda__cu_result_is_sticky(r)) poison(s, r, kernels, true);
+  return fault_error(r, call, kernels);
+}
+
 /* ---- Slots ---- */
 
 static cuda_stream_t *slot_for(cuda_server_t *s, ruda_stream_id_t id) {
@@ -523,42 +539,59 @@ static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
   }
 }
 
-/* Orders `st` after the origins of cross-stream bindings and returns the
- * clones to keep alive (NULL when none). */
-static ruda_binding_t *order_bindings(cuda_server_t *s, cuda_stream_t *st,
-                                      const ruda_binding_t *bs, size_t n, size_t *out_n) {
-  *out_n = 0;
-  ruda_binding_t *keep = NULL;
-  size_t nkeep = 0;
-  for (size_t i = 0; i < n; i++) {
-    if (bs[i].memory == NULL) continue;
-    cuda_stream_t *origin = slot_for(s, bs[i].stream);
-    if (origin == st || !origin->init) continue;
-    if (st->last_synced[origin->index] < origin->cursor) {
-      CUevent ev = NULL;
-      if (event_get(s, &ev) == CUDA_SUCCESS) {
-        /* The wait captures the record made now; the event can be reused. */
-        s->api->cuEventRecord(ev, origin->cu);
-        s->api->cuStreamWaitEvent(st->cu, ev, 0);
-        event_put(s, ev, atomic_load(&s->generation));
-      } else {
-        s->api->cuStreamSynchronize(origin->cu);
-      }
-      st->last_synced[origin->index] = origin->cursor;
-      ruda__cuda_log("stream", "Waiting on stream slot %u from slot %u", origin->index,
-                     st->index);
+/* The bindings an operation uses from other streams' slots, cloned to keep
+ * their memory alive until the operation's work has completed. */
+typedef struct keep_list {
+  ruda_binding_t *items;
+  size_t n, cap;
+  bool sync; /* a clone failed: op_end waits for the work instead */
+} keep_list_t;
+
+/* Orders `st` after the work on `b`'s stream when that is another slot (an
+ * event, recorded when the origin has had work since the last wait), and
+ * keeps a clone of `b` in `keep`. */
+static void order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
+                          keep_list_t *keep) {
+  if (b->memory == NULL) return;
+  cuda_stream_t *origin = slot_for(s, b->stream);
+  if (origin == st || !origin->init) return;
+  if (st->last_synced[origin->index] < origin->cursor) {
+    CUevent ev = NULL;
+    if (event_get(s, &ev) == CUDA_SUCCESS) {
+      /* The wait captures the record made now; the event can be reused. */
+      s->api->cuEventRecord(ev, origin->cu);
+      s->api->cuStreamWaitEvent(st->cu, ev, 0);
+      event_put(s, ev, atomic_load(&s->generation));
+    } else {
+      s->api->cuStreamSynchronize(origin->cu);
     }
-    if (keep == NULL) keep = ruda__calloc(n, sizeof *keep);
-    if (keep != NULL) keep[nkeep++] = ruda_binding_clone(&bs[i]);
+    st->last_synced[origin->index] = origin->cursor;
+    ruda__cuda_log("stream", "Waiting on stream slot %u from slot %u", origin->index,
+                   st->index);
   }
-  st->cursor++;
-  *out_n = nkeep;
-  return keep;
+  if (keep->n == keep->cap) {
+    size_t cap = keep->cap ? keep->cap * 2 : 4;
+    ruda_binding_t *ni = ruda__realloc(keep->items, cap * sizeof *ni);
+    if (ni == NULL) {
+      keep->sync = true;
+      return;
+    }
+    keep->items = ni;
+    keep->cap = cap;
+  }
+  keep->items[keep->n++] = ruda_binding_clone(b);
 }
 
-/* Keeps `keep` alive until the work enqueued so far on `st` completes. */
-static void pin_until_done(cuda_server_t *s, cuda_stream_t *st, ruda_binding_t *keep, size_t n) {
-  if (keep == NULL) return;
+static void keep_release(keep_list_t *keep) {
+  for (size_t i = 0; i < keep->n; i++) ruda_binding_release(&keep->items[i]);
+  ruda__free(keep->items);
+}
+
+/* Ends an operation on `st` (other slots now see it as new work) and keeps
+ * `keep` (taken) alive until the work enqueued so far has completed. */
+static void op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
+  st->cursor++;
+  if (keep->n == 0 && !keep->sync) return;
   CUevent ev = NULL;
   if (st->ngc == st->gccap) {
     size_t cap = st->gccap ? st->gccap * 2 : 8;
@@ -568,14 +601,13 @@ static void pin_until_done(cuda_server_t *s, cuda_stream_t *st, ruda_binding_t *
       st->gccap = cap;
     }
   }
-  if (st->ngc == st->gccap || event_get(s, &ev) != CUDA_SUCCESS) {
+  if (keep->sync || st->ngc == st->gccap || event_get(s, &ev) != CUDA_SUCCESS) {
     s->api->cuStreamSynchronize(st->cu);
-    for (size_t i = 0; i < n; i++) ruda_binding_release(&keep[i]);
-    ruda__free(keep);
+    keep_release(keep);
     return;
   }
   s->api->cuEventRecord(ev, st->cu);
-  st->gc[st->ngc++] = (gc_batch_t){ev, keep, n};
+  st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
 }
 
 static ruda_status_t resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out) {
@@ -776,37 +808,35 @@ static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t 
   return true;
 }
 
-static CUresult copy_htod(const ruda__cuda_api_t *api, CUstream stream, CUdeviceptr dst,
-                          const void *src, uint64_t width, uint64_t height, uint64_t pitch) {
-  if (height <= 1 || pitch == width)
-    return api->cuMemcpyHtoDAsync(dst, src, (size_t)(width * height), stream);
+/* Copies `height` rows of `width` bytes between host memory, where the rows
+ * are packed, and device memory, where they are `pitch` bytes apart. */
+static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_device,
+                          void *host, CUdeviceptr dev, uint64_t width, uint64_t height,
+                          uint64_t pitch) {
+  if (height <= 1 || pitch == width) {
+    size_t n = (size_t)(width * height);
+    return to_device ? api->cuMemcpyHtoDAsync(dev, host, n, stream)
+                     : api->cuMemcpyDtoHAsync(host, dev, n, stream);
+  }
   CUDA_MEMCPY2D c;
   memset(&c, 0, sizeof c);
-  c.srcMemoryType = CU_MEMORYTYPE_HOST;
-  c.srcHost = src;
-  c.srcPitch = (size_t)width;
-  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.dstDevice = dst;
-  c.dstPitch = (size_t)pitch;
   c.WidthInBytes = (size_t)width;
   c.Height = (size_t)height;
-  return api->cuMemcpy2DAsync(&c, stream);
-}
-
-static CUresult copy_dtoh(const ruda__cuda_api_t *api, CUstream stream, void *dst,
-                          CUdeviceptr src, uint64_t width, uint64_t height, uint64_t pitch) {
-  if (height <= 1 || pitch == width)
-    return api->cuMemcpyDtoHAsync(dst, src, (size_t)(width * height), stream);
-  CUDA_MEMCPY2D c;
-  memset(&c, 0, sizeof c);
-  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-  c.srcDevice = src;
-  c.srcPitch = (size_t)pitch;
-  c.dstMemoryType = CU_MEMORYTYPE_HOST;
-  c.dstHost = dst;
-  c.dstPitch = (size_t)width;
-  c.WidthInBytes = (size_t)width;
-  c.Height = (size_t)height;
+  if (to_device) {
+    c.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c.srcHost = host;
+    c.srcPitch = (size_t)width;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dev;
+    c.dstPitch = (size_t)pitch;
+  } else {
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = dev;
+    c.srcPitch = (size_t)pitch;
+    c.dstMemoryType = CU_MEMORYTYPE_HOST;
+    c.dstHost = host;
+    c.dstPitch = (size_t)width;
+  }
   return api->cuMemcpy2DAsync(&c, stream);
 }
 
@@ -827,15 +857,8 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
     return;
   }
-  ruda_binding_t small[8];
-  ruda_binding_t *bs = count <= 8 ? small : ruda__calloc(count, sizeof *bs);
-  size_t nkeep = 0;
-  ruda_binding_t *keep = NULL;
-  if (bs != NULL) {
-    for (size_t i = 0; i < count; i++) bs[i] = descs[i].binding;
-    keep = order_bindings(s, st, bs, count, &nkeep);
-    if (bs != small) ruda__free(bs);
-  }
+  keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) order_binding(s, st, &descs[i].binding, &keep);
   for (size_t i = 0; i < count; i++) {
     const ruda__copy_desc_t *d = &descs[i];
     ruda_bytes_t *src = &srcs[i];
@@ -866,7 +889,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
     CUresult r;
     long tr = trace_begin(s, st, "copy", "write", bytes);
     if (src->property == RUDA_BYTES_PINNED) {
-      r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
+      r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
       ruda_bytes_t *held = ruda__malloc(sizeof *held);
       if (held != NULL && r == CUDA_SUCCESS) {
         *held = *src;
@@ -885,19 +908,12 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
         /* Small copies (or no pinned memory): the driver stages pageable
          * memory itself before the call returns. */
         ruda_status_free(pe);
-        r = copy_htod(api, st->cu, dst, src->data, width, height, pitch);
+        r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
         ruda_bytes_release(src);
       } else if (height > 1 && pitch != width) {
-        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
-        if (job != NULL) {
-          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes, STAGE_CHUNK);
-          ruda__copy_job_finish(s->copies, job);
-          ruda__free(job);
-        } else {
-          memcpy(sp, src->data, (size_t)bytes);
-        }
+        ruda__copy_parallel(s->copies, sp, src->data, (size_t)bytes, STAGE_CHUNK);
         ruda_bytes_release(src);
-        r = copy_htod(api, st->cu, dst, sp, width, height, pitch);
+        r = copy_rows(api, st->cu, true, sp, dst, width, height, pitch);
         drop_when_done(s, st, stage, bytes, drop_memory);
       } else {
         /* Pipelined: chunks are copied into pinned memory by the copy pool
@@ -932,7 +948,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
     }
   }
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
-  pin_until_done(s, st, keep, nkeep);
+  op_end(s, st, &keep);
 }
 
 /* ---- Futures ---- */
@@ -972,18 +988,8 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
   for (size_t i = 0; i < f->nparts; i++) {
     read_part_t *p = &f->parts[i];
     if (st == NULL && p->staged != NULL && p->size > 0) {
-      if (p->size >= (8u << 20) && s->copies != NULL) {
-        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
-        if (job != NULL) {
-          ruda__copy_job_start(s->copies, job, p->dst, p->staged, (size_t)p->size, STAGE_CHUNK);
-          ruda__copy_job_finish(s->copies, job);
-          ruda__free(job);
-        } else {
-          memcpy(p->dst, p->staged, (size_t)p->size);
-        }
-      } else {
-        memcpy(p->dst, p->staged, (size_t)p->size);
-      }
+      ruda__copy_parallel(p->size >= PARALLEL_READ_OUT ? s->copies : NULL, p->dst, p->staged,
+                          (size_t)p->size, STAGE_CHUNK);
     }
     if (p->stage) ruda__memory_release_handle(p->stage);
     p->stage = NULL;
@@ -1056,8 +1062,7 @@ static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_fut
     f->event = NULL;
     CUresult r2 = s->api->cuStreamSynchronize(st->cu);
     if (r2 != CUDA_SUCCESS) {
-      if (ruda__cu_result_is_sticky(r2)) poison(s, r2, f->kernels, true);
-      return fault_error(r2, "cuStreamSynchronize", f->kernels);
+      return stream_fault(s, r2, "cuStreamSynchronize", f->kernels);
     }
   }
   return NULL;
@@ -1080,15 +1085,8 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
   gc_poll(s, st, false);
   cuda_future_t *f = future_new(s, st, count);
   if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
-  ruda_binding_t small[8];
-  ruda_binding_t *bs = count <= 8 ? small : ruda__calloc(count, sizeof *bs);
-  size_t nkeep = 0;
-  ruda_binding_t *keep = NULL;
-  if (bs != NULL) {
-    for (size_t i = 0; i < count; i++) bs[i] = descs[i].binding;
-    keep = order_bindings(s, st, bs, count, &nkeep);
-    if (bs != small) ruda__free(bs);
-  }
+  keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) order_binding(s, st, &descs[i].binding, &keep);
   /* Small reads: through the stream's pinned scratch and a stream sync,
    * completed before returning (no staging reservation, no event). */
   uint64_t small_total = 0;
@@ -1116,15 +1114,13 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
         break;
       }
       long tr = trace_begin(s, st, "copy", "read", w * h);
-      r = copy_dtoh(api, st->cu, (char *)st->count_host + off, src, w, h, p);
+      r = copy_rows(api, st->cu, false, (char *)st->count_host + off, src, w, h, p);
       trace_end(s, st, tr);
       off += (w * h + 15) & ~(uint64_t)15;
     }
     if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
-    if (r != CUDA_SUCCESS && f->early == NULL) {
-      if (ruda__cu_result_is_sticky(r)) poison(s, r, f->kernels, true);
-      f->early = fault_error(r, "cuStreamSynchronize", f->kernels);
-    }
+    if (r != CUDA_SUCCESS && f->early == NULL)
+      f->early = stream_fault(s, r, "cuStreamSynchronize", f->kernels);
     if (f->early == NULL) {
       off = 0;
       for (size_t i = 0; i < count; i++) {
@@ -1140,7 +1136,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     f->done = true;
     f->result = f->early;
     f->early = NULL;
-    pin_until_done(s, st, keep, nkeep);
+    op_end(s, st, &keep);
     *out = &f->base;
     return NULL;
   }
@@ -1166,26 +1162,25 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     CUresult r;
     long tr = trace_begin(s, st, "copy", "read", bytes);
     if (host_is_pinned(api, dsts[i])) {
-      r = copy_dtoh(api, st->cu, dsts[i], src, width, height, pitch);
+      r = copy_rows(api, st->cu, false, dsts[i], src, width, height, pitch);
     } else {
       void *sp = NULL;
       ruda_status_t pe = pinned_reserve(st, bytes, &p->stage, &sp);
       if (pe == NULL) {
         p->staged = sp;
-        r = copy_dtoh(api, st->cu, sp, src, width, height, pitch);
+        r = copy_rows(api, st->cu, false, sp, src, width, height, pitch);
       } else {
         /* No pinned memory: copy synchronously into the pageable dst. */
         ruda_status_free(pe);
         r = api->cuStreamSynchronize(st->cu);
-        if (r == CUDA_SUCCESS) r = copy_dtoh(api, st->cu, dsts[i], src, width, height, pitch);
+        if (r == CUDA_SUCCESS) r = copy_rows(api, st->cu, false, dsts[i], src, width, height, pitch);
         if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
       }
     }
     trace_end(s, st, tr);
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) {
-        poison(s, r, f->kernels, true);
-        f->early = fault_error(r, "cuMemcpyDtoHAsync", f->kernels);
+        f->early = stream_fault(s, r, "cuMemcpyDtoHAsync", f->kernels);
       } else {
         f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
                                   "reading %llu bytes", (unsigned long long)bytes);
@@ -1199,7 +1194,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     f->early = fe;
   else
     ruda_status_free(fe);
-  pin_until_done(s, st, keep, nkeep);
+  op_end(s, st, &keep);
   *out = &f->base;
   return NULL;
 }
@@ -1234,14 +1229,13 @@ static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   settle_poison(s, stream);
   cuda_stream_t *st = slot_for(s, stream);
-  ruda_status_t e;
   if (st->init) {
     CUresult r = s->api->cuStreamQuery(st->cu);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
       char names[300];
       recent_names(st, names, sizeof names);
       poison(s, r, names, false);
-      settle_poison(s, stream);
+      settle_poison(s, stream); /* resets the device: st is empty after it */
     }
   }
   if (st->init) {
@@ -1249,7 +1243,7 @@ static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
     ruda__drop_queue_flush(st->drops);
     gpu_flush(st->gpu_store);
   }
-  e = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  ruda_status_t e = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
   if (e) {
     ruda__profiler_error(&s->profiler, e);
     if (st->init) ruda__memory_cleanup(st->gpu, false);
@@ -1266,22 +1260,18 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
     size_t cap = st->info_cap ? st->info_cap : 256;
     while (cap < bytes) cap *= 2;
     CUdeviceptr p = 0;
-    CUresult r = s->api->cuMemAllocAsync != NULL ? s->api->cuMemAllocAsync(&p, cap, st->cu)
-                                                 : s->api->cuMemAlloc(&p, cap);
-    if (r != CUDA_SUCCESS) return ruda__cu_alloc_error(r, "cuMemAllocAsync", cap);
-    if (st->info_dev != 0) {
-      if (s->api->cuMemFreeAsync != NULL)
-        s->api->cuMemFreeAsync(st->info_dev, st->cu);
-      else
-        s->api->cuMemFree(st->info_dev);
-    }
+    ruda_status_t e = gpu_malloc(st->gpu_store, cap, &p);
+    if (e) return e;
+    /* Freed in stream order: kernels before may still read it. */
+    if (st->info_dev != 0) gpu_free_now(st->gpu_store, st->info_dev);
     st->info_dev = p;
     st->info_cap = cap;
   }
   /* Pageable source: the driver stages it before returning, and the
    * stream orders this upload after the kernels that read the last one. */
   CUresult r = s->api->cuMemcpyHtoDAsync(st->info_dev, info->data, bytes, st->cu);
-  if (r != CUDA_SUCCESS) return ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyHtoDAsync", "uploading kernel info");
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyHtoDAsync", "uploading kernel info");
   *out = st->info_dev;
   return NULL;
 }
@@ -1331,19 +1321,10 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
 
   ruda_count3_t grid = count->fixed;
   size_t nb = args->num_buffers, nt = args->num_tensor_maps;
-  size_t nbind = nb + nt + (count->dynamic ? 1 : 0);
-  ruda_binding_t bsmall[PARAMS_INLINE];
-  ruda_binding_t *bs = nbind <= PARAMS_INLINE ? bsmall : ruda__calloc(nbind, sizeof *bs);
-  size_t nkeep = 0;
-  ruda_binding_t *keep = NULL;
-  if (bs != NULL) {
-    size_t k = 0;
-    for (size_t i = 0; i < nb; i++) bs[k++] = args->buffers[i];
-    for (size_t i = 0; i < nt; i++) bs[k++] = args->tensor_map_buffers[i];
-    if (count->dynamic) bs[k++] = count->buffer;
-    keep = order_bindings(s, st, bs, k, &nkeep);
-    if (bs != bsmall) ruda__free(bs);
-  }
+  keep_list_t keep = {0};
+  for (size_t i = 0; i < nb; i++) order_binding(s, st, &args->buffers[i], &keep);
+  for (size_t i = 0; i < nt; i++) order_binding(s, st, &args->tensor_map_buffers[i], &keep);
+  if (count->dynamic) order_binding(s, st, &count->buffer, &keep);
 
   CUtensorMap *maps = NULL;
   void *psmall[PARAMS_INLINE];
@@ -1471,7 +1452,7 @@ done:
   if (params != psmall) ruda__free(params);
   if (vals != vsmall) ruda__free(vals);
   free(maps);
-  pin_until_done(s, st, keep, nkeep);
+  op_end(s, st, &keep);
 }
 
 /* ---- Profiling (device timestamps) ---- */
@@ -1533,8 +1514,7 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
     if (r != CUDA_SUCCESS) {
       char names[300];
       recent_names(st, names, sizeof names);
-      if (ruda__cu_result_is_sticky(r)) poison(s, r, names, true);
-      ruda_status_t fe = fault_error(r, "cuEventSynchronize", names);
+      ruda_status_t fe = stream_fault(s, r, "cuEventSynchronize", names);
       ruda__profiler_error(&s->profiler, fe);
       ruda_status_free(fe);
     } else {

@@ -25,6 +25,17 @@ static uint32_t swizzle_span(ruda_tensor_map_swizzle_t s) {
   }
 }
 
+/* The pixel limits both im2col forms share. */
+static ruda_status_t check_im2col_pixels(const ruda_tensor_map_meta_t *m) {
+  if (m->format.channels_per_pixel < 1 || m->format.channels_per_pixel > 256)
+    return UNKNOWN("channels per pixel is %u; must be between 1 and 256",
+                   m->format.channels_per_pixel);
+  if (m->format.pixels_per_column < 1 || m->format.pixels_per_column > 1024)
+    return UNKNOWN("pixels per column is %u; must be between 1 and 1024",
+                   m->format.pixels_per_column);
+  return NULL;
+}
+
 ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *m, uint64_t address,
                                           int cuda_version) {
   if (m == NULL) return UNKNOWN("no tensor map description");
@@ -139,13 +150,7 @@ ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *m, uint6
           return UNKNOWN("im2col corner %u is (%d, %d); must be within [%d, %d] for rank %u",
                          i, a, b, lo, hi, rank);
       }
-      if (m->format.channels_per_pixel < 1 || m->format.channels_per_pixel > 256)
-        return UNKNOWN("channels per pixel is %u; must be between 1 and 256",
-                       m->format.channels_per_pixel);
-      if (m->format.pixels_per_column < 1 || m->format.pixels_per_column > 1024)
-        return UNKNOWN("pixels per column is %u; must be between 1 and 1024",
-                       m->format.pixels_per_column);
-      break;
+      return check_im2col_pixels(m);
     }
     case RUDA_TENSOR_MAP_IM2COL_WIDE:
       if (cuda_version < 12080)
@@ -153,13 +158,7 @@ ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *m, uint6
                        cuda_version / 1000, (cuda_version % 1000) / 10);
       if (rank < 3 || rank > 5)
         return UNKNOWN("im2col needs a tensor rank between 3 and 5, got %u", rank);
-      if (m->format.channels_per_pixel < 1 || m->format.channels_per_pixel > 256)
-        return UNKNOWN("channels per pixel is %u; must be between 1 and 256",
-                       m->format.channels_per_pixel);
-      if (m->format.pixels_per_column < 1 || m->format.pixels_per_column > 1024)
-        return UNKNOWN("pixels per column is %u; must be between 1 and 1024",
-                       m->format.pixels_per_column);
-      break;
+      return check_im2col_pixels(m);
   }
   return NULL;
 }
