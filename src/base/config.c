@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,18 +76,29 @@ static bool lookup_name(const name_value_t *names, const char *s, int *out) {
   return false;
 }
 
-/* "\"a\", \"b\" or \"c\"" into buf. */
-static const char *expected_list(const name_value_t *names, char *buf, size_t cap) {
-  size_t n = 0, at = 0;
-  while (names[n].name) n++;
+/* "a, b or c" (each item in `quote`s) into buf; a list too long for it is
+ * cut at an item. */
+static const char *join_list(const char *const *items, size_t n, const char *quote,
+                             char *buf, size_t cap) {
+  size_t at = 0;
   buf[0] = '\0';
   for (size_t i = 0; i < n; i++) {
-    int w = snprintf(buf + at, cap - at, "%s\"%s\"",
-                     i == 0 ? "" : (i + 1 == n ? " or " : ", "), names[i].name);
+    int w = snprintf(buf + at, cap - at, "%s%s%s%s",
+                     i == 0 ? "" : (i + 1 == n ? " or " : ", "), quote, items[i], quote);
     if (w < 0 || (size_t)w >= cap - at) break;
     at += (size_t)w;
   }
   return buf;
+}
+
+enum { LIST_MAX = 16 };
+
+/* "\"a\", \"b\" or \"c\"" into buf. */
+static const char *expected_list(const name_value_t *names, char *buf, size_t cap) {
+  const char *items[LIST_MAX];
+  size_t n = 0;
+  for (; names[n].name && n < LIST_MAX; n++) items[n] = names[n].name;
+  return join_list(items, n, "\"", buf, cap);
 }
 
 /* ---- defaults ---------------------------------------------------------- */
@@ -122,6 +134,89 @@ const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
     case RUDA_LOG_CHANNEL_PROFILING: return &cfg->profiling.logger;
     default: return NULL;
   }
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+/* How an option's value is read and stored. */
+typedef enum {
+  OPT_LOGGER,    /* ruda_logger_config_t: a table, or RUDA_LOG_*=level[:sink] */
+  OPT_CACHE,     /* ruda_cache_config_t: a name, { file = ... } or a path */
+  OPT_CACHE_DIR, /* ruda_cache_config_t: a path (environment only) */
+  OPT_ENUM,      /* an enum field, from `names` */
+  OPT_UINT,      /* uint32_t, from `min` to `max` */
+  OPT_PATH,      /* char[RUDA_CONFIG_PATH_MAX]; an empty variable clears it */
+} opt_kind_t;
+
+/* One row per option: where it lives in ruda.toml and in the environment,
+ * and where it is stored. Environment variables are applied in this
+ * order. */
+typedef struct {
+  const char *section;
+  const char *key; /* NULL: not in ruda.toml */
+  const char *env;
+  opt_kind_t kind;
+  size_t offset; /* of the field in ruda_config_t */
+  const name_value_t *names; /* OPT_ENUM: values; OPT_LOGGER: levels */
+  uint32_t min, max;         /* OPT_UINT */
+} option_t;
+
+#define AT(field) offsetof(ruda_config_t, field)
+static const option_t k_options[] = {
+    {"profiling", "logger", "RUDA_LOG_PROFILING", OPT_LOGGER, AT(profiling.logger),
+     k_levels_profiling, 0, 0},
+    {"compilation", "logger", "RUDA_LOG_COMPILATION", OPT_LOGGER, AT(compilation.logger),
+     k_levels_other, 0, 0},
+    {"compilation", "cache", "RUDA_COMPILATION_CACHE", OPT_CACHE, AT(compilation.cache), NULL,
+     0, 0},
+    {"compilation", NULL, "RUDA_CACHE_DIR", OPT_CACHE_DIR, AT(compilation.cache), NULL, 0, 0},
+    {"compilation", "check_mode", "RUDA_CHECK_MODE", OPT_ENUM, AT(compilation.check_mode),
+     k_check_modes, 0, 0},
+    {"streaming", "logger", "RUDA_LOG_STREAMING", OPT_LOGGER, AT(streaming.logger),
+     k_levels_other, 0, 0},
+    {"streaming", "max_streams", "RUDA_MAX_STREAMS", OPT_UINT, AT(streaming.max_streams), NULL,
+     1, 255},
+    {"streaming", "priority", "RUDA_STREAM_PRIORITY", OPT_ENUM, AT(streaming.priority),
+     k_priorities, 0, 0},
+    {"memory", "logger", "RUDA_LOG_MEMORY", OPT_LOGGER, AT(memory.logger), k_levels_other, 0,
+     0},
+    {"memory", "persistent_memory", "RUDA_PERSISTENT_MEMORY", OPT_ENUM,
+     AT(memory.persistent_memory), k_persistent, 0, 0},
+    {"cpu", "threads", "RUDA_CPU_THREADS", OPT_UINT, AT(cpu.threads), NULL, 0, 65535},
+    {"trace", "file", "RUDA_TRACE", OPT_PATH, AT(trace.file), NULL, 0, 0},
+};
+#undef AT
+enum { NUM_OPTIONS = sizeof k_options / sizeof k_options[0] };
+
+/* OPT_ENUM fields are stored as an int. */
+_Static_assert(sizeof(ruda_bounds_check_mode_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(ruda_stream_priority_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(ruda_persistent_memory_t) == sizeof(int), "enum size");
+
+static void *option_field(ruda_config_t *cfg, const option_t *o) {
+  return (char *)cfg + o->offset;
+}
+
+/* The option at `section`.`key` in ruda.toml; NULL if there is none. */
+static const option_t *find_option(const char *section, const char *key) {
+  for (size_t i = 0; i < NUM_OPTIONS; i++) {
+    const option_t *o = &k_options[i];
+    if (o->key && strcmp(o->section, section) == 0 && strcmp(o->key, key) == 0) return o;
+  }
+  return NULL;
+}
+
+/* "a, b or c": the ruda.toml keys of `section`, or every section when
+ * `section` is NULL. Empty when there are none. */
+static const char *expected_options(const char *section, char *buf, size_t cap) {
+  const char *items[LIST_MAX];
+  size_t n = 0;
+  for (size_t i = 0; i < NUM_OPTIONS && n < LIST_MAX; i++) {
+    const option_t *o = &k_options[i];
+    const char *item = !section ? o->section : strcmp(o->section, section) == 0 ? o->key : NULL;
+    if (item && (n == 0 || strcmp(items[n - 1], item) != 0)) items[n++] = item;
+  }
+  return join_list(items, n, "", buf, cap);
 }
 
 /* ---- schema ------------------------------------------------------------ */
@@ -161,13 +256,14 @@ static bool want_type(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
   return false;
 }
 
-static void get_enum(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
+static bool get_enum(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
                      const name_value_t *names, int *out) {
-  if (!want_type(c, e, key, RUDA__TOML_STRING)) return;
-  if (lookup_name(names, e->value.string, out)) return;
+  if (!want_type(c, e, key, RUDA__TOML_STRING)) return false;
+  if (lookup_name(names, e->value.string, out)) return true;
   char list[160];
   fail(c, e->line, key, "expected %s, found \"%s\"", expected_list(names, list, sizeof list),
        e->value.string);
+  return false;
 }
 
 static void get_bool(ctx_t *c, const ruda__toml_entry_t *e, const char *key, bool *out) {
@@ -224,9 +320,7 @@ static void parse_logger(ctx_t *c, const ruda__toml_entry_t *le, const char *pre
     key_join(key, prefix, e->key);
     int v;
     if (strcmp(e->key, "level") == 0) {
-      v = out->level;
-      get_enum(c, e, key, levels, &v);
-      out->level = (ruda_log_level_t)v;
+      if (get_enum(c, e, key, levels, &v)) out->level = (ruda_log_level_t)v;
     } else if (strcmp(e->key, "file") == 0) {
       get_path(c, e, key, out->file);
     } else if (strcmp(e->key, "append") == 0) {
@@ -244,9 +338,8 @@ static void parse_logger(ctx_t *c, const ruda__toml_entry_t *le, const char *pre
 static void parse_cache(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
                         ruda_cache_config_t *out) {
   if (e->value.type == RUDA__TOML_STRING) {
-    int v = out->location;
-    get_enum(c, e, key, k_cache_names, &v);
-    out->location = (ruda_cache_location_t)v;
+    int v;
+    if (get_enum(c, e, key, k_cache_names, &v)) out->location = (ruda_cache_location_t)v;
     return;
   }
   if (e->value.type != RUDA__TOML_TABLE) {
@@ -273,65 +366,33 @@ static void parse_cache(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
   if (!c->err) out->location = RUDA_CACHE_LOCATION_FILE;
 }
 
+static void set_from_toml(ctx_t *c, const option_t *o, const ruda__toml_entry_t *e,
+                          const char *key, ruda_config_t *cfg) {
+  void *f = option_field(cfg, o);
+  int v;
+  switch (o->kind) {
+    case OPT_LOGGER: parse_logger(c, e, key, o->names, f); break;
+    case OPT_CACHE: parse_cache(c, e, key, f); break;
+    case OPT_ENUM:
+      if (get_enum(c, e, key, o->names, &v)) memcpy(f, &v, sizeof v);
+      break;
+    case OPT_UINT: get_uint(c, e, key, o->min, o->max, f); break;
+    case OPT_PATH: get_path(c, e, key, f); break;
+    case OPT_CACHE_DIR: break; /* not in ruda.toml: find_option() never gives it */
+  }
+}
+
 static void parse_section(ctx_t *c, const ruda__toml_entry_t *se, ruda_config_t *cfg) {
-  const char *s = se->key;
-  char key[KEY_MAX];
-  if (!want_type(c, se, s, RUDA__TOML_TABLE)) return;
+  char key[KEY_MAX], list[160];
+  if (!want_type(c, se, se->key, RUDA__TOML_TABLE)) return;
   for (size_t i = 0; i < se->value.count && !c->err; i++) {
     const ruda__toml_entry_t *e = &se->value.entries[i];
-    const char *k = e->key;
-    key_join(key, s, k);
-    int v;
-    if (strcmp(s, "profiling") == 0) {
-      if (strcmp(k, "logger") == 0)
-        parse_logger(c, e, key, k_levels_profiling, &cfg->profiling.logger);
-      else
-        unknown_key(c, e, key, "logger");
-    } else if (strcmp(s, "compilation") == 0) {
-      if (strcmp(k, "logger") == 0) {
-        parse_logger(c, e, key, k_levels_other, &cfg->compilation.logger);
-      } else if (strcmp(k, "cache") == 0) {
-        parse_cache(c, e, key, &cfg->compilation.cache);
-      } else if (strcmp(k, "check_mode") == 0) {
-        v = cfg->compilation.check_mode;
-        get_enum(c, e, key, k_check_modes, &v);
-        cfg->compilation.check_mode = (ruda_bounds_check_mode_t)v;
-      } else {
-        unknown_key(c, e, key, "logger, cache or check_mode");
-      }
-    } else if (strcmp(s, "streaming") == 0) {
-      if (strcmp(k, "logger") == 0) {
-        parse_logger(c, e, key, k_levels_other, &cfg->streaming.logger);
-      } else if (strcmp(k, "max_streams") == 0) {
-        get_uint(c, e, key, 1, 255, &cfg->streaming.max_streams);
-      } else if (strcmp(k, "priority") == 0) {
-        v = cfg->streaming.priority;
-        get_enum(c, e, key, k_priorities, &v);
-        cfg->streaming.priority = (ruda_stream_priority_t)v;
-      } else {
-        unknown_key(c, e, key, "logger, max_streams or priority");
-      }
-    } else if (strcmp(s, "memory") == 0) {
-      if (strcmp(k, "logger") == 0) {
-        parse_logger(c, e, key, k_levels_other, &cfg->memory.logger);
-      } else if (strcmp(k, "persistent_memory") == 0) {
-        v = cfg->memory.persistent_memory;
-        get_enum(c, e, key, k_persistent, &v);
-        cfg->memory.persistent_memory = (ruda_persistent_memory_t)v;
-      } else {
-        unknown_key(c, e, key, "logger or persistent_memory");
-      }
-    } else if (strcmp(s, "cpu") == 0) {
-      if (strcmp(k, "threads") == 0)
-        get_uint(c, e, key, 0, 65535, &cfg->cpu.threads);
-      else
-        unknown_key(c, e, key, "threads");
-    } else if (strcmp(s, "trace") == 0) {
-      if (strcmp(k, "file") == 0)
-        get_path(c, e, key, cfg->trace.file);
-      else
-        unknown_key(c, e, key, "file");
-    }
+    key_join(key, se->key, e->key);
+    const option_t *o = find_option(se->key, e->key);
+    if (o)
+      set_from_toml(c, o, e, key, cfg);
+    else
+      unknown_key(c, e, key, expected_options(se->key, list, sizeof list));
   }
 }
 
@@ -343,19 +404,14 @@ ruda_status_t ruda_config_parse(const char *text, size_t len, const char *file_n
   ruda_status_t st = ruda__toml_parse(text, len, file_name, &root);
   if (st) return st;
   ctx_t c = {.file = file_name ? file_name : "<string>"};
-  static const char *const sections[] = {"profiling", "compilation", "streaming",
-                                         "memory",    "cpu",         "trace"};
+  char list[160];
   for (size_t i = 0; i < root.count && !c.err; i++) {
     const ruda__toml_entry_t *e = &root.entries[i];
-    bool known = false;
-    for (size_t j = 0; j < sizeof sections / sizeof sections[0]; j++)
-      known = known || strcmp(e->key, sections[j]) == 0;
-    if (!known)
-      fail(&c, e->line, e->key,
-           "unknown section (expected profiling, compilation, streaming, memory, cpu or "
-           "trace)");
-    else
+    if (expected_options(e->key, list, sizeof list)[0])
       parse_section(&c, e, out);
+    else
+      fail(&c, e->line, e->key, "unknown section (expected %s)",
+           expected_options(NULL, list, sizeof list));
   }
   ruda__toml_free(&root);
   if (c.err) {
@@ -525,102 +581,61 @@ bad_level : {
 }
 }
 
-typedef ruda_status_t (*env_fn)(const char *var, const char *value, ruda_config_t *cfg);
+/* RUDA_CACHE_DIR, and RUDA_COMPILATION_CACHE given a path. */
+static ruda_status_t env_cache_file(const char *var, const char *v, ruda_cache_config_t *c) {
+  ruda_status_t st = env_path(var, v, c->file);
+  if (!st) c->location = RUDA_CACHE_LOCATION_FILE;
+  return st;
+}
 
-static ruda_status_t ev_log_compilation(const char *var, const char *v, ruda_config_t *c) {
-  return env_logger(var, v, k_levels_other, &c->compilation.logger);
-}
-static ruda_status_t ev_log_memory(const char *var, const char *v, ruda_config_t *c) {
-  return env_logger(var, v, k_levels_other, &c->memory.logger);
-}
-static ruda_status_t ev_log_streaming(const char *var, const char *v, ruda_config_t *c) {
-  return env_logger(var, v, k_levels_other, &c->streaming.logger);
-}
-static ruda_status_t ev_log_profiling(const char *var, const char *v, ruda_config_t *c) {
-  return env_logger(var, v, k_levels_profiling, &c->profiling.logger);
-}
-static ruda_status_t ev_check_mode(const char *var, const char *v, ruda_config_t *c) {
-  int x = 0;
-  ruda_status_t st = env_enum(var, v, k_check_modes, &x);
-  if (!st) c->compilation.check_mode = (ruda_bounds_check_mode_t)x;
-  return st;
-}
-static ruda_status_t ev_max_streams(const char *var, const char *v, ruda_config_t *c) {
-  return env_uint(var, v, 1, 255, &c->streaming.max_streams);
-}
-static ruda_status_t ev_priority(const char *var, const char *v, ruda_config_t *c) {
-  int x = 0;
-  ruda_status_t st = env_enum(var, v, k_priorities, &x);
-  if (!st) c->streaming.priority = (ruda_stream_priority_t)x;
-  return st;
-}
-static ruda_status_t ev_persistent(const char *var, const char *v, ruda_config_t *c) {
-  int x = 0;
-  ruda_status_t st = env_enum(var, v, k_persistent, &x);
-  if (!st) c->memory.persistent_memory = (ruda_persistent_memory_t)x;
-  return st;
-}
-static ruda_status_t ev_compilation_cache(const char *var, const char *v, ruda_config_t *c) {
+static ruda_status_t env_cache(const char *var, const char *v, ruda_cache_config_t *c) {
   int x = 0;
   if (strcmp(v, "none") == 0) {
-    c->compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
+    c->location = RUDA_CACHE_LOCATION_NONE;
     return NULL;
   }
   if (lookup_name(k_cache_names, v, &x)) {
-    c->compilation.cache.location = (ruda_cache_location_t)x;
+    c->location = (ruda_cache_location_t)x;
     return NULL;
   }
   if (*v != '/' && *v != '.')
     return env_fail(var, v,
                     "expected \"none\", \"local\", \"target\", \"global\" or a path "
                     "starting with '/' or '.'");
-  ruda_status_t st = env_path(var, v, c->compilation.cache.file);
-  if (!st) c->compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
-  return st;
-}
-static ruda_status_t ev_cache_dir(const char *var, const char *v, ruda_config_t *c) {
-  ruda_status_t st = env_path(var, v, c->compilation.cache.file);
-  if (!st) c->compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
-  return st;
-}
-static ruda_status_t ev_cpu_threads(const char *var, const char *v, ruda_config_t *c) {
-  return env_uint(var, v, 0, 65535, &c->cpu.threads);
-}
-static ruda_status_t ev_trace(const char *var, const char *v, ruda_config_t *c) {
-  return env_path(var, v, c->trace.file);
+  return env_cache_file(var, v, c);
 }
 
-/* Applied in this order; an empty value counts as unset (except RUDA_TRACE,
- * where empty turns tracing off). */
-static const struct {
-  const char *var;
-  env_fn fn;
-  bool empty_applies;
-} k_env[] = {
-    {"RUDA_LOG_COMPILATION", ev_log_compilation, false},
-    {"RUDA_LOG_MEMORY", ev_log_memory, false},
-    {"RUDA_LOG_STREAMING", ev_log_streaming, false},
-    {"RUDA_LOG_PROFILING", ev_log_profiling, false},
-    {"RUDA_CHECK_MODE", ev_check_mode, false},
-    {"RUDA_MAX_STREAMS", ev_max_streams, false},
-    {"RUDA_STREAM_PRIORITY", ev_priority, false},
-    {"RUDA_PERSISTENT_MEMORY", ev_persistent, false},
-    {"RUDA_COMPILATION_CACHE", ev_compilation_cache, false},
-    {"RUDA_CACHE_DIR", ev_cache_dir, false},
-    {"RUDA_CPU_THREADS", ev_cpu_threads, false},
-    {"RUDA_TRACE", ev_trace, true},
-};
+static ruda_status_t set_from_env(const option_t *o, const char *v, ruda_config_t *cfg) {
+  void *f = option_field(cfg, o);
+  int x;
+  ruda_status_t st = NULL;
+  switch (o->kind) {
+    case OPT_LOGGER: return env_logger(o->env, v, o->names, f);
+    case OPT_CACHE: return env_cache(o->env, v, f);
+    case OPT_CACHE_DIR: return env_cache_file(o->env, v, f);
+    case OPT_ENUM:
+      st = env_enum(o->env, v, o->names, &x);
+      if (!st) memcpy(f, &x, sizeof x);
+      return st;
+    case OPT_UINT: return env_uint(o->env, v, o->min, o->max, f);
+    case OPT_PATH: return env_path(o->env, v, f);
+  }
+  return NULL;
+}
 
 /* With `keep_going`, bad variables are reported on stderr and skipped. */
+/* An empty variable counts as unset, except for a path option (RUDA_TRACE),
+ * where it turns the option off. */
 static ruda_status_t apply_env(ruda_config_t *cfg, bool keep_going) {
-  for (size_t i = 0; i < sizeof k_env / sizeof k_env[0]; i++) {
-    const char *v = getenv(k_env[i].var);
-    if (!v || (!*v && !k_env[i].empty_applies)) continue;
-    ruda_status_t st = k_env[i].fn(k_env[i].var, v, cfg);
+  for (size_t i = 0; i < NUM_OPTIONS; i++) {
+    const option_t *o = &k_options[i];
+    const char *v = getenv(o->env);
+    if (!v || (!*v && o->kind != OPT_PATH)) continue;
+    ruda_status_t st = set_from_env(o, v, cfg);
     if (!st) continue;
     if (!keep_going) return st;
     char *text = ruda_status_to_string(st);
-    fprintf(stderr, "ruda: ignoring %s: %s\n", k_env[i].var, text ? text : "invalid value");
+    fprintf(stderr, "ruda: ignoring %s: %s\n", o->env, text ? text : "invalid value");
     free(text);
     ruda_status_free(st);
   }
