@@ -140,15 +140,19 @@ ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count);
 
 /* Attaches the vendor error behind an error: the failing call ("cuMemAlloc")
  * and the vendor's name and value for the code ("CUDA_ERROR_OUT_OF_MEMORY",
- * 2). Strings are copied. Returns `s` for chaining. */
+ * 2). Strings are copied; `s` stays the caller's. Returns `s` for chaining.
+ * Cannot fail: on a static error, or when memory is exhausted, `s` is left
+ * as it was. */
 ruda_status_t ruda_status_set_vendor(ruda_status_t s, const char *call,
                                      const char *code_name, int64_t code);
 
-/* Attaches a config-file location (RUDA_ERR_CONFIG). Strings are copied. */
+/* Attaches a config-file location (RUDA_ERR_CONFIG). Strings are copied;
+ * ownership and failure as ruda_status_set_vendor(). */
 ruda_status_t ruda_status_set_location(ruda_status_t s, const char *file,
                                        uint32_t line, const char *key);
 
-/* Deep copy. NULL gives NULL. */
+/* Deep copy, owned by the caller (`s` stays the caller's). NULL gives NULL;
+ * when memory is exhausted, the static error of the same kind. */
 ruda_status_t ruda_status_clone(ruda_status_t s);
 
 /* Frees `s`, its cause chain and its error list. NULL is a no-op. */

@@ -158,9 +158,12 @@ typedef struct ruda_stream_id {
  * value of a process-wide counter starting at 0, so every OS thread is its
  * own stream unless ruda_stream_id_swap() set another. Thread-safe. */
 ruda_stream_id_t ruda_stream_id_current(void);
-/* Sets the calling thread's stream and returns the previous one. */
+/* Sets the calling thread's stream and returns the previous one (drawing
+ * the thread's own first if it had none). Affects only the calling thread;
+ * cannot fail. */
 ruda_stream_id_t ruda_stream_id_swap(ruda_stream_id_t id);
-/* A fresh stream id that no thread has yet (from the same counter). */
+/* A fresh stream id that no thread has yet (from the same counter).
+ * Thread-safe; cannot fail. */
 ruda_stream_id_t ruda_stream_id_next(void);
 
 /* ------------------------------------------------------------------------ */
