@@ -26,14 +26,14 @@ typedef struct {
   ino_t ino;
 } sink_t;
 
-/* Levels are read without the lock; everything else is under g_lock. */
+/* Levels are read without the lock; everything else is under g_lock. All
+ * levels are LEVEL_UNSET until the logger is set up, and none after. */
 static _Atomic int g_levels[RUDA_LOG_CHANNEL_COUNT_] = {LEVEL_UNSET, LEVEL_UNSET, LEVEL_UNSET,
                                                        LEVEL_UNSET};
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static sink_t g_sinks[MAX_SINKS];
 static size_t g_nsinks;
 static unsigned g_channel_sinks[RUDA_LOG_CHANNEL_COUNT_]; /* bit i: g_sinks[i] */
-static bool g_ready;
 
 static void close_sinks_locked(void) {
   for (size_t i = 0; i < g_nsinks; i++)
@@ -116,7 +116,6 @@ static ruda_status_t configure_locked(const ruda_config_t *cfg) {
     }
     atomic_store_explicit(&g_levels[ch], level, memory_order_release);
   }
-  g_ready = true;
   return err;
 }
 
@@ -132,7 +131,7 @@ ruda_status_t ruda_log_configure(const ruda_config_t *cfg) {
  * stderr once; logging must never fail the caller. */
 static void ensure_ready(void) {
   pthread_mutex_lock(&g_lock);
-  if (!g_ready) {
+  if (atomic_load_explicit(&g_levels[0], memory_order_relaxed) == LEVEL_UNSET) {
     ruda_status_t err = configure_locked(ruda_config_get());
     if (err) {
       char *text = ruda_status_to_string(err);
@@ -149,7 +148,6 @@ void ruda_log_shutdown(void) {
   close_sinks_locked();
   for (int ch = 0; ch < RUDA_LOG_CHANNEL_COUNT_; ch++)
     atomic_store_explicit(&g_levels[ch], LEVEL_UNSET, memory_order_release);
-  g_ready = false;
   pthread_mutex_unlock(&g_lock);
 }
 
