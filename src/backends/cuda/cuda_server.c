@@ -66,7 +66,8 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 #define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
 #define PINNED_PAGE (1ull << 30)
 #define RECENT_KERNELS 4
-#define SCRATCH_BYTES (64u * 1024u) /* per-stream pinned scratch: counts, small reads */
+#define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
+#define READ_BLOCKS 16            /* pinned blocks kept for small reads */
 #define EVENT_POOL 256
 
 typedef struct cuda_server cuda_server_t;
@@ -271,10 +272,14 @@ struct cuda_server {
   ruda__copy_pool_t *copies;
   /* First sticky error seen (CUresult) and its description; set from any
    * thread (futures), acted on by the worker. */
-  /* Events without timing, reused (futures return theirs from any thread). */
-  pthread_mutex_t events_lock;
+  /* Events without timing and pinned blocks for small reads, reused; futures
+   * return theirs from any thread, hence the lock. Both belong to the
+   * context of one generation. */
+  pthread_mutex_t pool_lock;
   CUevent events[EVENT_POOL];
   size_t nevents;
+  void *blocks[READ_BLOCKS];
+  size_t nblocks;
   /* Set when a reset after a fault did not bring the device back: every
    * operation then fails with this code. */
   int dead;
@@ -288,13 +293,13 @@ struct cuda_server {
 static cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
 
 static CUresult event_get(cuda_server_t *s, CUevent *out) {
-  pthread_mutex_lock(&s->events_lock);
+  pthread_mutex_lock(&s->pool_lock);
   if (s->nevents > 0) {
     *out = s->events[--s->nevents];
-    pthread_mutex_unlock(&s->events_lock);
+    pthread_mutex_unlock(&s->pool_lock);
     return CUDA_SUCCESS;
   }
-  pthread_mutex_unlock(&s->events_lock);
+  pthread_mutex_unlock(&s->pool_lock);
   return s->api->cuEventCreate(out, CU_EVENT_DISABLE_TIMING);
 }
 
@@ -302,13 +307,37 @@ static CUresult event_get(cuda_server_t *s, CUevent *out) {
  * are not kept). */
 static void event_put(cuda_server_t *s, CUevent ev, uint64_t gen) {
   if (ev == NULL) return;
-  pthread_mutex_lock(&s->events_lock);
+  pthread_mutex_lock(&s->pool_lock);
   if (gen == atomic_load(&s->generation) && s->nevents < EVENT_POOL) {
     s->events[s->nevents++] = ev;
     ev = NULL;
   }
-  pthread_mutex_unlock(&s->events_lock);
+  pthread_mutex_unlock(&s->pool_lock);
   if (ev != NULL) s->api->cuEventDestroy(ev);
+}
+
+/* A pinned block of SMALL_READ bytes; NULL when none can be allocated. */
+static void *block_get(cuda_server_t *s) {
+  void *b = NULL;
+  pthread_mutex_lock(&s->pool_lock);
+  if (s->nblocks > 0) b = s->blocks[--s->nblocks];
+  pthread_mutex_unlock(&s->pool_lock);
+  if (b == NULL && s->api->cuMemAllocHost(&b, SMALL_READ) != CUDA_SUCCESS) b = NULL;
+  return b;
+}
+
+/* Returns a block obtained in generation `gen`; one from before a context
+ * reset went with that context and is forgotten. */
+static void block_put(cuda_server_t *s, void *b, uint64_t gen) {
+  if (b == NULL) return;
+  pthread_mutex_lock(&s->pool_lock);
+  bool current = gen == atomic_load(&s->generation);
+  if (current && s->nblocks < READ_BLOCKS) {
+    s->blocks[s->nblocks++] = b;
+    b = NULL;
+  }
+  pthread_mutex_unlock(&s->pool_lock);
+  if (b != NULL && current) s->api->cuMemFreeHost(b);
 }
 
 /* ---- Fences for the drop queue ---- */
@@ -428,7 +457,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   st->drops = ruda__drop_queue_create(64, 64ull << 20, ops);
   if (st->drops == NULL) goto no_memory;
   void *ch = NULL;
-  if (api->cuMemAllocHost(&ch, SCRATCH_BYTES) == CUDA_SUCCESS) st->count_host = ch;
+  if (api->cuMemAllocHost(&ch, 4 * sizeof(uint32_t)) == CUDA_SUCCESS) st->count_host = ch;
   st->cursor = 1;
   st->init = true;
   return NULL;
@@ -953,24 +982,29 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
 
 /* ---- Futures ---- */
 
+/* One descriptor of a read: where its bytes land, and where they are
+ * copied from once the future's event has completed. */
 typedef struct read_part {
   void *dst;
   const void *staged; /* NULL: copied straight into dst */
   uint64_t size;
-  ruda_memory_t *stage;
+  ruda_memory_t *stage; /* pinned staging from the stream's pool, or NULL */
 } read_part_t;
 
+/* A read or a sync: completes when `event` has, on whichever thread waits.
+ * A read's staged parts are copied out then, and its staging released. */
 typedef struct cuda_future {
   ruda__future_t base;
   cuda_server_t *server;
   CUevent event;
   ruda_status_t early; /* error found while enqueueing */
-  read_part_t *parts;
+  read_part_t *parts;   /* `one` for a single descriptor */
   size_t nparts;
+  read_part_t one;
+  void *block; /* small reads: the pinned block the parts are staged in */
   char kernels[300];
   uint64_t generation;
-  bool done;
-  ruda_status_t result;
+  bool done; /* waited on: a second wait returns NULL */
 } cuda_future_t;
 
 static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
@@ -995,21 +1029,19 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
     p->stage = NULL;
   }
   f->nparts = 0;
+  block_put(s, f->block, f->generation);
+  f->block = NULL;
   return st;
 }
 
 static ruda_status_t cuda_future_wait(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
-  if (f->done) {
-    ruda_status_t r = f->result;
-    f->result = NULL;
-    return r;
-  }
+  if (f->done) return NULL;
   CUresult r = CUDA_SUCCESS;
-  if (f->event != NULL) {
-    f->server->api->cuCtxSetCurrent(f->server->ctx);
-    r = f->server->api->cuEventSynchronize(f->event);
-  }
+  /* The waiting thread may never have used the context (a block may be
+   * freed below). */
+  if (f->event != NULL || f->block != NULL) f->server->api->cuCtxSetCurrent(f->server->ctx);
+  if (f->event != NULL) r = f->server->api->cuEventSynchronize(f->event);
   f->done = true;
   return future_finish(f, r);
 }
@@ -1027,10 +1059,9 @@ static void cuda_future_destroy(ruda__future_t *base) {
     /* Never waited: wait so the staging is not released under a copy. */
     ruda_status_free(cuda_future_wait(base));
   }
-  ruda_status_free(f->result);
   ruda_status_free(f->early);
   event_put(f->server, f->event, f->generation);
-  ruda__free(f->parts);
+  if (f->parts != &f->one) ruda__free(f->parts);
   ruda__free(f);
 }
 
@@ -1042,7 +1073,9 @@ static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t npa
   if (f == NULL) return NULL;
   f->base.vt = &cuda_future_vt;
   f->server = s;
-  if (nparts > 0) {
+  if (nparts == 1) {
+    f->parts = &f->one;
+  } else if (nparts > 1) {
     f->parts = ruda__calloc(nparts, sizeof *f->parts);
     if (f->parts == NULL) {
       ruda__free(f);
@@ -1070,6 +1103,11 @@ static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_fut
 
 /* ---- Vtable: read, sync, flush ---- */
 
+/* Every read hands back a future fenced by an event: the caller waits on
+ * the device itself (no second hand-off from the worker after the copy),
+ * then the future copies staged parts into the destinations. Reads of at
+ * most SMALL_READ bytes in all are staged in one pooled pinned block; larger
+ * ones go straight into pinned destinations, else through pinned staging. */
 static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                                void *const *dsts, size_t count, ruda_stream_id_t stream,
                                ruda__future_t **out) {
@@ -1082,64 +1120,20 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
   ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  gc_poll(s, st, false);
+  if (st->ngc || st->ntrace) gc_poll(s, st, false);
   cuda_future_t *f = future_new(s, st, count);
   if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
   keep_list_t keep = {0};
   for (size_t i = 0; i < count; i++) order_binding(s, st, &descs[i].binding, &keep);
-  /* Small reads: through the stream's pinned scratch and a stream sync,
-   * completed before returning (no staging reservation, no event). */
-  uint64_t small_total = 0;
-  bool tiny = st->count_host != NULL;
-  for (size_t i = 0; i < count && tiny; i++) {
-    uint64_t w, h, p;
-    if (!copy_geometry(&descs[i], &w, &h, &p)) {
-      tiny = false;
-      break;
-    }
-    small_total += w * h;
-    if (small_total > SCRATCH_BYTES) tiny = false;
+
+  uint64_t total = 0;
+  for (size_t i = 0; i < count && total <= SMALL_READ; i++) {
+    uint64_t width, height, pitch;
+    total += copy_geometry(&descs[i], &width, &height, &pitch) ? width * height : SMALL_READ + 1;
   }
-  if (tiny) {
-    uint64_t off = 0;
-    CUresult r = CUDA_SUCCESS;
-    for (size_t i = 0; i < count && r == CUDA_SUCCESS && f->early == NULL; i++) {
-      uint64_t w, h, p;
-      copy_geometry(&descs[i], &w, &h, &p);
-      if (w * h == 0) continue;
-      CUdeviceptr src = 0;
-      e = resolve(s, &descs[i].binding, &src);
-      if (e) {
-        f->early = e;
-        break;
-      }
-      long tr = trace_begin(s, st, "copy", "read", w * h);
-      r = copy_rows(api, st->cu, false, (char *)st->count_host + off, src, w, h, p);
-      trace_end(s, st, tr);
-      off += (w * h + 15) & ~(uint64_t)15;
-    }
-    if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
-    if (r != CUDA_SUCCESS && f->early == NULL)
-      f->early = stream_fault(s, r, "cuStreamSynchronize", f->kernels);
-    if (f->early == NULL) {
-      off = 0;
-      for (size_t i = 0; i < count; i++) {
-        uint64_t w, h, p;
-        copy_geometry(&descs[i], &w, &h, &p);
-        if (w * h == 0) continue;
-        memcpy(dsts[i], (char *)st->count_host + off, (size_t)(w * h));
-        off += (w * h + 15) & ~(uint64_t)15;
-      }
-      st->nrecent = 0;
-      st->recent_total = 0;
-    }
-    f->done = true;
-    f->result = f->early;
-    f->early = NULL;
-    op_end(s, st, &keep);
-    *out = &f->base;
-    return NULL;
-  }
+  if (total <= SMALL_READ) f->block = block_get(s);
+  uint64_t block_off = 0;
+
   for (size_t i = 0; i < count && f->early == NULL; i++) {
     const ruda__copy_desc_t *d = &descs[i];
     uint64_t width, height, pitch;
@@ -1161,7 +1155,12 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     p->size = bytes;
     CUresult r;
     long tr = trace_begin(s, st, "copy", "read", bytes);
-    if (host_is_pinned(api, dsts[i])) {
+    if (f->block != NULL) {
+      void *sp = (char *)f->block + block_off;
+      block_off += (bytes + 15) & ~(uint64_t)15;
+      p->staged = sp;
+      r = copy_rows(api, st->cu, false, sp, src, width, height, pitch);
+    } else if (host_is_pinned(api, dsts[i])) {
       r = copy_rows(api, st->cu, false, dsts[i], src, width, height, pitch);
     } else {
       void *sp = NULL;
@@ -1194,6 +1193,10 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     f->early = fe;
   else
     ruda_status_free(fe);
+  /* The read waits for all work before it: a later fault is in later
+   * kernels. */
+  st->nrecent = 0;
+  st->recent_total = 0;
   op_end(s, st, &keep);
   *out = &f->base;
   return NULL;
@@ -1574,9 +1577,10 @@ static void server_recover(cuda_server_t *s) {
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
   s->nmarks = 0; /* their events died with the context */
-  pthread_mutex_lock(&s->events_lock);
-  s->nevents = 0;
-  pthread_mutex_unlock(&s->events_lock);
+  pthread_mutex_lock(&s->pool_lock);
+  s->nevents = 0; /* events and blocks die with the context */
+  s->nblocks = 0;
+  pthread_mutex_unlock(&s->pool_lock);
   int code = atomic_load(&s->poisoned);
   api->cuCtxSetCurrent(NULL);
   api->cuDevicePrimaryCtxRelease(s->dev);
@@ -1626,7 +1630,8 @@ static void cuda_destroy(ruda__server_t *base) {
   ruda__profiler_deinit(&s->profiler);
   ruda__copy_pool_destroy(s->copies);
   for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
-  pthread_mutex_destroy(&s->events_lock);
+  for (size_t i = 0; i < s->nblocks; i++) s->api->cuMemFreeHost(s->blocks[i]);
+  pthread_mutex_destroy(&s->pool_lock);
   s->api->cuDevicePrimaryCtxRelease(s->dev);
   ruda__server_utilities_deinit(&s->base.utilities);
   ruda__free(s->streams);
@@ -1740,7 +1745,7 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
   if (threads < 0) threads = 0;
   s->copies = ruda__copy_pool_create((unsigned)threads);
-  pthread_mutex_init(&s->events_lock, NULL);
+  pthread_mutex_init(&s->pool_lock, NULL);
   atomic_init(&s->poisoned, 0);
   atomic_init(&s->poison_reported, 0);
   atomic_init(&s->generation, 0);
