@@ -4,19 +4,25 @@
  *                          queued; a sync after each batch, untimed)
  *  launch_empty_roundtrip  ruda_client_launch + ruda_client_sync
  *
- * Baseline for both: an empty `#pragma omp parallel` region, which is
- * synchronous, so its caller cost is its round trip. On cuda:N the CUDA
- * engineer's cases (bench_cuda.c) run instead.
+ * Baseline for both: an empty `#pragma omp parallel` region with as many
+ * threads as ruda has workers. A region is synchronous, so its caller cost
+ * is its round trip. The OpenMP runtime runs as the environment configures
+ * it; with OMP_WAIT_POLICY unset (libgomp's default) its threads spin a
+ * while after each region before they sleep, just as ruda's device worker
+ * spins after each operation, so back-to-back regions or launches find
+ * their threads awake on both sides. The baseline's name says the policy.
+ *
+ * ruda and the baseline run in alternating samples (ruda_bench_compare),
+ * each starting once the other side's threads sleep: neither is measured
+ * against the other's spinning threads, on a 2-core machine the largest
+ * source of run-to-run swings. On cuda:N the CUDA engineer's cases
+ * (bench_cuda.c) run instead.
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "harness.h"
 #include "ruda/client.h"
-
-#ifdef RUDA_HAVE_OPENMP
-#include <omp.h>
-#endif
 
 bool ruda_bench_open_client(ruda_bench_t *b, const char *bench, const char *case_name,
                             struct ruda_client **out) {
@@ -55,41 +61,42 @@ static void keep_error(launch_ctx_t *c, ruda_status_t st) {
   }
 }
 
-static void launch_roundtrip(void *p) {
+/* ruda_bench_sample_fn: `inner` launch + sync round trips. */
+static double sample_roundtrip(void *p, size_t inner) {
   launch_ctx_t *c = p;
   ruda_kernel_args_t args = {0};
-  keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
-  keep_error(c, ruda_client_sync(c->client));
-}
-
-static void omp_empty_region(void *p) {
-  (void)p;
-  /* An empty body, with a compiler barrier so the region is not elided
-   * (GCC removes a literally empty parallel region). */
-#pragma omp parallel
-  { __asm__ volatile("" ::: "memory"); }
-}
-
-/* Caller cost: `reps` samples of `batch` launches each, timed without the
- * sync that drains them afterwards. Per-launch nanoseconds. */
-static ruda_bench_stats_t measure_caller(launch_ctx_t *c, size_t warmup, size_t reps,
-                                         size_t batch) {
-  ruda_kernel_args_t args = {0};
-  for (size_t i = 0; i < warmup; ++i) launch_roundtrip(c);
-  double *samples = calloc(reps, sizeof *samples);
-  ruda_bench_stats_t none = {0, 0, 0, 0};
-  if (!samples) return none;
-  for (size_t r = 0; r < reps; ++r) {
-    uint64_t t0 = ruda_bench_now_ns();
-    for (size_t i = 0; i < batch; ++i)
-      keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
-    uint64_t t1 = ruda_bench_now_ns();
+  uint64_t t0 = ruda_bench_now_ns();
+  for (size_t i = 0; i < inner; ++i) {
+    keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
     keep_error(c, ruda_client_sync(c->client));
-    samples[r] = (double)(t1 - t0) / (double)batch;
   }
-  ruda_bench_stats_t s = ruda_bench_stats_from_samples(samples, reps);
-  free(samples);
-  return s;
+  return (double)(ruda_bench_now_ns() - t0) / (double)inner;
+}
+
+/* ruda_bench_sample_fn: the caller's cost of `inner` launches, timed
+ * without the sync that drains them afterwards. */
+static double sample_caller(void *p, size_t inner) {
+  launch_ctx_t *c = p;
+  ruda_kernel_args_t args = {0};
+  uint64_t t0 = ruda_bench_now_ns();
+  for (size_t i = 0; i < inner; ++i)
+    keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
+  uint64_t t1 = ruda_bench_now_ns();
+  keep_error(c, ruda_client_sync(c->client));
+  return (double)(t1 - t0) / (double)inner;
+}
+
+/* ruda_bench_sample_fn: `inner` empty parallel regions. */
+static double sample_omp_region(void *p, size_t inner) {
+  const int *threads = p;
+  uint64_t t0 = ruda_bench_now_ns();
+  for (size_t i = 0; i < inner; ++i) {
+    /* An empty body, with a compiler barrier so the region is not elided
+     * (GCC removes a literally empty parallel region). */
+#pragma omp parallel num_threads(*threads)
+    { __asm__ volatile("" ::: "memory"); }
+  }
+  return (double)(ruda_bench_now_ns() - t0) / (double)inner;
 }
 
 static bool report_error(ruda_bench_t *b, const char *case_name, launch_ctx_t *c) {
@@ -136,31 +143,27 @@ void ruda_bench_launch(ruda_bench_t *b) {
   size_t reps = ruda_bench_pick(b, 31, 11, 2);
   size_t batch = ruda_bench_pick(b, 2000, 500, 8);
   size_t warmup = ruda_bench_pick(b, 200, 50, 1);
+  int threads = (int)workers;
+  char base_name[96];
+  ruda_bench_omp_name("omp parallel", threads, base_name, sizeof base_name);
 
-  /* Caller cost. */
-  ruda_bench_progress(b, "launch_empty_caller: %zu x %zu launches of %u rudas", reps, batch,
-                      workers);
-  ruda_bench_stats_t ruda_caller = measure_caller(&c, warmup, reps, batch);
-  ruda_bench_stats_t omp_region =
-      ruda_bench_measure(omp_empty_region, NULL, warmup, reps, batch);
-  if (!report_error(b, "launch_empty_caller", &c)) {
-    char name[64];
-    snprintf(name, sizeof name, "omp parallel (%d threads)", omp_get_max_threads());
-    ruda_bench_report(b, "launch", "launch_empty_caller", "us",
-                      ruda_bench_stats_scale(ruda_caller, 1e-3),
-                      ruda_bench_stats_scale(omp_region, 1e-3), name, true);
-  }
-
-  /* Round trip. */
-  ruda_bench_progress(b, "launch_empty_roundtrip: %zu x %zu launch+sync", reps, batch);
-  ruda_bench_stats_t ruda_rt = ruda_bench_measure(launch_roundtrip, &c, warmup, reps, batch);
-  omp_region = ruda_bench_measure(omp_empty_region, NULL, warmup, reps, batch);
-  if (!report_error(b, "launch_empty_roundtrip", &c)) {
-    char name[64];
-    snprintf(name, sizeof name, "omp parallel (%d threads)", omp_get_max_threads());
-    ruda_bench_report(b, "launch", "launch_empty_roundtrip", "us",
-                      ruda_bench_stats_scale(ruda_rt, 1e-3),
-                      ruda_bench_stats_scale(omp_region, 1e-3), name, true);
+  static const struct {
+    const char *name, *what;
+    ruda_bench_sample_fn ruda;
+  } cases[] = {
+      {"launch_empty_caller", "launches", sample_caller},
+      {"launch_empty_roundtrip", "launch+sync", sample_roundtrip},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+    ruda_bench_progress(b, "%s: %zu x %zu %s of %u rudas, alternating with the baseline",
+                        cases[i].name, reps, batch, cases[i].what, workers);
+    ruda_bench_stats_t r, base;
+    ruda_bench_compare(cases[i].ruda, &c, sample_omp_region, &threads, warmup, reps, batch, &r,
+                       &base);
+    if (!report_error(b, cases[i].name, &c)) {
+      ruda_bench_report(b, "launch", cases[i].name, "us", ruda_bench_stats_scale(r, 1e-3),
+                        ruda_bench_stats_scale(base, 1e-3), base_name, true);
+    }
   }
 
   ruda_kernel_release(c.kernel);

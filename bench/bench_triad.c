@@ -226,8 +226,8 @@ void ruda_bench_triad(ruda_bench_t *b) {
                       reps);
   ruda_bench_stats_t omp_ns = ruda_bench_measure(omp_triad_pass, &t, warmup, reps, 1);
   {
-    char name[64];
-    snprintf(name, sizeof name, "omp parallel for (%d threads)", omp_get_max_threads());
+    char name[96];
+    ruda_bench_omp_name("omp parallel for", omp_get_max_threads(), name, sizeof name);
     ruda_bench_report(b, "triad", "triad_bandwidth", "GB/s",
                       ruda_bench_stats_rate(ruda_ns, pass_bytes, 1.0),
                       ruda_bench_stats_rate(omp_ns, pass_bytes, 1.0), name, false);

@@ -1,12 +1,15 @@
 /* The benchmark harness behind `ruda bench` (see harness.h). */
 #include "harness.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TABLE_COLS 8
 
@@ -100,23 +103,111 @@ ruda_bench_stats_t ruda_bench_stats_rate(ruda_bench_stats_t ns, double amount,
   return r;
 }
 
+double ruda_bench_sample_calls(void *calls, size_t inner) {
+  const ruda_bench_calls_t *c = calls;
+  if (inner == 0) inner = 1;
+  uint64_t t0 = ruda_bench_now_ns();
+  for (size_t i = 0; i < inner; ++i) c->fn(c->ctx);
+  uint64_t t1 = ruda_bench_now_ns();
+  return (double)(t1 - t0) / (double)inner;
+}
+
 ruda_bench_stats_t ruda_bench_measure(void (*fn)(void *ctx), void *ctx, size_t warmup,
                                       size_t reps, size_t inner) {
   if (reps == 0) reps = 1;
-  if (inner == 0) inner = 1;
+  ruda_bench_calls_t calls = {fn, ctx};
   for (size_t i = 0; i < warmup; ++i) fn(ctx);
   double *samples = malloc(reps * sizeof *samples);
   ruda_bench_stats_t none = {0, 0, 0, 0};
   if (!samples) return none;
-  for (size_t r = 0; r < reps; ++r) {
-    uint64_t t0 = ruda_bench_now_ns();
-    for (size_t i = 0; i < inner; ++i) fn(ctx);
-    uint64_t t1 = ruda_bench_now_ns();
-    samples[r] = (double)(t1 - t0) / (double)inner;
-  }
+  for (size_t r = 0; r < reps; ++r) samples[r] = ruda_bench_sample_calls(&calls, inner);
   ruda_bench_stats_t s = ruda_bench_stats_from_samples(samples, reps);
   free(samples);
   return s;
+}
+
+/* Threads that spin after their work sleep within a few milliseconds
+ * (libgomp's default spin lasts about 300000 pauses); this bounds the wait
+ * where something keeps running anyway. */
+#define QUIESCE_MAX_MS 100
+
+void ruda_bench_compare(ruda_bench_sample_fn ruda, void *ruda_ctx,
+                        ruda_bench_sample_fn baseline, void *baseline_ctx, size_t warmup,
+                        size_t reps, size_t inner, ruda_bench_stats_t *out_ruda,
+                        ruda_bench_stats_t *out_baseline) {
+  ruda_bench_stats_t none = {0, 0, 0, 0};
+  *out_ruda = *out_baseline = none;
+  if (reps == 0) reps = 1;
+  double *samples = malloc(2 * reps * sizeof *samples);
+  if (!samples) return;
+  double *rs = samples, *bs = samples + reps;
+  if (warmup) {
+    ruda(ruda_ctx, warmup);
+    ruda_bench_quiesce(QUIESCE_MAX_MS);
+    baseline(baseline_ctx, warmup);
+  }
+  for (size_t r = 0; r < reps; ++r) {
+    bool ruda_first = (r % 2) == 0;
+    ruda_bench_quiesce(QUIESCE_MAX_MS);
+    if (ruda_first) {
+      rs[r] = ruda(ruda_ctx, inner);
+    } else {
+      bs[r] = baseline(baseline_ctx, inner);
+    }
+    ruda_bench_quiesce(QUIESCE_MAX_MS);
+    if (ruda_first) {
+      bs[r] = baseline(baseline_ctx, inner);
+    } else {
+      rs[r] = ruda(ruda_ctx, inner);
+    }
+  }
+  *out_ruda = ruda_bench_stats_from_samples(rs, reps);
+  *out_baseline = ruda_bench_stats_from_samples(bs, reps);
+  free(samples);
+}
+
+/* True when some thread of the process other than the caller is running
+ * or runnable (state R in /proc/self/task/<tid>/stat). */
+static bool others_running(pid_t self, bool *ok) {
+  DIR *dir = opendir("/proc/self/task");
+  *ok = dir != NULL;
+  if (!dir) return false;
+  bool running = false;
+  struct dirent *de;
+  while (!running && (de = readdir(dir)) != NULL) {
+    if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == self) continue;
+    char path[32 + sizeof de->d_name], line[512];
+    snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue; /* the thread has exited */
+    size_t n = fread(line, 1, sizeof line - 1, f);
+    fclose(f);
+    line[n] = '\0';
+    /* "tid (comm) S ...": the state follows the last ')'. */
+    const char *close = strrchr(line, ')');
+    if (close && close[1] == ' ' && close[2] == 'R') running = true;
+  }
+  closedir(dir);
+  return running;
+}
+
+bool ruda_bench_quiesce(unsigned max_ms) {
+  pid_t self = (pid_t)syscall(SYS_gettid);
+  uint64_t deadline = ruda_bench_now_ns() + (uint64_t)max_ms * 1000000u;
+  for (;;) {
+    bool ok;
+    if (!others_running(self, &ok)) return ok;
+    if (ruda_bench_now_ns() >= deadline) return false;
+    struct timespec nap = {0, 200000}; /* 0.2 ms */
+    nanosleep(&nap, NULL);
+  }
+}
+
+size_t ruda_bench_omp_name(const char *construct, int threads, char *out, size_t cap) {
+  const char *policy = getenv("OMP_WAIT_POLICY");
+  int n = snprintf(out, cap, "%s (%d threads, OMP_WAIT_POLICY=%s)", construct, threads,
+                   policy && *policy ? policy : "unset");
+  return n < 0 ? 0 : (size_t)n;
 }
 
 double ruda_bench_ratio(double ruda, double baseline) {

@@ -37,6 +37,44 @@ uint64_t ruda_bench_now_ns(void);
 ruda_bench_stats_t ruda_bench_measure(void (*fn)(void *ctx), void *ctx,
                                       size_t warmup, size_t reps, size_t inner);
 
+/* One timed sample of `inner` operations; returns nanoseconds per operation.
+ * What is timed is the sample function's choice (a launch case times the
+ * launches and leaves the sync that drains them untimed). */
+typedef double (*ruda_bench_sample_fn)(void *ctx, size_t inner);
+
+/* A sample function over a plain operation: `calls` is a
+ * ruda_bench_calls_t, whose fn(ctx) is timed `inner` times in a row. */
+typedef struct ruda_bench_calls {
+  void (*fn)(void *ctx);
+  void *ctx;
+} ruda_bench_calls_t;
+double ruda_bench_sample_calls(void *calls, size_t inner);
+
+/* Measures ruda and its baseline in alternating samples, so that drift
+ * (clock, other load) hits both alike: one warm-up sample of `warmup`
+ * operations each, then `reps` rounds of one sample each, the side that
+ * goes first alternating from round to round. Before every sample it waits
+ * (ruda_bench_quiesce) until the other side's threads have gone to sleep,
+ * so neither side runs against the other's spinning threads (libgomp's
+ * team and ruda's device worker both spin for a while after their work).
+ * Per-operation nanoseconds in *out_ruda and *out_baseline; zeros when
+ * memory is exhausted. */
+void ruda_bench_compare(ruda_bench_sample_fn ruda, void *ruda_ctx,
+                        ruda_bench_sample_fn baseline, void *baseline_ctx, size_t warmup,
+                        size_t reps, size_t inner, ruda_bench_stats_t *out_ruda,
+                        ruda_bench_stats_t *out_baseline);
+
+/* The name of an OpenMP baseline: "<construct> (N threads,
+ * OMP_WAIT_POLICY=<value or unset>)", so a reader knows whether the team
+ * spun between regions. snprintf semantics. */
+size_t ruda_bench_omp_name(const char *construct, int threads, char *out, size_t cap);
+
+/* Waits until every other thread of the process is asleep (none is running
+ * or runnable in /proc/self/task), polling, for at most `max_ms`
+ * milliseconds. True when they all slept; false on timeout or where /proc
+ * cannot be read. */
+bool ruda_bench_quiesce(unsigned max_ms);
+
 /* Reports one case. `better_lower` says whether lower values are better
  * (times) or higher (bandwidths). The ratio printed is ruda/baseline. */
 void ruda_bench_report(ruda_bench_t *b, const char *bench, const char *case_name,

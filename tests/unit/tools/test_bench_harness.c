@@ -2,6 +2,8 @@
  * harness is compiled into this test from its source (it is part of the
  * `ruda` command, not of the library). */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "../../../bench/harness.c"
@@ -69,6 +71,84 @@ TEST(measure_runs_warmup_plus_reps_times_inner) {
   ASSERT_EQ(g_calls, 3 + 5 * 7);
   ASSERT_UEQ(st.samples, 5);
   ASSERT_TRUE(st.min <= st.median && st.median <= st.max);
+}
+
+/* Sample functions that log the order they ran in. */
+static char g_order[64];
+static size_t g_order_len, g_inner_seen[2];
+static double sample_a(void *ctx, size_t inner) {
+  (void)ctx;
+  if (g_order_len + 1 < sizeof g_order) g_order[g_order_len++] = 'a';
+  g_inner_seen[0] += inner;
+  return 10.0;
+}
+static double sample_b(void *ctx, size_t inner) {
+  (void)ctx;
+  if (g_order_len + 1 < sizeof g_order) g_order[g_order_len++] = 'b';
+  g_inner_seen[1] += inner;
+  return 20.0;
+}
+
+TEST(compare_alternates_samples_and_which_side_goes_first) {
+  memset(g_order, 0, sizeof g_order);
+  g_order_len = g_inner_seen[0] = g_inner_seen[1] = 0;
+  ruda_bench_stats_t a, b;
+  ruda_bench_compare(sample_a, NULL, sample_b, NULL, 3, 4, 7, &a, &b);
+  /* warm-up a then b, then rounds ab, ba, ab, ba */
+  ASSERT_STR_EQ(g_order, "ababbaabba");
+  ASSERT_UEQ(g_inner_seen[0], 3 + 4 * 7);
+  ASSERT_UEQ(g_inner_seen[1], 3 + 4 * 7);
+  ASSERT_UEQ(a.samples, 4);
+  ASSERT_UEQ(b.samples, 4);
+  ASSERT_DBL_NEAR(a.median, 10, 0);
+  ASSERT_DBL_NEAR(b.max, 20, 0);
+}
+
+TEST(sample_calls_times_inner_calls) {
+  g_calls = 0;
+  ruda_bench_calls_t calls = {count_call, NULL};
+  double ns = ruda_bench_sample_calls(&calls, 9);
+  ASSERT_EQ(g_calls, 9);
+  ASSERT_TRUE(ns >= 0);
+}
+
+static atomic_bool g_spin_stop;
+static void *spinner(void *arg) {
+  (void)arg;
+  while (!atomic_load(&g_spin_stop)) {
+  }
+  return NULL;
+}
+
+TEST(quiesce_waits_for_running_threads_and_gives_up_at_the_limit) {
+  ASSERT_TRUE(ruda_bench_quiesce(1000)); /* nothing else runs */
+  atomic_store(&g_spin_stop, false);
+  pthread_t t;
+  ASSERT_EQ(pthread_create(&t, NULL, spinner, NULL), 0);
+  uint64_t t0 = ruda_bench_now_ns();
+  ASSERT_FALSE(ruda_bench_quiesce(20)); /* the spinner never sleeps */
+  ASSERT_UGE(ruda_bench_now_ns() - t0, 20000000u);
+  atomic_store(&g_spin_stop, true);
+  pthread_join(t, NULL);
+  ASSERT_TRUE(ruda_bench_quiesce(1000));
+}
+
+TEST(omp_name_says_the_wait_policy) {
+  char name[96];
+  const char *old = getenv("OMP_WAIT_POLICY");
+  char saved[32] = "";
+  if (old) snprintf(saved, sizeof saved, "%s", old);
+  unsetenv("OMP_WAIT_POLICY");
+  ruda_bench_omp_name("omp parallel", 2, name, sizeof name);
+  ASSERT_STR_EQ(name, "omp parallel (2 threads, OMP_WAIT_POLICY=unset)");
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  ruda_bench_omp_name("omp parallel for", 4, name, sizeof name);
+  ASSERT_STR_EQ(name, "omp parallel for (4 threads, OMP_WAIT_POLICY=passive)");
+  if (old) {
+    setenv("OMP_WAIT_POLICY", saved, 1);
+  } else {
+    unsetenv("OMP_WAIT_POLICY");
+  }
 }
 
 TEST(json_escape_quotes_backslashes_and_controls) {
