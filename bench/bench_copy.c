@@ -71,13 +71,7 @@ void ruda_bench_copy(ruda_bench_t *b) {
   ruda_bench_stats_t ruda_ns, base_ns;
   ruda_bench_compare(ruda_bench_sample_calls, &ruda_calls, ruda_bench_sample_calls, &base_calls,
                      warmup, reps, 1, &ruda_ns, &base_ns);
-  if (c.error) {
-    char *text = ruda_status_to_string(c.error);
-    ruda_bench_fail(b, "copy", "create_read_bandwidth", "%s", text ? text : "error");
-    free(text);
-    ruda_status_free(c.error);
-    goto cleanup;
-  }
+  if (ruda_bench_fail_status(b, "copy", "create_read_bandwidth", c.error)) goto cleanup;
   if (memcmp(c.src, c.dst, c.bytes) != 0) {
     ruda_bench_fail(b, "copy", "create_read_bandwidth",
                     "the data read back differs from the data created");

@@ -31,12 +31,12 @@ bool ruda_bench_open_client(ruda_bench_t *b, const char *bench, const char *case
   ruda_status_t st = ruda_device_parse(ruda_bench_device(b), &dev);
   if (!st) st = ruda_client_create(dev, out);
   if (!st) return true;
-  char *text = ruda_status_to_string(st);
-  if (ruda_status_find(st, RUDA_ERR_UNAVAILABLE)) {
-    ruda_bench_skip(b, bench, case_name, text ? text : "device unavailable");
-  } else {
-    ruda_bench_fail(b, bench, case_name, "%s", text ? text : "cannot open the device");
+  if (!ruda_status_find(st, RUDA_ERR_UNAVAILABLE)) {
+    ruda_bench_fail_status(b, bench, case_name, st);
+    return false;
   }
+  char *text = ruda_status_to_string(st);
+  ruda_bench_skip(b, bench, case_name, text ? text : "device unavailable");
   free(text);
   ruda_status_free(st);
   return false;
@@ -49,17 +49,8 @@ typedef struct launch_ctx {
   ruda_client_t *client;
   ruda_kernel_t *kernel;
   ruda_count_t count;
-  ruda_status_t error; /* first failure, owned */
+  ruda_status_t error; /* first failure (ruda_bench_keep_error), owned */
 } launch_ctx_t;
-
-static void keep_error(launch_ctx_t *c, ruda_status_t st) {
-  if (!st) return;
-  if (c->error) {
-    ruda_status_free(st);
-  } else {
-    c->error = st;
-  }
-}
 
 /* ruda_bench_sample_fn: `inner` launch + sync round trips. */
 static double sample_roundtrip(void *p, size_t inner) {
@@ -67,8 +58,8 @@ static double sample_roundtrip(void *p, size_t inner) {
   ruda_kernel_args_t args = {0};
   uint64_t t0 = ruda_bench_now_ns();
   for (size_t i = 0; i < inner; ++i) {
-    keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
-    keep_error(c, ruda_client_sync(c->client));
+    ruda_bench_keep_error(&c->error, ruda_client_launch(c->client, c->kernel, c->count, &args));
+    ruda_bench_keep_error(&c->error, ruda_client_sync(c->client));
   }
   return (double)(ruda_bench_now_ns() - t0) / (double)inner;
 }
@@ -80,9 +71,9 @@ static double sample_caller(void *p, size_t inner) {
   ruda_kernel_args_t args = {0};
   uint64_t t0 = ruda_bench_now_ns();
   for (size_t i = 0; i < inner; ++i)
-    keep_error(c, ruda_client_launch(c->client, c->kernel, c->count, &args));
+    ruda_bench_keep_error(&c->error, ruda_client_launch(c->client, c->kernel, c->count, &args));
   uint64_t t1 = ruda_bench_now_ns();
-  keep_error(c, ruda_client_sync(c->client));
+  ruda_bench_keep_error(&c->error, ruda_client_sync(c->client));
   return (double)(t1 - t0) / (double)inner;
 }
 
@@ -97,16 +88,6 @@ static double sample_omp_region(void *p, size_t inner) {
     { __asm__ volatile("" ::: "memory"); }
   }
   return (double)(ruda_bench_now_ns() - t0) / (double)inner;
-}
-
-static bool report_error(ruda_bench_t *b, const char *case_name, launch_ctx_t *c) {
-  if (!c->error) return false;
-  char *text = ruda_status_to_string(c->error);
-  ruda_bench_fail(b, "launch", case_name, "%s", text ? text : "launch failed");
-  free(text);
-  ruda_status_free(c->error);
-  c->error = NULL;
-  return true;
 }
 
 #endif /* RUDA_HAVE_OPENMP */
@@ -133,9 +114,7 @@ void ruda_bench_launch(ruda_bench_t *b) {
   desc.ruda_dim = ruda_dim_new_1d(1);
   desc.cpu_fn = empty_kernel;
   ruda_status_t st = ruda_kernel_create(&desc, &c.kernel);
-  if (st) {
-    c.error = st;
-    report_error(b, "launch_empty_caller", &c);
+  if (ruda_bench_fail_status(b, "launch", "launch_empty_caller", st)) {
     ruda_client_release(c.client);
     return;
   }
@@ -160,7 +139,9 @@ void ruda_bench_launch(ruda_bench_t *b) {
     ruda_bench_stats_t r, base;
     ruda_bench_compare(cases[i].ruda, &c, sample_omp_region, &threads, warmup, reps, batch, &r,
                        &base);
-    if (!report_error(b, cases[i].name, &c)) {
+    ruda_status_t failure = c.error;
+    c.error = NULL;
+    if (!ruda_bench_fail_status(b, "launch", cases[i].name, failure)) {
       ruda_bench_report(b, "launch", cases[i].name, "us", ruda_bench_stats_scale(r, 1e-3),
                         ruda_bench_stats_scale(base, 1e-3), base_name, true);
     }

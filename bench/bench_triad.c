@@ -68,23 +68,14 @@ typedef struct triad_ctx {
   size_t n;
 } triad_ctx_t;
 
-static void keep_error(triad_ctx_t *t, ruda_status_t st) {
-  if (!st) return;
-  if (t->error) {
-    ruda_status_free(st);
-  } else {
-    t->error = st;
-  }
-}
-
 static void ruda_triad_pass(void *p) {
   triad_ctx_t *t = p;
   ruda_kernel_args_t args = {0};
   args.buffers = t->bufs;
   args.num_buffers = 3;
   args.info = t->info;
-  keep_error(t, ruda_client_launch(t->client, t->kernel, t->count, &args));
-  keep_error(t, ruda_client_sync(t->client));
+  ruda_bench_keep_error(&t->error, ruda_client_launch(t->client, t->kernel, t->count, &args));
+  ruda_bench_keep_error(&t->error, ruda_client_sync(t->client));
 }
 
 static void omp_triad_pass(void *p) {
@@ -122,15 +113,6 @@ static bool check_sample(triad_ctx_t *t, size_t at, char *why, size_t cap) {
       return false;
     }
   }
-  return true;
-}
-
-static bool fail_status(ruda_bench_t *b, ruda_status_t st) {
-  if (!st) return false;
-  char *text = ruda_status_to_string(st);
-  ruda_bench_fail(b, "triad", "triad_bandwidth", "%s", text ? text : "error");
-  free(text);
-  ruda_status_free(st);
   return true;
 }
 
@@ -185,12 +167,12 @@ void ruda_bench_triad(ruda_bench_t *b) {
     st = ruda_client_launch(t.client, init, t.count, &args);
   }
   if (!st) st = ruda_client_sync(t.client);
-  if (fail_status(b, st)) goto cleanup;
+  if (ruda_bench_fail_status(b, "triad", "triad_bandwidth", st)) goto cleanup;
 
   ruda_bench_progress(b, "triad_bandwidth: 3 x %zu MiB, %zu passes (ruda)", bytes >> 20,
                       reps);
   ruda_bench_stats_t ruda_ns = ruda_bench_measure(ruda_triad_pass, &t, warmup, reps, 1);
-  if (fail_status(b, t.error)) {
+  if (ruda_bench_fail_status(b, "triad", "triad_bandwidth", t.error)) {
     t.error = NULL;
     goto cleanup;
   }

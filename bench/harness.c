@@ -402,6 +402,25 @@ void ruda_bench_fail(ruda_bench_t *b, const char *bench, const char *case_name,
   fputc('\n', stderr);
 }
 
+bool ruda_bench_fail_status(ruda_bench_t *b, const char *bench, const char *case_name,
+                            ruda_status_t st) {
+  if (!st) return false;
+  char *text = ruda_status_to_string(st);
+  ruda_bench_fail(b, bench, case_name, "%s", text ? text : "error (no memory for its text)");
+  free(text);
+  ruda_status_free(st);
+  return true;
+}
+
+void ruda_bench_keep_error(ruda_status_t *first, ruda_status_t st) {
+  if (!st) return;
+  if (*first) {
+    ruda_status_free(st);
+  } else {
+    *first = st;
+  }
+}
+
 void ruda_bench_progress(ruda_bench_t *b, const char *fmt, ...) {
   (void)b;
   fputs("... ", stderr);

@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ruda/status.h"
+
 typedef struct ruda_bench ruda_bench_t;
 
 typedef struct ruda_bench_stats {
@@ -123,6 +125,13 @@ size_t ruda_bench_pick(const ruda_bench_t *b, size_t full, size_t quick, size_t 
 void ruda_bench_fail(ruda_bench_t *b, const char *bench, const char *case_name,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 size_t ruda_bench_failures(const ruda_bench_t *b);
+/* ruda_bench_fail with the status text of `st`, which it frees. False
+ * (and nothing reported) when `st` is NULL. */
+bool ruda_bench_fail_status(ruda_bench_t *b, const char *bench, const char *case_name,
+                            ruda_status_t st);
+/* Keeps the first failure of a run of operations in *first (owned by the
+ * caller) and frees later ones. */
+void ruda_bench_keep_error(ruda_status_t *first, ruda_status_t st);
 size_t ruda_bench_reports(const ruda_bench_t *b);
 size_t ruda_bench_skips(const ruda_bench_t *b);
 

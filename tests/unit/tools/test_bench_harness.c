@@ -238,3 +238,21 @@ TEST(counters_track_reports_skips_and_failures) {
   ASSERT_UEQ(ruda_bench_failures(b), 1);
   ruda_bench_destroy(b);
 }
+
+TEST(keep_error_keeps_the_first_and_fail_status_reports_it) {
+  ruda_status_t first = NULL;
+  ruda_bench_keep_error(&first, NULL);
+  ASSERT_NULL(first);
+  ruda_bench_keep_error(&first, ruda_status_create(RUDA_ERR_UNAVAILABLE, "first"));
+  ruda_bench_keep_error(&first, ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "second"));
+  ASSERT_NOT_NULL(first);
+  ASSERT_STR_EQ(ruda_status_reason(first), "first");
+  ruda_bench_options_t o = {0};
+  o.json = true;
+  ruda_bench_t *b = ruda_bench_create(&o);
+  ASSERT_FALSE(ruda_bench_fail_status(b, "t", "ok", NULL));
+  ASSERT_UEQ(ruda_bench_failures(b), 0);
+  ASSERT_TRUE(ruda_bench_fail_status(b, "t", "failed on purpose", first)); /* frees it */
+  ASSERT_UEQ(ruda_bench_failures(b), 1);
+  ruda_bench_destroy(b);
+}
