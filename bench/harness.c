@@ -1,6 +1,8 @@
 /* The benchmark harness behind `ruda bench` (see harness.h). */
 #include "harness.h"
 
+#include "base/json.h"
+
 #include <dirent.h>
 #include <math.h>
 #include <stdarg.h>
@@ -217,45 +219,6 @@ double ruda_bench_ratio(double ruda, double baseline) {
 
 /* ---- Output ---- */
 
-size_t ruda_bench_json_escape(const char *s, char *buf, size_t cap) {
-  size_t pos = 0;
-#define PUTC(ch)                         \
-  do {                                   \
-    if (pos + 1 < cap) buf[pos] = (ch);  \
-    ++pos;                               \
-  } while (0)
-  if (!s) s = "";
-  PUTC('"');
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    const char *esc = NULL;
-    char hex[8];
-    switch (c) {
-      case '"': esc = "\\\""; break;
-      case '\\': esc = "\\\\"; break;
-      case '\n': esc = "\\n"; break;
-      case '\r': esc = "\\r"; break;
-      case '\t': esc = "\\t"; break;
-      case '\b': esc = "\\b"; break;
-      case '\f': esc = "\\f"; break;
-      default:
-        if (c < 0x20) {
-          snprintf(hex, sizeof hex, "\\u%04x", c);
-          esc = hex;
-        }
-    }
-    if (esc) {
-      for (; *esc; ++esc) PUTC(*esc);
-    } else {
-      PUTC((char)c);
-    }
-  }
-  PUTC('"');
-#undef PUTC
-  if (cap) buf[pos < cap ? pos : cap - 1] = '\0';
-  return pos;
-}
-
 static void json_number(double v, char *buf, size_t cap) {
   if (isfinite(v)) {
     snprintf(buf, cap, "%.6g", v);
@@ -270,10 +233,10 @@ size_t ruda_bench_format_json(char *buf, size_t cap, const char *bench,
                               bool better_lower) {
   char e_bench[128], e_case[160], e_unit[64], e_base[256];
   char n_ruda[32], n_base[32], n_ratio[32];
-  ruda_bench_json_escape(bench, e_bench, sizeof e_bench);
-  ruda_bench_json_escape(case_name, e_case, sizeof e_case);
-  ruda_bench_json_escape(unit, e_unit, sizeof e_unit);
-  ruda_bench_json_escape(baseline_name, e_base, sizeof e_base);
+  ruda__json_escape(bench, e_bench, sizeof e_bench);
+  ruda__json_escape(case_name, e_case, sizeof e_case);
+  ruda__json_escape(unit, e_unit, sizeof e_unit);
+  ruda__json_escape(baseline_name, e_base, sizeof e_base);
   json_number(ruda, n_ruda, sizeof n_ruda);
   json_number(baseline, n_base, sizeof n_base);
   json_number(ruda_bench_ratio(ruda, baseline), n_ratio, sizeof n_ratio);

@@ -146,10 +146,9 @@ ruda_bench_stats_t ruda_bench_stats_rate(ruda_bench_stats_t ns, double amount,
                                          double factor);
 /* ruda / baseline; NaN when either is not a positive finite number. */
 double ruda_bench_ratio(double ruda, double baseline);
-/* Writes `s` as a JSON string literal (with quotes); snprintf semantics. */
-size_t ruda_bench_json_escape(const char *s, char *buf, size_t cap);
 /* One report line in the JSON format (without newline); snprintf semantics.
- * Non-finite numbers are written as null. */
+ * Strings are escaped by ruda__json_escape (base/json.h); non-finite
+ * numbers are written as null. */
 size_t ruda_bench_format_json(char *buf, size_t cap, const char *bench,
                               const char *case_name, const char *unit, double ruda,
                               double baseline, const char *baseline_name,

@@ -151,17 +151,18 @@ TEST(omp_name_says_the_wait_policy) {
   }
 }
 
+/* The report lines escape with the base layer's ruda__json_escape. */
 TEST(json_escape_quotes_backslashes_and_controls) {
   char buf[128];
-  size_t n = ruda_bench_json_escape("a\"b\\c\nd\te\x01", buf, sizeof buf);
+  size_t n = ruda__json_escape("a\"b\\c\nd\te\x01", buf, sizeof buf);
   ASSERT_STR_EQ(buf, "\"a\\\"b\\\\c\\nd\\te\\u0001\"");
   ASSERT_UEQ(n, strlen(buf));
   /* Truncation keeps snprintf semantics: the full length is returned. */
   char small[4];
-  n = ruda_bench_json_escape("abcdef", small, sizeof small);
+  n = ruda__json_escape("abcdef", small, sizeof small);
   ASSERT_UEQ(n, 8);
   ASSERT_STR_EQ(small, "\"ab");
-  ASSERT_UEQ(ruda_bench_json_escape(NULL, buf, sizeof buf), 2);
+  ASSERT_UEQ(ruda__json_escape(NULL, buf, sizeof buf), 2);
   ASSERT_STR_EQ(buf, "\"\"");
 }
 
