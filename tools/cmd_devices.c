@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "ruda/memory.h"
 #include "ruda_tools.h"
 
@@ -49,18 +50,16 @@ static const struct {
 };
 
 static void json_string(const char *s) {
-  putchar('"');
-  for (; s && *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') {
-      printf("\\%c", c);
-    } else if (c < 0x20) {
-      printf("\\u%04x", c);
-    } else {
-      putchar(c);
-    }
+  char small[256];
+  size_t n = ruda__json_escape(s, small, sizeof small);
+  if (n < sizeof small) {
+    fputs(small, stdout);
+    return;
   }
-  putchar('"');
+  char *big = malloc(n + 1);
+  if (big) ruda__json_escape(s, big, n + 1);
+  fputs(big ? big : "\"(out of memory)\"", stdout);
+  free(big);
 }
 
 static void json_u32x3(const char *key, const uint32_t v[3]) {

@@ -1,6 +1,8 @@
 /* The timeline trace (see trace.h). */
 #include "server/trace.h"
 
+#include "base/json.h"
+
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -121,29 +123,13 @@ static void out_us(uint64_t ns) {
   out_mem(frac, 4);
 }
 
+/* Names are short: measuring first, then escaping in place, is cheaper
+ * than a second buffer. */
 static void out_json_string(const char *s) {
-  static const char hex[] = "0123456789abcdef";
-  OUT_LIT("\"");
-  const char *run = s;
-  for (; *s; ++s) {
-    unsigned char c = (unsigned char)*s;
-    if (c >= 0x20 && c != '"' && c != '\\') continue;
-    out_mem(run, (size_t)(s - run));
-    run = s + 1;
-    switch (c) {
-      case '"': OUT_LIT("\\\""); break;
-      case '\\': OUT_LIT("\\\\"); break;
-      case '\n': OUT_LIT("\\n"); break;
-      case '\r': OUT_LIT("\\r"); break;
-      case '\t': OUT_LIT("\\t"); break;
-      default: {
-        char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        out_mem(u, 6);
-      }
-    }
-  }
-  out_mem(run, (size_t)(s - run));
-  OUT_LIT("\"");
+  size_t n = ruda__json_escape(s, NULL, 0);
+  if (!out_reserve(n + 1)) return;
+  ruda__json_escape(s, g_out + g_out_len, n + 1);
+  g_out_len += n;
 }
 
 static void begin_event(void) {
