@@ -12,7 +12,6 @@
 
 #define TRACE_BATCH 8192
 #define TRACE_NAME_LEN 96
-#define TRACE_CAT_LEN 16
 #define TRACE_MAX_TRACKS 1024
 
 typedef enum { EV_SLICE = 0, EV_COUNTER = 1 } event_kind_t;
@@ -22,7 +21,7 @@ typedef struct trace_event {
   uint16_t type_id, index_id;
   uint64_t stream;
   uint64_t start_ns, end_ns, value;
-  char cat[TRACE_CAT_LEN];
+  const char *cat; /* static storage (trace.h) */
   char name[TRACE_NAME_LEN];
 } trace_event_t;
 
@@ -269,7 +268,7 @@ static void recycle_locked(trace_event_t *batch) {
 }
 
 /* Appends one event, filled in place in the batch (one copy of the
- * names, under the short event lock). */
+ * name, under the short event lock; the category is a pointer). */
 static void push(uint8_t kind, ruda_device_id_t dev, uint64_t stream, const char *cat,
                  const char *name, uint64_t start_ns, uint64_t end_ns, uint64_t value) {
   trace_event_t *inline_batch = NULL;
@@ -292,7 +291,7 @@ static void push(uint8_t kind, ruda_device_id_t dev, uint64_t stream, const char
   e->start_ns = start_ns;
   e->end_ns = end_ns;
   e->value = value;
-  copy_text(e->cat, sizeof e->cat, cat);
+  e->cat = cat ? cat : "";
   copy_text(e->name, sizeof e->name, name);
   if (g_len == TRACE_BATCH) {
     if (g_writer_running && g_num_pending < TRACE_MAX_PENDING) {

@@ -58,15 +58,18 @@ static inline bool ruda__trace_on(void) {
  * when a trace is already running (the first path wins). */
 bool ruda__trace_start(const char *path);
 
-/* One slice on the device's track for `stream`. `category` and `name` are
- * borrowed (copied; names longer than 95 bytes are cut). Does nothing when
- * the trace is off. */
+/* One slice on the device's track for `stream`. `name` is borrowed
+ * (copied; names longer than 95 bytes are cut). `category` must have
+ * static storage duration (a string literal such as "kernel"): it is kept
+ * as a pointer until the event is written. Does nothing when the trace is
+ * off. */
 void ruda__trace_slice(ruda_device_id_t dev, uint64_t stream, const char *category,
                        const char *name, uint64_t start_ns, uint64_t end_ns,
                        uint64_t bytes);
 
 /* One sample of a counter track of the device ("memory in use",
- * "memory reserved"). */
+ * "memory reserved"); `name` is borrowed (copied). Does nothing when the
+ * trace is off. */
 void ruda__trace_counter(ruda_device_id_t dev, const char *name, uint64_t ts_ns,
                          uint64_t value);
 
