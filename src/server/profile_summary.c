@@ -12,8 +12,9 @@
 #define NAME_MAX_LEN 256
 
 typedef struct summary_row {
-  char *name;
-  uint64_t hash;
+  char *name;       /* shortened: the row's key */
+  char *raw;        /* the name as first recorded, for the fast path */
+  uint64_t raw_hash;
   uint64_t total_ns;
   uint64_t count;
 } summary_row_t;
@@ -83,19 +84,52 @@ size_t ruda__profile_duration_format(uint64_t ns, char *buf, size_t cap) {
 
 /* ---- Recording ---- */
 
+/* Under g_lock: the row first recorded as `raw`, or NULL. */
+static summary_row_t *find_row_raw(const char *raw, uint64_t raw_hash) {
+  for (size_t i = 0; i < g_len; ++i)
+    if (g_rows[i].raw_hash == raw_hash && strcmp(g_rows[i].raw, raw) == 0) return &g_rows[i];
+  return NULL;
+}
+
+/* Under g_lock: the row of a shortened name, or NULL. */
+static summary_row_t *find_row_short(const char *short_name) {
+  for (size_t i = 0; i < g_len; ++i)
+    if (strcmp(g_rows[i].name, short_name) == 0) return &g_rows[i];
+  return NULL;
+}
+
+static char *dup_text(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *copy = malloc(n);
+  if (copy) memcpy(copy, s, n);
+  return copy;
+}
+
+/* A launch site records the same name over and over: a row is found by the
+ * name as given, and only a name not seen before is shortened (outside the
+ * lock) and matched by its short form. */
 void ruda__profile_summary_record(const char *name, uint64_t duration_ns) {
-  char short_name[NAME_MAX_LEN];
-  ruda__profile_name_balanced(name, short_name, sizeof short_name);
-  uint64_t h = name_hash(short_name);
+  if (!name) name = "unknown";
+  uint64_t raw_hash = name_hash(name);
 
   pthread_mutex_lock(&g_lock);
-  for (size_t i = 0; i < g_len; ++i) {
-    if (g_rows[i].hash == h && strcmp(g_rows[i].name, short_name) == 0) {
-      g_rows[i].total_ns += duration_ns;
-      g_rows[i].count += 1;
-      pthread_mutex_unlock(&g_lock);
-      return;
-    }
+  summary_row_t *row = find_row_raw(name, raw_hash);
+  if (row) {
+    row->total_ns += duration_ns;
+    row->count += 1;
+    pthread_mutex_unlock(&g_lock);
+    return;
+  }
+  pthread_mutex_unlock(&g_lock);
+
+  char short_name[NAME_MAX_LEN];
+  ruda__profile_name_balanced(name, short_name, sizeof short_name);
+  pthread_mutex_lock(&g_lock);
+  row = find_row_short(short_name);
+  if (row) {
+    row->total_ns += duration_ns;
+    row->count += 1;
+    goto out_unlock;
   }
   if (g_len == g_cap) {
     size_t cap = g_cap ? g_cap * 2 : 16;
@@ -104,17 +138,27 @@ void ruda__profile_summary_record(const char *name, uint64_t duration_ns) {
     g_rows = rows;
     g_cap = cap;
   }
-  char *copy = malloc(strlen(short_name) + 1);
-  if (!copy) goto out_unlock;
-  strcpy(copy, short_name);
-  g_rows[g_len++] = (summary_row_t){copy, h, duration_ns, 1};
+  char *copy = dup_text(short_name), *raw = dup_text(name);
+  if (!copy || !raw) {
+    free(copy);
+    free(raw);
+    goto out_unlock;
+  }
+  g_rows[g_len++] = (summary_row_t){copy, raw, raw_hash, duration_ns, 1};
 out_unlock:
   pthread_mutex_unlock(&g_lock);
 }
 
+static void free_rows(summary_row_t *rows, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    free(rows[i].name);
+    free(rows[i].raw);
+  }
+  free(rows);
+}
+
 static void reset_locked(void) {
-  for (size_t i = 0; i < g_len; ++i) free(g_rows[i].name);
-  free(g_rows);
+  free_rows(g_rows, g_len);
   g_rows = NULL;
   g_len = g_cap = 0;
 }
@@ -263,6 +307,5 @@ void ruda__profile_summary_print_and_reset(void) {
     }
     free(text);
   }
-  for (size_t i = 0; i < n; ++i) free(rows[i].name);
-  free(rows);
+  free_rows(rows, n);
 }

@@ -159,3 +159,21 @@ TEST(recording_from_many_threads_loses_nothing) {
   ASSERT_STR_CONTAINS(table, "| 5000 ");
   ruda__profile_summary_reset();
 }
+
+TEST(names_that_shorten_alike_share_a_row) {
+  ruda__profile_summary_reset();
+  ruda__profile_summary_record("a::Add<f32>", 1000);
+  ruda__profile_summary_record("b::Add<f32>", 1000); /* another raw name, same row */
+  ruda__profile_summary_record("a::Add<f32>", 1000);
+  ruda__profile_summary_record("Add | f32", 1000); /* already short */
+  ruda__profile_summary_record(NULL, 500);
+  ruda__profile_summary_record("unknown", 500);
+  char table[2048], line[256];
+  ruda__profile_summary_format(table, sizeof table);
+  ASSERT_STR_CONTAINS(row(table, 2, line, sizeof line), "| Add | f32 ");
+  ASSERT_STR_CONTAINS(row(table, 2, line, sizeof line), "| 4 ");
+  ASSERT_STR_CONTAINS(row(table, 3, line, sizeof line), "| unknown ");
+  ASSERT_STR_CONTAINS(row(table, 3, line, sizeof line), "| 2 ");
+  ASSERT_STR_CONTAINS(row(table, 4, line, sizeof line), "|---"); /* two rows only */
+  ruda__profile_summary_reset();
+}
