@@ -2,7 +2,9 @@
 # Builds ruda and every test, then runs them with CTest; CTest's summary
 # line ("100% tests passed, 0 tests failed out of N") is the last line
 # printed (repeated after CTest's list of skipped tests, if any).
-# Exit status: 0 when every test passed.
+# Exit status: 0 when every test passed; non-zero when one failed, when no
+# test was found, or when the run outlived RUDA_CTEST_TIMEOUT seconds (if
+# set; .ci/run sets it).
 #   bash scripts/setup_test.sh [extra ctest options, e.g. -L unit]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_common.sh"
@@ -12,7 +14,9 @@ cmake --build "$RUDA_ROOT/build" -j "$(ruda_jobs)"
 cd "$RUDA_ROOT/build"
 log="$RUDA_ROOT/build/ctest-output.log"
 set +e
-ctest --output-on-failure -j "$(ruda_jobs)" "$@" 2>&1 | tee "$log"
+limit=()
+[ -n "${RUDA_CTEST_TIMEOUT:-}" ] && limit=(timeout -k 10 "$RUDA_CTEST_TIMEOUT")
+"${limit[@]}" ctest --no-tests=error --output-on-failure -j "$(ruda_jobs)" "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 summary="$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)"
