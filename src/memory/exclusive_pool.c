@@ -8,7 +8,7 @@ ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__poo
                                            uint64_t size) {
   (void)mm;
   p->cur_avg = 0.99 * p->cur_avg + 0.01 * (double)size;
-  if (p->free_pages == 0) return NULL;
+  if (p->empty_pages == 0) return NULL;
   ruda__page_t *best = NULL;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
@@ -20,7 +20,6 @@ ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__poo
   }
   if (!best) return NULL;
   if (best->free_count > 0) best->free_count--;
-  p->free_pages--;
   ruda__slice_mark_used(p, best->slice, size);
   return best->slice;
 }
@@ -54,7 +53,6 @@ ruda_status_t ruda__exclusive_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
 void ruda__exclusive_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
   (void)mm;
   ruda__slice_mark_free(p, s);
-  p->free_pages++;
 }
 
 void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t alloc_nr,
@@ -70,7 +68,6 @@ void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64
       if (pg->free_count >= 5 || explicit_) {
         ruda__slice_put(mm, pg->slice);
         ruda__pool_page_free(mm, p, pg);
-        p->free_pages--;
         continue;
       }
     }

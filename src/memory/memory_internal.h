@@ -101,7 +101,7 @@ typedef struct ruda__pool {
   uint64_t *page_max; /* sliced: largest free slice per page (index order) */
   uint32_t npages, cap;
   uint32_t next_page_id;
-  uint32_t free_pages; /* exclusive */
+  uint32_t empty_pages; /* pages without a used slice */
   double cur_avg;      /* exclusive */
   uint64_t last_check; /* exclusive */
   ruda__bucket_t *buckets; /* persistent: open addressing */
@@ -150,7 +150,9 @@ void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memo
 ruda__slice_t *ruda__slice_get(ruda__memory_manager_t *mm);
 void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s);
 /* Allocates `size` bytes of storage as a new page appended to the pool
- * (index npages). Errors: the storage's, or OutOfMemory for metadata. */
+ * (index npages), after giving every empty sliced page of the manager back
+ * to the storage (ruda's bounded reclaim, see memory_manager.c). Errors:
+ * the storage's, or OutOfMemory for metadata. */
 ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                   uint64_t size, ruda__page_t **out);
 /* Deallocates the page's storage and frees the page (not its slices). */
@@ -171,7 +173,9 @@ ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t
 ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                  uint64_t size, ruda__slice_t **out);
 void ruda__sliced_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s);
-void ruda__sliced_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, bool explicit_);
+/* Gives the pool's empty pages back to the storage (not flushed) and
+ * renumbers the others. */
+void ruda__sliced_free_empty_pages(ruda__memory_manager_t *mm, ruda__pool_t *p);
 bool ruda__sliced_accept(const ruda__pool_t *p, uint64_t size);
 
 ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
@@ -199,14 +203,14 @@ static inline void ruda__slice_mark_used(ruda__pool_t *p, ruda__slice_t *s, uint
   p->usage.number_allocs++;
   p->usage.bytes_in_use += s->size;
   p->usage.bytes_padding += s->padding;
-  if (s->page) s->page->used_slices++;
+  if (s->page->used_slices++ == 0) p->empty_pages--;
 }
 static inline void ruda__slice_mark_free(ruda__pool_t *p, ruda__slice_t *s) {
   s->used = false;
   p->usage.number_allocs--;
   p->usage.bytes_in_use -= s->size;
   p->usage.bytes_padding -= s->padding;
-  if (s->page) s->page->used_slices--;
+  if (--s->page->used_slices == 0) p->empty_pages++;
 }
 
 #endif

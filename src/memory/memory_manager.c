@@ -118,6 +118,27 @@ static void ruda__slot_give(ruda__memory_manager_t *mm, uint32_t i) {
 
 /* ---- Pages ---- */
 
+/* ruda's bounded reclaim (the reference keeps every page until an explicit
+ * cleanup): before any pool takes a new page from the storage, the empty
+ * pages of the sliced pools go back to it, flushed so that the storage can
+ * hand their bytes out again. Otherwise the manager holds the sum of every
+ * pool's own high-water mark. Pools count their empty pages, so with none
+ * this is a loop over at most RUDA_MAX_POOLS counters, and it runs only
+ * when a page is allocated. The pool asking has no empty page that fits
+ * (else it would have reserved there), so its own empty pages go too.
+ * Exclusive pages keep their free-count ageing and persistent slices are
+ * kept on purpose, so neither is touched. */
+static void ruda__mm_reclaim_empty_pages(ruda__memory_manager_t *mm) {
+  bool freed = false;
+  for (uint32_t i = 0; i < mm->npools; i++) {
+    ruda__pool_t *p = &mm->pools[i];
+    if (p->empty_pages == 0 || p->opt.kind != RUDA_POOL_SLICED) continue;
+    ruda__sliced_free_empty_pages(mm, p);
+    freed = true;
+  }
+  if (freed) mm->storage.vt->flush(mm->storage.self);
+}
+
 ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
                                   ruda__page_t **out) {
   if (p->npages == p->cap) {
@@ -132,6 +153,7 @@ ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, u
   }
   ruda__page_t *pg = calloc(1, sizeof *pg);
   if (!pg) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__mm_reclaim_empty_pages(mm);
   ruda_status_t st = mm->storage.vt->alloc(mm->storage.self, size, &pg->storage);
   if (st) {
     free(pg);
@@ -143,6 +165,7 @@ ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, u
   p->pages[p->npages] = pg;
   p->page_max[p->npages] = 0;
   p->npages++;
+  p->empty_pages++;
   p->usage.bytes_reserved += size;
   *out = pg;
   return NULL;
@@ -150,6 +173,7 @@ ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, u
 
 void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__page_t *pg) {
   p->usage.bytes_reserved -= pg->storage.size;
+  p->empty_pages--;
   mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
   free(pg);
 }
@@ -357,12 +381,9 @@ static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,
 }
 
 static bool ruda__mm_has_free_pages(const ruda__memory_manager_t *mm) {
-  for (uint32_t i = 0; i <= mm->npools; i++) {
-    const ruda__pool_t *p = i < mm->npools ? &mm->pools[i] : &mm->persistent;
-    for (uint32_t k = 0; k < p->npages; k++)
-      if (p->pages[k]->used_slices == 0) return true;
-  }
-  return false;
+  for (uint32_t i = 0; i < mm->npools; i++)
+    if (mm->pools[i].empty_pages) return true;
+  return mm->persistent.empty_pages != 0;
 }
 
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
@@ -470,7 +491,7 @@ void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
     for (uint32_t i = 0; i < mm->npools; i++) {
       ruda__pool_t *p = &mm->pools[i];
       if (p->opt.kind == RUDA_POOL_SLICED)
-        ruda__sliced_cleanup(mm, p, true);
+        ruda__sliced_free_empty_pages(mm, p);
       else
         ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, true);
       mm->storage.vt->flush(mm->storage.self);

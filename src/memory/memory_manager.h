@@ -106,7 +106,12 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
 
 /* Reserves `size` bytes and binds `assigned` to the slice, recording
  * `cursor` (the stream position of the binding). The caller keeps its own
- * reference to `assigned`; the pool takes one more. Errors: BufferTooBig
+ * reference to `assigned`; the pool takes one more.
+ * Two of ruda's own deviations (docs/memory.md): before any pool takes a
+ * new page from the storage, every empty sliced page goes back to it
+ * (flushed); and a sliced pool gives a slice larger than a quarter of its
+ * page (up to max_slice_size) a new page of the slice's effective size
+ * instead of page_size. Errors: BufferTooBig
  * when no pool accepts the size (or the storage can never hold the page),
  * OutOfMemory when the storage is exhausted even after whole free pages of
  * every pool were given back to it (one retry; the reference fails
@@ -132,7 +137,9 @@ bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m);
 /* Explicit cleanup returns whole free pages to the storage (persistent
  * free slices, whole free sliced pages, free exclusive pages) and flushes
  * it; implicit (explicit = false) runs only the exclusive pools' periodic
- * free-count check. Reservations never run it. */
+ * free-count check. Reservations never run it, but one that needs a new
+ * page first returns the empty sliced pages (see ruda__memory_alloc), and
+ * one that finds the storage exhausted runs it once before retrying. */
 void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_);
 /* Applies `mode` only when persistent memory is ENABLED (DISABLED keeps
  * Auto, ENFORCED keeps Persistent); unknown values are ignored. */

@@ -1,6 +1,12 @@
 /* SlicedPool: pages of page_size carved into slices (first fit, split,
  * coalesce).
  *
+ * Large slices get a page of their own size (ruda's, not the reference's):
+ * a new page for a slice larger than a quarter of page_size (and at most
+ * max_slice_size) is exactly the slice's effective size, so one 33 MiB
+ * slice does not pin a 128 MiB page. Such a page is an ordinary page of the
+ * pool: first fit reuses it for any request that fits once it is free.
+ *
  * Each page keeps its slices in offset order (a doubly linked list) and its
  * free slices in a tree (free_tree.c). Free slices are coalesced as soon as
  * the manager learns that they are free, so no two free slices are ever
@@ -83,25 +89,33 @@ ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t
   return NULL;
 }
 
+/* The size of a new page for `size` (accepted by the pool). The 20% rule's
+ * sizes above max_slice_size already fill most of a page: they keep it. */
+static uint64_t ruda__sliced_page_size(const ruda__pool_t *p, uint64_t size) {
+  uint64_t page = p->opt.page_size, eff = size + ruda__padding(size, p->alignment);
+  return size <= p->opt.max_slice_size && eff > page / 4 ? eff : page;
+}
+
 ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
                                  ruda__slice_t **out) {
   ruda__slice_t *first = ruda__slice_get(mm);
   if (!first) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  uint64_t page_size = ruda__sliced_page_size(p, size);
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(mm, p, p->opt.page_size, &pg);
+  ruda_status_t st = ruda__pool_page_new(mm, p, page_size, &pg);
   if (st) {
     ruda__slice_put(mm, first);
     return st;
   }
   first->page = pg;
   first->offset = 0;
-  first->size = p->opt.page_size;
+  first->size = page_size;
   first->padding = 0;
   first->used = false;
   first->memory = NULL;
   first->prev = first->next = NULL;
   pg->first = first;
-  pg->free_bytes = p->opt.page_size;
+  pg->free_bytes = page_size;
   pg->root = ruda__free_tree_insert(NULL, first);
   ruda__sliced_set_max(p, pg);
   *out = ruda__sliced_try_page(mm, p, pg, size, size + ruda__padding(size, p->alignment));
@@ -148,8 +162,7 @@ void ruda__sliced_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__sli
   ruda__sliced_set_max(p, pg);
 }
 
-void ruda__sliced_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, bool explicit_) {
-  if (!explicit_) return;
+void ruda__sliced_free_empty_pages(ruda__memory_manager_t *mm, ruda__pool_t *p) {
   uint32_t j = 0;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];

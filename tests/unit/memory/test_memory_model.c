@@ -8,6 +8,9 @@
  *     bytes and is never below in use + padding;
  *   - failed reservations (OutOfMemory, BufferTooBig) change nothing but,
  *     for OutOfMemory, the return of whole free pages;
+ *   - each pool's count of empty pages is exact, and a reservation that
+ *     took a new page from the storage left no sliced pool with an empty
+ *     page (ruda's bounded reclaim);
  *   - after dropping everything, an explicit cleanup returns every storage
  *     allocation. */
 #include "memory_test_util.h"
@@ -52,8 +55,19 @@ static int cmp_live(const void *a, const void *b) {
   return 0;
 }
 
+/* Empty pages of pool `p`, counted page by page. */
+static uint32_t count_empty_pages(const ruda__pool_t *p) {
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < p->npages; k++) n += p->pages[k]->used_slices == 0;
+  return n;
+}
+
 static void check(ruda__memory_manager_t *mm, counting_storage_t *cs, model_t *md) {
   ruda_memory_usage_t u = ruda__memory_usage(mm);
+  for (uint32_t i = 0; i <= mm->npools; i++) {
+    const ruda__pool_t *p = i < mm->npools ? &mm->pools[i] : &mm->persistent;
+    ASSERT_UEQ(p->empty_pages, count_empty_pages(p));
+  }
   ASSERT_UEQ(u.number_allocs, md->n);
   ASSERT_UEQ(u.bytes_in_use, md->in_use);
   ASSERT_UEQ(u.bytes_padding, md->padding);
@@ -94,8 +108,13 @@ static void run_model(const ruda__memory_config_t *cfg, uint64_t seed, int steps
     if (op < 50 && md.n < MAX_LIVE) {
       uint64_t size = rand_size(&s, max_page);
       ruda_memory_usage_t before = ruda__memory_usage(mm);
+      uint64_t allocs_before = cs.allocs;
       ruda_handle_t h;
       ruda_status_t st = try_alloc(mm, size, &h);
+      if (cs.allocs != allocs_before)
+        for (uint32_t i = 0; i < mm->npools; i++)
+          if (mm->pools[i].opt.kind == RUDA_POOL_SLICED)
+            ASSERT_UEQ(count_empty_pages(&mm->pools[i]), 0);
       if (st) {
         ruda_error_kind_t k = ruda_status_kind(st);
         ruda_status_free(st);

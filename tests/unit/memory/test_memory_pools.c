@@ -253,9 +253,10 @@ TEST(cleanup_keeps_busy_pages) {
   counting_storage_t cs;
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
   ruda_handle_t a, b, c;
-  ALLOC(mm, 1 * MIB, &a);   /* page 8 MiB */
-  ALLOC(mm, 10 * MIB, &b);  /* page 32 MiB */
-  ALLOC(mm, 100 * MIB, &c); /* page 128 MiB */
+  /* Sizes of at most a quarter of their pool's page: whole pages. */
+  ALLOC(mm, 1 * MIB, &a);  /* page 8 MiB */
+  ALLOC(mm, 4 * MIB, &b);  /* page 32 MiB */
+  ALLOC(mm, 20 * MIB, &c); /* page 128 MiB */
   ruda_handle_release(&b);
   ruda__memory_cleanup(mm, false); /* implicit: sliced pools keep pages */
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (8 + 32 + 128) * MIB);
@@ -264,7 +265,7 @@ TEST(cleanup_keeps_busy_pages) {
   ASSERT_UEQ(cs.deallocs, 1);
   ASSERT_UGE(cs.flushes, 1);
   /* Lookups still work for the survivors. */
-  ASSERT_UEQ(resolve(mm, &c).size, 100 * MIB);
+  ASSERT_UEQ(resolve(mm, &c).size, 20 * MIB);
   ruda_handle_release(&a);
   ruda_handle_release(&c);
   ruda__memory_cleanup(mm, true);
@@ -353,8 +354,9 @@ TEST(out_of_memory_then_usable) {
   ASSERT_FALSE(ruda__memory_is_bound(m));
   ruda__storage_handle_t sh;
   ASSERT_ERR_KIND(ruda__memory_resolve(mm, m, 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
-  /* A 32 MiB page can never fit 20 MiB of storage. */
-  ASSERT_ERR_KIND(try_alloc(mm, 10 * MIB, &c), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  /* A 32 MiB page can never fit 20 MiB of storage (26 MiB is accepted by
+   * the 20% rule, so it takes a whole page). */
+  ASSERT_ERR_KIND(try_alloc(mm, 26 * MIB, &c), RUDA_ERR_IO_BUFFER_TOO_BIG);
   ruda_memory_usage_t u = ruda__memory_usage(mm);
   ASSERT_UEQ(u.number_allocs, 2);
   ASSERT_UEQ(u.bytes_reserved, 16 * MIB);
@@ -588,24 +590,128 @@ TEST(per_pool_report) {
 
 TEST(out_of_memory_reclaims_free_pages_of_other_pools) {
   counting_storage_t cs;
-  /* 36 MiB: a free 32 MiB page in pool 2 blocks an 8 MiB page for pool 1
-   * until it is given back. */
+  /* 36 MiB: a free 32 MiB persistent slice blocks an 8 MiB page for pool 1
+   * until the out-of-memory retry gives it back (a new page only reclaims
+   * empty sliced pages; persistent slices wait for a cleanup). */
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 36 * MIB, NULL);
   ruda_handle_t a, b;
-  ALLOC(mm, 10 * MIB, &a);
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_PERSISTENT);
+  ALLOC(mm, 32 * MIB, &a);
   ruda_handle_release(&a);
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_AUTO);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
   ALLOC(mm, 1 * MIB, &b);
   ASSERT_UEQ(b.memory->loc.pool, 1);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 8 * MIB);
   ASSERT_UEQ(cs.deallocs, 1);
   ASSERT_UEQ(cs.failed, 1);
-  /* Nothing free to give back: a plain OutOfMemory. */
-  ASSERT_ERR_KIND(try_alloc(mm, 10 * MIB, &a), RUDA_ERR_IO_OUT_OF_MEMORY);
+  /* Nothing free to give back: a plain OutOfMemory (30 MiB takes a whole
+   * 32 MiB page under the 20% rule). */
+  ASSERT_ERR_KIND(try_alloc(mm, 30 * MIB, &a), RUDA_ERR_IO_OUT_OF_MEMORY);
   ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 1);
   ruda_handle_release(&b);
-  ALLOC(mm, 10 * MIB, &a);
+  ALLOC(mm, 30 * MIB, &a);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
   ruda_handle_release(&a);
+  ruda__memory_manager_destroy(mm);
+}
+
+/* ---- ruda's bounded reclaim and pages for large slices ---- */
+
+TEST(new_page_reclaims_empty_pages_of_other_pools) {
+  counting_storage_t cs;
+  /* 36 MiB: pool 2's empty 32 MiB page must go back before pool 1's 8 MiB
+   * page is allocated, and it does without a failed storage allocation. */
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 36 * MIB, NULL);
+  ruda_handle_t a, b;
+  ALLOC(mm, 30 * MIB, &a);
+  ASSERT_UEQ(a.memory->loc.pool, 2);
+  ruda_handle_release(&a);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
+  ALLOC(mm, 1 * MIB, &b);
+  ASSERT_UEQ(b.memory->loc.pool, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 8 * MIB);
+  ASSERT_UEQ(cs.deallocs, 1);
+  ASSERT_UEQ(cs.failed, 0);
+  ASSERT_UGE(cs.flushes, 1); /* deferred deallocations are performed */
+  ruda_handle_release(&b);
+  ruda__memory_manager_destroy(mm);
+}
+
+TEST(reclaim_keeps_busy_bound_persistent_and_exclusive_pages) {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda_handle_t a, b, p, z, big;
+  ALLOC(mm, 1 * MIB, &a); /* pool 1, page 8 MiB */
+  ALLOC(mm, 4 * MIB, &b); /* pool 2, page 32 MiB */
+  ALLOC(mm, 0, &z);       /* pool 0 (exclusive), a 0-byte page */
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_PERSISTENT);
+  ALLOC(mm, 1000, &p);
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_AUTO);
+  uint64_t addr_a = addr_of(mm, &a);
+  /* Pool 1's page is held by a binding only, the others are free. */
+  ruda_binding_t bind = ruda_handle_into_binding(&a);
+  ruda_handle_release(&b);
+  ruda_handle_release(&z);
+  ruda_handle_release(&p);
+  ASSERT_UEQ(cs.allocs, 4);
+  /* A new page for pool 3: only pool 2's empty page goes back. */
+  ALLOC(mm, 20 * MIB, &big);
+  ASSERT_UEQ(big.memory->loc.pool, 3);
+  ASSERT_UEQ(cs.deallocs, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (8 + 128) * MIB + 1024);
+  ruda__storage_handle_t sh;
+  ASSERT_OK(ruda__memory_resolve(mm, bind.memory, 0, 0, &sh));
+  ASSERT_UEQ(ruda__storage_handle_addr(&sh), addr_a);
+  /* The persistent and exclusive free slices are still reused. */
+  ALLOC(mm, 1000, &p);
+  ASSERT_UEQ(p.memory->loc.pool, mm->npools);
+  ALLOC(mm, 0, &z);
+  ASSERT_UEQ(cs.allocs, 5);
+  ruda_handle_release(&p);
+  ruda_handle_release(&z);
+  ruda_handle_release(&big);
+  ruda_binding_release(&bind);
+  ruda__memory_cleanup(mm, true);
+  ASSERT_UEQ(cs.outstanding, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
+TEST(large_slices_get_pages_of_their_own_size) {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda_handle_t a, b, c, d, e;
+  /* Over a quarter of S(32 MiB, 16 MiB)'s page: a page of 10 MiB + padding. */
+  ALLOC(mm, 10 * MIB + 1, &a);
+  ASSERT_UEQ(a.memory->loc.pool, 2);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 10 * MIB + 256);
+  /* Up to a quarter: a whole page, shared as before. */
+  ALLOC(mm, 4 * MIB, &b);
+  ALLOC(mm, 4 * MIB, &c);
+  ASSERT_UEQ(c.memory->loc.pool, 2);
+  ASSERT_UEQ(resolve(mm, &b).id, resolve(mm, &c).id);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (10 + 32) * MIB + 256);
+  /* The catch-all pool S(128 MiB, 128 MiB) too; the 20% rule's sizes above
+   * max_slice_size keep whole pages (7 MiB in S(8 MiB, 2 MiB)). */
+  ALLOC(mm, 100 * MIB, &d);
+  ASSERT_UEQ(d.memory->loc.pool, 3);
+  ALLOC(mm, 7 * MIB, &e);
+  ASSERT_UEQ(e.memory->loc.pool, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (10 + 32 + 100 + 8) * MIB + 256);
+  /* Once free, the own-size page is an ordinary page: first fit puts a
+   * smaller request at its start, on the same storage allocation. */
+  uint64_t addr_a = addr_of(mm, &a), id_a = resolve(mm, &a).id;
+  ruda_handle_release(&a);
+  ALLOC(mm, 9 * MIB, &a);
+  ASSERT_UEQ(addr_of(mm, &a), addr_a);
+  ASSERT_UEQ(resolve(mm, &a).id, id_a);
+  ASSERT_UEQ(cs.allocs, 4);
+  ruda_handle_release(&a);
+  ruda_handle_release(&b);
+  ruda_handle_release(&c);
+  ruda_handle_release(&d);
+  ruda_handle_release(&e);
+  ruda__memory_cleanup(mm, true);
+  ASSERT_UEQ(cs.outstanding, 0);
   ruda__memory_manager_destroy(mm);
 }
