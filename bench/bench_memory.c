@@ -15,11 +15,11 @@
  * handle. Sizes are log-uniform, so every pool is exercised.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "harness.h"
 #include "memory/memory_manager.h"
 #include "memory/storage.h"
+#include "ruda/client.h"
 
 #define BM_MIB (1024ull * 1024ull)
 
@@ -214,8 +214,14 @@ static void bm_fragmentation(ruda_bench_t *b, const char *case_name, size_t targ
 }
 
 void ruda_bench_memory(ruda_bench_t *b) {
-  const char *dev = ruda_bench_device(b);
-  if (dev && strcmp(dev, "cpu") != 0) {
+  const char *name = ruda_bench_device(b);
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_status_t st = name ? ruda_device_parse(name, &dev) : NULL;
+  if (st) {
+    ruda_bench_fail_status(b, "memory", "reserve_release_mixed", st);
+    return;
+  }
+  if (dev.type_id != RUDA_DEVICE_TYPE_CPU) {
     /* The cases drive a manager over the host storage; the device storage's
      * cases (against cuMemAlloc/cuMemAllocAsync) are not written yet. */
     ruda_bench_skip(b, "memory", "reserve_release_mixed",

@@ -66,13 +66,11 @@ void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64
     if (!pg->slice->used) {
       pg->free_count++;
       if (pg->free_count >= 5 || explicit_) {
-        ruda__slice_put(mm, pg->slice);
         ruda__pool_page_free(mm, p, pg);
         continue;
       }
     }
-    pg->index = j;
-    p->pages[j++] = pg;
+    ruda__pool_keep_page(p, pg, &j);
   }
   p->npages = j;
 }

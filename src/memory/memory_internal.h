@@ -155,8 +155,18 @@ void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s);
  * the storage's, or OutOfMemory for metadata. */
 ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                   uint64_t size, ruda__page_t **out);
-/* Deallocates the page's storage and frees the page (not its slices). */
+/* Deallocates the page's storage (not flushed) and frees the page, putting
+ * its slices back on the manager's spare list. The page must be empty and
+ * is not removed from the pool's arrays (the caller compacts them with
+ * ruda__pool_keep_page). */
 void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__page_t *pg);
+/* Moves a kept page to position *j of the pool's arrays and renumbers it,
+ * while the caller walks the pages in order freeing others (*j <= index). */
+static inline void ruda__pool_keep_page(ruda__pool_t *p, ruda__page_t *pg, uint32_t *j) {
+  p->page_max[*j] = p->page_max[pg->index];
+  pg->index = *j;
+  p->pages[(*j)++] = pg;
+}
 
 /* Free-slice tree (free_tree.c): a treap by offset with max-size
  * augmentation; first_fit returns the lowest-offset slice >= size. */

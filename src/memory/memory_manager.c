@@ -172,6 +172,11 @@ ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, u
 }
 
 void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__page_t *pg) {
+  for (ruda__slice_t *s = pg->first, *n; s; s = n) {
+    n = s->next;
+    ruda__slice_put(mm, s);
+  }
+  if (pg->slice) ruda__slice_put(mm, pg->slice);
   p->usage.bytes_reserved -= pg->storage.size;
   p->empty_pages--;
   mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
@@ -469,8 +474,6 @@ ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m, 
 }
 
 bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m) {
-  if (!m || atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
-    return false;
   ruda__slice_t *s;
   ruda_status_t st = ruda__mm_find(mm, m, &s);
   if (st) {
@@ -485,7 +488,9 @@ bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m) {
 void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
   ruda__mm_drain(mm);
   if (explicit_) {
-    ruda_memory_usage_t before = ruda__memory_usage(mm);
+    /* The totals are only for the log line. */
+    bool log = ruda_log_enabled(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC);
+    uint64_t before = log ? ruda__memory_usage(mm).bytes_reserved : 0;
     ruda__persistent_cleanup(mm, &mm->persistent);
     mm->storage.vt->flush(mm->storage.self);
     for (uint32_t i = 0; i < mm->npools; i++) {
@@ -496,10 +501,10 @@ void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
         ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, true);
       mm->storage.vt->flush(mm->storage.self);
     }
-    ruda_memory_usage_t after = ruda__memory_usage(mm);
-    ruda__mm_log(mm, "Manual memory cleanup: reserved %llu => %llu bytes",
-                 (unsigned long long)before.bytes_reserved,
-                 (unsigned long long)after.bytes_reserved);
+    if (log)
+      ruda__mm_log(mm, "Manual memory cleanup: reserved %llu => %llu bytes",
+                   (unsigned long long)before,
+                   (unsigned long long)ruda__memory_usage(mm).bytes_reserved);
     return;
   }
   for (uint32_t i = 0; i < mm->npools; i++) {

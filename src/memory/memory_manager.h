@@ -30,7 +30,10 @@
  * NULL when memory is exhausted. Thread-safe. The retain/release functions
  * below are thread-safe too; the last release frees the descriptor. */
 ruda_memory_t *ruda__memory_new(void);
+/* Whether `m` (NULL: false) is bound to a slice. Reads the location, which
+ * only the device thread writes: call it there. Never fails. */
 bool ruda__memory_is_bound(const ruda_memory_t *m);
+/* The process-unique id (0 for NULL). Thread-safe; never fails. */
 uint64_t ruda__memory_id(const ruda_memory_t *m);
 /* Raw reference counting (handles count in both, bindings only in total). */
 void ruda__memory_retain_handle(ruda_memory_t *m);
@@ -131,7 +134,8 @@ ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
 /* The cursor recorded when `m` was bound; NotFound as above. */
 ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m,
                                   uint64_t *out);
-/* Whether this manager holds the binding of `m`. */
+/* Whether this manager holds the binding of `m`: false where a lookup
+ * would give NotFound. Never fails. */
 bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m);
 
 /* Explicit cleanup returns whole free pages to the storage (persistent
@@ -149,8 +153,8 @@ ruda_memory_allocation_mode_t ruda__memory_mode(const ruda__memory_manager_t *mm
  * the persistent pool, after taking in the frees released so far. */
 ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *mm);
 /* Per-pool report text (one line per pool: kind and options, pages,
- * allocations, in use, padding, free, reserved; then the usage report);
- * snprintf semantics. */
+ * allocations, in use, padding, free, reserved; then the usage report)
+ * written into the caller's `buf`; snprintf semantics. Never fails. */
 size_t ruda__memory_report(const ruda__memory_manager_t *mm, char *buf, size_t cap);
 
 /* ---- Layout policies (client side, no device round trip) ---- */

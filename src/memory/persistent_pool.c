@@ -100,7 +100,7 @@ ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p
   ruda__bucket_t *b = ruda__bucket_get(p, key);
   if (!b) {
     p->npages--;
-    ruda__pool_page_free(mm, p, pg);
+    ruda__pool_page_free(mm, p, pg); /* no slice attached yet */
     ruda__slice_put(mm, s);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   }
@@ -128,13 +128,10 @@ void ruda__persistent_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p) {
   uint32_t j = 0;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
-    if (!pg->slice->used) {
-      ruda__slice_put(mm, pg->slice);
+    if (pg->slice->used)
+      ruda__pool_keep_page(p, pg, &j);
+    else
       ruda__pool_page_free(mm, p, pg);
-      continue;
-    }
-    pg->index = j;
-    p->pages[j++] = pg;
   }
   p->npages = j;
   /* Rebuild the map from the slices that are left (all used). */

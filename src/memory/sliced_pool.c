@@ -34,16 +34,13 @@ static void ruda__sliced_set_max(ruda__pool_t *p, ruda__page_t *pg) {
 
 /* Takes `eff` bytes at the start of free slice `s` (already out of the tree),
  * putting the rest back as a new free slice right after it. */
+/* The caller made sure that a spare slice struct exists, so this cannot
+ * fail. */
 static ruda__slice_t *ruda__sliced_take(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                         ruda__page_t *pg, ruda__slice_t *s, uint64_t size,
-                                        uint64_t eff, bool *oom) {
-  *oom = false;
+                                        uint64_t eff) {
   if (s->size > eff) {
     ruda__slice_t *rest = ruda__slice_get(mm);
-    if (!rest) {
-      *oom = true;
-      return NULL;
-    }
     rest->page = pg;
     rest->offset = s->offset + eff;
     rest->size = s->size - eff;
@@ -73,8 +70,7 @@ static ruda__slice_t *ruda__sliced_try_page(ruda__memory_manager_t *mm, ruda__po
     ruda__slice_put(mm, spare);
   }
   pg->root = ruda__free_tree_remove(pg->root, s);
-  bool oom;
-  return ruda__sliced_take(mm, p, pg, s, size, eff, &oom);
+  return ruda__sliced_take(mm, p, pg, s, size, eff);
 }
 
 ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
@@ -166,21 +162,10 @@ void ruda__sliced_free_empty_pages(ruda__memory_manager_t *mm, ruda__pool_t *p) 
   uint32_t j = 0;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
-    if (pg->used_slices == 0) {
-      /* Coalesced eagerly: a page with no used slice is one free slice. */
-      ruda__slice_t *s = pg->first;
-      while (s) {
-        ruda__slice_t *n = s->next;
-        ruda__slice_put(mm, s);
-        s = n;
-      }
+    if (pg->used_slices == 0)
       ruda__pool_page_free(mm, p, pg);
-      continue;
-    }
-    pg->index = j;
-    p->pages[j] = pg;
-    p->page_max[j] = ruda__free_tree_max(pg->root);
-    j++;
+    else
+      ruda__pool_keep_page(p, pg, &j);
   }
   p->npages = j;
 }
