@@ -332,6 +332,7 @@ static ruda_status_t finish_future(ruda__future_t *f) {
 
 ruda_status_t ruda_client_flush(ruda_client_t *c) {
   if (!c) return invalid("ruda_client_flush: NULL client");
+  if (ruda__device_quiet_after_progress(c->dev)) return NULL;
   call_op_t op;
   call_init(&op, c, CALL_FLUSH);
   return call(c, &op);
@@ -341,7 +342,8 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
   if (!c) return invalid("ruda_client_sync: NULL client");
   call_op_t op;
   call_init(&op, c, CALL_SYNC);
-  ruda_status_t s = call(c, &op);
+  ruda_status_t s = NULL;
+  if (!ruda__device_quiet_after_progress(c->dev)) s = call(c, &op);
   ruda_status_t w = finish_future(op.future);
   if (c->dev->profile_level >= RUDA_LOG_LEVEL_BASIC && !ruda__device_on_worker(c->dev)) {
     ruda__profile_summary_print_and_reset();

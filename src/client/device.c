@@ -50,6 +50,7 @@ static void *worker_main(void *arg) {
       d->executed++;
       ruda__op_t *op = (ruda__op_t *)n;
       op->run(d, op);
+      atomic_store_explicit(&d->completed, d->executed, memory_order_release);
       continue;
     }
     bool found = false;
@@ -85,6 +86,22 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
     atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
     ruda__futex_wake(&d->sleeping, 1);
   }
+}
+
+bool ruda__device_quiet_after_progress(ruda__device_t *d) {
+  if (tls_worker == d || ruda__trace_on() || atomic_load_explicit(&d->dead, memory_order_acquire)) {
+    return false;
+  }
+  ruda__server_t *s = d->server;
+  if (!s || !s->vt->completes_in_order) return false;
+  unsigned long target = atomic_load_explicit(&d->submitted, memory_order_seq_cst);
+  /* About as long as a round trip would take; past it the regular path,
+   * which can sleep, is the better wait. */
+  for (int i = 0; atomic_load_explicit(&d->completed, memory_order_acquire) < target; i++) {
+    if (i == 4000) return false;
+    ruda__cpu_relax();
+  }
+  return atomic_load_explicit(&s->queued_errors, memory_order_relaxed) == 0;
 }
 
 typedef struct stop_op {

@@ -35,7 +35,8 @@ struct ruda__device {
   pthread_t thread;
   ruda__mpsc_t queue;
   atomic_ulong submitted;
-  unsigned long executed; /* worker only */
+  unsigned long executed; /* worker only: ops popped */
+  atomic_ulong completed; /* ops whose run returned (release), for waiters */
   atomic_uint sleeping;
   bool stop;              /* worker only */
   ruda_status_t init_error;
@@ -62,5 +63,11 @@ const ruda__backend_t *ruda__backend_for(uint16_t type_id);
  * holds and report RUDA_ERR_UNAVAILABLE instead of calling the server. */
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op);
 bool ruda__device_on_worker(const ruda__device_t *d);
+/* For servers whose work completes in order (completes_in_order): waits
+ * until every op submitted before the call has run and reports whether no
+ * error is queued on any stream, so a sync or flush can be answered without
+ * a round trip. False: take the regular path (errors queued, tracing on,
+ * called on the worker, or the wait took too long). */
+bool ruda__device_quiet_after_progress(ruda__device_t *d);
 
 #endif

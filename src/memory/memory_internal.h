@@ -115,6 +115,7 @@ struct ruda__memory_manager {
   ruda_memory_properties_t props;
   ruda__persistent_memory_t persistent_cfg;
   ruda_memory_allocation_mode_t mode;
+  bool keep_empty_pages; /* ruda__memory_config_t.keep_empty_pages */
   uint64_t alloc_reserve_count;
   uint32_t npools;
   ruda__pool_t pools[RUDA_MAX_POOLS];

@@ -129,6 +129,7 @@ static void ruda__slot_give(ruda__memory_manager_t *mm, uint32_t i) {
  * Exclusive pages keep their free-count ageing and persistent slices are
  * kept on purpose, so neither is touched. */
 static void ruda__mm_reclaim_empty_pages(ruda__memory_manager_t *mm) {
+  if (mm->keep_empty_pages) return;
   bool freed = false;
   for (uint32_t i = 0; i < mm->npools; i++) {
     ruda__pool_t *p = &mm->pools[i];
@@ -293,6 +294,7 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
   mm->storage = storage;
   mm->props = props;
   mm->persistent_cfg = cfg->persistent;
+  mm->keep_empty_pages = cfg->keep_empty_pages;
   mm->mode = cfg->persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
                                                          : RUDA_ALLOCATION_AUTO;
   snprintf(mm->name, sizeof mm->name, "%s", name ? name : "memory");

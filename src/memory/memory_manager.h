@@ -75,6 +75,13 @@ typedef struct ruda__memory_config {
   uint32_t num_custom;
   ruda__pool_options_t custom[RUDA_MAX_POOLS];
   ruda__persistent_memory_t persistent;
+  /* false (default): ruda's page compaction: empty sliced pages go back to
+   * the storage before a new page is taken, and large slices get pages of
+   * their own size (bounded fragmentation; costs a storage allocation now
+   * and then). true: the reference's behaviour: pages stay until an
+   * explicit cleanup. Storages whose allocations are slow or synchronising
+   * (CUDA device memory) keep their pages. */
+  bool keep_empty_pages;
 } ruda__memory_config_t;
 
 /* Computes the pool list of a preset (SubSlices or ExclusivePages) for a

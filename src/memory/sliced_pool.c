@@ -87,8 +87,10 @@ ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t
 
 /* The size of a new page for `size` (accepted by the pool). The 20% rule's
  * sizes above max_slice_size already fill most of a page: they keep it. */
-static uint64_t ruda__sliced_page_size(const ruda__pool_t *p, uint64_t size) {
+static uint64_t ruda__sliced_page_size(const ruda__memory_manager_t *mm, const ruda__pool_t *p,
+                                       uint64_t size) {
   uint64_t page = p->opt.page_size, eff = size + ruda__padding(size, p->alignment);
+  if (mm->keep_empty_pages) return page; /* the reference's fixed pages */
   return size <= p->opt.max_slice_size && eff > page / 4 ? eff : page;
 }
 
@@ -96,7 +98,7 @@ ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p, ui
                                  ruda__slice_t **out) {
   ruda__slice_t *first = ruda__slice_get(mm);
   if (!first) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  uint64_t page_size = ruda__sliced_page_size(p, size);
+  uint64_t page_size = ruda__sliced_page_size(mm, p, size);
   ruda__page_t *pg;
   ruda_status_t st = ruda__pool_page_new(mm, p, page_size, &pg);
   if (st) {

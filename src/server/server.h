@@ -19,6 +19,7 @@
 #define RUDA_SERVER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -77,7 +78,9 @@ struct ruda__future {
 };
 
 /* A future that is already complete with `status` (taken). NULL when memory
- * is exhausted (the caller then returns `status` directly). */
+ * is exhausted (the caller then returns `status` directly). A server whose
+ * operation completed without error may also return a NULL future: the
+ * client treats it as done. */
 ruda__future_t *ruda__future_ready(ruda_status_t status);
 
 /* ---- The vtable ---- */
@@ -139,6 +142,12 @@ typedef struct ruda__server_vtable {
                                ruda_profiling_token_t token,
                                ruda_profile_duration_t *out);
 
+  /* True when every operation's work has finished by the time the worker
+   * returns from it (the CPU backend). The client may then answer sync and
+   * flush from the worker's progress counter, without a round trip, when
+   * ruda__server_t.queued_errors is 0. */
+  bool completes_in_order;
+
   /* ---- ServerCommunication (all optional; NULL: unsupported) ---- */
   bool comm_enabled;
   ruda_status_t (*sync_collective)(ruda__server_t *s, ruda_stream_id_t stream);
@@ -181,6 +190,9 @@ struct ruda__server {
   const ruda__server_vtable_t *vt;
   ruda__server_utilities_t utilities;
   ruda_device_id_t device;
+  /* Errors queued on all streams, for servers that count them (see
+   * ruda__stream_errors_t.counter). Written by the worker, read anywhere. */
+  atomic_size_t queued_errors;
 };
 
 /* ---- Backends: registered at link time ---- */
@@ -204,6 +216,9 @@ extern const ruda__backend_t ruda__backend_cuda;
 typedef struct ruda__stream_errors {
   ruda_status_t *items;
   size_t len, cap;
+  /* Optional: a device-wide count of queued errors kept in step with `len`
+   * (ruda__server_t.queued_errors), read by clients without a round trip. */
+  atomic_size_t *counter;
 } ruda__stream_errors_t;
 
 typedef struct ruda__stream_error_mode {

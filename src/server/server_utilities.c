@@ -58,6 +58,7 @@ void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err) {
     e->cap = cap;
   }
   e->items[e->len++] = err;
+  if (e->counter) atomic_fetch_add_explicit(e->counter, 1, memory_order_relaxed);
 }
 
 bool ruda__stream_errors_empty(const ruda__stream_errors_t *e) { return e->len == 0; }
@@ -67,6 +68,7 @@ ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
   if (e->len == 0) return NULL;
   if (mode.flush) {
     ruda_status_t s = ruda_status_unhealthy(e->items, e->len);
+    if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
     e->len = 0;
     if (mode.ignore) {
       ruda_status_free(s);
@@ -83,6 +85,7 @@ ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
 }
 
 void ruda__stream_errors_deinit(ruda__stream_errors_t *e) {
+  if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
   for (size_t i = 0; i < e->len; i++) ruda_status_free(e->items[i]);
   free(e->items);
   memset(e, 0, sizeof *e);

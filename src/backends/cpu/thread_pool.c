@@ -104,7 +104,10 @@ uint32_t ruda__thread_pool_size(const ruda__thread_pool_t *p) { return p->partic
 
 void ruda__thread_pool_run(ruda__thread_pool_t *p, ruda__pool_job_fn fn, void *arg,
                            bool wake) {
-  if (p->participants == 1) {
+  /* Nobody can join when every helper sleeps and none is to be woken:
+   * then announcing the job would only cost fences. */
+  if (p->participants == 1 ||
+      (!wake && atomic_load_explicit(&p->sleepers, memory_order_relaxed) == p->participants - 1)) {
     fn(arg, 0);
     return;
   }

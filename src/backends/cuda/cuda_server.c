@@ -436,6 +436,9 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   memset(&cfg, 0, sizeof cfg);
   cfg.configuration = RUDA_MEMORY_SUBSLICES;
   cfg.persistent = RUDA_PERSISTENT_ENABLED;
+  /* Device pages stay until an explicit cleanup, as in the reference:
+   * cuMemAllocAsync/cuMemFreeAsync churn costs far more than it saves. */
+  cfg.keep_empty_pages = true;
   ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment};
   /* A manager takes its storage, even when it fails (and frees it then). */
   e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
