@@ -607,7 +607,7 @@ static ruda_status_t env_cache(const char *var, const char *v, ruda_cache_config
 
 static ruda_status_t set_from_env(const option_t *o, const char *v, ruda_config_t *cfg) {
   void *f = option_field(cfg, o);
-  int x;
+  int x = 0;
   ruda_status_t st = NULL;
   switch (o->kind) {
     case OPT_LOGGER: return env_logger(o->env, v, o->names, f);
