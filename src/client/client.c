@@ -880,6 +880,7 @@ ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
 
 typedef struct launch_op {
   ruda__op_t base;
+  size_t bytes; /* of this block, for ruda__device_op_free */
   ruda_kernel_t *kernel;
   ruda__count_t count;
   ruda_execution_mode_t mode;
@@ -897,7 +898,7 @@ static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);
   ruda_kernel_release(l->kernel);
-  free(l);
+  ruda__device_op_free(d, l, l->bytes);
 }
 
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
@@ -936,9 +937,10 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   size_t bytes = sizeof(launch_op_t) + (nb + nt) * sizeof(ruda_binding_t) +
                  nt * sizeof(ruda_tensor_map_meta_t) + ni * sizeof(uint64_t);
-  launch_op_t *l = malloc(bytes);
+  launch_op_t *l = ruda__device_op_alloc(c->dev, bytes);
   if (!l) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "queueing '%s'", kernel->desc.name);
   memset(l, 0, sizeof *l);
+  l->bytes = bytes;
   l->base.run = run_launch;
   l->base.stream = ruda_client_stream(c);
   l->kernel = ruda_kernel_retain(kernel);

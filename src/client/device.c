@@ -88,6 +88,37 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
   }
 }
 
+enum { OP_CACHE_MAX = 256 };
+
+void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
+  if (bytes > RUDA__OP_BLOCK) return malloc(bytes);
+  pthread_mutex_lock(&d->op_cache_lock);
+  void *b = d->op_cache;
+  if (b) {
+    d->op_cache = *(void **)b;
+    d->op_cache_len--;
+  }
+  pthread_mutex_unlock(&d->op_cache_lock);
+  return b ? b : malloc(RUDA__OP_BLOCK);
+}
+
+void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
+  if (!block) return;
+  if (bytes > RUDA__OP_BLOCK) {
+    free(block);
+    return;
+  }
+  pthread_mutex_lock(&d->op_cache_lock);
+  if (d->op_cache_len < OP_CACHE_MAX) {
+    *(void **)block = d->op_cache;
+    d->op_cache = block;
+    d->op_cache_len++;
+    block = NULL;
+  }
+  pthread_mutex_unlock(&d->op_cache_lock);
+  free(block);
+}
+
 bool ruda__device_quiet_after_progress(ruda__device_t *d) {
   if (tls_worker == d || ruda__trace_on() || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     return false;
@@ -175,6 +206,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     if (cfg->trace.file[0]) ruda__trace_start(cfg->trace.file);
     d->id = id;
     d->backend = b;
+    pthread_mutex_init(&d->op_cache_lock, NULL);
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);

@@ -50,7 +50,19 @@ struct ruda__device {
   char info[256];
   ruda__layout_policy_t layout_policy;
   ruda_bounds_check_mode_t check_mode;
+  /* Recycled operation blocks (see ruda__device_op_alloc). */
+  pthread_mutex_t op_cache_lock;
+  void *op_cache;
+  uint32_t op_cache_len;
 };
+
+/* Operation blocks: callers allocate ops that the worker frees, which
+ * glibc serves from its slow cross-thread path. Blocks of at most
+ * RUDA__OP_BLOCK bytes are recycled through a small per-device cache
+ * instead. Thread-safe. NULL when memory is exhausted. */
+#define RUDA__OP_BLOCK 256
+void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes);
+void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes);
 
 /* The device, creating its server on first use. The device lives until
  * ruda_shutdown()/exit. Errors: RUDA_ERR_UNAVAILABLE, RUDA_ERR_INVALID_ARGUMENT. */
