@@ -10,6 +10,7 @@
 #   ctest.log    ctest -L 'gpu|cts' (plus the CUDA unit test), verbose on failure
 #   bench.json   `ruda bench all --device cuda:0 --json`, one object per line
 #   bench_stderr.txt  its progress lines and failures
+#   bench_nospin.json the launch and copy groups again with RUDA_CUDA_WAIT_SPIN_US=0
 #   fault.txt    the out-of-bounds test's report, the tensor-map test traced
 #   trace.json   the Chrome/Perfetto trace of that tensor-map test
 #   asan.txt     (--asan) the GPU and conformance tests under ASan+UBSan
@@ -107,6 +108,14 @@ if [ "$BENCH" = 1 ]; then
     echo "bench rc=$? in $(( $(date +%s) - start ))s"
     cat "$OUT/bench.json"
     tail -20 "$OUT/bench_stderr.txt"
+    # The same round trips with futures blocking in cuEventSynchronize at
+    # once (no cuEventQuery polling first), for comparison.
+    echo "== bench with RUDA_CUDA_WAIT_SPIN_US=0 (launch, copy)"
+    for g in launch copy; do
+      RUDA_CUDA_WAIT_SPIN_US=0 timeout 90 build-gpu/tools/ruda bench "$g" --device cuda:0 --json $QUICK \
+        >> "$OUT/bench_nospin.json" 2>> "$OUT/bench_stderr.txt"
+    done
+    grep -E 'roundtrip|read_4B' "$OUT/bench_nospin.json"
   else
     echo "no build-gpu/tools/ruda: bench skipped"
   fi

@@ -26,6 +26,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,8 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 #define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
 #define READ_BLOCKS 16            /* pinned blocks kept for small reads */
 #define EVENT_POOL 256
+#define FUTURE_POOL 16            /* future objects kept for reuse */
+#define WAIT_SPIN_US 20           /* default of RUDA_CUDA_WAIT_SPIN_US */
 
 typedef struct cuda_server cuda_server_t;
 
@@ -219,6 +222,13 @@ typedef struct gc_batch {
   size_t n;
 } gc_batch_t;
 
+/* Kernels launched on a stream since its last completed sync, for fault
+ * reports: the last RECENT_KERNELS distinct names and how many in all. */
+typedef struct recent_kernels {
+  char names[RECENT_KERNELS][64];
+  uint32_t n, total;
+} recent_kernels_t;
+
 typedef struct cuda_stream {
   bool init;
   uint32_t index;
@@ -245,9 +255,7 @@ typedef struct cuda_stream {
   struct trace_item *trace;
   size_t ntrace, captrace;
   uint64_t trace_last_end; /* host ns where the previous slice ended */
-  /* Kernels launched since the last completed sync (for fault reports). */
-  char recent[RECENT_KERNELS][64];
-  uint32_t nrecent, recent_total;
+  recent_kernels_t recent;
 } cuda_stream_t;
 
 typedef struct profile_mark {
@@ -280,6 +288,13 @@ struct cuda_server {
   size_t nevents;
   void *blocks[READ_BLOCKS];
   size_t nblocks;
+  /* Future objects: made on the worker, freed on the waiting thread (glibc's
+   * slow cross-thread path), so a few are recycled here. */
+  struct cuda_future *futures[FUTURE_POOL];
+  size_t nfutures;
+  /* How long a future's wait polls its event before blocking in
+   * cuEventSynchronize (RUDA_CUDA_WAIT_SPIN_US). */
+  uint64_t wait_spin_ns;
   /* Set when a reset after a fault did not bring the device back: every
    * operation then fails with this code. */
   int dead;
@@ -326,20 +341,6 @@ static void *block_get(cuda_server_t *s) {
   return b;
 }
 
-/* Returns a block obtained in generation `gen`; one from before a context
- * reset went with that context and is forgotten. */
-static void block_put(cuda_server_t *s, void *b, uint64_t gen) {
-  if (b == NULL) return;
-  pthread_mutex_lock(&s->pool_lock);
-  bool current = gen == atomic_load(&s->generation);
-  if (current && s->nblocks < READ_BLOCKS) {
-    s->blocks[s->nblocks++] = b;
-    b = NULL;
-  }
-  pthread_mutex_unlock(&s->pool_lock);
-  if (b != NULL && current) s->api->cuMemFreeHost(b);
-}
-
 /* ---- Fences for the drop queue ---- */
 
 static void *fence_make(void *ctx) {
@@ -380,14 +381,14 @@ static void poison(cuda_server_t *s, CUresult r, const char *text, bool reported
   }
 }
 
-static void recent_names(const cuda_stream_t *st, char *buf, size_t cap) {
+static void recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
   buf[0] = '\0';
   size_t used = 0;
-  uint32_t n = st->nrecent < RECENT_KERNELS ? st->nrecent : RECENT_KERNELS;
+  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
   for (uint32_t i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", st->recent[i]);
-  if (st->recent_total > n && used < cap)
-    snprintf(buf + used, cap - used, " (and %u more)", st->recent_total - n);
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
+  if (rk->total > n && used < cap)
+    snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
   if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
 }
 
@@ -1005,7 +1006,7 @@ typedef struct cuda_future {
   size_t nparts;
   read_part_t one;
   void *block; /* small reads: the pinned block the parts are staged in */
-  char kernels[300];
+  recent_kernels_t recent; /* formatted only when a fault is reported */
   uint64_t generation;
   bool done; /* waited on: a second wait returns NULL */
 } cuda_future_t;
@@ -1015,12 +1016,14 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
   ruda_status_t st = f->early;
   f->early = NULL;
   if (r != CUDA_SUCCESS && st == NULL) {
+    char kernels[300];
+    recent_names(&f->recent, kernels, sizeof kernels);
     if (ruda__cu_result_is_sticky(r) && f->generation == atomic_load(&s->generation)) {
       char text[400];
-      snprintf(text, sizeof text, "kernels: %s", f->kernels);
+      snprintf(text, sizeof text, "kernels: %s", kernels);
       poison(s, r, text, true);
     }
-    st = fault_error(r, "cuEventSynchronize", f->kernels);
+    st = fault_error(r, "cuEventSynchronize", kernels);
   }
   for (size_t i = 0; i < f->nparts; i++) {
     read_part_t *p = &f->parts[i];
@@ -1032,19 +1035,37 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
     p->stage = NULL;
   }
   f->nparts = 0;
-  block_put(s, f->block, f->generation);
-  f->block = NULL;
   return st;
+}
+
+/* Waits for `ev`: polls it for up to `spin_ns` first (a short kernel is done
+ * before a blocking wait would even start), then blocks. */
+static CUresult event_wait(const ruda__cuda_api_t *api, CUevent ev, uint64_t spin_ns) {
+  if (spin_ns > 0) {
+    uint64_t start = ruda__now_ns();
+    do {
+      CUresult r = api->cuEventQuery(ev);
+      if (r != CUDA_ERROR_NOT_READY) return r;
+    } while (ruda__now_ns() - start < spin_ns);
+  }
+  return api->cuEventSynchronize(ev);
+}
+
+/* The waiting thread may never have used the context. */
+static void make_current(const ruda__cuda_api_t *api, CUcontext ctx) {
+  CUcontext cur = NULL;
+  if (api->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) api->cuCtxSetCurrent(ctx);
 }
 
 static ruda_status_t cuda_future_wait(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   if (f->done) return NULL;
+  const ruda__cuda_api_t *api = f->server->api;
   CUresult r = CUDA_SUCCESS;
-  /* The waiting thread may never have used the context (a block may be
-   * freed below). */
-  if (f->event != NULL || f->block != NULL) f->server->api->cuCtxSetCurrent(f->server->ctx);
-  if (f->event != NULL) r = f->server->api->cuEventSynchronize(f->event);
+  if (f->event != NULL) {
+    make_current(api, f->server->ctx);
+    r = event_wait(api, f->event, f->server->wait_spin_ns);
+  }
   f->done = true;
   return future_finish(f, r);
 }
@@ -1052,10 +1073,13 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
 static bool cuda_future_poll(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   if (f->done || f->event == NULL) return true;
-  f->server->api->cuCtxSetCurrent(f->server->ctx);
+  make_current(f->server->api, f->server->ctx);
   return f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
 }
 
+/* Gives the future's event, block and the future itself back to the
+ * server's pools (one lock); what does not fit, or belongs to a context
+ * that was reset, is freed. */
 static void cuda_future_destroy(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   if (!f->done) {
@@ -1063,42 +1087,87 @@ static void cuda_future_destroy(ruda__future_t *base) {
     ruda_status_free(cuda_future_wait(base));
   }
   ruda_status_free(f->early);
-  event_put(f->server, f->event, f->generation);
   if (f->parts != &f->one) ruda__free(f->parts);
+  cuda_server_t *s = f->server;
+  CUevent ev = f->event;
+  void *block = f->block;
+  bool current;
+  pthread_mutex_lock(&s->pool_lock);
+  current = f->generation == atomic_load(&s->generation);
+  if (ev != NULL && current && s->nevents < EVENT_POOL) {
+    s->events[s->nevents++] = ev;
+    ev = NULL;
+  }
+  if (block != NULL && current && s->nblocks < READ_BLOCKS) {
+    s->blocks[s->nblocks++] = block;
+    block = NULL;
+  }
+  if (s->nfutures < FUTURE_POOL) {
+    s->futures[s->nfutures++] = f;
+    f = NULL;
+  }
+  pthread_mutex_unlock(&s->pool_lock);
+  if (ev != NULL) s->api->cuEventDestroy(ev);
+  /* A block from before a context reset went with that context. */
+  if (block != NULL && current) s->api->cuMemFreeHost(block);
   ruda__free(f);
 }
 
 static const ruda__future_vtable_t cuda_future_vt = {cuda_future_wait, cuda_future_poll,
                                                      cuda_future_destroy};
 
+/* A future for work on `st` with room for `nparts` read parts, holding a
+ * pooled event when one is free (future_record creates one otherwise).
+ * NULL when memory is exhausted. */
 static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
-  cuda_future_t *f = ruda__calloc(1, sizeof *f);
-  if (f == NULL) return NULL;
+  cuda_future_t *f = NULL;
+  CUevent ev = NULL;
+  pthread_mutex_lock(&s->pool_lock);
+  if (s->nfutures > 0) f = s->futures[--s->nfutures];
+  if (s->nevents > 0) ev = s->events[--s->nevents];
+  pthread_mutex_unlock(&s->pool_lock);
+  if (f == NULL) f = ruda__malloc(sizeof *f);
+  if (f == NULL) {
+    if (ev != NULL) event_put(s, ev, atomic_load(&s->generation));
+    return NULL;
+  }
+  /* Everything but the kernel names, which are copied as far as used. */
+  memset(f, 0, offsetof(cuda_future_t, recent));
   f->base.vt = &cuda_future_vt;
   f->server = s;
+  f->event = ev;
   if (nparts == 1) {
     f->parts = &f->one;
   } else if (nparts > 1) {
     f->parts = ruda__calloc(nparts, sizeof *f->parts);
     if (f->parts == NULL) {
-      ruda__free(f);
+      f->parts = &f->one; /* destroy frees only other arrays */
+      f->done = true;
+      cuda_future_destroy(&f->base);
       return NULL;
     }
   }
-  if (st != NULL) recent_names(st, f->kernels, sizeof f->kernels);
+  f->recent.n = st != NULL ? st->recent.n : 0;
+  f->recent.total = st != NULL ? st->recent.total : 0;
+  for (uint32_t i = 0; i < f->recent.n && i < RECENT_KERNELS; i++)
+    memcpy(f->recent.names[i], st->recent.names[i], sizeof f->recent.names[i]);
   f->generation = atomic_load(&s->generation);
+  f->done = false;
   return f;
 }
 
 static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f) {
-  CUresult r = event_get(s, &f->event);
+  CUresult r = f->event != NULL ? CUDA_SUCCESS
+                                : s->api->cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
   if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(f->event, st->cu);
   if (r != CUDA_SUCCESS) {
     if (f->event) s->api->cuEventDestroy(f->event);
     f->event = NULL;
     CUresult r2 = s->api->cuStreamSynchronize(st->cu);
     if (r2 != CUDA_SUCCESS) {
-      return stream_fault(s, r2, "cuStreamSynchronize", f->kernels);
+      char kernels[300];
+      recent_names(&f->recent, kernels, sizeof kernels);
+      return stream_fault(s, r2, "cuStreamSynchronize", kernels);
     }
   }
   return NULL;
@@ -1182,7 +1251,9 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     trace_end(s, st, tr);
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) {
-        f->early = stream_fault(s, r, "cuMemcpyDtoHAsync", f->kernels);
+        char kernels[300];
+        recent_names(&f->recent, kernels, sizeof kernels);
+        f->early = stream_fault(s, r, "cuMemcpyDtoHAsync", kernels);
       } else {
         f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
                                   "reading %llu bytes", (unsigned long long)bytes);
@@ -1198,8 +1269,8 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
     ruda_status_free(fe);
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
-  st->nrecent = 0;
-  st->recent_total = 0;
+  st->recent.n = 0;
+  st->recent.total = 0;
   op_end(s, st, &keep);
   *out = &f->base;
   return NULL;
@@ -1218,15 +1289,15 @@ static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
     return NULL;
   }
   cuda_stream_t *st = slot;
-  gc_poll(s, st, false);
+  if (st->ngc || st->ntrace) gc_poll(s, st, false);
   cuda_future_t *f = future_new(s, st, 0);
   if (f == NULL) {
     CUresult r = s->api->cuStreamSynchronize(st->cu);
     return r == CUDA_SUCCESS ? NULL : fault_error(r, "cuStreamSynchronize", "");
   }
   f->early = future_record(s, st, f);
-  st->nrecent = 0;
-  st->recent_total = 0;
+  st->recent.n = 0;
+  st->recent.total = 0;
   *out = &f->base;
   return NULL;
 }
@@ -1239,7 +1310,7 @@ static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
     CUresult r = s->api->cuStreamQuery(st->cu);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
       char names[300];
-      recent_names(st, names, sizeof names);
+      recent_names(&st->recent, names, sizeof names);
       poison(s, r, names, false);
       settle_poison(s, stream); /* resets the device: st is empty after it */
     }
@@ -1283,15 +1354,19 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
 }
 
 static void note_kernel(cuda_stream_t *st, const char *name) {
-  st->recent_total++;
-  if (st->nrecent > 0 && strncmp(st->recent[(st->nrecent - 1) % RECENT_KERNELS], name, 63) == 0)
-    return;
-  if (st->nrecent < RECENT_KERNELS) {
-    snprintf(st->recent[st->nrecent++], sizeof st->recent[0], "%s", name);
+  recent_kernels_t *rk = &st->recent;
+  rk->total++;
+  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
+  char *slot;
+  if (rk->n < RECENT_KERNELS) {
+    slot = rk->names[rk->n++];
   } else {
-    memmove(st->recent[0], st->recent[1], sizeof st->recent[0] * (RECENT_KERNELS - 1));
-    snprintf(st->recent[RECENT_KERNELS - 1], sizeof st->recent[0], "%s", name);
+    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
+    slot = rk->names[RECENT_KERNELS - 1];
   }
+  size_t len = strnlen(name, sizeof rk->names[0] - 1);
+  memcpy(slot, name, len);
+  slot[len] = '\0';
 }
 
 static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e) {
@@ -1519,7 +1594,7 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
     if (end) s->api->cuEventDestroy(end);
     if (r != CUDA_SUCCESS) {
       char names[300];
-      recent_names(st, names, sizeof names);
+      recent_names(&st->recent, names, sizeof names);
       ruda_status_t fe = stream_fault(s, r, "cuEventSynchronize", names);
       ruda__profiler_error(&s->profiler, fe);
       ruda_status_free(fe);
@@ -1634,6 +1709,7 @@ static void cuda_destroy(ruda__server_t *base) {
   ruda__copy_pool_destroy(s->copies);
   for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
   for (size_t i = 0; i < s->nblocks; i++) s->api->cuMemFreeHost(s->blocks[i]);
+  for (size_t i = 0; i < s->nfutures; i++) ruda__free(s->futures[i]);
   pthread_mutex_destroy(&s->pool_lock);
   s->api->cuDevicePrimaryCtxRelease(s->dev);
   ruda__server_utilities_deinit(&s->base.utilities);
@@ -1748,6 +1824,8 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
   if (threads < 0) threads = 0;
   s->copies = ruda__copy_pool_create((unsigned)threads);
+  int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
+  s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
   pthread_mutex_init(&s->pool_lock, NULL);
   atomic_init(&s->poisoned, 0);
   atomic_init(&s->poison_reported, 0);
