@@ -85,21 +85,6 @@ cat "$OUT/fault.txt"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print('trace events:', len(ev), sorted({e.get('cat') for e in ev if e.get('ph')=='X'}))" "$OUT/trace.json" 2>&1 | tail -1
 grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
 
-if [ "$ASAN" = 1 ]; then
-  echo "== asan+ubsan (gpu tests)"
-  start=$(date +%s)
-  {
-    cmake -S . -B build-gpu-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRUDA_SANITIZE=address,undefined \
-      -DRUDA_BUILD_EXAMPLES=OFF > /dev/null &&
-    ninja -C build-gpu-asan -j "$(nproc)" gpu_test_cuda_backend gpu_test_cuda_cache \
-      gpu_test_cuda_fault gpu_test_cuda_tensor_map cts_test_cts_launch cts_test_cts_memory_io > /dev/null &&
-    (cd build-gpu-asan && ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0 \
-      timeout 200 ctest -L 'gpu|cts' --output-on-failure --timeout 90)
-  } > "$OUT/asan.txt" 2>&1
-  echo "asan rc=$? in $(( $(date +%s) - start ))s"
-  grep -E 'tests passed|Failed|ERROR: AddressSanitizer|runtime error' "$OUT/asan.txt" | head -20
-fi
-
 if [ "$BENCH" = 1 ]; then
   echo "== bench"
   start=$(date +%s)
@@ -120,4 +105,20 @@ if [ "$BENCH" = 1 ]; then
     echo "no build-gpu/tools/ruda: bench skipped"
   fi
 fi
+# Last: the sanitizer pass is the slowest, and the figures above come first.
+if [ "$ASAN" = 1 ]; then
+  echo "== asan+ubsan (gpu tests)"
+  start=$(date +%s)
+  {
+    cmake -S . -B build-gpu-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DRUDA_SANITIZE=address,undefined \
+      -DRUDA_BUILD_EXAMPLES=OFF > /dev/null &&
+    ninja -C build-gpu-asan -j "$(nproc)" gpu_test_cuda_backend gpu_test_cuda_cache \
+      gpu_test_cuda_fault gpu_test_cuda_tensor_map gpu_test_cuda_shutdown cts_test_cts_launch cts_test_cts_memory_io > /dev/null &&
+    (cd build-gpu-asan && ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0 \
+      timeout 200 ctest -L 'gpu|cts' --output-on-failure --timeout 90)
+  } > "$OUT/asan.txt" 2>&1
+  echo "asan rc=$? in $(( $(date +%s) - start ))s"
+  grep -E 'tests passed|Failed|ERROR: AddressSanitizer|runtime error' "$OUT/asan.txt" | head -20
+fi
+
 exit 0

@@ -22,7 +22,8 @@
  *
  * Every method runs on the device's worker thread, where create_server
  * made the primary context current. Futures may be waited on from any
- * thread; they make the context current themselves.
+ * thread; they make the context current themselves, and may outlive the
+ * server (it completes them when destroyed: futures_settle).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -258,6 +259,17 @@ typedef struct cuda_stream {
   recent_kernels_t recent;
 } cuda_stream_t;
 
+/* What a server's futures share with it and may outlive it with: the lock
+ * over the server's pools, the list of live futures, and a count of the
+ * references (the server's and one per live future). Whichever lets go last
+ * frees it. A future that the server settled when it was destroyed no
+ * longer points at the server. */
+typedef struct future_home {
+  pthread_mutex_t lock;
+  size_t refs;
+  struct cuda_future *live; /* futures not yet destroyed, doubly linked */
+} future_home_t;
+
 typedef struct profile_mark {
   uint64_t token;
   CUevent start;
@@ -278,12 +290,10 @@ struct cuda_server {
   profile_mark_t *marks;
   size_t nmarks, capmarks;
   ruda__copy_pool_t *copies;
-  /* First sticky error seen (CUresult) and its description; set from any
-   * thread (futures), acted on by the worker. */
   /* Events without timing and pinned blocks for small reads, reused; futures
-   * return theirs from any thread, hence the lock. Both belong to the
-   * context of one generation. */
-  pthread_mutex_t pool_lock;
+   * return theirs from any thread, hence home->lock over them. Both belong
+   * to the context of one generation. */
+  future_home_t *home;
   CUevent events[EVENT_POOL];
   size_t nevents;
   void *blocks[READ_BLOCKS];
@@ -298,6 +308,8 @@ struct cuda_server {
   /* Set when a reset after a fault did not bring the device back: every
    * operation then fails with this code. */
   int dead;
+  /* First sticky error seen (CUresult) and its description; set from any
+   * thread (futures), acted on by the worker. */
   _Atomic int poisoned;
   _Atomic int poison_reported; /* a caller already received the fault */
   _Atomic uint64_t generation; /* bumped by every reset */
@@ -308,13 +320,13 @@ struct cuda_server {
 static cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
 
 static CUresult event_get(cuda_server_t *s, CUevent *out) {
-  pthread_mutex_lock(&s->pool_lock);
+  pthread_mutex_lock(&s->home->lock);
   if (s->nevents > 0) {
     *out = s->events[--s->nevents];
-    pthread_mutex_unlock(&s->pool_lock);
+    pthread_mutex_unlock(&s->home->lock);
     return CUDA_SUCCESS;
   }
-  pthread_mutex_unlock(&s->pool_lock);
+  pthread_mutex_unlock(&s->home->lock);
   return s->api->cuEventCreate(out, CU_EVENT_DISABLE_TIMING);
 }
 
@@ -322,21 +334,21 @@ static CUresult event_get(cuda_server_t *s, CUevent *out) {
  * are not kept). */
 static void event_put(cuda_server_t *s, CUevent ev, uint64_t gen) {
   if (ev == NULL) return;
-  pthread_mutex_lock(&s->pool_lock);
+  pthread_mutex_lock(&s->home->lock);
   if (gen == atomic_load(&s->generation) && s->nevents < EVENT_POOL) {
     s->events[s->nevents++] = ev;
     ev = NULL;
   }
-  pthread_mutex_unlock(&s->pool_lock);
+  pthread_mutex_unlock(&s->home->lock);
   if (ev != NULL) s->api->cuEventDestroy(ev);
 }
 
 /* A pinned block of SMALL_READ bytes; NULL when none can be allocated. */
 static void *block_get(cuda_server_t *s) {
   void *b = NULL;
-  pthread_mutex_lock(&s->pool_lock);
+  pthread_mutex_lock(&s->home->lock);
   if (s->nblocks > 0) b = s->blocks[--s->nblocks];
-  pthread_mutex_unlock(&s->pool_lock);
+  pthread_mutex_unlock(&s->home->lock);
   if (b == NULL && s->api->cuMemAllocHost(&b, SMALL_READ) != CUDA_SUCCESS) b = NULL;
   return b;
 }
@@ -996,19 +1008,30 @@ typedef struct read_part {
 } read_part_t;
 
 /* A read or a sync: completes when `event` has, on whichever thread waits.
- * A read's staged parts are copied out then, and its staging released. */
+ * A read's staged parts are copied out then, and its staging released.
+ *
+ * Lifetime: the future is on its server's live list from future_new until
+ * it is destroyed. Waiting happens under `lock`; when the server is
+ * destroyed first (ruda_shutdown, exit), it settles every live future under
+ * that lock (futures_settle: the result is kept, the event, block and
+ * staging go back) and sets `server` to NULL, after which the future
+ * touches nothing but itself and `home`. */
 typedef struct cuda_future {
   ruda__future_t base;
-  cuda_server_t *server;
+  cuda_server_t *server; /* NULL once settled by the server's destroy */
   CUevent event;
-  ruda_status_t early; /* error found while enqueueing */
+  ruda_status_t early; /* error found while enqueueing; the result once done */
   read_part_t *parts;   /* `one` for a single descriptor */
   size_t nparts;
   read_part_t one;
   void *block; /* small reads: the pinned block the parts are staged in */
+  /* future_new clears the fields above; those below are set one by one. */
   recent_kernels_t recent; /* formatted only when a fault is reported */
   uint64_t generation;
-  bool done; /* waited on: a second wait returns NULL */
+  bool done; /* completed: a wait returns what `early` still holds */
+  future_home_t *home;
+  struct cuda_future *prev, *next; /* home->live, under home->lock */
+  pthread_mutex_t lock;            /* waiting, polling, settling */
 } cuda_future_t;
 
 static ruda_status_t future_finish(cuda_future_t *f, CUresult r) {
@@ -1059,93 +1082,137 @@ static void make_current(const ruda__cuda_api_t *api, CUcontext ctx) {
 
 static ruda_status_t cuda_future_wait(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
-  if (f->done) return NULL;
-  const ruda__cuda_api_t *api = f->server->api;
-  CUresult r = CUDA_SUCCESS;
-  if (f->event != NULL) {
-    make_current(api, f->server->ctx);
-    r = event_wait(api, f->event, f->server->wait_spin_ns);
+  pthread_mutex_lock(&f->lock);
+  ruda_status_t st;
+  if (f->done) {
+    st = f->early;
+    f->early = NULL;
+  } else {
+    /* Not done: not settled, so the server is alive until we unlock. */
+    const ruda__cuda_api_t *api = f->server->api;
+    CUresult r = CUDA_SUCCESS;
+    if (f->event != NULL) {
+      make_current(api, f->server->ctx);
+      r = event_wait(api, f->event, f->server->wait_spin_ns);
+    }
+    f->done = true;
+    st = future_finish(f, r);
   }
-  f->done = true;
-  return future_finish(f, r);
+  pthread_mutex_unlock(&f->lock);
+  return st;
 }
 
 static bool cuda_future_poll(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
-  if (f->done || f->event == NULL) return true;
-  make_current(f->server->api, f->server->ctx);
-  return f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
+  pthread_mutex_lock(&f->lock);
+  bool ready = f->done || f->event == NULL;
+  if (!ready) {
+    make_current(f->server->api, f->server->ctx);
+    ready = f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
+  }
+  pthread_mutex_unlock(&f->lock);
+  return ready;
+}
+
+static void future_unlink(future_home_t *h, cuda_future_t *f) {
+  if (f->prev != NULL) f->prev->next = f->next;
+  else h->live = f->next;
+  if (f->next != NULL) f->next->prev = f->prev;
+  f->prev = f->next = NULL;
+}
+
+static void future_free(cuda_future_t *f) {
+  pthread_mutex_destroy(&f->lock);
+  ruda__free(f);
+}
+
+/* Drops one reference to `h` (its lock held; released here). */
+static void home_release_locked(future_home_t *h) {
+  bool last = --h->refs == 0;
+  pthread_mutex_unlock(&h->lock);
+  if (last) {
+    pthread_mutex_destroy(&h->lock);
+    ruda__free(h);
+  }
 }
 
 /* Gives the future's event, block and the future itself back to the
  * server's pools (one lock); what does not fit, or belongs to a context
- * that was reset, is freed. */
+ * that was reset, is freed. A future the server settled holds none of them
+ * and only leaves its home. */
 static void cuda_future_destroy(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
-  if (!f->done) {
-    /* Never waited: wait so the staging is not released under a copy. */
-    ruda_status_free(cuda_future_wait(base));
-  }
-  ruda_status_free(f->early);
+  /* Never waited: wait so the staging is not released under a copy. */
+  ruda_status_free(cuda_future_wait(base));
   if (f->parts != &f->one) ruda__free(f->parts);
-  cuda_server_t *s = f->server;
+  f->parts = NULL;
+  future_home_t *h = f->home;
+  pthread_mutex_lock(&h->lock);
+  cuda_server_t *s = f->server; /* written under this lock */
   CUevent ev = f->event;
   void *block = f->block;
-  bool current;
-  pthread_mutex_lock(&s->pool_lock);
-  current = f->generation == atomic_load(&s->generation);
-  if (ev != NULL && current && s->nevents < EVENT_POOL) {
-    s->events[s->nevents++] = ev;
-    ev = NULL;
+  bool current = false;
+  if (s != NULL) {
+    future_unlink(h, f);
+    current = f->generation == atomic_load(&s->generation);
+    if (ev != NULL && current && s->nevents < EVENT_POOL) {
+      s->events[s->nevents++] = ev;
+      ev = NULL;
+    }
+    if (block != NULL && current && s->nblocks < READ_BLOCKS) {
+      s->blocks[s->nblocks++] = block;
+      block = NULL;
+    }
+    if (s->nfutures < FUTURE_POOL) {
+      s->futures[s->nfutures++] = f;
+      f = NULL;
+    }
+    /* Leftovers are freed under the lock: once it is released the server
+     * may be destroyed (this future is no longer on its list), and with it
+     * the context they belong to. */
+    if (ev != NULL) s->api->cuEventDestroy(ev);
+    /* A block from before a context reset went with that context. */
+    if (block != NULL && current) s->api->cuMemFreeHost(block);
   }
-  if (block != NULL && current && s->nblocks < READ_BLOCKS) {
-    s->blocks[s->nblocks++] = block;
-    block = NULL;
-  }
-  if (s->nfutures < FUTURE_POOL) {
-    s->futures[s->nfutures++] = f;
-    f = NULL;
-  }
-  pthread_mutex_unlock(&s->pool_lock);
-  if (ev != NULL) s->api->cuEventDestroy(ev);
-  /* A block from before a context reset went with that context. */
-  if (block != NULL && current) s->api->cuMemFreeHost(block);
-  ruda__free(f);
+  if (f != NULL) future_free(f);
+  home_release_locked(h);
 }
 
 static const ruda__future_vtable_t cuda_future_vt = {cuda_future_wait, cuda_future_poll,
                                                      cuda_future_destroy};
 
 /* A future for work on `st` with room for `nparts` read parts, holding a
- * pooled event when one is free (future_record creates one otherwise).
- * NULL when memory is exhausted. */
+ * pooled event when one is free (future_record creates one otherwise), on
+ * the server's live list. NULL when memory is exhausted. */
 static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
+  future_home_t *h = s->home;
   cuda_future_t *f = NULL;
   CUevent ev = NULL;
-  pthread_mutex_lock(&s->pool_lock);
+  pthread_mutex_lock(&h->lock);
   if (s->nfutures > 0) f = s->futures[--s->nfutures];
   if (s->nevents > 0) ev = s->events[--s->nevents];
-  pthread_mutex_unlock(&s->pool_lock);
-  if (f == NULL) f = ruda__malloc(sizeof *f);
+  pthread_mutex_unlock(&h->lock);
   if (f == NULL) {
-    if (ev != NULL) event_put(s, ev, atomic_load(&s->generation));
-    return NULL;
+    f = ruda__malloc(sizeof *f);
+    if (f == NULL) {
+      if (ev != NULL) event_put(s, ev, atomic_load(&s->generation));
+      return NULL;
+    }
+    pthread_mutex_init(&f->lock, NULL);
   }
-  /* Everything but the kernel names, which are copied as far as used. */
   memset(f, 0, offsetof(cuda_future_t, recent));
   f->base.vt = &cuda_future_vt;
   f->server = s;
   f->event = ev;
-  if (nparts == 1) {
-    f->parts = &f->one;
-  } else if (nparts > 1) {
-    f->parts = ruda__calloc(nparts, sizeof *f->parts);
-    if (f->parts == NULL) {
-      f->parts = &f->one; /* destroy frees only other arrays */
-      f->done = true;
-      cuda_future_destroy(&f->base);
+  f->parts = &f->one;
+  if (nparts > 1) {
+    read_part_t *parts = ruda__calloc(nparts, sizeof *parts);
+    if (parts == NULL) {
+      if (ev != NULL) event_put(s, ev, atomic_load(&s->generation));
+      future_free(f);
       return NULL;
     }
+    f->parts = parts;
   }
   f->recent.n = st != NULL ? st->recent.n : 0;
   f->recent.total = st != NULL ? st->recent.total : 0;
@@ -1153,6 +1220,16 @@ static cuda_future_t *future_new(cuda_server_t *s, cuda_stream_t *st, size_t npa
     memcpy(f->recent.names[i], st->recent.names[i], sizeof f->recent.names[i]);
   f->generation = atomic_load(&s->generation);
   f->done = false;
+  f->home = h;
+  f->prev = NULL;
+  /* Only the worker links and settles, so the future is complete before
+   * anyone else can find it. */
+  pthread_mutex_lock(&h->lock);
+  f->next = h->live;
+  if (h->live != NULL) h->live->prev = f;
+  h->live = f;
+  h->refs++;
+  pthread_mutex_unlock(&h->lock);
   return f;
 }
 
@@ -1171,6 +1248,50 @@ static ruda_status_t future_record(cuda_server_t *s, cuda_stream_t *st, cuda_fut
     }
   }
   return NULL;
+}
+
+/* The server is being destroyed: completes every live future now, while
+ * its context, staging and copy pool still exist. With `alive` the streams
+ * have been synchronised, so each future gets its data (a read's staged
+ * parts are copied out; the caller promised `dst` stays valid until the
+ * future completes); otherwise RUDA_ERR_UNAVAILABLE. Their events and
+ * blocks are freed, and they forget the server. A future being waited on
+ * another thread finishes that wait first (its lock). Worker only. */
+static void futures_settle(cuda_server_t *s, bool alive) {
+  future_home_t *h = s->home;
+  pthread_mutex_lock(&h->lock);
+  uint64_t gen = atomic_load(&s->generation);
+  for (cuda_future_t *f = h->live, *next; f != NULL; f = next) {
+    next = f->next;
+    pthread_mutex_lock(&f->lock);
+    /* A future from before a context reset holds objects of that context,
+     * which went with it. */
+    bool current = f->generation == gen;
+    if (!f->done) {
+      CUresult r = CUDA_SUCCESS;
+      if (!current) {
+        r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
+      } else if (!alive && f->early == NULL) {
+        f->early = ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                                      "cuda:%u was shut down after a device fault before this "
+                                      "operation completed",
+                                      s->base.device.index_id);
+      } else if (alive && f->event != NULL) {
+        r = s->api->cuEventSynchronize(f->event);
+      }
+      f->early = future_finish(f, r);
+      f->done = true;
+    }
+    if (f->event != NULL && current) s->api->cuEventDestroy(f->event);
+    if (f->block != NULL && current) s->api->cuMemFreeHost(f->block);
+    f->event = NULL;
+    f->block = NULL;
+    f->server = NULL;
+    f->prev = f->next = NULL;
+    pthread_mutex_unlock(&f->lock);
+  }
+  h->live = NULL;
+  pthread_mutex_unlock(&h->lock);
 }
 
 /* ---- Vtable: read, sync, flush ---- */
@@ -1655,10 +1776,10 @@ static void server_recover(cuda_server_t *s) {
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
   s->nmarks = 0; /* their events died with the context */
-  pthread_mutex_lock(&s->pool_lock);
+  pthread_mutex_lock(&s->home->lock);
   s->nevents = 0; /* events and blocks die with the context */
   s->nblocks = 0;
-  pthread_mutex_unlock(&s->pool_lock);
+  pthread_mutex_unlock(&s->home->lock);
   int code = atomic_load(&s->poisoned);
   api->cuCtxSetCurrent(NULL);
   api->cuDevicePrimaryCtxRelease(s->dev);
@@ -1699,8 +1820,12 @@ static void server_recover(cuda_server_t *s) {
 
 static void cuda_destroy(ruda__server_t *base) {
   cuda_server_t *s = as_cuda(base);
-  bool alive = atomic_load(&s->poisoned) == 0;
+  bool alive = atomic_load(&s->poisoned) == 0 && s->dead == 0;
   s->api->cuCtxSetCurrent(s->ctx);
+  /* Futures still held by callers (ruda_shutdown, exit) complete now: their
+   * staging and events live in this context. */
+  if (alive) alive = s->api->cuCtxSynchronize() == CUDA_SUCCESS;
+  futures_settle(s, alive);
   for (uint32_t i = 0; i < s->max_streams; i++) stream_teardown(s, &s->streams[i], alive);
   ruda__cuda_module_cache_destroy(s->modules, !alive);
   for (size_t i = 0; i < s->nmarks; i++) s->api->cuEventDestroy(s->marks[i].start);
@@ -1709,12 +1834,14 @@ static void cuda_destroy(ruda__server_t *base) {
   ruda__copy_pool_destroy(s->copies);
   for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
   for (size_t i = 0; i < s->nblocks; i++) s->api->cuMemFreeHost(s->blocks[i]);
-  for (size_t i = 0; i < s->nfutures; i++) ruda__free(s->futures[i]);
-  pthread_mutex_destroy(&s->pool_lock);
+  for (size_t i = 0; i < s->nfutures; i++) future_free(s->futures[i]);
   s->api->cuDevicePrimaryCtxRelease(s->dev);
   ruda__server_utilities_deinit(&s->base.utilities);
   ruda__free(s->streams);
+  future_home_t *h = s->home;
   ruda__free(s);
+  pthread_mutex_lock(&h->lock);
+  home_release_locked(h);
 }
 
 static const ruda__server_vtable_t cuda_vtable = {
@@ -1811,7 +1938,9 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   s->max_streams = (uint32_t)ms;
   s->streams = ruda__calloc(s->max_streams, sizeof *s->streams);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
-  if (s->streams == NULL || s->modules == NULL) {
+  s->home = ruda__calloc(1, sizeof *s->home);
+  if (s->streams == NULL || s->modules == NULL || s->home == NULL) {
+    ruda__free(s->home);
     ruda__free(s->streams);
     ruda__cuda_module_cache_destroy(s->modules, false);
     ruda__server_utilities_deinit(&s->base.utilities);
@@ -1819,6 +1948,8 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
     ruda__free(s);
     return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   }
+  pthread_mutex_init(&s->home->lock, NULL);
+  s->home->refs = 1; /* the server's */
   for (uint32_t i = 0; i < s->max_streams; i++) s->streams[i].index = i;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
@@ -1826,7 +1957,6 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   s->copies = ruda__copy_pool_create((unsigned)threads);
   int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
   s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
-  pthread_mutex_init(&s->pool_lock, NULL);
   atomic_init(&s->poisoned, 0);
   atomic_init(&s->poison_reported, 0);
   atomic_init(&s->generation, 0);
