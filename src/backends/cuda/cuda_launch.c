@@ -1,0 +1,225 @@
+/* Kernel launches of the CUDA server: validation, the module cache,
+ * cross-stream ordering of the bindings, dynamic counts, tensor maps, info
+ * words, opt-in shared memory and thread-block clusters. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_server.h"
+#include "server/trace.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+/* ---- Launch ---- */
+
+static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda_info_t *info,
+                                 CUdeviceptr *out) {
+  size_t bytes = info->len * sizeof(uint64_t);
+  if (bytes > st->info_cap) {
+    size_t cap = st->info_cap ? st->info_cap : 256;
+    while (cap < bytes) cap *= 2;
+    CUdeviceptr p = 0;
+    ruda_status_t e = ruda__cuda_gpu_malloc(st->gpu_store, cap, &p);
+    if (e) return e;
+    /* Freed in stream order: kernels before may still read it. */
+    if (st->info_dev != 0) ruda__cuda_gpu_free_now(st->gpu_store, st->info_dev);
+    st->info_dev = p;
+    st->info_cap = cap;
+  }
+  /* Pageable source: the driver stages it before returning, and the
+   * stream orders this upload after the kernels that read the last one. */
+  CUresult r = s->api->cuMemcpyHtoDAsync(st->info_dev, info->data, bytes, st->cu);
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyHtoDAsync", "uploading kernel info");
+  *out = st->info_dev;
+  return NULL;
+}
+
+static void note_kernel(cuda_stream_t *st, const char *name) {
+  recent_kernels_t *rk = &st->recent;
+  rk->total++;
+  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
+  char *slot;
+  if (rk->n < RECENT_KERNELS) {
+    slot = rk->names[rk->n++];
+  } else {
+    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
+    slot = rk->names[RECENT_KERNELS - 1];
+  }
+  size_t len = strnlen(name, sizeof rk->names[0] - 1);
+  memcpy(slot, name, len);
+  slot[len] = '\0';
+}
+
+static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e) {
+  if (!ruda__profiler_is_empty(&s->profiler)) ruda__profiler_error(&s->profiler, e);
+  ruda__stream_errors_push(&st->errors, e);
+}
+
+#define PARAMS_INLINE 32
+
+void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+                       const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                       ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  const ruda__cuda_api_t *api = s->api;
+  (void)mode; /* CUDA C kernels do their own bounds checks */
+  ruda__cuda_settle_poison(s, stream);
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return;
+  if (st->ngc) ruda__cuda_gc_poll(s, st, false);
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  ruda_status_t e = ruda__validate_launch(&s->base.utilities.properties, d->ruda_dim,
+                                          d->shared_mem_bytes);
+  if (e) {
+    push_launch_error(s, st, e);
+    return;
+  }
+  ruda__cuda_function_t *fn = NULL;
+  e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
+  if (e) {
+    push_launch_error(s, st, e);
+    return;
+  }
+
+  ruda_count3_t grid = count->fixed;
+  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
+  keep_list_t keep = {0};
+  for (size_t i = 0; i < nb; i++) ruda__cuda_order_binding(s, st, &args->buffers[i], &keep);
+  for (size_t i = 0; i < nt; i++)
+    ruda__cuda_order_binding(s, st, &args->tensor_map_buffers[i], &keep);
+  if (count->dynamic) ruda__cuda_order_binding(s, st, &count->buffer, &keep);
+
+  CUtensorMap *maps = NULL;
+  void *psmall[PARAMS_INLINE];
+  CUdeviceptr vsmall[PARAMS_INLINE];
+  size_t nparams = nt + nb + 1;
+  void **params = nparams <= PARAMS_INLINE ? psmall : ruda__calloc(nparams, sizeof *params);
+  CUdeviceptr *vals = nb + 1 <= PARAMS_INLINE ? vsmall : ruda__calloc(nb + 1, sizeof *vals);
+  if (nt > 0) maps = aligned_alloc(64, nt * sizeof *maps);
+  if (params == NULL || vals == NULL || (nt > 0 && maps == NULL)) {
+    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel %s: no host memory for "
+                           "its parameters", d->name);
+    goto fail;
+  }
+
+  if (count->dynamic) {
+    CUdeviceptr cp = 0;
+    e = ruda__cuda_resolve(s, &count->buffer, &cp);
+    if (e) goto fail;
+    uint32_t local[3];
+    uint32_t *host = st->count_host ? st->count_host : local;
+    CUresult r = api->cuMemcpyDtoHAsync(host, cp, 3 * sizeof(uint32_t), st->cu);
+    if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
+    if (r != CUDA_SUCCESS) {
+      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
+                         "reading the dynamic count of kernel %s", d->name);
+      if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(s, r, d->name, true);
+      goto fail;
+    }
+    grid.x = host[0];
+    grid.y = host[1];
+    grid.z = host[2];
+  }
+  e = ruda__validate_count(&s->base.utilities.properties, grid);
+  if (e) goto fail;
+  if (ruda_count3_is_empty(grid)) goto done;
+
+  size_t np = 0;
+  for (size_t i = 0; i < nt; i++) {
+    CUdeviceptr tp = 0;
+    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp);
+    if (e) goto fail;
+    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
+    if (e) goto fail;
+    params[np++] = &maps[i];
+  }
+  for (size_t i = 0; i < nb; i++) {
+    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i]);
+    if (e) goto fail;
+    params[np++] = &vals[i];
+  }
+  vals[nb] = 0;
+  if (args->info.len > 0) {
+    e = upload_info(s, st, &args->info, &vals[nb]);
+    if (e) goto fail;
+  }
+  params[np++] = &vals[nb];
+
+  if (d->shared_mem_bytes > 48 * 1024 && fn->shared_mem_set < d->shared_mem_bytes) {
+    CUresult r = api->cuFuncSetAttribute(fn->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         (int)d->shared_mem_bytes);
+    if (r != CUDA_SUCCESS) {
+      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuFuncSetAttribute",
+                         "kernel %s asks for %llu bytes of shared memory", d->name,
+                         (unsigned long long)d->shared_mem_bytes);
+      goto fail;
+    }
+    fn->shared_mem_set = d->shared_mem_bytes;
+  }
+
+  CUresult r;
+  const char *call = "cuLaunchKernel";
+  bool cluster = d->cluster_dim.x > 0 && d->cluster_dim.y > 0 && d->cluster_dim.z > 0 &&
+                 (d->cluster_dim.x * d->cluster_dim.y * d->cluster_dim.z) > 1;
+  if (cluster) {
+    call = "cuLaunchKernelEx";
+    if (api->cuLaunchKernelEx == NULL || s->cc < 90) {
+      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                             "kernel %s asks for a cluster of (%u, %u, %u) but this device "
+                             "(sm_%u) or driver has no thread-block clusters",
+                             d->name, d->cluster_dim.x, d->cluster_dim.y, d->cluster_dim.z, s->cc);
+      goto fail;
+    }
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = d->cluster_dim.x;
+    attr.value.clusterDim.y = d->cluster_dim.y;
+    attr.value.clusterDim.z = d->cluster_dim.z;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid.x;
+    cfg.gridDimY = grid.y;
+    cfg.gridDimZ = grid.z;
+    cfg.blockDimX = d->ruda_dim.x;
+    cfg.blockDimY = d->ruda_dim.y;
+    cfg.blockDimZ = d->ruda_dim.z;
+    cfg.sharedMemBytes = (unsigned)d->shared_mem_bytes;
+    cfg.hStream = st->cu;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
+    r = api->cuLaunchKernelEx(&cfg, fn->fn, params, NULL);
+    ruda__cuda_trace_end(s, st, tr);
+  } else {
+    long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
+    r = api->cuLaunchKernel(fn->fn, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                            d->ruda_dim.z, (unsigned)d->shared_mem_bytes, st->cu, params, NULL);
+    ruda__cuda_trace_end(s, st, tr);
+  }
+  if (r != CUDA_SUCCESS) {
+    if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(s, r, d->name, true);
+    e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
+                       "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
+                       "memory",
+                       d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                       d->ruda_dim.z, (unsigned long long)d->shared_mem_bytes);
+    goto fail;
+  }
+  note_kernel(st, d->name);
+  if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
+  goto done;
+fail:
+  push_launch_error(s, st, e);
+done:
+  if (params != psmall) ruda__free(params);
+  if (vals != vsmall) ruda__free(vals);
+  free(maps);
+  ruda__cuda_op_end(s, st, &keep);
+}
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */
