@@ -552,6 +552,7 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
 /* Allocation, optionally followed by writes into views of it. */
 typedef struct alloc_op {
   ruda__op_t base;
+  size_t block_size; /* for ruda__device_op_free */
   ruda_binding_t memory; /* keeps the descriptor alive until bound */
   uint64_t size;
   size_t num_writes;
@@ -570,13 +571,15 @@ static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   }
   for (size_t i = 0; i < a->num_writes; i++) ruda_binding_release(&a->descs[i].binding);
   ruda_binding_release(&a->memory);
-  free(a);
+  ruda__device_op_free(d, a, a->block_size);
 }
 
 static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
   size_t bytes = sizeof(alloc_op_t) + num_writes * (sizeof(ruda__copy_desc_t) + sizeof(ruda_bytes_t));
-  alloc_op_t *a = calloc(1, bytes);
+  alloc_op_t *a = ruda__device_op_alloc(c->dev, bytes);
   if (!a) return NULL;
+  memset(a, 0, bytes);
+  a->block_size = bytes;
   a->base.run = run_alloc;
   a->base.stream = ruda_client_stream(c);
   a->num_writes = num_writes;
@@ -591,7 +594,7 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   alloc_op_t *a = alloc_op_new(c, 0);
   ruda_memory_t *m = a ? ruda__memory_new() : NULL;
   if (!m) {
-    free(a);
+    if (a) ruda__device_op_free(c->dev, a, a->block_size);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   }
   out->memory = m;
@@ -665,7 +668,7 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
   alloc_op_t *a = alloc_op_new(c, 1);
   ruda_memory_t *m = a ? ruda__memory_new() : NULL;
   if (!m) {
-    free(a);
+    if (a) ruda__device_op_free(c->dev, a, a->block_size);
     uint64_t size = bytes->size;
     ruda_bytes_release(bytes);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
@@ -880,7 +883,7 @@ ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
 
 typedef struct launch_op {
   ruda__op_t base;
-  size_t bytes; /* of this block, for ruda__device_op_free */
+  size_t block_size; /* for ruda__device_op_free */
   ruda_kernel_t *kernel;
   ruda__count_t count;
   ruda_execution_mode_t mode;
@@ -898,7 +901,7 @@ static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);
   ruda_kernel_release(l->kernel);
-  ruda__device_op_free(d, l, l->bytes);
+  ruda__device_op_free(d, l, l->block_size);
 }
 
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
@@ -940,7 +943,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   launch_op_t *l = ruda__device_op_alloc(c->dev, bytes);
   if (!l) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "queueing '%s'", kernel->desc.name);
   memset(l, 0, sizeof *l);
-  l->bytes = bytes;
+  l->block_size = bytes;
   l->base.run = run_launch;
   l->base.stream = ruda_client_stream(c);
   l->kernel = ruda_kernel_retain(kernel);
