@@ -7,11 +7,13 @@
  *   kernel.h  kernels, dispatch counts, launch arguments
  *   client.h  devices, clients, allocation, reads/writes, launches, streams
  *   config.h  ruda.toml and RUDA_* configuration
+ *   comm.h    collectives across devices (all-reduce)
  */
 #ifndef RUDA_RUDA_H
 #define RUDA_RUDA_H
 
 #include "ruda/client.h"
+#include "ruda/comm.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
 #include "ruda/memory.h"

@@ -26,6 +26,7 @@
 
 #include "memory/memory_manager.h"
 #include "ruda/client.h"
+#include "ruda/comm.h" /* ruda_reduce_op_t */
 #include "ruda/kernel.h"
 #include "ruda/memory.h"
 #include "ruda/status.h"
@@ -58,11 +59,6 @@ typedef struct ruda__count {
   ruda_count3_t fixed;
   ruda_binding_t buffer; /* dynamic only */
 } ruda__count_t;
-
-typedef enum ruda_reduce_op {
-  RUDA_REDUCE_SUM = 0,
-  RUDA_REDUCE_MEAN = 1,
-} ruda_reduce_op_t;
 
 /* ---- Futures: results that complete after the worker returns ---- */
 
@@ -148,7 +144,19 @@ typedef struct ruda__server_vtable {
    * ruda__server_t.queued_errors is 0. */
   bool completes_in_order;
 
-  /* ---- ServerCommunication (all optional; NULL: unsupported) ---- */
+  /* ---- ServerCommunication (all optional; NULL: unsupported) ----
+   * comm_enabled: the client offers collectives (include/ruda/comm.h) only
+   * when it is true; the client has validated every argument, and queues a
+   * collective on every participant in the same global order.
+   * comm_init: creates this device's member of the communicator of `ids`
+   * (sorted, n >= 1, this device among them). Called once per device set,
+   * on every participant concurrently; may block until all have joined.
+   * all_reduce: every participant must reach the collective even when its
+   * own part failed (its peers wait for it). Errors are queued on `stream`
+   * and NULL returned, like a launch; a non-NULL return is logged and
+   * dropped by the client.
+   * sync_collective: orders `stream` after the collectives; returns its
+   * error (blocking for the caller). */
   bool comm_enabled;
   ruda_status_t (*sync_collective)(ruda__server_t *s, ruda_stream_id_t stream);
   ruda_status_t (*comm_init)(ruda__server_t *s, const ruda_device_id_t *ids, size_t n);

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/thread_pool.h"
+#include "comm/cpu_collective.h"
 #include "server/kernel_object.h"
 #include "server/server.h"
 #include "server/trace.h"
@@ -476,6 +477,50 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
 
 /* ---- Lifetime ---- */
 
+/* ---- Collectives (src/comm/cpu_collective.c) ---- */
+
+static ruda_status_t cpu_comm_init(ruda__server_t *base, const ruda_device_id_t *ids, size_t n) {
+  return ruda__cpu_comm_init(ids, n);
+}
+
+/* Reaches the rendezvous even when this device's part failed: the peers
+ * wait for every participant. */
+static ruda_status_t cpu_all_reduce(ruda__server_t *base, const ruda_binding_t *src,
+                                    const ruda_binding_t *dst, ruda_elem_type_t dtype,
+                                    ruda_stream_id_t stream, ruda_reduce_op_t op,
+                                    const ruda_device_id_t *ids, size_t n) {
+  cpu_server_t *s = cpu(base);
+  cpu_stream_t *st = stream_get(s, stream);
+  ruda__cpu_reduce_part_t part = {0};
+  uint8_t *sp = NULL, *dp = NULL;
+  ruda_status_t own = st ? NULL : no_stream();
+  if (!own) own = resolve(s, src, &sp, &part.src_bytes);
+  if (!own) own = resolve(s, dst, &dp, &part.dst_bytes);
+  part.src = sp;
+  part.dst = dp;
+  part.error = own;
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
+  ruda_status_t err = ruda__cpu_all_reduce(ids, n, base->device, &part, dtype, op);
+  if (t0) {
+    ruda__trace_slice(base->device, stream.value, "all_reduce", "comm", t0, ruda__now_ns(),
+                      part.src_bytes);
+  }
+  if (own) {
+    ruda_status_free(err);
+    err = own;
+  }
+  if (err) {
+    if (st) ruda__stream_errors_push(&st->errors, err);
+    else ruda_status_free(err);
+  }
+  return NULL;
+}
+
+/* Collectives run on the worker in submission order: nothing to order. */
+static ruda_status_t cpu_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
+  return NULL;
+}
+
 static void cpu_destroy(ruda__server_t *base) {
   cpu_server_t *s = cpu(base);
   for (uint32_t i = 0; i < s->max_streams; i++) {
@@ -513,7 +558,10 @@ static const ruda__server_vtable_t cpu_vtable = {
     .start_profile = cpu_start_profile,
     .end_profile = cpu_end_profile,
     .completes_in_order = true,
-    .comm_enabled = false,
+    .comm_enabled = true,
+    .sync_collective = cpu_sync_collective,
+    .comm_init = cpu_comm_init,
+    .all_reduce = cpu_all_reduce,
 };
 
 static uint64_t env_u64(const char *name, uint64_t fallback) {
