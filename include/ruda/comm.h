@@ -17,8 +17,9 @@
  * order (no cross-device deadlock).
  *
  * Backends: the CPU backend (RUDA_CPU_DEVICES=N devices) reduces in
- * process. Backends without collectives answer
- * RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION at once.
+ * process; the CUDA backend uses NCCL (libnccl.so.2, loaded on first use;
+ * keep NCCL_NVLS_ENABLE=0). Backends without collectives, and CUDA
+ * without NCCL, answer RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION at once.
  *
  * Thread-safety: every function here may be called from any thread except a
  * device worker (inside ruda_client_exclusive or ruda_client_profile), which

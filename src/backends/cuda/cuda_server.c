@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "backends/cuda/cuda_server.h"
+#include "backends/cuda/cuda_nccl.h"
 #include "ruda/config.h"
 #include "server/server.h"
 
@@ -256,6 +257,9 @@ static void cuda_destroy(ruda__server_t *base) {
    * staging and events live in this context. */
   if (alive) alive = s->api->cuCtxSynchronize() == CUDA_SUCCESS;
   ruda__cuda_futures_settle(s, alive);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_destroy(s, alive);
+#endif
   for (uint32_t i = 0; i < s->max_streams; i++)
     ruda__cuda_stream_teardown(s, &s->streams[i], alive);
   ruda__cuda_module_cache_destroy(s->modules, !alive);
@@ -291,7 +295,16 @@ static const ruda__server_vtable_t cuda_vtable = {
     .allocation_mode = ruda__cuda_allocation_mode,
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+    /* NCCL is loaded on the first collective; without it they answer
+     * UnsupportedIoOperation (cuda_nccl.c). */
+    .comm_enabled = true,
+    .sync_collective = ruda__cuda_sync_collective,
+    .comm_init = ruda__cuda_comm_init,
+    .all_reduce = ruda__cuda_all_reduce,
+#else
     .comm_enabled = false,
+#endif
 };
 
 static ruda_status_t cuda_device_count(uint32_t *out) {

@@ -169,6 +169,9 @@ struct cuda_server {
   _Atomic uint64_t generation; /* bumped by every reset */
   char poison_text[512];
   _Atomic int poison_text_ready;
+  /* NCCL: the comm stream and communicators (cuda_nccl.c); NULL until the
+   * first collective. */
+  struct ruda__cuda_comms *comms;
 };
 
 /* The bindings an operation uses from other streams' slots, cloned to keep
@@ -264,6 +267,18 @@ void ruda__cuda_home_release_locked(future_home_t *h);
 void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                        ruda_stream_id_t stream);
+
+/* ---- cuda_nccl.c: ServerCommunication (only with the NCCL headers) ---- */
+
+ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda_device_id_t *ids, size_t n);
+ruda_status_t ruda__cuda_all_reduce(ruda__server_t *base, const ruda_binding_t *src,
+                                    const ruda_binding_t *dst, ruda_elem_type_t dtype,
+                                    ruda_stream_id_t stream, ruda_reduce_op_t op,
+                                    const ruda_device_id_t *ids, size_t n);
+ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream);
+/* Frees the comm stream (after waiting for it when `alive`); the
+ * communicators are kept until exit. */
+void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive);
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */
 

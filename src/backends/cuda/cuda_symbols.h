@@ -79,4 +79,17 @@
   X(nvrtcGetCUBINSize, 0)                   \
   X(nvrtcGetCUBIN, 0)
 
+/* NCCL (libnccl.so.2), loaded on the first collective (cuda_nccl.c). */
+#define RUDA__NCCL_SYMBOLS(X)               \
+  X(ncclGetVersion, 1)                      \
+  X(ncclGetErrorString, 1)                  \
+  X(ncclGetLastError, 0)                    \
+  X(ncclGetUniqueId, 1)                     \
+  X(ncclCommInitRank, 1)                    \
+  X(ncclCommInitAll, 1)                     \
+  X(ncclCommDestroy, 1)                     \
+  X(ncclGroupStart, 1)                      \
+  X(ncclGroupEnd, 1)                        \
+  X(ncclAllReduce, 1)
+
 #endif /* RUDA_CUDA_SYMBOLS_H */
