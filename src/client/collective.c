@@ -120,17 +120,6 @@ static ruda_status_t invalid(const char *fmt, const char *detail) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, fmt, detail);
 }
 
-static bool dtype_supported(ruda_elem_type_t t) {
-  switch (t) {
-    case RUDA_ELEM_F64: case RUDA_ELEM_F32: case RUDA_ELEM_F16: case RUDA_ELEM_BF16:
-    case RUDA_ELEM_I8: case RUDA_ELEM_I32: case RUDA_ELEM_I64:
-    case RUDA_ELEM_U8: case RUDA_ELEM_U32: case RUDA_ELEM_U64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 /* The device of a client, checked for collectives. */
 static ruda_status_t comm_device(ruda_client_t *c, ruda__device_t **out) {
   ruda_status_t s = ruda__device_get(ruda_client_device(c), out);
@@ -162,7 +151,7 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   if (op != RUDA_REDUCE_SUM && op != RUDA_REDUCE_MEAN) {
     return invalid("%s: unknown reduce op", "ruda_client_all_reduce");
   }
-  if ((unsigned)dtype >= RUDA_ELEM_COUNT_ || !dtype_supported(dtype)) {
+  if ((unsigned)dtype >= RUDA_ELEM_COUNT_ || !ruda__reduce_dtype_supported(dtype)) {
     const char *name = (unsigned)dtype < RUDA_ELEM_COUNT_ ? ruda_elem_type_name(dtype) : NULL;
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "ruda_client_all_reduce: element type %s is not supported "

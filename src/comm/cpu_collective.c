@@ -17,6 +17,7 @@
 
 #include "comm/comm_id.h"
 #include "comm/cpu_collective.h"
+#include "server/server.h"
 
 typedef struct cpu_comm {
   struct cpu_comm *next;
@@ -38,17 +39,6 @@ typedef struct cpu_comm {
 /* The process-wide registry of communicators; they live until exit. */
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static cpu_comm_t *registry;
-
-bool ruda__cpu_collective_supports(ruda_elem_type_t t) {
-  switch (t) {
-    case RUDA_ELEM_F64: case RUDA_ELEM_F32: case RUDA_ELEM_F16: case RUDA_ELEM_BF16:
-    case RUDA_ELEM_I8: case RUDA_ELEM_I32: case RUDA_ELEM_I64:
-    case RUDA_ELEM_U8: case RUDA_ELEM_U32: case RUDA_ELEM_U64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 static ruda_status_t comm_get(const ruda_device_id_t *ids, size_t n, cpu_comm_t **out) {
   *out = NULL;
@@ -238,7 +228,7 @@ static void check_round(cpu_comm_t *c) {
       return;
     }
   }
-  size_t esize = ruda__cpu_collective_supports(c->dtype[0]) ? ruda_elem_type_size(c->dtype[0]) : 0;
+  size_t esize = ruda__reduce_dtype_supported(c->dtype[0]) ? ruda_elem_type_size(c->dtype[0]) : 0;
   if (!esize) {
     snprintf(c->error, sizeof c->error, "all-reduce: element type %s is not supported on CPU",
              ruda_elem_type_name(c->dtype[0]) ? ruda_elem_type_name(c->dtype[0]) : "?");

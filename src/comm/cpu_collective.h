@@ -21,8 +21,8 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-/* Whether the CPU collectives reduce this element type. */
-bool ruda__cpu_collective_supports(ruda_elem_type_t dtype);
+/* The element types reduced are ruda__reduce_dtype_supported()'s
+ * (src/server/server.h). */
 
 /* Creates the communicator of `ids` (any order, no duplicates, 1..64
  * devices) if it does not exist yet. Errors: RUDA_ERR_INVALID_ARGUMENT,

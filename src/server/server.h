@@ -281,6 +281,12 @@ void ruda__profiler_deinit(ruda__profiler_t *p);
 /* Monotonic host clock in nanoseconds. */
 uint64_t ruda__now_ns(void);
 
+/* ---- Collectives shared by the client and the backends ---- */
+
+/* Element types every collective backend reduces: f64, f32, f16, bf16, i8,
+ * i32, i64, u8, u32, u64. Thread-safe. */
+bool ruda__reduce_dtype_supported(ruda_elem_type_t t);
+
 /* ---- Launch validation shared by backends ---- */
 
 /* Checks dim, units and shared memory against the properties; returns the

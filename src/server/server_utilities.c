@@ -152,6 +152,19 @@ void ruda__profiler_deinit(ruda__profiler_t *p) {
   memset(p, 0, sizeof *p);
 }
 
+/* ---- Collectives ---- */
+
+bool ruda__reduce_dtype_supported(ruda_elem_type_t t) {
+  switch (t) {
+    case RUDA_ELEM_F64: case RUDA_ELEM_F32: case RUDA_ELEM_F16: case RUDA_ELEM_BF16:
+    case RUDA_ELEM_I8: case RUDA_ELEM_I32: case RUDA_ELEM_I64:
+    case RUDA_ELEM_U8: case RUDA_ELEM_U32: case RUDA_ELEM_U64:
+      return true;
+    default:
+      return false;
+  }
+}
+
 /* ---- Validation ---- */
 
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
