@@ -1,0 +1,341 @@
+/* ruda/dialect/cpu.h: the kernel dialect compiled natively for cpu:N.
+ *
+ * Included through <ruda/kernel_dialect.h> by the user's C compiler. A
+ * RUDA_KERNEL becomes:
+ *  - ruda_body__NAME: the kernel's body, an always-inlined C function whose
+ *    per-unit regions are plain loops over the ruda's units (barriers are
+ *    the boundaries between those loops, so they cost nothing);
+ *  - ruda_cpu__NAME: the CPU backend's kernel function (called once per
+ *    ruda), which unpacks buffers and scalars and calls the body;
+ *  - ruda_desc__NAME / ruda_launch__NAME: host helpers behind
+ *    RUDA_KERNEL_DESC, RUDA_KERNEL_CREATE and RUDA_LAUNCH.
+ * The kernel text for the GPU backends comes from the embed step (see
+ * docs/kernels.md): ruda_kernel_text__NAME, defined in the generated file.
+ * Define RUDA_KERNEL_CPU_ONLY before the include to build without it (the
+ * kernel then runs on cpu:N only).
+ *
+ * Kernel files are C: compile them with the C compiler (C11 or newer).
+ */
+#ifndef RUDA_DIALECT_CPU_H
+#define RUDA_DIALECT_CPU_H
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ruda/client.h"
+#include "ruda/dialect/common.h"
+#include "ruda/kernel.h"
+
+#define RUDA_KERNEL_TARGET_CPU 1
+
+/* ---- Types ---- */
+
+typedef struct ruda_u3 {
+  uint32_t x, y, z;
+} ruda_u3_t;
+
+/* One unit inside a per-unit region. */
+typedef struct ruda_unit {
+  uint32_t x, y, z;             /* position in the ruda */
+  uint32_t index;               /* x + dim.x * (y + dim.y * z) */
+  uint32_t abs_x, abs_y, abs_z; /* position in the dispatch: ruda_pos * ruda_dim + (x, y, z) */
+  uint32_t slot_;               /* private storage index (RUDA_PRIV) */
+} ruda_unit_t;
+
+typedef uint16_t ruda_f16;  /* IEEE binary16, stored */
+typedef uint16_t ruda_bf16; /* bfloat16, stored */
+
+static inline ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
+  ruda_u3_t r;
+  r.x = x;
+  r.y = y;
+  r.z = z;
+  return r;
+}
+
+/* ---- Helpers, qualifiers, constants ---- */
+
+#define RUDA_FN static inline
+#define RUDA_GLOBAL
+#define RUDA_SHMEM
+#define RUDA_CONSTANT static const
+#define RUDA_PI 3.14159265358979323846
+#define RUDA_PI_F 3.14159265358979323846f
+
+static inline float ruda_rsqrtf(float x) { return 1.0f / sqrtf(x); }
+
+static inline uint32_t ruda__f32_bits(float f) {
+  uint32_t u;
+  memcpy(&u, &f, sizeof u);
+  return u;
+}
+static inline float ruda__bits_f32(uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof f);
+  return f;
+}
+RUDA__SOFT_HALF_CONVERSIONS(static inline)
+
+/* ---- Atomics (relaxed; rudas run on several threads at once) ---- */
+
+#define RUDA__CPU_ATOMIC_INT(sfx, T)                                                          \
+  static inline T ruda_atomic_add_##sfx(T *p, T v) {                                         \
+    return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);                                        \
+  }                                                                                           \
+  static inline T ruda_atomic_xchg_##sfx(T *p, T v) {                                        \
+    return __atomic_exchange_n(p, v, __ATOMIC_RELAXED);                                       \
+  }                                                                                           \
+  static inline T ruda_atomic_cas_##sfx(T *p, T expected, T desired) {                       \
+    __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED,              \
+                                __ATOMIC_RELAXED);                                            \
+    return expected;                                                                          \
+  }                                                                                           \
+  static inline T ruda_atomic_min_##sfx(T *p, T v) {                                         \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                             \
+    while (v < old &&                                                                         \
+           !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
+      ;                                                                                       \
+    return old;                                                                               \
+  }                                                                                           \
+  static inline T ruda_atomic_max_##sfx(T *p, T v) {                                         \
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);                                             \
+    while (v > old &&                                                                         \
+           !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) \
+      ;                                                                                       \
+    return old;                                                                               \
+  }
+RUDA__CPU_ATOMIC_INT(i32, int32_t)
+RUDA__CPU_ATOMIC_INT(u32, uint32_t)
+RUDA__CPU_ATOMIC_INT(i64, int64_t)
+RUDA__CPU_ATOMIC_INT(u64, uint64_t)
+
+static inline float ruda_atomic_add_f32(float *p, float v) {
+  uint32_t *w = (uint32_t *)(void *)p;
+  uint32_t old = __atomic_load_n(w, __ATOMIC_RELAXED);
+  while (!__atomic_compare_exchange_n(w, &old, ruda__f32_bits(ruda__bits_f32(old) + v), true,
+                                      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    ;
+  return ruda__bits_f32(old);
+}
+static inline double ruda_atomic_add_f64(double *p, double v) {
+  uint64_t *w = (uint64_t *)(void *)p;
+  uint64_t old = __atomic_load_n(w, __ATOMIC_RELAXED), next;
+  for (;;) {
+    double d;
+    memcpy(&d, &old, sizeof d);
+    d += v;
+    memcpy(&next, &d, sizeof next);
+    if (__atomic_compare_exchange_n(w, &old, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) break;
+  }
+  double r;
+  memcpy(&r, &old, sizeof r);
+  return r;
+}
+static inline float ruda_atomic_xchg_f32(float *p, float v) {
+  return ruda__bits_f32(
+      __atomic_exchange_n((uint32_t *)(void *)p, ruda__f32_bits(v), __ATOMIC_RELAXED));
+}
+
+/* ---- Regions: plain loops over the ruda's units ---- */
+
+/* Every unit runs the statement once, with `u` its ruda_unit_t. A barrier
+ * follows on the GPU; here the loop's end is that barrier. */
+#define RUDA_UNITS(u) RUDA__CPU_UNITS(u)
+#define RUDA_UNITS_NOWAIT(u) RUDA__CPU_UNITS(u)
+#define RUDA__CPU_UNITS(u)                                                                   \
+  for (uint32_t ruda__uz = 0; ruda__uz < ruda_dim.z; ruda__uz++)                             \
+    for (uint32_t ruda__uy = 0; ruda__uy < ruda_dim.y; ruda__uy++)                           \
+      for (uint32_t ruda__ux = 0, ruda__once = 1; ruda__ux < ruda_dim.x;                     \
+           ruda__ux++, ruda__once = 1)                                                       \
+        for (const ruda_unit_t u = {ruda__ux, ruda__uy, ruda__uz,                            \
+                                    ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz), \
+                                    ruda_pos.x * ruda_dim.x + ruda__ux,                      \
+                                    ruda_pos.y * ruda_dim.y + ruda__uy,                      \
+                                    ruda_pos.z * ruda_dim.z + ruda__uz,                      \
+                                    ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz)}; \
+             ruda__once; ruda__once = 0)
+
+/* The ruda's units share the iterations of [begin, end): here one loop. */
+#define RUDA_RANGE(type, i, begin, end) \
+  for (type ruda__end = (end), i = (begin); i < ruda__end; i++)
+#define RUDA_RANGE_NOWAIT(type, i, begin, end) RUDA_RANGE(type, i, begin, end)
+
+/* Inside a unit region: the unit's own share of [begin, end), a contiguous
+ * chunk here (a stride of the unit count on GPUs). */
+#define RUDA_UNIT_SHARE(u, type, i, begin, end)                                               \
+  for (type ruda__sb = (begin), ruda__se = (end),                                            \
+            ruda__sc = ruda__se > ruda__sb ? (ruda__se - ruda__sb + (type)(ruda_dim.x * ruda_dim.y * ruda_dim.z) - 1) / \
+                                                 (type)(ruda_dim.x * ruda_dim.y * ruda_dim.z)   \
+                                           : 0,                                              \
+            i = ruda__sb + ruda__sc * (type)(u).index,                                       \
+            ruda__sl = i + ruda__sc < ruda__se ? i + ruda__sc : ruda__se;                    \
+       i < ruda__sl; i++)
+
+/* One unit runs the statement. */
+#define RUDA_SINGLE for (int ruda__once = 1; ruda__once; ruda__once = 0)
+#define RUDA_SINGLE_NOWAIT RUDA_SINGLE
+
+#define RUDA_BARRIER() ((void)0)
+
+/* Per-unit variables that live across regions. */
+#define RUDA_PRIVATE(type, name) type name[sizeof(ruda__units->slots)]
+#define RUDA_PRIVATE_ARRAY(type, name, n) type name[sizeof(ruda__units->slots)][n]
+#define RUDA_PRIV(u, name) name[(u).slot_]
+
+/* ---- RUDA_KERNEL ---- */
+
+static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t buffers,
+                                      size_t scalars) {
+  return ctx->num_buffers >= buffers && ctx->info_len >= scalars;
+}
+
+#define RUDA_KERNEL(...) \
+  RUDA__CALL(RUDA__CPU_KERNEL, RUDA__KNAME(__VA_ARGS__), RUDA__KDIMS(__VA_ARGS__), __VA_ARGS__)
+
+#define RUDA__CPU_DIMS(d, ctx) RUDA__CAT(RUDA__CPU_DIMS_, RUDA__DIM_KIND(d))(d, ctx)
+#define RUDA__CPU_DIMS_RudaFixed(d, ctx) \
+  ruda__u3(RUDA__DIM_X(d), RUDA__DIM_Y(d), RUDA__DIM_Z(d))
+#define RUDA__CPU_DIMS_RudaAny(d, ctx) \
+  ruda__u3((ctx)->ruda_dim.x, (ctx)->ruda_dim.y, (ctx)->ruda_dim.z)
+#define RUDA__CPU_DESC_DIM(d) RUDA__CAT(RUDA__CPU_DESC_DIM_, RUDA__DIM_KIND(d))(d)
+#define RUDA__CPU_DESC_DIM_RudaFixed(d) \
+  ruda_dim_new_3d(RUDA__DIM_X(d), RUDA__DIM_Y(d), RUDA__DIM_Z(d))
+#define RUDA__CPU_DESC_DIM_RudaAny(d) ruda_dim_new_3d(0, 0, 0)
+
+/* Unpacking in the CPU kernel function. */
+#define RUDA__CPU_DECL_RudaBuf(t, n, c) t n = (t)ruda__ctx->buffers[ruda__bi++];
+#define RUDA__CPU_DECL_RudaScalar(t, n, c)                                           \
+  _Static_assert(sizeof(t) <= 8, "RUDA_SCALAR " #n ": a scalar takes at most 8 bytes"); \
+  union {                                                                           \
+    uint64_t w;                                                                     \
+    t v;                                                                            \
+  } ruda__un_##n;                                                                   \
+  ruda__un_##n.w = ruda__ctx->info[ruda__si++];                                     \
+  const t n = ruda__un_##n.v;
+#define RUDA__CPU_DECL_RudaShared(t, n, c) _Alignas(64) t n[c];
+#define RUDA__CPU_DECL_RudaSharedDyn(t, n, c) t *n = (t *)ruda__ctx->shared;
+
+#define RUDA__CPU_BPARAM_RudaBuf(t, n, c) , t n
+#define RUDA__CPU_BPARAM_RudaScalar(t, n, c) , const t n
+#define RUDA__CPU_BPARAM_RudaShared(t, n, c) , t *restrict n
+#define RUDA__CPU_BPARAM_RudaSharedDyn(t, n, c) , t *restrict n
+
+#define RUDA__ARG_RudaBuf(t, n, c) , n
+#define RUDA__ARG_RudaScalar(t, n, c) , n
+#define RUDA__ARG_RudaShared(t, n, c) , n
+#define RUDA__ARG_RudaSharedDyn(t, n, c) , n
+
+/* The host launcher's parameters and packing. */
+#define RUDA__LPARAM_RudaBuf(t, n, c) , const ruda_handle_t *n
+#define RUDA__LPARAM_RudaScalar(t, n, c) , t n
+#define RUDA__LPARAM_RudaShared(t, n, c)
+#define RUDA__LPARAM_RudaSharedDyn(t, n, c)
+#define RUDA__LPACK_RudaBuf(t, n, c)                                                 \
+  if (!n)                                                                           \
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,                            \
+                              "launching kernel '%s': buffer '%s' is NULL", ruda__name, #n); \
+  ruda__h[ruda__bi++] = *n;
+#define RUDA__LPACK_RudaScalar(t, n, c) \
+  ruda__w[ruda__si] = 0;                \
+  memcpy(&ruda__w[ruda__si++], &n, sizeof n);
+#define RUDA__LPACK_RudaShared(t, n, c)
+#define RUDA__LPACK_RudaSharedDyn(t, n, c)
+
+#define RUDA__CPU_BODY_HEAD(name, ...)                                                        \
+  static inline __attribute__((always_inline, unused)) void ruda_body__##name(                \
+      const ruda_u3_t ruda_pos __attribute__((unused)),                                       \
+      const ruda_u3_t ruda_count __attribute__((unused)),                                     \
+      const ruda_u3_t ruda_dim __attribute__((unused)),                                       \
+      const struct ruda__units_##name *ruda__units __attribute__((unused))                    \
+          RUDA__PARAMS(RUDA__CPU_BPARAM, __VA_ARGS__))
+
+#if defined(RUDA_KERNEL_CPU_ONLY)
+#define RUDA__CPU_TEXT(name) \
+  static const char *const ruda_kernel_text__##name __attribute__((unused)) = NULL; \
+  static const size_t ruda_kernel_text_size__##name __attribute__((unused)) = 0;
+#else
+#define RUDA__CPU_TEXT(name)                       \
+  extern const char *const ruda_kernel_text__##name; \
+  extern const size_t ruda_kernel_text_size__##name;
+#endif
+
+#define RUDA__CPU_KERNEL(kname_, kdims_, ...)                                                     \
+  struct ruda__units_##kname_ {                                                                 \
+    char slots[RUDA__DIM_UNITS_CAP(kdims_)];                                                    \
+  };                                                                                          \
+  RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__);                                                     \
+  static __attribute__((unused)) void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) { \
+    if (!ruda__cpu_args_fit(ruda__ctx, RUDA__NUM_BUFFERS(__VA_ARGS__),                        \
+                            RUDA__NUM_SCALARS(__VA_ARGS__))) {                                \
+      ruda_cpu_kernel_fail(ruda__ctx,                                                         \
+                           "kernel '" #kname_ "' takes %d buffers and %d scalars; the launch "  \
+                           "passed %zu buffers and %zu info words",                           \
+                           RUDA__NUM_BUFFERS(__VA_ARGS__), RUDA__NUM_SCALARS(__VA_ARGS__),    \
+                           ruda__ctx->num_buffers, ruda__ctx->info_len);                      \
+      return;                                                                                 \
+    }                                                                                         \
+    size_t ruda__bi = 0, ruda__si = 0;                                                        \
+    (void)ruda__bi;                                                                           \
+    (void)ruda__si;                                                                           \
+    RUDA__PARAMS(RUDA__CPU_DECL, __VA_ARGS__)                                                 \
+    ruda_body__##kname_(ruda__u3(ruda__ctx->ruda_pos.x, ruda__ctx->ruda_pos.y,                  \
+                               ruda__ctx->ruda_pos.z),                                        \
+                      ruda__u3(ruda__ctx->ruda_count.x, ruda__ctx->ruda_count.y,              \
+                               ruda__ctx->ruda_count.z),                                      \
+                      RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0   \
+                          RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                              \
+  }                                                                                           \
+  RUDA__CPU_TEXT(kname_)                                                                        \
+  static inline __attribute__((unused)) ruda_kernel_desc_t ruda_desc__##kname_(void) {          \
+    ruda_kernel_desc_t d;                                                                     \
+    memset(&d, 0, sizeof d);                                                                  \
+    d.name = #kname_;                                                                           \
+    d.ruda_dim = RUDA__CPU_DESC_DIM(kdims_);                                                    \
+    d.cpu_fn = ruda_cpu__##kname_;                                                              \
+    return d;                                                                                 \
+  }                                                                                           \
+  static inline __attribute__((unused)) ruda_status_t ruda_launch__##kname_(                    \
+      ruda_client_t *ruda__client, ruda_kernel_t *ruda__kernel,                               \
+      ruda_count_t ruda__count RUDA__PARAMS(RUDA__LPARAM, __VA_ARGS__)) {                     \
+    static const char ruda__name[] = #kname_;                                                   \
+    ruda_handle_t ruda__h[RUDA__NUM_BUFFERS(__VA_ARGS__) + 1];                                \
+    uint64_t ruda__w[RUDA__NUM_SCALARS(__VA_ARGS__) + 1];                                     \
+    size_t ruda__bi = 0, ruda__si = 0;                                                        \
+    (void)ruda__name;                                                                         \
+    RUDA__PARAMS(RUDA__LPACK, __VA_ARGS__)                                                    \
+    ruda_kernel_args_t ruda__args;                                                            \
+    memset(&ruda__args, 0, sizeof ruda__args);                                                \
+    ruda__args.buffers = ruda__h;                                                             \
+    ruda__args.num_buffers = ruda__bi;                                                        \
+    ruda__args.info.data = ruda__si ? ruda__w : NULL;                                         \
+    ruda__args.info.len = ruda__si;                                                           \
+    ruda__args.info.dynamic_metadata_offset = ruda__si;                                       \
+    return ruda_client_launch(ruda__client, ruda__kernel, ruda__count, &ruda__args);          \
+  }                                                                                           \
+  RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__)
+
+/* ---- Host side ---- */
+
+/* RUDA_KERNEL_DESC(name): a ruda_kernel_desc_t for the kernel (its name,
+ * declared dims, its code); set shared_mem_bytes for RUDA_SHARED_DYNAMIC
+ * and ruda_dim for RUDA_DIM_ANY before ruda_kernel_create(). */
+#define RUDA_KERNEL_DESC(name) ruda_desc__##name()
+/* RUDA_KERNEL_CREATE(name, &kernel): ruda_kernel_create() with the
+ * kernel's own description (fixed dims, no dynamic shared memory). */
+#define RUDA_KERNEL_CREATE(name, out) ruda__kernel_create_from(ruda_desc__##name(), (out))
+/* RUDA_LAUNCH(name, client, kernel, count, args...): launches with typed
+ * arguments in declaration order: `const ruda_handle_t *` per buffer, the
+ * value per scalar. Returns what ruda_client_launch() returns. */
+#define RUDA_LAUNCH(name, ...) ruda_launch__##name(__VA_ARGS__)
+
+static inline __attribute__((unused)) ruda_status_t ruda__kernel_create_from(ruda_kernel_desc_t d,
+                                                                             ruda_kernel_t **out) {
+  return ruda_kernel_create(&d, out);
+}
+
+#endif /* RUDA_DIALECT_CPU_H */

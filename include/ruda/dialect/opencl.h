@@ -1,0 +1,296 @@
+/* ruda/dialect/opencl.h: the kernel dialect on opencl:N (the OpenCL prelude).
+ *
+ * ruda builds a portable kernel for OpenCL as: dialect/common.h,
+ * dialect/gpu.h and this file (one string in the library), then the kernel
+ * file's text from the embed step (which starts with a #line directive, so
+ * the build log names the user's file and line), with clBuildProgram.
+ * OpenCL C 1.2 or newer.
+ *
+ * A RUDA_KERNEL becomes `__kernel void NAME(buffers..., __global const ulong
+ * *info, __local uchar *dynamic_shared)`: one __global pointer per buffer in
+ * declaration order, the info words, and a __local argument the backend
+ * sizes to the kernel's shared_mem_bytes (at least 16 bytes). Fixed dims
+ * give reqd_work_group_size. Shared arrays are declared at kernel scope (as
+ * OpenCL requires) and handed to the inlined body function.
+ */
+#ifndef RUDA_DIALECT_OPENCL_H
+#define RUDA_DIALECT_OPENCL_H
+
+#define RUDA_KERNEL_TARGET_OPENCL 1
+
+#if defined(cl_khr_fp64)
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#endif
+#if defined(cl_khr_int64_base_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable
+#endif
+#if defined(cl_khr_int64_extended_atomics)
+#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable
+#endif
+
+/* ---- Types ---- */
+
+typedef char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long int64_t;
+typedef uchar uint8_t;
+typedef ushort uint16_t;
+typedef uint uint32_t;
+typedef ulong uint64_t;
+
+typedef struct ruda_u3 {
+  uint32_t x, y, z;
+} ruda_u3_t;
+
+typedef struct ruda_unit {
+  uint32_t x, y, z;
+  uint32_t index;
+  uint32_t abs_x, abs_y, abs_z;
+  uint32_t slot_;
+} ruda_unit_t;
+
+typedef uint16_t ruda_f16;
+typedef uint16_t ruda_bf16;
+
+static inline ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
+  ruda_u3_t r;
+  r.x = x;
+  r.y = y;
+  r.z = z;
+  return r;
+}
+
+/* ---- Helpers, qualifiers, constants ---- */
+
+#define RUDA_FN static inline
+#define RUDA_GLOBAL __global
+#define RUDA_SHMEM __local
+#define RUDA_CONSTANT __constant
+#define RUDA_PI 3.14159265358979323846
+#define RUDA_PI_F 3.14159265358979323846f
+
+#ifndef INT32_MAX
+#define INT8_MIN CHAR_MIN
+#define INT8_MAX CHAR_MAX
+#define INT16_MIN SHRT_MIN
+#define INT16_MAX SHRT_MAX
+#define INT32_MIN INT_MIN
+#define INT32_MAX INT_MAX
+#define INT64_MIN LONG_MIN
+#define INT64_MAX LONG_MAX
+#define UINT8_MAX UCHAR_MAX
+#define UINT16_MAX USHRT_MAX
+#define UINT32_MAX UINT_MAX
+#define UINT64_MAX ULONG_MAX
+#endif
+
+/* C99's float names on OpenCL's overloaded built-ins. */
+#define sqrtf(x) sqrt((float)(x))
+#define cbrtf(x) cbrt((float)(x))
+#define expf(x) exp((float)(x))
+#define exp2f(x) exp2((float)(x))
+#define expm1f(x) expm1((float)(x))
+#define logf(x) log((float)(x))
+#define log2f(x) log2((float)(x))
+#define log10f(x) log10((float)(x))
+#define log1pf(x) log1p((float)(x))
+#define powf(x, y) pow((float)(x), (float)(y))
+#define sinf(x) sin((float)(x))
+#define cosf(x) cos((float)(x))
+#define tanf(x) tan((float)(x))
+#define asinf(x) asin((float)(x))
+#define acosf(x) acos((float)(x))
+#define atanf(x) atan((float)(x))
+#define atan2f(y, x) atan2((float)(y), (float)(x))
+#define sinhf(x) sinh((float)(x))
+#define coshf(x) cosh((float)(x))
+#define tanhf(x) tanh((float)(x))
+#define asinhf(x) asinh((float)(x))
+#define acoshf(x) acosh((float)(x))
+#define atanhf(x) atanh((float)(x))
+#define erff(x) erf((float)(x))
+#define erfcf(x) erfc((float)(x))
+#define tgammaf(x) tgamma((float)(x))
+#define lgammaf(x) lgamma((float)(x))
+#define fabsf(x) fabs((float)(x))
+#define floorf(x) floor((float)(x))
+#define ceilf(x) ceil((float)(x))
+#define roundf(x) round((float)(x))
+#define truncf(x) trunc((float)(x))
+#define rintf(x) rint((float)(x))
+#define fminf(x, y) fmin((float)(x), (float)(y))
+#define fmaxf(x, y) fmax((float)(x), (float)(y))
+#define fmodf(x, y) fmod((float)(x), (float)(y))
+#define fmaf(x, y, z) fma((float)(x), (float)(y), (float)(z))
+#define copysignf(x, y) copysign((float)(x), (float)(y))
+#define hypotf(x, y) hypot((float)(x), (float)(y))
+#define ruda_rsqrtf(x) rsqrt((float)(x))
+
+static inline uint32_t ruda__f32_bits(float f) { return as_uint(f); }
+static inline float ruda__bits_f32(uint32_t u) { return as_float(u); }
+RUDA__SOFT_HALF_CONVERSIONS(static inline)
+
+/* ---- Atomics (relaxed; __global or __local pointers) ---- */
+
+#define ruda_atomic_add_i32(p, v) atomic_add((p), (int)(v))
+#define ruda_atomic_add_u32(p, v) atomic_add((p), (uint)(v))
+#define ruda_atomic_min_i32(p, v) atomic_min((p), (int)(v))
+#define ruda_atomic_min_u32(p, v) atomic_min((p), (uint)(v))
+#define ruda_atomic_max_i32(p, v) atomic_max((p), (int)(v))
+#define ruda_atomic_max_u32(p, v) atomic_max((p), (uint)(v))
+#define ruda_atomic_xchg_i32(p, v) atomic_xchg((p), (int)(v))
+#define ruda_atomic_xchg_u32(p, v) atomic_xchg((p), (uint)(v))
+#define ruda_atomic_xchg_f32(p, v) atomic_xchg((p), (float)(v))
+#define ruda_atomic_cas_i32(p, e, d) atomic_cmpxchg((p), (int)(e), (int)(d))
+#define ruda_atomic_cas_u32(p, e, d) atomic_cmpxchg((p), (uint)(e), (uint)(d))
+
+/* f32 add: a compare-exchange loop on the bits (OpenCL 1.2 has no float
+ * atomic add). Overloaded for __global and __local where the compiler
+ * allows it (clang-based compilers, PoCL among them); __global only
+ * elsewhere. */
+#if defined(__clang__)
+#define RUDA__OCL_OVERLOAD __attribute__((overloadable))
+#define RUDA__OCL_ADD_F32_AS(AS)                                                        \
+  static inline float RUDA__OCL_OVERLOAD ruda_atomic_add_f32(volatile AS float *p, float v) { \
+    volatile AS uint *w = (volatile AS uint *)p;                                        \
+    uint old = *w, prev;                                                                \
+    do {                                                                                \
+      prev = old;                                                                       \
+      old = atomic_cmpxchg(w, prev, as_uint(as_float(prev) + v));                       \
+    } while (old != prev);                                                              \
+    return as_float(old);                                                               \
+  }
+RUDA__OCL_ADD_F32_AS(__global)
+RUDA__OCL_ADD_F32_AS(__local)
+#else
+static inline float ruda_atomic_add_f32(volatile __global float *p, float v) {
+  volatile __global uint *w = (volatile __global uint *)p;
+  uint old = *w, prev;
+  do {
+    prev = old;
+    old = atomic_cmpxchg(w, prev, as_uint(as_float(prev) + v));
+  } while (old != prev);
+  return as_float(old);
+}
+#endif
+
+#if defined(cl_khr_int64_base_atomics)
+#define ruda_atomic_add_i64(p, v) atom_add((p), (long)(v))
+#define ruda_atomic_add_u64(p, v) atom_add((p), (ulong)(v))
+#define ruda_atomic_xchg_i64(p, v) atom_xchg((p), (long)(v))
+#define ruda_atomic_xchg_u64(p, v) atom_xchg((p), (ulong)(v))
+#define ruda_atomic_cas_i64(p, e, d) atom_cmpxchg((p), (long)(e), (long)(d))
+#define ruda_atomic_cas_u64(p, e, d) atom_cmpxchg((p), (ulong)(e), (ulong)(d))
+#else
+/* A clear compilation error where the device has no 64-bit atomics. */
+#define ruda_atomic_add_i64(p, v) RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, v)
+#define ruda_atomic_add_u64(p, v) RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, v)
+#define ruda_atomic_xchg_i64(p, v) RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, v)
+#define ruda_atomic_xchg_u64(p, v) RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, v)
+#define ruda_atomic_cas_i64(p, e, d) \
+  RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, e, d)
+#define ruda_atomic_cas_u64(p, e, d) \
+  RUDA_ERROR_64_bit_atomics_need_cl_khr_int64_base_atomics(p, e, d)
+#endif
+#if defined(cl_khr_int64_extended_atomics)
+#define ruda_atomic_min_i64(p, v) atom_min((p), (long)(v))
+#define ruda_atomic_min_u64(p, v) atom_min((p), (ulong)(v))
+#define ruda_atomic_max_i64(p, v) atom_max((p), (long)(v))
+#define ruda_atomic_max_u64(p, v) atom_max((p), (ulong)(v))
+#else
+#define ruda_atomic_min_i64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
+#define ruda_atomic_min_u64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
+#define ruda_atomic_max_i64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
+#define ruda_atomic_max_u64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
+#endif
+#if defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64) && defined(__clang__)
+#define RUDA__OCL_ADD_F64_AS(AS)                                                          \
+  static inline double RUDA__OCL_OVERLOAD ruda_atomic_add_f64(volatile AS double *p, double v) { \
+    volatile AS ulong *w = (volatile AS ulong *)p;                                        \
+    ulong old = *w, prev;                                                                 \
+    do {                                                                                  \
+      prev = old;                                                                         \
+      old = atom_cmpxchg(w, prev, as_ulong(as_double(prev) + v));                         \
+    } while (old != prev);                                                                \
+    return as_double(old);                                                                \
+  }
+RUDA__OCL_ADD_F64_AS(__global)
+RUDA__OCL_ADD_F64_AS(__local)
+#elif defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64)
+static inline double ruda_atomic_add_f64(volatile __global double *p, double v) {
+  volatile __global ulong *w = (volatile __global ulong *)p;
+  ulong old = *w, prev;
+  do {
+    prev = old;
+    old = atom_cmpxchg(w, prev, as_ulong(as_double(prev) + v));
+  } while (old != prev);
+  return as_double(old);
+}
+#else
+#define ruda_atomic_add_f64(p, v) \
+  RUDA_ERROR_ruda_atomic_add_f64_needs_cl_khr_fp64_and_cl_khr_int64_base_atomics(p, v)
+#endif
+
+/* ---- Regions ---- */
+
+#define RUDA__TID_X get_local_id(0)
+#define RUDA__TID_Y get_local_id(1)
+#define RUDA__TID_Z get_local_id(2)
+#define RUDA__GPU_BARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
+
+/* ---- RUDA_KERNEL ---- */
+
+#define RUDA_KERNEL(...) \
+  RUDA__CALL(RUDA__OCL_KERNEL, RUDA__KNAME(__VA_ARGS__), RUDA__KDIMS(__VA_ARGS__), __VA_ARGS__)
+
+#define RUDA__OCL_DIMS(d) RUDA__CAT(RUDA__OCL_DIMS_, RUDA__DIM_KIND(d))(d)
+#define RUDA__OCL_DIMS_RudaFixed(d) ruda__u3(RUDA__DIM_X(d), RUDA__DIM_Y(d), RUDA__DIM_Z(d))
+#define RUDA__OCL_DIMS_RudaAny(d) \
+  ruda__u3(get_local_size(0), get_local_size(1), get_local_size(2))
+#define RUDA__OCL_REQD(d) RUDA__CAT(RUDA__OCL_REQD_, RUDA__DIM_KIND(d))(d)
+#define RUDA__OCL_REQD_RudaFixed(d) \
+  __attribute__((reqd_work_group_size(RUDA__DIM_X(d), RUDA__DIM_Y(d), RUDA__DIM_Z(d))))
+#define RUDA__OCL_REQD_RudaAny(d)
+
+#define RUDA__OCL_KPARAM_RudaBuf(t, n, c) __global t n,
+#define RUDA__OCL_KPARAM_RudaScalar(t, n, c)
+#define RUDA__OCL_KPARAM_RudaShared(t, n, c)
+#define RUDA__OCL_KPARAM_RudaSharedDyn(t, n, c)
+
+#define RUDA__OCL_DECL_RudaBuf(t, n, c)
+#define RUDA__OCL_DECL_RudaScalar(t, n, c) RUDA__GPU_SCALAR(t, n)
+#define RUDA__OCL_DECL_RudaShared(t, n, c) __local t n[c] __attribute__((aligned(16)));
+#define RUDA__OCL_DECL_RudaSharedDyn(t, n, c) __local t *n = (__local t *)ruda__dyn_shared;
+
+#define RUDA__OCL_BPARAM_RudaBuf(t, n, c) , __global t n
+#define RUDA__OCL_BPARAM_RudaScalar(t, n, c) , const t n
+#define RUDA__OCL_BPARAM_RudaShared(t, n, c) , __local t *restrict n
+#define RUDA__OCL_BPARAM_RudaSharedDyn(t, n, c) , __local t *restrict n
+
+#define RUDA__ARG_RudaBuf(t, n, c) , n
+#define RUDA__ARG_RudaScalar(t, n, c) , n
+#define RUDA__ARG_RudaShared(t, n, c) , n
+#define RUDA__ARG_RudaSharedDyn(t, n, c) , n
+
+#define RUDA__OCL_BODY_HEAD(name, ...)                                        \
+  static inline void ruda_body__##name(const ruda_u3_t ruda_pos, const ruda_u3_t ruda_count, \
+                                       const ruda_u3_t ruda_dim                 \
+                                           RUDA__PARAMS(RUDA__OCL_BPARAM, __VA_ARGS__))
+
+#define RUDA__OCL_KERNEL(name, dims, ...)                                            \
+  RUDA__OCL_BODY_HEAD(name, __VA_ARGS__);                                            \
+  __kernel RUDA__OCL_REQD(dims) void name(RUDA__PARAMS(RUDA__OCL_KPARAM, __VA_ARGS__) \
+                                              __global const ulong *restrict ruda__info, \
+                                          __local uchar *ruda__dyn_shared) {         \
+    uint ruda__si __attribute__((unused)) = 0;                                       \
+    (void)ruda__info;                                                                \
+    (void)ruda__dyn_shared;                                                          \
+    RUDA__PARAMS(RUDA__OCL_DECL, __VA_ARGS__)                                        \
+    ruda_body__##name(ruda__u3(get_group_id(0), get_group_id(1), get_group_id(2)),   \
+                      ruda__u3(get_num_groups(0), get_num_groups(1), get_num_groups(2)), \
+                      RUDA__OCL_DIMS(dims) RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));    \
+  }                                                                                  \
+  RUDA__OCL_BODY_HEAD(name, __VA_ARGS__)
+
+#endif /* RUDA_DIALECT_OPENCL_H */
