@@ -47,6 +47,7 @@ static const struct {
     {RUDA_FEATURE_FP4_FP6, "fp4_fp6"},
     {RUDA_FEATURE_DYNAMIC_COUNT, "dynamic_count"},
     {RUDA_FEATURE_SHARED_MEMORY, "shared_memory"},
+    {RUDA_FEATURE_ATOMIC_I64, "atomic_i64"},
 };
 
 static void json_string(const char *s) {

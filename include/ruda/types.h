@@ -194,6 +194,8 @@ enum {
   RUDA_FEATURE_FP4_FP6 = 1u << 19,
   RUDA_FEATURE_DYNAMIC_COUNT = 1u << 20,
   RUDA_FEATURE_SHARED_MEMORY = 1u << 21,
+  /* 64-bit integer atomics: add, min, max, exchange, compare-exchange. */
+  RUDA_FEATURE_ATOMIC_I64 = 1u << 22,
 };
 
 typedef enum ruda_timing_method {

@@ -155,8 +155,15 @@ RUDA__CUDA_CAS(u64, uint64_t, unsigned long long)
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 600
 RUDA__CUDA_ATOMIC(add, f64, double, double, atomicAdd)
 #else
-/* A clear compilation error where the device has no f64 atomic add. */
-#define ruda_atomic_add_f64(p, v) RUDA_ERROR_ruda_atomic_add_f64_needs_sm_60_or_newer(p, v)
+/* Before sm_60: a compare-exchange loop on the bits. */
+static __device__ __forceinline__ double ruda_atomic_add_f64(double *p, double v) {
+  unsigned long long *w = (unsigned long long *)p, old = *w, prev;
+  do {
+    prev = old;
+    old = atomicCAS(w, prev, __double_as_longlong(__longlong_as_double(prev) + v));
+  } while (old != prev);
+  return __longlong_as_double(old);
+}
 #endif
 
 /* ---- Regions ---- */

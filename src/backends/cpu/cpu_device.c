@@ -88,7 +88,10 @@ void ruda__cpu_device_properties(ruda_device_properties_t *p) {
   memset(p, 0, sizeof *p);
   model_name(p->name, sizeof p->name);
   uint64_t mem = total_memory();
-  p->features = RUDA_FEATURE_F64 | RUDA_FEATURE_DYNAMIC_COUNT | RUDA_FEATURE_SHARED_MEMORY;
+  /* Every atomic of the kernel dialect runs here (compare-exchange loops
+   * where the CPU has no direct instruction). */
+  p->features = RUDA_FEATURE_F64 | RUDA_FEATURE_DYNAMIC_COUNT | RUDA_FEATURE_SHARED_MEMORY |
+                RUDA_FEATURE_ATOMIC_F32_ADD | RUDA_FEATURE_ATOMIC_F64_ADD | RUDA_FEATURE_ATOMIC_I64;
   p->memory.alignment = CPU_ALIGNMENT;
   p->memory.max_page_size = mem / CPU_ALIGNMENT * CPU_ALIGNMENT;
   ruda_hardware_properties_t *h = &p->hardware;

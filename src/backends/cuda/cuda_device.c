@@ -16,7 +16,8 @@ static int attr(const ruda__cuda_api_t *api, CUdevice dev, CUdevice_attribute a,
 
 static uint64_t features_for(uint32_t cc, int driver_version) {
   uint64_t f = RUDA_FEATURE_F16 | RUDA_FEATURE_F64 | RUDA_FEATURE_ATOMIC_F32_ADD |
-               RUDA_FEATURE_DYNAMIC_COUNT | RUDA_FEATURE_SHARED_MEMORY;
+               RUDA_FEATURE_DYNAMIC_COUNT | RUDA_FEATURE_SHARED_MEMORY |
+               RUDA_FEATURE_ATOMIC_I64;
   if (cc >= 60) f |= RUDA_FEATURE_ATOMIC_F64_ADD;
   if (cc >= 70)
     f |= RUDA_FEATURE_ATOMIC_F16 | RUDA_FEATURE_BARRIER | RUDA_FEATURE_PIPELINE |

@@ -1,0 +1,235 @@
+/* Portable kernels inside the runtime (src/server/portable_kernel.h). */
+#include "server/portable_kernel.h"
+
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Generated at build time from include/ruda/dialect (CMakeLists.txt). */
+extern const char ruda__prelude_cuda[];
+extern const size_t ruda__prelude_cuda_size;
+extern const char ruda__prelude_opencl[];
+extern const size_t ruda__prelude_opencl_size;
+
+const char *ruda__portable_prelude(ruda__portable_target_t target, size_t *out_len) {
+  if (target == RUDA__PORTABLE_OPENCL) {
+    if (out_len) *out_len = ruda__prelude_opencl_size;
+    return ruda__prelude_opencl;
+  }
+  if (out_len) *out_len = ruda__prelude_cuda_size;
+  return ruda__prelude_cuda;
+}
+
+ruda_status_t ruda__portable_source(ruda__portable_target_t target, const char *kernel,
+                                    const char *text, size_t text_len, char **out,
+                                    size_t *out_len) {
+  *out = NULL;
+  if (out_len) *out_len = 0;
+  if (!text) {
+    return ruda_status_wrap(
+        RUDA_ERR_LAUNCH_COMPILATION,
+        ruda_status_create(RUDA_ERR_COMPILATION_VALIDATION,
+                           "portable kernel '%s' was built without its text (add its file to "
+                           "ruda_add_kernels() or run `ruda kernels embed`, and do not define "
+                           "RUDA_KERNEL_CPU_ONLY), so it runs on cpu:N only",
+                           kernel ? kernel : "?"));
+  }
+  size_t plen = 0;
+  const char *prelude = ruda__portable_prelude(target, &plen);
+  if (text_len > SIZE_MAX - plen - 2) {
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel '%s': text too large",
+                              kernel ? kernel : "?");
+  }
+  char *s = malloc(plen + 1 + text_len + 1);
+  if (!s) {
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
+                              "kernel '%s': no memory for its source", kernel ? kernel : "?");
+  }
+  memcpy(s, prelude, plen);
+  s[plen] = '\n';
+  memcpy(s + plen + 1, text, text_len);
+  s[plen + 1 + text_len] = '\0';
+  *out = s;
+  if (out_len) *out_len = plen + 1 + text_len;
+  return NULL;
+}
+
+/* ---- Feature scan ---- */
+
+static bool ident_char(char c) { return isalnum((unsigned char)c) || c == '_'; }
+
+static uint64_t needs_of(const char *id, size_t n) {
+  if (n == 6 && memcmp(id, "double", 6) == 0) return RUDA_FEATURE_F64;
+  static const char prefix[] = "ruda_atomic_";
+  size_t pl = sizeof prefix - 1;
+  if (n < pl + 4 || memcmp(id, prefix, pl) != 0) return 0;
+  const char *sfx = id + n - 4;
+  if (memcmp(sfx, "_f64", 4) == 0) return RUDA_FEATURE_F64 | RUDA_FEATURE_ATOMIC_I64;
+  if (memcmp(sfx, "_i64", 4) == 0 || memcmp(sfx, "_u64", 4) == 0) return RUDA_FEATURE_ATOMIC_I64;
+  return 0;
+}
+
+static void note_use(ruda__portable_needs_t *out, uint64_t bits, const char *id, size_t n,
+                     const char *file, size_t file_len, uint32_t line) {
+  for (uint64_t bit = 1; bit; bit <<= 1) {
+    if (!(bits & bit) || (out->features & bit)) continue;
+    out->features |= bit;
+    if (out->num_uses >= RUDA__PORTABLE_MAX_USES) continue;
+    ruda__portable_use_t *u = &out->uses[out->num_uses++];
+    u->feature = bit;
+    size_t tn = n < sizeof u->token - 1 ? n : sizeof u->token - 1;
+    memcpy(u->token, id, tn);
+    u->token[tn] = '\0';
+    size_t fn = file_len < sizeof u->file - 1 ? file_len : sizeof u->file - 1;
+    if (file) memcpy(u->file, file, fn);
+    u->file[file ? fn : 0] = '\0';
+    u->line = line;
+  }
+}
+
+/* Reads `line N "file"` after the `#` of a directive. */
+static void read_line_directive(const char *p, const char *end, uint32_t *line,
+                                const char **file, size_t *file_len) {
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  if ((size_t)(end - p) < 4 || memcmp(p, "line", 4) != 0) return;
+  p += 4;
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  if (p >= end || !isdigit((unsigned char)*p)) return;
+  unsigned long v = 0;
+  while (p < end && isdigit((unsigned char)*p) && v < 100000000ul) v = v * 10 + (unsigned long)(*p++ - '0');
+  *line = v ? (uint32_t)v - 1 : 0; /* the directive's own newline advances it */
+  while (p < end && (*p == ' ' || *p == '\t')) p++;
+  if (p < end && *p == '"') {
+    const char *s = ++p;
+    while (p < end && *p != '"' && *p != '\n') p += *p == '\\' ? 2 : 1;
+    if (p <= end) {
+      *file = s;
+      *file_len = (size_t)(p - s);
+    }
+  }
+}
+
+void ruda__portable_scan_needs(const char *text, size_t len, ruda__portable_needs_t *out) {
+  memset(out, 0, sizeof *out);
+  if (!text) return;
+  const char *p = text, *end = text + len;
+  const char *file = NULL;
+  size_t file_len = 0;
+  uint32_t line = 1;
+  bool line_start = true;
+  while (p < end) {
+    char c = *p;
+    if (c == '\n') {
+      line++;
+      line_start = true;
+      p++;
+      continue;
+    }
+    if (line_start && (c == ' ' || c == '\t' || c == '\r')) {
+      p++;
+      continue;
+    }
+    if (line_start && c == '#') {
+      const char *eol = p;
+      while (eol < end && (*eol != '\n' || eol[-1] == '\\')) eol++;
+      read_line_directive(p + 1, eol, &line, &file, &file_len);
+      for (const char *q = p; q < eol; q++)
+        if (*q == '\n') line++;
+      p = eol;
+      continue;
+    }
+    line_start = false;
+    if (c == '/' && p + 1 < end && p[1] == '*') {
+      p += 2;
+      while (p + 1 < end && !(p[0] == '*' && p[1] == '/')) {
+        if (*p == '\n') line++;
+        p++;
+      }
+      p = p + 2 < end ? p + 2 : end;
+      continue;
+    }
+    if (c == '/' && p + 1 < end && p[1] == '/') {
+      while (p < end && *p != '\n') p++;
+      continue;
+    }
+    if (c == '"' || c == '\'') {
+      p++;
+      while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
+      if (p < end && *p == c) p++;
+      continue;
+    }
+    if (ident_char(c)) {
+      const char *s = p;
+      while (p < end && ident_char(*p)) p++;
+      uint64_t bits = isdigit((unsigned char)*s) ? 0 : needs_of(s, (size_t)(p - s));
+      if (bits) note_use(out, bits, s, (size_t)(p - s), file, file_len, line);
+      continue;
+    }
+    p++;
+  }
+}
+
+const char *ruda__feature_name(uint64_t feature) {
+  switch (feature) {
+    case RUDA_FEATURE_F16: return "f16";
+    case RUDA_FEATURE_BF16: return "bf16";
+    case RUDA_FEATURE_F64: return "f64";
+    case RUDA_FEATURE_ATOMIC_F32_ADD: return "atomic_f32_add";
+    case RUDA_FEATURE_ATOMIC_F64_ADD: return "atomic_f64_add";
+    case RUDA_FEATURE_ATOMIC_F16: return "atomic_f16";
+    case RUDA_FEATURE_BARRIER: return "barrier";
+    case RUDA_FEATURE_PIPELINE: return "pipeline";
+    case RUDA_FEATURE_PLANE_SYNC: return "plane_sync";
+    case RUDA_FEATURE_GRID_CONSTANTS: return "grid_constants";
+    case RUDA_FEATURE_LDMATRIX: return "ldmatrix";
+    case RUDA_FEATURE_COPY_ASYNC: return "copy_async";
+    case RUDA_FEATURE_FP8: return "fp8";
+    case RUDA_FEATURE_TMA: return "tma";
+    case RUDA_FEATURE_TENSOR_MAP: return "tensor_map";
+    case RUDA_FEATURE_CLUSTERS: return "clusters";
+    case RUDA_FEATURE_ELECT_SYNC: return "elect_sync";
+    case RUDA_FEATURE_STMATRIX: return "stmatrix";
+    case RUDA_FEATURE_TMA_IM2COL_WIDE: return "tma_im2col_wide";
+    case RUDA_FEATURE_FP4_FP6: return "fp4_fp6";
+    case RUDA_FEATURE_DYNAMIC_COUNT: return "dynamic_count";
+    case RUDA_FEATURE_SHARED_MEMORY: return "shared_memory";
+    case RUDA_FEATURE_ATOMIC_I64: return "atomic_i64";
+    default: return "unknown";
+  }
+}
+
+static const char *feature_words(uint64_t feature) {
+  switch (feature) {
+    case RUDA_FEATURE_F64: return "64-bit floats (double)";
+    case RUDA_FEATURE_ATOMIC_I64: return "64-bit atomics";
+    default: return ruda__feature_name(feature);
+  }
+}
+
+ruda_status_t ruda__portable_check_needs(const ruda__portable_needs_t *needs, const char *kernel,
+                                         uint64_t device_features, const char *device_name) {
+  uint64_t missing = needs->features & ~device_features;
+  if (!missing) return NULL;
+  for (size_t i = 0; i < needs->num_uses; i++) {
+    const ruda__portable_use_t *u = &needs->uses[i];
+    if (!(missing & u->feature)) continue;
+    return ruda_status_wrap(
+        RUDA_ERR_LAUNCH_COMPILATION,
+        ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+                           "kernel '%s' uses %s (`%s` at %s:%u), which %s does not support "
+                           "(feature %s)",
+                           kernel ? kernel : "?", feature_words(u->feature), u->token,
+                           u->file[0] ? u->file : "<kernel text>", u->line,
+                           device_name && device_name[0] ? device_name : "this device",
+                           ruda__feature_name(u->feature)));
+  }
+  uint64_t bit = missing & (~missing + 1);
+  return ruda_status_wrap(
+      RUDA_ERR_LAUNCH_COMPILATION,
+      ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+                         "kernel '%s' uses %s, which %s does not support (feature %s)",
+                         kernel ? kernel : "?", feature_words(bit),
+                         device_name && device_name[0] ? device_name : "this device",
+                         ruda__feature_name(bit)));
+}
