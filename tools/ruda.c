@@ -1,4 +1,4 @@
-/* The `ruda` command: devices, demo, bench. */
+/* The `ruda` command: devices, demo, bench, kernels. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +15,8 @@ static void usage(FILE *f) {
           "  demo [--device D] [--trace FILE]      run and check a small workload\n"
           "  bench <group> [--device D] [--json] [--quick]\n"
           "                                        benchmarks against raw baselines\n"
+          "  kernels check|embed FILE...           portable kernels: compile for CUDA and\n"
+          "                                        OpenCL without a GPU, or embed their text\n"
           "  help [command]                        this text, or a command's help\n"
           "\n"
           "D is cpu (the default), cpu:N or cuda:N. `ruda <command> --help` describes\n"
@@ -80,6 +82,8 @@ int main(int argc, char **argv) {
       ruda_cmd_demo_help(stdout);
     } else if (strcmp(argv[2], "bench") == 0) {
       ruda_cmd_bench_help(stdout);
+    } else if (strcmp(argv[2], "kernels") == 0) {
+      ruda_cmd_kernels_help(stdout);
     } else {
       fprintf(stderr, "ruda help: unknown command '%s'\n", argv[2]);
       return RUDA_EXIT_USAGE;
@@ -97,6 +101,8 @@ int main(int argc, char **argv) {
     code = ruda_cmd_demo(argc - 2, argv + 2);
   } else if (strcmp(cmd, "bench") == 0) {
     code = ruda_cmd_bench(argc - 2, argv + 2);
+  } else if (strcmp(cmd, "kernels") == 0) {
+    code = ruda_cmd_kernels(argc - 2, argv + 2);
   } else {
     fprintf(stderr, "ruda: unknown command '%s'\n\n", cmd);
     usage(stderr);

@@ -19,10 +19,12 @@ enum {
 int ruda_cmd_devices(int argc, char **argv);
 int ruda_cmd_demo(int argc, char **argv);
 int ruda_cmd_bench(int argc, char **argv);
+int ruda_cmd_kernels(int argc, char **argv);
 
 void ruda_cmd_devices_help(FILE *f);
 void ruda_cmd_demo_help(FILE *f);
 void ruda_cmd_bench_help(FILE *f);
+void ruda_cmd_kernels_help(FILE *f);
 
 /* Prints "ruda <what>: <status text>" on stderr; does not free `st`. */
 void ruda_tools_print_status(const char *what, ruda_status_t st);

@@ -937,6 +937,15 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
   }
+  /* A portable kernel that needs a feature the device lacks fails here, at
+   * once, rather than as a compilation error at the next sync. */
+  if (kernel->portable_needs.features & ~p->features) {
+    char device[160];
+    snprintf(device, sizeof device, "%s:%u (%s)", ruda_device_type_name(c->dev->id.type_id),
+             c->dev->id.index_id, p->name);
+    ruda_status_t need = ruda__kernel_check_features(kernel, c->dev->id.type_id, p->features, device);
+    if (need) return need;
+  }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   size_t bytes = sizeof(launch_op_t) + (nb + nt) * sizeof(ruda_binding_t) +
                  nt * sizeof(ruda_tensor_map_meta_t) + ni * sizeof(uint64_t);

@@ -199,6 +199,9 @@ ruda_status_t ruda_kernel_create(const ruda_kernel_desc_t *desc, ruda_kernel_t *
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "creating kernel '%s'", desc->name);
   }
   k->desc.code = k->code;
+  const ruda_kernel_code_t *portable = ruda__kernel_code(k, RUDA_KERNEL_FORMAT_PORTABLE);
+  if (portable && portable->data)
+    ruda__portable_scan_needs(portable->data, portable->size, &k->portable_needs);
   k->hash = kernel_hash(k);
   *out = k;
   return NULL;
@@ -233,3 +236,12 @@ void ruda_kernel_release(ruda_kernel_t *k) {
 const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k) { return &k->desc; }
 
 ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k) { return k->hash; }
+
+ruda_status_t ruda__kernel_check_features(const ruda_kernel_t *k, uint16_t device_type,
+                                          uint64_t features, const char *device_name) {
+  if (device_type == RUDA_DEVICE_TYPE_CPU || !k->portable_needs.features) return NULL;
+  static const ruda_kernel_format_t raw[] = {RUDA_KERNEL_FORMAT_CUDA_C, RUDA_KERNEL_FORMAT_PTX,
+                                             RUDA_KERNEL_FORMAT_CUBIN, RUDA_KERNEL_FORMAT_OPENCL_C};
+  if (ruda__kernel_code_pick(k, raw, sizeof raw / sizeof raw[0])) return NULL;
+  return ruda__portable_check_needs(&k->portable_needs, k->desc.name, features, device_name);
+}

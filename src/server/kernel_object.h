@@ -5,12 +5,14 @@
 #include <stdatomic.h>
 
 #include "ruda/kernel.h"
+#include "server/portable_kernel.h"
 
 struct ruda_kernel {
   atomic_uint refs;
   ruda_kernel_desc_t desc; /* desc.name and desc.code point at owned copies */
   ruda_hash128_t hash;
   ruda_kernel_code_t *code; /* owned: data, entry, origin and options copied */
+  ruda__portable_needs_t portable_needs; /* what the portable entry's text needs */
 };
 
 /* The kernel's code entry of `format`, or NULL when it has none. The entry
@@ -29,6 +31,16 @@ const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
  * adding an entry of another format keeps a cached binary valid.
  * Thread-safe. */
 ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code);
+
+/* NULL when a device of `device_type` with `features` can run the kernel
+ * as far as ruda can tell before compiling: the kernel's portable text needs
+ * no feature the device lacks. Applies when the device would compile the
+ * portable entry (not a CPU device; no CUDA C, PTX, CUBIN or OpenCL C
+ * entry). Otherwise LaunchError::CompilationError(UnsupportedInstruction)
+ * naming the kernel, the feature, its first use and `device_name`.
+ * Thread-safe. */
+ruda_status_t ruda__kernel_check_features(const ruda_kernel_t *k, uint16_t device_type,
+                                          uint64_t features, const char *device_name);
 
 /* "CPU", "CUDA C", "PTX", "CUBIN", "OpenCL C", "portable"; "unknown". */
 const char *ruda__kernel_format_name(ruda_kernel_format_t format);

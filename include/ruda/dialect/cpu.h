@@ -254,14 +254,13 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
       const struct ruda__units_##name *ruda__units __attribute__((unused))                    \
           RUDA__PARAMS(RUDA__CPU_BPARAM, __VA_ARGS__))
 
+/* The kernel's text (from the embed step) and its portable code entry. */
 #if defined(RUDA_KERNEL_CPU_ONLY)
-#define RUDA__CPU_TEXT(name) \
-  static const char *const ruda_kernel_text__##name __attribute__((unused)) = NULL; \
-  static const size_t ruda_kernel_text_size__##name __attribute__((unused)) = 0;
+#define RUDA__CPU_TEXT(kname_) NULL
+#define RUDA__CPU_TEXT_DECL(kname_)
 #else
-#define RUDA__CPU_TEXT(name)                       \
-  extern const char *const ruda_kernel_text__##name; \
-  extern const size_t ruda_kernel_text_size__##name;
+#define RUDA__CPU_TEXT(kname_) ruda_kernel_text__##kname_
+#define RUDA__CPU_TEXT_DECL(kname_) extern const char ruda_kernel_text__##kname_[];
 #endif
 
 #define RUDA__CPU_KERNEL(kname_, kdims_, ...)                                                     \
@@ -290,13 +289,17 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
                       RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0   \
                           RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                              \
   }                                                                                           \
-  RUDA__CPU_TEXT(kname_)                                                                        \
-  static inline __attribute__((unused)) ruda_kernel_desc_t ruda_desc__##kname_(void) {          \
+  RUDA__CPU_TEXT_DECL(kname_)                                                                 \
+  static const ruda_kernel_code_t ruda_code__##kname_ __attribute__((unused)) = {            \
+      RUDA_KERNEL_FORMAT_PORTABLE, RUDA__CPU_TEXT(kname_), 0, ruda_cpu__##kname_, #kname_,   \
+      NULL, 0, __FILE__};                                                                     \
+  static inline __attribute__((unused)) ruda_kernel_desc_t ruda_desc__##kname_(void) {        \
     ruda_kernel_desc_t d;                                                                     \
     memset(&d, 0, sizeof d);                                                                  \
-    d.name = #kname_;                                                                           \
-    d.ruda_dim = RUDA__CPU_DESC_DIM(kdims_);                                                    \
-    d.cpu_fn = ruda_cpu__##kname_;                                                              \
+    d.name = #kname_;                                                                         \
+    d.ruda_dim = RUDA__CPU_DESC_DIM(kdims_);                                                  \
+    d.code = &ruda_code__##kname_;                                                            \
+    d.num_code = 1;                                                                           \
     return d;                                                                                 \
   }                                                                                           \
   static inline __attribute__((unused)) ruda_status_t ruda_launch__##kname_(                    \
@@ -322,9 +325,14 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
 /* ---- Host side ---- */
 
 /* RUDA_KERNEL_DESC(name): a ruda_kernel_desc_t for the kernel (its name,
- * declared dims, its code); set shared_mem_bytes for RUDA_SHARED_DYNAMIC
- * and ruda_dim for RUDA_DIM_ANY before ruda_kernel_create(). */
+ * declared dims, its one portable code entry); set shared_mem_bytes for
+ * RUDA_SHARED_DYNAMIC and ruda_dim for RUDA_DIM_ANY before
+ * ruda_kernel_create(). */
 #define RUDA_KERNEL_DESC(name) ruda_desc__##name()
+/* RUDA_KERNEL_CODE(name): its portable code entry (a `const
+ * ruda_kernel_code_t *` with static storage), to list next to entries of
+ * other formats (a hand-tuned CUBIN, say) in a description of one's own. */
+#define RUDA_KERNEL_CODE(name) (&ruda_code__##name)
 /* RUDA_KERNEL_CREATE(name, &kernel): ruda_kernel_create() with the
  * kernel's own description (fixed dims, no dynamic shared memory). */
 #define RUDA_KERNEL_CREATE(name, out) ruda__kernel_create_from(ruda_desc__##name(), (out))

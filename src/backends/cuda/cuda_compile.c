@@ -28,6 +28,7 @@
 #include "server/kernel_object.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
+#include "server/portable_kernel.h"
 
 bool ruda__cuda_cache_root(char *buf, size_t cap) {
   const char *env = getenv("RUDA_CACHE_DIR");
@@ -173,9 +174,12 @@ static size_t build_options(uint32_t cc, char *arch, size_t arch_cap, char *inc,
   return n;
 }
 
-ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, size_t source_len,
-                                       uint32_t cc, const char *const *extra, size_t num_extra,
-                                       void **out_cubin, size_t *out_size) {
+/* `origin` non-NULL: a portable kernel (prelude + its file's text), whose
+ * log already names the user's file and line; the error says so instead of
+ * dumping the source (the prelude is not the user's). */
+static ruda_status_t nvrtc_compile(const char *name, const char *source, size_t source_len,
+                                   uint32_t cc, const char *const *extra, size_t num_extra,
+                                   const char *origin, void **out_cubin, size_t *out_size) {
   *out_cubin = NULL;
   *out_size = 0;
   const ruda__nvrtc_api_t *nv = NULL;
@@ -208,10 +212,14 @@ ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, siz
       if (log != NULL) log[log_size] = '\0';
     }
     /* The reference's text: the log lines indented, then the source. */
-    size_t cap = (log ? strlen(log) * 2 : 0) + strlen(src) + 256;
+    size_t cap = (log ? strlen(log) * 2 : 0) + (origin ? strlen(origin) : strlen(src)) + 512;
     char *text = ruda__malloc(cap);
     if (text != NULL) {
-      size_t used = (size_t)snprintf(text, cap, "[Compilation Error] \n");
+      size_t used = origin ? (size_t)snprintf(text, cap,
+                                              "[Compilation Error] portable kernel '%s' (%s), "
+                                              "compiled by NVRTC for sm_%u:\n",
+                                              name, origin, cc)
+                           : (size_t)snprintf(text, cap, "[Compilation Error] \n");
       const char *p = log ? log : "";
       while (*p != '\0' && used < cap) {
         const char *nl = strchr(p, '\n');
@@ -220,7 +228,7 @@ ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, siz
           used += (size_t)snprintf(text + used, cap - used, "    %.*s\n", (int)len, p);
         p += len + (nl ? 1 : 0);
       }
-      if (used < cap) snprintf(text + used, cap - used, "[Source]  \n%s", src);
+      if (used < cap && !origin) snprintf(text + used, cap - used, "[Source]  \n%s", src);
     }
     ruda_status_t ce = ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "%s",
                                           text ? text : "[Compilation Error] (no memory for the log)");
@@ -262,6 +270,28 @@ ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, siz
   *out_cubin = bin;
   *out_size = size;
   return NULL;
+}
+
+ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, size_t source_len,
+                                       uint32_t cc, const char *const *extra, size_t num_extra,
+                                       void **out_cubin, size_t *out_size) {
+  return nvrtc_compile(name, source, source_len, cc, extra, num_extra, NULL, out_cubin, out_size);
+}
+
+ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *text,
+                                                size_t text_len, const char *origin, uint32_t cc,
+                                                const char *const *extra, size_t num_extra,
+                                                void **out_cubin, size_t *out_size) {
+  *out_cubin = NULL;
+  *out_size = 0;
+  char *src = NULL;
+  size_t len = 0;
+  ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_CUDA, name, text, text_len, &src, &len);
+  if (s != NULL) return s;
+  s = nvrtc_compile(name, src, len, cc, extra, num_extra,
+                    origin && origin[0] ? origin : "its embedded text", out_cubin, out_size);
+  free(src);
+  return s;
 }
 
 /* ---- Disk cache ---- */
@@ -440,8 +470,9 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
   /* Binaries first: they need no compiler. */
   static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CUBIN, RUDA_KERNEL_FORMAT_PTX,
-                                                 RUDA_KERNEL_FORMAT_CUDA_C};
-  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 3);
+                                                 RUDA_KERNEL_FORMAT_CUDA_C,
+                                                 RUDA_KERNEL_FORMAT_PORTABLE};
+  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 4);
   if (code == NULL) goto unsupported;
   CUmodule mod = NULL;
   CUfunction fn = NULL;
@@ -477,8 +508,14 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       }
       void *bin = NULL;
       size_t size = 0;
-      s = ruda__cuda_nvrtc_compile(d->name, code->data, code->size, c->cc, code->options,
-                                   code->num_options, &bin, &size);
+      if (code->format == RUDA_KERNEL_FORMAT_PORTABLE) {
+        s = ruda__cuda_nvrtc_compile_portable(code->entry, code->data, code->size, code->origin,
+                                              c->cc, code->options, code->num_options, &bin,
+                                              &size);
+      } else {
+        s = ruda__cuda_nvrtc_compile(d->name, code->data, code->size, c->cc, code->options,
+                                     code->num_options, &bin, &size);
+      }
       if (s != NULL) return s;
       ruda__cuda_log("compilation", "[Compiling kernel] %s (%zu bytes)", d->name, size);
       s = load_module(c->api, bin, code->entry, &mod, &fn);
@@ -506,7 +543,8 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
 unsupported:
   return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
                           ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
-                                             "kernel %s has no CUDA code (CUDA C, PTX or CUBIN)",
+                                             "kernel %s has no CUDA code (CUDA C, PTX, CUBIN "
+                                             "or a portable kernel's text)",
                                              d->name));
 }
 

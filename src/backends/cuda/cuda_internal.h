@@ -154,6 +154,14 @@ ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source,
                                        size_t source_len, uint32_t cc,
                                        const char *const *extra_opts, size_t num_extra,
                                        void **out_cubin, size_t *out_size);
+/* The same for a portable kernel: its prelude (src/server/portable_kernel.h)
+ * followed by `text`; a failure's message names the kernel and `origin`
+ * (the kernel file) and holds NVRTC's log, whose lines point into the
+ * user's file. Errors also: CompilationError::Validation for a NULL text. */
+ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *text,
+                                                size_t text_len, const char *origin, uint32_t cc,
+                                                const char *const *extra_opts, size_t num_extra,
+                                                void **out_cubin, size_t *out_size);
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */
 
