@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ruda/ruda.h"
+#include "cts_units.h"
 #include "test.h"
 
 /* The client under test (created once per program). Skips the calling test
@@ -25,14 +26,17 @@ ruda_client_t *cts_fresh_stream_client(void);
 void cts_require(const char *feature);
 bool cts_is_cpu(void);
 
-/* Kernels with a CPU function and CUDA C source. info[0] = element count. */
+/* Kernels written once in the kernel dialect (cts_kernels.c), except
+ * cts_kernel_fail, a raw CPU function. info[0] = element count. */
 ruda_kernel_t *cts_kernel_add_f32(void);     /* c = a + b */
 ruda_kernel_t *cts_kernel_fill_u32(void);    /* out[i] = info[1] */
 ruda_kernel_t *cts_kernel_empty(void);       /* does nothing */
 ruda_kernel_t *cts_kernel_fail(void);        /* reports a failure */
 ruda_kernel_t *cts_kernel_sum_shared(void);  /* per-ruda sums through shared memory */
+/* The empty kernel with these dims and this much dynamic shared memory. */
 ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared);
-
-#define CTS_UNITS 64
+/* Creates a kernel from `d`; the suite's own kernels must build (aborts
+ * with the error otherwise). */
+ruda_kernel_t *cts_kernel_from(ruda_kernel_desc_t d);
 
 #endif
