@@ -1,0 +1,171 @@
+/* Portable kernels inside the runtime: the source a GPU backend compiles,
+ * the feature scan, the launch-time check of device features, and what
+ * only the CPU mapping checks (argument counts). */
+#include <stdlib.h>
+#include <string.h>
+
+#define RUDA_KERNEL_CPU_ONLY 1 /* this program embeds no kernel text */
+#include <ruda/kernel_dialect.h>
+
+#include "server/kernel_object.h"
+#include "server/portable_kernel.h"
+#include "test.h"
+
+RUDA_KERNEL(two_buffers, RUDA_DIM(8, 1, 1), RUDA_BUFFER(float *, a), RUDA_BUFFER(float *, b),
+            RUDA_SCALAR(uint32_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    if (u.abs_x < n) b[u.abs_x] = a[u.abs_x];
+  }
+}
+
+TEST(preludes_are_built_in_and_composed_before_the_text) {
+  size_t n = 0;
+  const char *cuda = ruda__portable_prelude(RUDA__PORTABLE_CUDA, &n);
+  ASSERT_UGT(n, 1000);
+  ASSERT_UEQ(strlen(cuda), n);
+  ASSERT_STR_CONTAINS(cuda, "#line 1 \"ruda/dialect/common.h\"");
+  ASSERT_STR_CONTAINS(cuda, "#line 1 \"ruda/dialect/cuda.h\"");
+  ASSERT_STR_CONTAINS(cuda, "extern \"C\" __global__");
+  const char *ocl = ruda__portable_prelude(RUDA__PORTABLE_OPENCL, &n);
+  ASSERT_STR_CONTAINS(ocl, "#line 1 \"ruda/dialect/opencl.h\"");
+  ASSERT_STR_CONTAINS(ocl, "__kernel");
+  ASSERT_NULL(strstr(ocl, "#include \"ruda/"));
+
+  const char text[] = "#line 1 \"k.c\"\nRUDA_KERNEL(k, RUDA_DIM(1, 1, 1)) {}\n";
+  char *src = NULL;
+  size_t len = 0;
+  ASSERT_OK(ruda__portable_source(RUDA__PORTABLE_OPENCL, "k", text, sizeof text - 1, &src, &len));
+  ASSERT_UEQ(len, n + 1 + sizeof text - 1);
+  ASSERT_TRUE(memcmp(src, ocl, n) == 0);
+  ASSERT_STR_EQ(src + n + 1, text);
+  free(src);
+}
+
+TEST(a_kernel_built_without_its_text_says_so) {
+  char *src = (char *)"untouched";
+  ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_CUDA, "lonely", NULL, 0, &src, NULL);
+  ASSERT_NULL(src);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_COMPILATION_VALIDATION));
+  char text[1024];
+  ruda_status_format(s, text, sizeof text);
+  ASSERT_STR_CONTAINS(text, "portable kernel 'lonely' was built without its text");
+  ASSERT_STR_CONTAINS(text, "RUDA_KERNEL_CPU_ONLY");
+  ruda_status_free(s);
+}
+
+TEST(feature_scan_finds_first_uses_with_their_file_and_line) {
+  const char text[] =
+      "#line 1 \"/src/k.c\"\n"
+      "// double in a comment, ruda_atomic_add_u64 too\n"
+      "/* double\n   ruda_atomic_max_i64 */\n"
+      "const char *s = \"double ruda_atomic_cas_u64\";\n"
+      "#define X double\n"
+      "RUDA_KERNEL(k, RUDA_DIM(1, 1, 1), RUDA_BUFFER(float *, p)) {\n"
+      "  ruda_atomic_add_u32(0, 1); int doubled = 0; ruda_atomic_add_f32(0, 1.0f);\n"
+      "#line 40 \"/src/inc.h\"\n"
+      "  ruda_atomic_min_i64(0, 1);\n"
+      "  double d = 0;\n"
+      "}\n";
+  ruda__portable_needs_t n;
+  ruda__portable_scan_needs(text, sizeof text - 1, &n);
+  ASSERT_UEQ(n.features, RUDA_FEATURE_ATOMIC_I64 | RUDA_FEATURE_F64);
+  ASSERT_UEQ(n.num_uses, 2);
+  ASSERT_UEQ(n.uses[0].feature, RUDA_FEATURE_ATOMIC_I64);
+  ASSERT_STR_EQ(n.uses[0].token, "ruda_atomic_min_i64");
+  ASSERT_STR_EQ(n.uses[0].file, "/src/inc.h");
+  ASSERT_UEQ(n.uses[0].line, 40);
+  ASSERT_UEQ(n.uses[1].feature, RUDA_FEATURE_F64);
+  ASSERT_STR_EQ(n.uses[1].token, "double");
+  ASSERT_UEQ(n.uses[1].line, 41);
+
+  const char f64add[] = "#line 7 \"a.c\"\nx = ruda_atomic_add_f64(p, 1.0);\n";
+  ruda__portable_scan_needs(f64add, sizeof f64add - 1, &n);
+  ASSERT_UEQ(n.features, RUDA_FEATURE_ATOMIC_I64 | RUDA_FEATURE_F64);
+  ASSERT_UEQ(n.uses[0].line, 7);
+
+  ruda__portable_scan_needs(NULL, 0, &n);
+  ASSERT_UEQ(n.features, 0);
+}
+
+TEST(missing_features_fail_with_the_kernel_the_use_and_the_device) {
+  const char text[] = "#line 1 \"/src/k.c\"\n\n\n  ruda_atomic_add_u64(p, 1);\n";
+  ruda__portable_needs_t n;
+  ruda__portable_scan_needs(text, sizeof text - 1, &n);
+  ASSERT_NULL(ruda__portable_check_needs(&n, "counts", RUDA_FEATURE_ATOMIC_I64, "x"));
+  ruda_status_t s = ruda__portable_check_needs(&n, "counts", RUDA_FEATURE_F64, "opencl:0 (tiny)");
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_COMPILATION);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION));
+  char msg[1024];
+  ruda_status_format(s, msg, sizeof msg);
+  ASSERT_STR_CONTAINS(msg, "kernel 'counts' uses 64-bit atomics (`ruda_atomic_add_u64` at "
+                           "/src/k.c:3), which opencl:0 (tiny) does not support (feature "
+                           "atomic_i64)");
+  ruda_status_free(s);
+}
+
+/* The kernel object keeps what its portable text needs; a device without it
+ * is refused before compiling, unless the kernel also carries code of the
+ * device's own format, and a CPU device never (it runs the native form). */
+TEST(kernel_objects_check_features_for_the_device) {
+  const char text[] = "#line 1 \"k.c\"\nRUDA_KERNEL(k, x) { double d = ruda_atomic_add_f64(p, 1); }\n";
+  ruda_kernel_code_t code[2] = {{RUDA_KERNEL_FORMAT_PORTABLE, text, 0, NULL, NULL, NULL, 0, "k.c"},
+                                ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, "raw")};
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "k";
+  d.ruda_dim = ruda_dim_new_1d(1);
+  d.code = code;
+  d.num_code = 1;
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ASSERT_UEQ(k->portable_needs.features, RUDA_FEATURE_F64 | RUDA_FEATURE_ATOMIC_I64);
+  ASSERT_NULL(ruda__kernel_check_features(k, RUDA_DEVICE_TYPE_CPU, 0, "cpu:0"));
+  ASSERT_NULL(ruda__kernel_check_features(k, RUDA_DEVICE_TYPE_CUDA,
+                                          RUDA_FEATURE_F64 | RUDA_FEATURE_ATOMIC_I64, "cuda:0"));
+  ruda_status_t s = ruda__kernel_check_features(k, RUDA_DEVICE_TYPE_OPENCL, RUDA_FEATURE_F64,
+                                                "opencl:1 (no atomics)");
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION));
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+  d.num_code = 2;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ASSERT_NULL(ruda__kernel_check_features(k, RUDA_DEVICE_TYPE_OPENCL, 0, "opencl:1"));
+  ruda_kernel_release(k);
+}
+
+/* On the CPU the kernel function checks the launch's buffers and info
+ * words against its declaration (GPU code cannot). */
+TEST(cpu_mapping_refuses_too_few_arguments) {
+  ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_client_t *c = NULL;
+  ASSERT_OK(ruda_client_create(cpu, &c));
+  ruda_client_t *sc = NULL;
+  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &sc));
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(RUDA_KERNEL_CREATE(two_buffers, &k));
+  ASSERT_NULL(ruda_kernel_desc(k)->code[0].data); /* CPU only: no text */
+  float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(sc, v, sizeof v, &h));
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
+  ASSERT_OK(ruda_client_launch(sc, k, ruda_count_static(1, 1, 1), &args));
+  ruda_status_t s = ruda_client_sync(sc);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "kernel 'two_buffers' takes 2 buffers and 1 scalars; "
+                                             "the launch passed 1 buffers and 0 info words");
+  ruda_status_free(s);
+  /* The typed launcher passes them right. */
+  ruda_handle_t h2;
+  ASSERT_OK(ruda_client_empty(sc, sizeof v, &h2));
+  ASSERT_OK(RUDA_LAUNCH(two_buffers, sc, k, ruda_count_static(1, 1, 1), &h, &h2, 5u));
+  float out[8] = {0};
+  ASSERT_OK(ruda_client_read(sc, &h2, out, sizeof out));
+  ASSERT_DBL_NEAR(out[4], 5, 0);
+  ruda_handle_release(&h);
+  ruda_handle_release(&h2);
+  ruda_kernel_release(k);
+  ruda_client_release(sc);
+  ruda_client_release(c);
+}
