@@ -23,6 +23,8 @@ static const bench_group_t groups[] = {
     {"copy", ruda_bench_copy, "create + read bandwidth against memcpy"},
     {"compile", ruda_bench_compile, "warm kernel load from the disk cache against NVRTC (CUDA)"},
     {"allreduce", ruda_bench_allreduce, "all-reduce against NCCL / MPI"},
+    {"kernels", ruda_bench_kernels,
+     "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
 };
 #define NUM_GROUPS (sizeof groups / sizeof groups[0])
 
@@ -80,7 +82,7 @@ int ruda_cmd_bench(int argc, char **argv) {
     }
   }
   if (!group) {
-    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, all)\n");
+    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, kernels, all)\n");
     ruda_cmd_bench_help(stderr);
     return RUDA_EXIT_USAGE;
   }
