@@ -67,8 +67,7 @@ static void bm_step_ruda(void *p) {
     ruda_status_free(st);
     c->failed = true;
   }
-  c->live[k].memory = m;
-  c->live[k].size = size;
+  c->live[k] = ruda__handle_wrap(m, size, (ruda_stream_id_t){0});
   if (st) ruda_handle_release(&c->live[k]);
 }
 
@@ -185,8 +184,7 @@ static void bm_fragmentation(ruda_bench_t *b, const char *case_name, size_t targ
         failed = true;
         break;
       }
-      live[n].memory = m;
-      live[n].size = size;
+      live[n] = ruda__handle_wrap(m, size, (ruda_stream_id_t){0});
       n++;
       in_use += size;
       if (in_use > peak_in_use) peak_in_use = in_use;

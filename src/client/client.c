@@ -374,9 +374,11 @@ ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *ou
 
 ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
                                        ruda_resource_t *out) {
-  if (!c || !h || !out || !h->memory) return invalid("ruda_client_get_resource: NULL or empty argument");
+  if (!c || !out) return invalid("ruda_client_get_resource: NULL argument");
   memset(out, 0, sizeof *out);
-  ruda_binding_t b = ruda_handle_binding(h);
+  ruda_binding_t b;
+  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "get_resource", &b);
+  if (hs) return hs;
   call_op_t op;
   call_init(&op, c, CALL_GET_RESOURCE);
   op.binding = &b;
@@ -420,13 +422,14 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
 
 /* ---- Reads ---- */
 
-static ruda_status_t check_view(const ruda_handle_t *h, const char *who) {
-  if (!h || !h->memory) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: empty handle", who);
-  }
-  return NULL;
+/* Every handle argument goes through this before anything is queued: a
+ * live handle of this client's device whose fields agree with its memory
+ * (RUDA_ERR_INVALID_HANDLE otherwise, see ruda/memory.h). */
+static ruda_status_t check_view(ruda_client_t *c, const ruda_handle_t *h, const char *who) {
+  return ruda__handle_check(h, c->dev->id, who);
 }
 
+/* Reads into `dst` through a new binding of `h` (checked by the caller). */
 static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
                                  size_t elem_size, void *dst, ruda_future_t **out_future) {
@@ -435,7 +438,8 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
   desc.shape = *shape;
   desc.strides = *strides;
   desc.elem_size = elem_size;
-  desc.binding = ruda_handle_binding(h);
+  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
+  if (hs) return hs;
   void *dsts[1] = {dst};
   call_op_t op;
   call_init(&op, c, CALL_READ);
@@ -466,7 +470,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
 
 static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                 uint64_t cap, ruda_future_t **out) {
-  ruda_status_t s = check_view(h, "read");
+  ruda_status_t s = check_view(c, h, "read");
   if (s) return s;
   uint64_t n = ruda_handle_size_in_used(h);
   if (n > cap) {
@@ -493,10 +497,14 @@ ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h, v
   return read_bytes(c, h, dst, cap, out);
 }
 
-static ruda_status_t check_tensor(const ruda_handle_t *h, const ruda_shape_t *shape,
-                                  const ruda_strides_t *strides, size_t elem_size,
-                                  const void *data, const char *who) {
-  ruda_status_t s = check_view(h, who);
+/* Checks a tensor copy: the handle, the shape and strides, and that both
+ * the host side (num_elems x elem_size bytes, *out_bytes) and the furthest
+ * element the strides reach fit, every product overflow-checked. */
+static ruda_status_t check_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                  size_t elem_size, const void *data, const char *who,
+                                  uint64_t *out_bytes) {
+  ruda_status_t s = check_view(c, h, who);
   if (s) return s;
   if (!shape || !strides || !elem_size) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL shape/strides or zero elem_size", who);
@@ -505,15 +513,17 @@ static ruda_status_t check_tensor(const ruda_handle_t *h, const ruda_shape_t *sh
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: rank %u with %u strides", who,
                               shape->rank, strides->rank);
   }
-  uint64_t n = ruda_shape_num_elems(shape);
-  if (n && !data) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL data", who);
+  uint64_t bytes, need;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape holds more than 2^64 bytes of %zu-byte elements",
+                              who, elem_size);
+  if (bytes && !data) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL data", who);
   /* The furthest element the strides reach must lie inside the view. */
-  uint64_t last = 0;
-  for (uint32_t i = 0; i < shape->rank; i++) {
-    if (shape->dims[i] == 0) return NULL;
-    last += (shape->dims[i] - 1) * strides->values[i];
-  }
-  uint64_t need = n ? (last + 1) * elem_size : 0;
+  if (!ruda_shape_extent(shape, strides, elem_size, &need))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape and strides reach past 2^64 bytes", who);
+  *out_bytes = bytes;
   if (need > ruda_handle_size_in_used(h)) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "%s: shape and strides reach %llu bytes, the view holds %llu", who,
@@ -528,7 +538,8 @@ ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                       const ruda_strides_t *strides, size_t elem_size,
                                       void *dst) {
   if (!c) return invalid("ruda_client_read_tensor: NULL client");
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, dst, "read_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
   if (s) return s;
   return read_common(c, h, shape, strides, elem_size, dst, NULL);
 }
@@ -540,7 +551,8 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
                                             ruda_future_t **out) {
   if (!c || !out) return invalid("ruda_client_read_tensor_async: NULL argument");
   *out = NULL;
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, dst, "read_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
   if (s) return s;
   return read_common(c, h, shape, strides, elem_size, dst, out);
 }
@@ -564,7 +576,7 @@ static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
   if (s) {
-    s->vt->initialize_memory(s, a->memory.memory, a->size, op->stream);
+    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
     if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
   } else {
     for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
@@ -592,14 +604,12 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   if (!c || !out) return invalid("ruda_client_empty: NULL argument");
   memset(out, 0, sizeof *out);
   alloc_op_t *a = alloc_op_new(c, 0);
-  ruda_memory_t *m = a ? ruda__memory_new() : NULL;
-  if (!m) {
-    if (a) ruda__device_op_free(c->dev, a, a->block_size);
-    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  if (!a) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_create(size, c->dev->id, a->base.stream, out);
+  if (s) {
+    ruda__device_op_free(c->dev, a, a->block_size);
+    return s;
   }
-  out->memory = m;
-  out->size = size;
-  out->stream = a->base.stream;
   a->memory = ruda_handle_binding(out);
   a->size = size;
   ruda__device_submit(c->dev, &a->base);
@@ -615,7 +625,7 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
   size_t num_writes = 0;
   for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
   ruda_handle_t base;
-  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy,
+  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
                                        ruda_client_stream(c), descs, count, &base, out);
   if (s) goto fail_bytes;
   alloc_op_t *a = alloc_op_new(c, num_writes);
@@ -665,17 +675,22 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
                                                    ruda_handle_t *out) {
   if (!c || !bytes || !out) return invalid("ruda_client_create_buffer_from_bytes: NULL argument");
   memset(out, 0, sizeof *out);
-  alloc_op_t *a = alloc_op_new(c, 1);
-  ruda_memory_t *m = a ? ruda__memory_new() : NULL;
-  if (!m) {
-    if (a) ruda__device_op_free(c->dev, a, a->block_size);
-    uint64_t size = bytes->size;
+  if (!bytes->data && bytes->size) {
+    ruda_status_t s = ruda_status_create(
+        RUDA_ERR_INVALID_ARGUMENT,
+        "ruda_client_create_buffer_from_bytes: bytes of %llu bytes with NULL data",
+        (unsigned long long)bytes->size);
     ruda_bytes_release(bytes);
-    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    return s;
   }
-  out->memory = m;
-  out->size = bytes->size;
-  out->stream = a->base.stream;
+  alloc_op_t *a = alloc_op_new(c, 1);
+  ruda_status_t s = a ? ruda__handle_create(bytes->size, c->dev->id, a->base.stream, out)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes->size);
+  if (s) {
+    if (a) ruda__device_op_free(c->dev, a, a->block_size);
+    ruda_bytes_release(bytes);
+    return s;
+  }
   a->memory = ruda_handle_binding(out);
   a->size = bytes->size;
   a->descs[0].binding = ruda_handle_binding(out);
@@ -736,7 +751,9 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
                                         const ruda_shape_t *shape, size_t elem_size,
                                         ruda_memory_layout_t *out) {
   if (!c || !shape || !out) return invalid("ruda_client_create_tensor: NULL argument");
-  uint64_t bytes_len = ruda_shape_num_elems(shape) * elem_size;
+  uint64_t bytes_len;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes_len))
+    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
   if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
   if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
@@ -771,16 +788,21 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   size_t elem_size, const void *data, uint64_t size) {
   write_op_t *w = calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
+  if (s) {
+    free(w);
+    return s;
+  }
   borrow_t br;
   bool borrowed;
-  ruda_status_t s = input_bytes(data, size, &br, &w->bytes, &borrowed);
+  s = input_bytes(data, size, &br, &w->bytes, &borrowed);
   if (s) {
+    ruda_binding_release(&w->desc.binding);
     free(w);
     return s;
   }
   w->base.run = run_write;
   w->base.stream = ruda_client_stream(c);
-  w->desc.binding = ruda_handle_binding(h);
   w->desc.shape = *shape;
   w->desc.strides = *strides;
   w->desc.elem_size = elem_size;
@@ -792,7 +814,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
 ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h, const void *data,
                                 uint64_t size) {
   if (!c) return invalid("ruda_client_write: NULL client");
-  ruda_status_t s = check_view(h, "write");
+  ruda_status_t s = check_view(c, h, "write");
   if (s) return s;
   if (size && !data) return invalid("write: NULL data");
   if (size > ruda_handle_size_in_used(h)) {
@@ -811,10 +833,10 @@ ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                        const ruda_strides_t *strides, size_t elem_size,
                                        const void *data) {
   if (!c) return invalid("ruda_client_write_tensor: NULL client");
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, data, "write_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, data, "write_tensor", &bytes);
   if (s) return s;
-  return submit_write(c, h, shape, strides, elem_size, data,
-                      ruda_shape_num_elems(shape) * elem_size);
+  return submit_write(c, h, shape, strides, elem_size, data, bytes);
 }
 
 /* ---- Memory management ---- */
@@ -921,19 +943,13 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
                               kernel->desc.name, args->num_buffers + args->num_tensor_maps,
                               p->hardware.max_bindings);
   }
-  for (size_t i = 0; i < args->num_buffers; i++) {
-    if (!args->buffers[i].memory) {
-      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "launch of '%s': buffer %zu is empty",
-                                kernel->desc.name, i);
-    }
-  }
   for (size_t i = 0; i < args->num_tensor_maps; i++) {
-    if (!args->tensor_maps[i].buffer || !args->tensor_maps[i].buffer->memory) {
+    if (!args->tensor_maps[i].buffer) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                 "launch of '%s': tensor map %zu has no buffer", kernel->desc.name, i);
     }
   }
-  if (count.dynamic && (!count.buffer || !count.buffer->memory)) {
+  if (count.dynamic && !count.buffer) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
   }
@@ -952,15 +968,49 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   l->tm_buffers = l->buffers + nb;
   l->tms = (ruda_tensor_map_meta_t *)(l->tm_buffers + nt);
   l->info = (uint64_t *)(l->tms + nt);
-  for (size_t i = 0; i < nb; i++) l->buffers[i] = ruda_handle_binding(&args->buffers[i]);
-  for (size_t i = 0; i < nt; i++) {
-    l->tm_buffers[i] = ruda_handle_binding(args->tensor_maps[i].buffer);
-    l->tms[i] = args->tensor_maps[i].meta;
+  /* Each handle is checked and bound in one step: a bad one undoes the
+   * bindings taken so far and nothing is queued. */
+  ruda_device_id_t dev = c->dev->id;
+  ruda_status_t hs = NULL;
+  char what[48] = "";
+  size_t bound_b = 0, bound_t = 0;
+  for (; bound_b < nb; bound_b++) {
+    hs = ruda__handle_bind(&args->buffers[bound_b], dev, NULL, &l->buffers[bound_b]);
+    if (hs) {
+      snprintf(what, sizeof what, "buffer %zu", bound_b);
+      break;
+    }
   }
-  if (ni) memcpy(l->info, args->info.data, ni * sizeof(uint64_t));
+  for (; !hs && bound_t < nt; bound_t++) {
+    hs = ruda__handle_bind(args->tensor_maps[bound_t].buffer, dev, NULL, &l->tm_buffers[bound_t]);
+    if (hs) {
+      snprintf(what, sizeof what, "tensor map %zu", bound_t);
+      break;
+    }
+    l->tms[bound_t] = args->tensor_maps[bound_t].meta;
+  }
   l->count.dynamic = count.dynamic;
   l->count.fixed = count.fixed;
-  if (count.dynamic) l->count.buffer = ruda_handle_binding(count.buffer);
+  if (!hs && count.dynamic) {
+    hs = ruda__handle_bind(count.buffer, dev, NULL, &l->count.buffer);
+    if (!hs && ruda_binding_size_in_used(&l->count.buffer) < 3 * sizeof(uint32_t))
+      hs = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                              "a dynamic count needs 12 bytes (three uint32), the view holds %llu",
+                              (unsigned long long)ruda_binding_size_in_used(&l->count.buffer));
+    if (hs) snprintf(what, sizeof what, "the count buffer");
+  }
+  if (hs) {
+    ruda_status_t e = ruda_status_create(ruda_status_kind(hs), "launch of '%s', %s: %s",
+                                         kernel->desc.name, what, ruda_status_reason(hs));
+    ruda_status_free(hs);
+    for (size_t i = 0; i < bound_b; i++) ruda_binding_release(&l->buffers[i]);
+    for (size_t i = 0; i < bound_t; i++) ruda_binding_release(&l->tm_buffers[i]);
+    ruda_binding_release(&l->count.buffer);
+    ruda_kernel_release(l->kernel);
+    ruda__device_op_free(c->dev, l, l->block_size);
+    return e;
+  }
+  if (ni) memcpy(l->info, args->info.data, ni * sizeof(uint64_t));
   l->args.buffers = l->buffers;
   l->args.num_buffers = nb;
   l->args.tensor_map_buffers = l->tm_buffers;

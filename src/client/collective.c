@@ -164,7 +164,12 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   ruda__device_t *devs[RUDA__COMM_MAX_DEVICES];
   for (size_t i = 0; i < n; i++) {
     if (!clients[i]) return invalid("%s: NULL client", "ruda_client_all_reduce");
-    if (!src[i].memory || !dst[i].memory) return invalid("%s: empty handle", "ruda_client_all_reduce");
+    ruda_status_t hs = ruda__handle_check(&src[i], ruda_client_device(clients[i]),
+                                          "ruda_client_all_reduce, src");
+    if (!hs)
+      hs = ruda__handle_check(&dst[i], ruda_client_device(clients[i]),
+                              "ruda_client_all_reduce, dst");
+    if (hs) return hs;
     uint64_t sb = ruda_handle_size_in_used(&src[i]), db = ruda_handle_size_in_used(&dst[i]);
     if (i == 0) bytes = sb;
     if (sb != bytes || db != bytes || bytes % esize) {

@@ -195,7 +195,7 @@ TEST(invalid_launch_arguments_return_at_once) {
   ruda_handle_t empty = {0};
   ruda_kernel_args_t args = {.buffers = &empty, .num_buffers = 1};
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
-                  RUDA_ERR_INVALID_ARGUMENT);
+                  RUDA_ERR_INVALID_HANDLE);
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_dynamic(NULL), NULL),
                   RUDA_ERR_INVALID_ARGUMENT);
   ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}, .cpu_fn = NULL};

@@ -90,8 +90,7 @@ static ruda_status_t resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t *
   cpu_stream_t *owner = stream_get(s, b->stream);
   if (!owner) return no_stream();
   ruda__storage_handle_t h;
-  ruda_status_t err = ruda__memory_resolve(owner->mm, b->memory, b->offset_start,
-                                           b->offset_end, &h);
+  ruda_status_t err = ruda__memory_resolve_binding(owner->mm, b, &h);
   if (err) return err;
   *out_ptr = (uint8_t *)(uintptr_t)ruda__storage_handle_addr(&h);
   *out_size = h.size;
@@ -145,12 +144,9 @@ static void strided_copy(uint8_t *view, const ruda_shape_t *shape, const ruda_st
 }
 
 static ruda_status_t check_extent(const ruda__copy_desc_t *d, uint64_t view_size) {
-  uint64_t last = 0;
-  for (uint32_t i = 0; i < d->shape.rank; i++) {
-    if (d->shape.dims[i] == 0) return NULL;
-    last += (d->shape.dims[i] - 1) * d->strides.values[i];
-  }
-  uint64_t need = ruda_shape_num_elems(&d->shape) ? (last + 1) * d->elem_size : 0;
+  uint64_t need;
+  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "copy whose strides reach past 2^64 bytes");
   if (need > view_size) {
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
                               "copy of %llu bytes exceeds the view of %llu bytes",
@@ -171,8 +167,9 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     ruda_status_t err = resolve(s, &descs[i].binding, &ptr, &size);
     if (!err) err = check_extent(&descs[i], size);
     if (!err) {
-      uint64_t n = ruda_shape_num_elems(&descs[i].shape) * descs[i].elem_size;
-      if (n > srcs[i].size) {
+      uint64_t n = UINT64_MAX;
+      (void)ruda_shape_num_bytes(&descs[i].shape, descs[i].elem_size, &n);
+      if (n > srcs[i].size || (n && !srcs[i].data)) {
         err = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write of %llu bytes from a %llu-byte buffer",
                                  (unsigned long long)n, (unsigned long long)srcs[i].size);
       } else {

@@ -59,10 +59,11 @@ ruda_status_t ruda__cuda_get_resource(ruda__server_t *base, const ruda_binding_t
   cuda_server_t *s = as_cuda(base);
   ruda__cuda_settle_poison(s, stream);
   CUdeviceptr p = 0;
-  ruda_status_t e = ruda__cuda_resolve(s, b, &p);
+  uint64_t size = 0;
+  ruda_status_t e = ruda__cuda_resolve_view(s, b, &p, &size);
   if (e) return e;
   out->address = (uint64_t)p;
-  out->size = ruda_binding_size_in_used(b);
+  out->size = size;
   return NULL;
 }
 
@@ -119,6 +120,23 @@ static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t 
   *height = rank >= 2 ? n / (d->shape.dims[rank - 1] ? d->shape.dims[rank - 1] : 1) : 1;
   *pitch = d->strides.values[rank - 2] * d->elem_size;
   return true;
+}
+
+/* The device address of a copy's view, with the copy bounded by what the
+ * device allocated for it (not by what the binding claims): the furthest
+ * byte the shape and strides reach, overflow-checked, must lie inside. */
+static ruda_status_t copy_target(cuda_server_t *s, const ruda__copy_desc_t *d, const char *what,
+                                 CUdeviceptr *out) {
+  uint64_t view = 0, need = 0;
+  ruda_status_t e = ruda__cuda_resolve_view(s, &d->binding, out, &view);
+  if (e) return e;
+  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
+  if (need > view)
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
+                              "%s: the copy reaches %llu bytes, the view holds %llu", what,
+                              (unsigned long long)need, (unsigned long long)view);
+  return NULL;
 }
 
 /* Copies `height` rows of `width` bytes between host memory, where the rows
@@ -186,7 +204,7 @@ void ruda__cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     }
     uint64_t bytes = width * height;
     CUdeviceptr dst = 0;
-    ruda_status_t e = ruda__cuda_resolve(s, &d->binding, &dst);
+    ruda_status_t e = copy_target(s, d, "write", &dst);
     if (e == NULL && src->size < bytes)
       e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
                              (unsigned long long)src->size, (unsigned long long)bytes);
@@ -608,7 +626,7 @@ ruda_status_t ruda__cuda_read(ruda__server_t *base, const ruda__copy_desc_t *des
     uint64_t bytes = width * height;
     if (bytes == 0) continue;
     CUdeviceptr src = 0;
-    e = ruda__cuda_resolve(s, &d->binding, &src);
+    e = copy_target(s, d, "read", &src);
     if (e) {
       f->early = e;
       break;

@@ -212,6 +212,11 @@ void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_bi
 void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep);
 void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
 ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out);
+/* Same, also giving the bytes the device really allocated for the view
+ * (*out_size; NULL: not wanted): copies must fit in it, whatever the
+ * binding says (ruda__memory_resolve_binding checks the binding). */
+ruda_status_t ruda__cuda_resolve_view(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
+                                      uint64_t *out_size);
 ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                         void **out_ptr);
 void ruda__cuda_drop_memory(void *item);

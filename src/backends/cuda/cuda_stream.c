@@ -244,7 +244,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   /* Device pages stay until an explicit cleanup, as in the reference:
    * cuMemAllocAsync/cuMemFreeAsync churn costs far more than it saves. */
   cfg.keep_empty_pages = true;
-  ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment};
+  ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment, 0};
   /* A manager takes its storage, even when it fails (and frees it then). */
   e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
   if (e) {
@@ -254,7 +254,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   ruda_memory_properties_t pprops = {PINNED_PAGE, 16};
   ruda__memory_config_t pcfg = cfg;
   pcfg.persistent = RUDA_PERSISTENT_DISABLED;
-  ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16};
+  ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16, 0};
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned CPU Memory", &st->pinned);
   if (e) {
     st->pin_store = NULL;
@@ -383,7 +383,7 @@ static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
  * keeps a clone of `b` in `keep`. */
 void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
                               keep_list_t *keep) {
-  if (b->memory == NULL) return;
+  if (ruda_binding_is_empty(b)) return;
   cuda_stream_t *origin = slot_for(s, b->stream);
   if (origin == st || !origin->init) return;
   if (st->last_synced[origin->index] < origin->cursor) {
@@ -442,13 +442,19 @@ void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
 }
 
 ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out) {
+  return ruda__cuda_resolve_view(s, b, out, NULL);
+}
+
+ruda_status_t ruda__cuda_resolve_view(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
+                                      uint64_t *out_size) {
   cuda_stream_t *origin = slot_for(s, b->stream);
-  if (!origin->init || b->memory == NULL)
+  if (!origin->init || ruda_binding_is_empty(b))
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
   ruda__storage_handle_t h;
-  ruda_status_t e = ruda__memory_resolve(origin->gpu, b->memory, b->offset_start, b->offset_end, &h);
+  ruda_status_t e = ruda__memory_resolve_binding(origin->gpu, b, &h);
   if (e) return e;
   *out = (CUdeviceptr)ruda__storage_handle_addr(&h);
+  if (out_size) *out_size = h.size;
   return NULL;
 }
 
