@@ -209,8 +209,10 @@ void ruda__memory_pool_release(ruda_memory_t *m) {
 /* ---- Lookups and checks ---- */
 
 /* The descriptor `id` names while it is live (its generation current and a
- * user reference left), else NULL. */
-static inline ruda_memory_t *ruda__memory_live(uint64_t id) {
+ * user reference left), else NULL. For a handle (`as_handle`), a handle
+ * reference must be left too: once the last handle is released, a copy of
+ * it is stale even while queued work still holds bindings of the memory. */
+static inline ruda_memory_t *ruda__memory_live(uint64_t id, bool as_handle) {
   uint32_t gen = ruda__id_gen(id);
   if (gen == 0) return NULL;
   ruda_memory_t *m = ruda__memory_at(ruda__id_slot(id));
@@ -219,15 +221,16 @@ static inline ruda_memory_t *ruda__memory_live(uint64_t id) {
   if (RUDA__MEMORY_GEN(s) != gen ||
       RUDA__MEMORY_COUNT(s) <= ((s & RUDA__MEMORY_BOUND) ? 1u : 0u))
     return NULL;
+  if (as_handle && atomic_load_explicit(&m->handle_refs, memory_order_relaxed) == 0) return NULL;
   return m;
 }
 
 ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h) {
-  return h ? ruda__memory_live(h->id) : NULL;
+  return h ? ruda__memory_live(h->id, true) : NULL;
 }
 
 ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b) {
-  return b ? ruda__memory_live(b->id) : NULL;
+  return b ? ruda__memory_live(b->id, false) : NULL;
 }
 
 typedef enum ruda__view_fault {
@@ -245,7 +248,7 @@ typedef enum ruda__view_fault {
 static inline ruda__view_fault_t ruda__view_check(uint64_t id, uint64_t offset_start,
                                                   uint64_t offset_end, uint64_t size,
                                                   ruda_stream_id_t stream,
-                                                  ruda_device_id_t device,
+                                                  ruda_device_id_t device, bool as_handle,
                                                   ruda_memory_t **out) {
   if (id == 0) return RUDA__VIEW_EMPTY;
   uint32_t gen = ruda__id_gen(id);
@@ -256,6 +259,8 @@ static inline ruda__view_fault_t ruda__view_check(uint64_t id, uint64_t offset_s
   if (RUDA__MEMORY_GEN(s) != gen) return gen < RUDA__MEMORY_GEN(s) ? RUDA__VIEW_RELEASED
                                                                  : RUDA__VIEW_UNKNOWN;
   if (RUDA__MEMORY_COUNT(s) <= ((s & RUDA__MEMORY_BOUND) ? 1u : 0u)) return RUDA__VIEW_RELEASED;
+  if (as_handle && atomic_load_explicit(&m->handle_refs, memory_order_relaxed) == 0)
+    return RUDA__VIEW_RELEASED;
   uint64_t dev = atomic_load_explicit(&m->device, memory_order_relaxed);
   if (dev && dev != ruda__device_pack(device)) return RUDA__VIEW_DEVICE;
   if (atomic_load_explicit(&m->stream, memory_order_relaxed) != stream.value)
@@ -336,13 +341,13 @@ static ruda_status_t ruda__view_error(ruda__view_fault_t f, const ruda_memory_t 
 static ruda_status_t ruda__check(uint64_t id, uint64_t offset_start, uint64_t offset_end,
                                  uint64_t size, ruda_stream_id_t stream,
                                  ruda_device_id_t field, const ruda_device_id_t *device,
-                                 const char *who) {
+                                 bool as_handle, const char *who) {
   ruda_memory_t *m = NULL;
   if (id && ruda__id_gen(id)) m = ruda__memory_at(ruda__id_slot(id));
   ruda_device_id_t owner = ruda__owner_device(m, field);
   ruda_device_id_t want = device ? *device : owner;
   ruda__view_fault_t f =
-      ruda__view_check(id, offset_start, offset_end, size, stream, want, &m);
+      ruda__view_check(id, offset_start, offset_end, size, stream, want, as_handle, &m);
   if (f == RUDA__VIEW_OK && !ruda_device_id_eq(field, want)) {
     if (!ruda_device_id_eq(owner, field)) {
       char a[32], b[32];
@@ -362,9 +367,9 @@ static ruda_status_t ruda__check(uint64_t id, uint64_t offset_start, uint64_t of
 
 ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device,
                                  const char *who) {
-  if (!h) return ruda__check(0, 0, 0, 0, (ruda_stream_id_t){0}, device, &device, who);
+  if (!h) return ruda__check(0, 0, 0, 0, (ruda_stream_id_t){0}, device, &device, true, who);
   return ruda__check(h->id, h->offset_start, h->offset_end, h->size, h->stream, h->device,
-                     &device, who);
+                     &device, true, who);
 }
 
 ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
@@ -382,14 +387,14 @@ ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
 
 ruda_status_t ruda_handle_validate(const ruda_handle_t *h) {
   if (!h) return ruda__check(0, 0, 0, 0, (ruda_stream_id_t){0}, (ruda_device_id_t){0, 0}, NULL,
-                             NULL);
+                             true, NULL);
   return ruda__check(h->id, h->offset_start, h->offset_end, h->size, h->stream, h->device, NULL,
-                     NULL);
+                     true, NULL);
 }
 
 ruda_status_t ruda__binding_check(const ruda_binding_t *b, const char *who) {
   return ruda__check(b->id, b->offset_start, b->offset_end, b->size, b->stream, b->device, NULL,
-                     who);
+                     false, who);
 }
 
 /* ---- Handles made by the runtime ---- */
@@ -435,15 +440,20 @@ ruda_stream_id_t ruda_handle_stream(const ruda_handle_t *h) { return h->stream; 
 ruda_handle_t ruda_handle_clone(const ruda_handle_t *h) {
   ruda_handle_t c;
   memset(&c, 0, sizeof c);
-  ruda_memory_t *m = ruda__memory_live(h->id);
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   if (!m || !ruda__memory_try_retain(m, ruda__id_gen(h->id))) return c;
-  atomic_fetch_add_explicit(&m->handle_refs, 1, memory_order_relaxed);
+  if (atomic_fetch_add_explicit(&m->handle_refs, 1, memory_order_relaxed) == 0) {
+    /* The last handle went in between: `h` was a stale copy. */
+    atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
+    ruda__memory_drop(m, ruda__id_gen(h->id));
+    return c;
+  }
   return *h;
 }
 
 void ruda_handle_release(ruda_handle_t *h) {
   if (!h || !h->id) return;
-  ruda_memory_t *m = ruda__memory_live(h->id);
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   if (m) {
     /* Counted before the reference goes: afterwards the slot may belong to
      * someone else. */
@@ -454,12 +464,12 @@ void ruda_handle_release(ruda_handle_t *h) {
 }
 
 bool ruda_handle_can_mut(const ruda_handle_t *h) {
-  ruda_memory_t *m = ruda__memory_live(h->id);
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   return m && atomic_load_explicit(&m->handle_refs, memory_order_acquire) == 1;
 }
 
 bool ruda_handle_is_bound(const ruda_handle_t *h) {
-  ruda_memory_t *m = ruda__memory_live(h->id);
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   return m && atomic_load_explicit(&m->owner, memory_order_acquire) != NULL;
 }
 
@@ -494,7 +504,7 @@ static ruda_binding_t ruda__binding_of(const ruda_handle_t *h) {
 ruda_binding_t ruda_handle_binding(const ruda_handle_t *h) {
   ruda_binding_t b;
   memset(&b, 0, sizeof b);
-  ruda_memory_t *m = h->id ? ruda__memory_at(ruda__id_slot(h->id)) : NULL;
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   if (!m || !ruda__memory_try_retain(m, ruda__id_gen(h->id))) return b;
   return ruda__binding_of(h);
 }
@@ -502,7 +512,7 @@ ruda_binding_t ruda_handle_binding(const ruda_handle_t *h) {
 ruda_binding_t ruda_handle_into_binding(ruda_handle_t *h) {
   ruda_binding_t b;
   memset(&b, 0, sizeof b);
-  ruda_memory_t *m = ruda__memory_live(h->id);
+  ruda_memory_t *m = ruda__memory_live(h->id, true);
   if (m) {
     /* The total count is kept: the handle's reference becomes the binding's. */
     atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);

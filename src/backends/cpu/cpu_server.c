@@ -38,6 +38,7 @@ typedef struct cpu_server {
   uint32_t max_streams;
   cpu_stream_t **streams; /* max_streams lazily created slots */
   ruda__memory_config_t memory_config;
+  ruda__memory_group_t memory_group; /* every stream's manager (OOM reports) */
   uint64_t memory_limit;
 } cpu_server_t;
 
@@ -64,16 +65,15 @@ static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
     return NULL;
   }
   st->errors.counter = &s->base.queued_errors;
+  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+  ruda__memory_manager_join(st->mm, &s->memory_group, id.value);
   s->streams[slot] = st;
   return st;
 }
 
 /* Device-wide memory counters for the timeline (only while tracing). */
 static void trace_memory(cpu_server_t *s) {
-  ruda_memory_usage_t total = {0};
-  for (uint32_t i = 0; i < s->max_streams; i++) {
-    if (s->streams[i]) total = ruda_memory_usage_combine(total, ruda__memory_usage(s->streams[i]->mm));
-  }
+  ruda_memory_usage_t total = ruda__memory_group_usage(&s->memory_group);
   uint64_t now = ruda__now_ns();
   ruda__trace_counter(s->base.device, "memory in use", now, total.bytes_in_use);
   ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);

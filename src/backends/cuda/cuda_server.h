@@ -172,6 +172,8 @@ struct cuda_server {
   /* NCCL: the comm stream and communicators (cuda_nccl.c); NULL until the
    * first collective. */
   struct ruda__cuda_comms *comms;
+  /* The device memory managers of every stream (out-of-memory reports). */
+  ruda__memory_group_t memory_group;
 };
 
 /* The bindings an operation uses from other streams' slots, cloned to keep

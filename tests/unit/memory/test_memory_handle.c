@@ -155,6 +155,26 @@ TEST(stale_copy_is_refused_and_never_retains) {
   ruda__memory_manager_destroy(mm);
 }
 
+TEST(copy_of_the_last_handle_is_stale_while_bindings_remain) {
+  /* Queued work (a binding) keeps the memory alive after the user released
+   * its only handle; a copy of that handle is refused all the same. */
+  ruda_handle_t h = ruda__handle_wrap(ruda__memory_new(), 32, (ruda_stream_id_t){0});
+  ruda_binding_t b = ruda_handle_binding(&h);
+  ruda_handle_t copy = h;
+  ruda_handle_release(&h);
+  ASSERT_ERR_KIND(ruda_handle_validate(&copy), RUDA_ERR_INVALID_HANDLE);
+  ruda_handle_t c = ruda_handle_clone(&copy);
+  ASSERT_TRUE(ruda_handle_is_empty(&c));
+  ruda_binding_t b2 = ruda_handle_binding(&copy);
+  ASSERT_TRUE(ruda_binding_is_empty(&b2));
+  ASSERT_NULL(ruda__handle_memory(&copy));
+  /* The binding itself is live. */
+  ASSERT_NOT_NULL(ruda__binding_memory(&b));
+  ASSERT_OK(ruda__binding_check(&b, "read"));
+  ruda_binding_release(&b);
+  ASSERT_NULL(ruda__binding_memory(&b));
+}
+
 TEST(released_but_not_drained_cannot_be_revived) {
   /* The race the state word closes: the last user reference is gone (only
    * the pool's is left) but the device has not taken the slice back. A

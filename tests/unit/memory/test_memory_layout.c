@@ -145,6 +145,29 @@ TEST(layout_views_resolve_into_one_allocation) {
   ruda__memory_manager_destroy(mm);
 }
 
+TEST(pitched_usage_counts_used_bytes_and_padding_apart) {
+  /* Issue 16: a pitched [3, 5] f32 tensor with 512-byte alignment uses 96
+   * bytes of a 512-byte slice: 96 in use, 416 of padding. */
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 512, 0, NULL);
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  uint64_t a[] = {3, 5};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4);
+  ruda_handle_t base;
+  ruda_memory_layout_t l;
+  ASSERT_OK(ruda__layout_apply(&pol, (ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 0},
+                               (ruda_stream_id_t){0}, &d, 1, &base, &l));
+  ASSERT_OK(ruda__memory_alloc(mm, MEM(base), base.size, 0));
+  ruda_memory_usage_t u = ruda__memory_usage(mm);
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 96);
+  ASSERT_UEQ(u.bytes_padding, 416);
+  ASSERT_UGE(u.bytes_reserved, 512);
+  release_all(&base, &l, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_in_use, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
 TEST(layout_errors) {
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   ruda_stream_id_t stream = {0};

@@ -349,8 +349,13 @@ TEST(out_of_memory_then_usable) {
   ruda_memory_t *m = ruda__memory_new();
   ruda_status_t st = ruda__memory_alloc(mm, m, 7 * MIB, 0);
   ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_IO_OUT_OF_MEMORY);
-  /* The request, not the page it needed (nor the smaller page tried next). */
+  /* The request, not the page it needed (nor the smaller page tried next),
+   * and what a user needs to act on it. */
   ASSERT_UEQ(ruda_status_size_field(st), 7 * MIB);
+  ASSERT_STR_EQ(ruda_status_reason(st),
+                "test: tried to allocate 7.34 MB (7340032 bytes) with a limit of 20.97 MB; "
+                "9.44 MB in use and 16.78 MB reserved on this stream, 9.44 MB in use and "
+                "16.78 MB reserved on the device; largest free block 6.29 MB");
   ruda_status_free(st);
   ASSERT_FALSE(ruda__memory_is_bound(m));
   ruda__storage_handle_t sh;
