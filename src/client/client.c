@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/device.h"
 #include "ruda/config.h"
 #include "ruda/log.h"
@@ -89,7 +90,7 @@ ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties
 
 static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_stream_id_t stream,
                                 ruda_client_t **out) {
-  ruda_client_t *c = calloc(1, sizeof *c);
+  ruda_client_t *c = ruda__calloc(1, sizeof *c);
   if (!c) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
   atomic_init(&c->refs, 1);
   c->dev = d;
@@ -121,7 +122,7 @@ ruda_client_t *ruda_client_retain(ruda_client_t *c) {
 }
 
 void ruda_client_release(ruda_client_t *c) {
-  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) free(c);
+  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
 }
 
 ruda_device_id_t ruda_client_device(const ruda_client_t *c) { return c->dev->id; }
@@ -150,7 +151,7 @@ ruda_bounds_check_mode_t ruda_client_check_mode(const ruda_client_t *c) {
 
 static void future_release_bindings(ruda_future_t *f) {
   for (size_t i = 0; i < f->num_bindings; i++) ruda_binding_release(&f->bindings[i]);
-  free(f->bindings);
+  ruda__free(f->bindings);
   f->bindings = NULL;
   f->num_bindings = 0;
 }
@@ -163,7 +164,7 @@ ruda_status_t ruda_future_wait(ruda_future_t *f) {
     f->inner->vt->destroy(f->inner);
   }
   future_release_bindings(f);
-  free(f);
+  ruda__free(f);
   return s;
 }
 
@@ -176,7 +177,7 @@ bool ruda_future_poll(ruda_future_t *f) {
  * bindings array. */
 static ruda_status_t make_future(ruda__future_t *inner, ruda_status_t early,
                                  ruda_binding_t *bindings, size_t n, ruda_future_t **out) {
-  ruda_future_t *f = calloc(1, sizeof *f);
+  ruda_future_t *f = ruda__calloc(1, sizeof *f);
   if (!f) {
     ruda_status_t s = early;
     if (inner) {
@@ -185,7 +186,7 @@ static ruda_status_t make_future(ruda__future_t *inner, ruda_status_t early,
       ruda_status_free(early);
     }
     for (size_t i = 0; i < n; i++) ruda_binding_release(&bindings[i]);
-    free(bindings);
+    ruda__free(bindings);
     *out = NULL;
     return s ? s : ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory creating a future");
   }
@@ -207,12 +208,12 @@ void ruda_bytes_release(ruda_bytes_t *b) {
   memset(b, 0, sizeof *b);
 }
 
-static void bytes_free_native(ruda_bytes_t *b) { free(b->owner); }
+static void bytes_free_native(ruda_bytes_t *b) { ruda__free(b->owner); }
 
 ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out) {
   if (!out || (!data && size)) return invalid("ruda_bytes_from_copy: NULL argument");
   memset(out, 0, sizeof *out);
-  void *p = malloc(size ? size : 1);
+  void *p = ruda__malloc(size ? size : 1);
   if (!p) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   if (size) memcpy(p, data, size);
   out->data = p;
@@ -456,7 +457,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
     }
     return w;
   }
-  ruda_binding_t *keep = malloc(sizeof *keep);
+  ruda_binding_t *keep = ruda__malloc(sizeof *keep);
   if (keep) {
     *keep = desc.binding;
   } else {
@@ -780,17 +781,17 @@ static void run_write(ruda__device_t *d, ruda__op_t *op) {
   if (d->server) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
   else ruda_bytes_release(&w->bytes);
   ruda_binding_release(&w->desc.binding);
-  free(w);
+  ruda__free(w);
 }
 
 static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
                                   size_t elem_size, const void *data, uint64_t size) {
-  write_op_t *w = calloc(1, sizeof *w);
+  write_op_t *w = ruda__calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
   if (s) {
-    free(w);
+    ruda__free(w);
     return s;
   }
   borrow_t br;
@@ -798,7 +799,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
   s = input_bytes(data, size, &br, &w->bytes, &borrowed);
   if (s) {
     ruda_binding_release(&w->desc.binding);
-    free(w);
+    ruda__free(w);
     return s;
   }
   w->base.run = run_write;
@@ -856,12 +857,12 @@ static void run_mode(ruda__device_t *d, ruda__op_t *op) {
   } else {
     d->server->vt->allocation_mode(d->server, m->mode, op->stream);
   }
-  free(m);
+  ruda__free(m);
 }
 
 static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
                                  ruda_memory_allocation_mode_t mode, ruda_stream_id_t stream) {
-  mode_op_t *m = calloc(1, sizeof *m);
+  mode_op_t *m = ruda__calloc(1, sizeof *m);
   if (!m) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
   m->base.run = run_mode;
   m->base.stream = stream;

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/alloc.h"
 #include "server/server.h"
 
 uint64_t ruda__now_ns(void) {
@@ -43,7 +44,7 @@ void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err) {
   err = ruda_status_into_server(err);
   if (e->len == e->cap) {
     size_t cap = e->cap ? e->cap * 2 : 4;
-    ruda_status_t *items = realloc(e->items, cap * sizeof *items);
+    ruda_status_t *items = ruda__realloc(e->items, cap * sizeof *items);
     if (!items) {
       /* Keep the newest error visible: replace the last one. */
       if (e->len) {
@@ -87,7 +88,7 @@ ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
 void ruda__stream_errors_deinit(ruda__stream_errors_t *e) {
   if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
   for (size_t i = 0; i < e->len; i++) ruda_status_free(e->items[i]);
-  free(e->items);
+  ruda__free(e->items);
   memset(e, 0, sizeof *e);
 }
 
@@ -97,7 +98,7 @@ ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t start_ns,
                                    ruda_profiling_token_t *out) {
   if (p->len == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 4;
-    ruda__profiler_entry_t *e = realloc(p->entries, cap * sizeof *e);
+    ruda__profiler_entry_t *e = ruda__realloc(p->entries, cap * sizeof *e);
     if (!e) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory starting a profile");
     p->entries = e;
     p->cap = cap;
@@ -148,7 +149,7 @@ bool ruda__profiler_is_empty(const ruda__profiler_t *p) { return p->len == 0; }
 
 void ruda__profiler_deinit(ruda__profiler_t *p) {
   for (size_t i = 0; i < p->len; i++) ruda_status_free(p->entries[i].error);
-  free(p->entries);
+  ruda__free(p->entries);
   memset(p, 0, sizeof *p);
 }
 
@@ -216,12 +217,12 @@ static bool ready_poll(ruda__future_t *f) { (void)f; return true; }
 static void ready_destroy(ruda__future_t *f) {
   ready_future_t *r = (ready_future_t *)f;
   ruda_status_free(r->status);
-  free(r);
+  ruda__free(r);
 }
 static const ruda__future_vtable_t ready_vt = {ready_wait, ready_poll, ready_destroy};
 
 ruda__future_t *ruda__future_ready(ruda_status_t status) {
-  ready_future_t *r = malloc(sizeof *r);
+  ready_future_t *r = ruda__malloc(sizeof *r);
   if (!r) return NULL;
   r->base.vt = &ready_vt;
   r->status = status;

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/thread_pool.h"
+#include "base/alloc.h"
 #include "comm/cpu_collective.h"
 #include "server/kernel_object.h"
 #include "server/server.h"
@@ -50,7 +51,7 @@ static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
   uint32_t slot = (uint32_t)(id.value % s->max_streams);
   cpu_stream_t *st = s->streams[slot];
   if (st) return st;
-  st = calloc(1, sizeof *st);
+  st = ruda__calloc(1, sizeof *st);
   if (!st) return NULL;
   ruda__storage_t storage;
   ruda_status_t err = ruda__host_storage_create(s->base.utilities.properties.memory.alignment,
@@ -61,7 +62,7 @@ static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
   }
   if (err) {
     ruda_status_free(err);
-    free(st);
+    ruda__free(st);
     return NULL;
   }
   st->errors.counter = &s->base.queued_errors;
@@ -344,7 +345,7 @@ static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
                                 "cannot allocate %llu bytes of shared memory",
                                 (unsigned long long)bytes);
     }
-    free(s->shared[i]);
+    ruda__free(s->shared[i]);
     s->shared[i] = p;
   }
   s->shared_cap = bytes;
@@ -400,11 +401,11 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
   void **ptrs = ptr_inline;
   uint64_t *sizes = size_inline;
   if (args->num_buffers > MAX_INLINE_BUFFERS) {
-    ptrs = malloc(args->num_buffers * sizeof *ptrs);
-    sizes = malloc(args->num_buffers * sizeof *sizes);
+    ptrs = ruda__malloc(args->num_buffers * sizeof *ptrs);
+    sizes = ruda__malloc(args->num_buffers * sizeof *sizes);
     if (!ptrs || !sizes) {
-      free(ptrs == ptr_inline ? NULL : ptrs);
-      free(sizes == size_inline ? NULL : sizes);
+      ruda__free(ptrs == ptr_inline ? NULL : ptrs);
+      ruda__free(sizes == size_inline ? NULL : sizes);
       return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "binding %zu buffers",
                                 args->num_buffers);
     }
@@ -451,8 +452,8 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     }
     err = l.failure;
   }
-  if (ptrs != ptr_inline) free(ptrs);
-  if (sizes != size_inline) free(sizes);
+  if (ptrs != ptr_inline) ruda__free(ptrs);
+  if (sizes != size_inline) ruda__free(sizes);
   return err;
 }
 
@@ -533,16 +534,16 @@ static void cpu_destroy(ruda__server_t *base) {
     ruda__memory_manager_destroy(st->mm);
     ruda__stream_errors_deinit(&st->errors);
     ruda__profiler_deinit(&st->profiler);
-    free(st);
+    ruda__free(st);
   }
-  free(s->streams);
+  ruda__free(s->streams);
   if (s->shared) {
-    for (uint32_t i = 0; i < ruda__thread_pool_size(s->pool); i++) free(s->shared[i]);
-    free(s->shared);
+    for (uint32_t i = 0; i < ruda__thread_pool_size(s->pool); i++) ruda__free(s->shared[i]);
+    ruda__free(s->shared);
   }
   ruda__thread_pool_destroy(s->pool);
   ruda__server_utilities_deinit(&s->base.utilities);
-  free(s);
+  ruda__free(s);
 }
 
 static const ruda__server_vtable_t cpu_vtable = {
@@ -580,7 +581,7 @@ static uint64_t env_u64(const char *name, uint64_t fallback) {
 
 static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
-  cpu_server_t *s = calloc(1, sizeof *s);
+  cpu_server_t *s = ruda__calloc(1, sizeof *s);
   if (!s) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating cpu:%u", index);
   ruda_device_properties_t props;
   ruda__cpu_device_properties(&props);
@@ -594,19 +595,19 @@ static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   s->max_streams = settings->max_streams;
   s->memory_config = settings->memory;
   s->memory_limit = env_u64("RUDA_CPU_MEMORY_LIMIT", 0);
-  s->streams = calloc(s->max_streams, sizeof *s->streams);
+  s->streams = ruda__calloc(s->max_streams, sizeof *s->streams);
   ruda_status_t err = s->streams ? NULL
                                  : ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   if (!err) err = ruda__thread_pool_create(settings->threads, settings->spin, &s->pool);
   if (!err) {
-    s->shared = calloc(ruda__thread_pool_size(s->pool), sizeof *s->shared);
+    s->shared = ruda__calloc(ruda__thread_pool_size(s->pool), sizeof *s->shared);
     if (!s->shared) err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   }
   if (err) {
-    free(s->streams);
+    ruda__free(s->streams);
     ruda__thread_pool_destroy(s->pool);
     ruda__server_utilities_deinit(&s->base.utilities);
-    free(s);
+    ruda__free(s);
     return err;
   }
   *out = &s->base;

@@ -384,6 +384,39 @@ TEST(out_of_memory_then_usable) {
   ruda__memory_manager_destroy(mm);
 }
 
+TEST(persistent_key_of_2_pow_64_minus_1_does_not_wrap) {
+  /* Issue 9: reserve 0, release, reserve UINT64_MAX in persistent mode.
+   * UINT64_MAX + padding wrapped to the 0-byte bucket's key: the request
+   * got the 0-byte slice, and a 64-byte write through it crashed. */
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_PERSISTENT);
+  ruda_handle_t z, h;
+  ALLOC(mm, 0, &z);
+  ruda_handle_release(&z);
+  ruda_memory_usage_t before = ruda__memory_usage(mm);
+  for (uint64_t size = UINT64_MAX; size > UINT64_MAX - 300; size -= 37) {
+    ruda_status_t st = try_alloc(mm, size, &h);
+    ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_IO_BUFFER_TOO_BIG);
+    ASSERT_UEQ(ruda_status_size_field(st), size);
+    ruda_status_free(st);
+  }
+  ASSERT_ERR_KIND(try_alloc(mm, 128 * MIB + 1, &h), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  /* Consistent: same usage, and the 0-byte slice is still there for reuse. */
+  ruda_memory_usage_t after = ruda__memory_usage(mm);
+  ASSERT_UEQ(after.number_allocs, before.number_allocs);
+  ASSERT_UEQ(after.bytes_in_use, before.bytes_in_use);
+  ASSERT_UEQ(after.bytes_reserved, before.bytes_reserved);
+  uint64_t allocs = cs.allocs;
+  ALLOC(mm, 0, &z);
+  ASSERT_UEQ(cs.allocs, allocs);
+  ALLOC(mm, 64, &h);
+  ASSERT_UEQ(resolve(mm, &h).size, 64);
+  ruda_handle_release(&z);
+  ruda_handle_release(&h);
+  ruda__memory_manager_destroy(mm);
+}
+
 TEST(invalid_configs_are_errors) {
   counting_storage_t cs;
   ruda__memory_manager_t *mm = NULL;
