@@ -21,6 +21,15 @@
  *   memory_usage:                 fails while errors are queued (no drain)
  *   everything else:              runs regardless, drains nothing
  *
+ * Handle arguments are checked before anything is queued: an empty handle,
+ * a copy kept after its memory's last handle was released, a handle of
+ * another device, or one whose size, offsets or stream were edited is
+ * refused at once with RUDA_ERR_INVALID_HANDLE (ruda/memory.h gives the
+ * texts); such a handle never reaches the device. Sizes computed from
+ * shapes, strides and element sizes are overflow-checked: a copy whose byte
+ * count or strided extent does not fit in 64 bits, or whose extent exceeds
+ * the handle's view, is RUDA_ERR_INVALID_ARGUMENT.
+ *
  * Thread-safety: every function here may be called from any thread. A
  * client object is ref-counted and may be shared between threads.
  */
@@ -120,8 +129,10 @@ ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t
 /* ---- Allocation ---- */
 
 /* An uninitialized buffer of `size` bytes (contiguous). Non-blocking: the
- * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory)
- * surface on the stream. The caller owns the handle. */
+ * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory
+ * naming the request, the limit, the stream's and device's usage and the
+ * largest free block) surface on the stream, after which
+ * ruda_handle_is_bound() reads false. The caller owns the handle. */
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
 /* A tensor with the device's optimized (possibly pitched) layout; honour
  * out->strides. */
@@ -139,7 +150,9 @@ ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data,
                                         uint64_t size, ruda_handle_t *out);
 /* Same, taking ownership of `bytes` (no copy on the caller's thread; pinned
- * bytes upload directly). *bytes is zeroed. */
+ * bytes upload directly). *bytes is zeroed, also on error.
+ * RUDA_ERR_INVALID_ARGUMENT when bytes->data is NULL with a non-zero size
+ * (the bytes are released). */
 ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
                                                    ruda_handle_t *out);
 /* A tensor from contiguous row-major `data` (shape x elem_size bytes) in the
@@ -204,7 +217,10 @@ void ruda_resource_release(ruda_resource_t *r);
 
 /* Launches `kernel` with Checked execution. Non-blocking: invalid arguments
  * (NULL kernel, too many buffers) return at once with
- * RUDA_ERR_INVALID_ARGUMENT; everything the device checks (dims, units,
+ * RUDA_ERR_INVALID_ARGUMENT, a bad handle argument with
+ * RUDA_ERR_INVALID_HANDLE ("launch of 'k', buffer 2: handle #12.3 was
+ * released"), a dynamic count whose view holds under 12 bytes with
+ * LaunchError::Unknown; everything the device checks (dims, units,
  * shared memory against the device's properties, compilation, kernel
  * failures) surfaces on the stream as ServerError::Launch(...). */
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel,

@@ -372,17 +372,27 @@ ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device
                      &device, true, who);
 }
 
+static ruda_binding_t ruda__binding_of(const ruda_handle_t *h);
+
 ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
                                 const char *who, ruda_binding_t *out) {
+  /* The hot path (every handle argument of every launch): one lookup, the
+   * checks, one CAS. Errors are worked out again on the cold path. */
+  ruda_memory_t *m = NULL;
+  if (h && ruda_device_id_eq(h->device, device) &&
+      ruda__view_check(h->id, h->offset_start, h->offset_end, h->size, h->stream, device, true,
+                       &m) == RUDA__VIEW_OK &&
+      ruda__memory_try_retain(m, ruda__id_gen(h->id))) {
+    *out = ruda__binding_of(h);
+    return NULL;
+  }
   memset(out, 0, sizeof *out);
   ruda_status_t st = ruda__handle_check(h, device, who);
-  if (st) return st;
-  *out = ruda_handle_binding(h);
   /* Released by another thread between the check and the retain. */
-  if (out->id == 0)
-    return ruda__view_error(RUDA__VIEW_RELEASED, NULL, h->id, 0, 0, 0, h->stream, device,
-                            device, who);
-  return NULL;
+  if (!st)
+    st = ruda__view_error(RUDA__VIEW_RELEASED, NULL, h->id, 0, 0, 0, h->stream, device, device,
+                          who);
+  return st;
 }
 
 ruda_status_t ruda_handle_validate(const ruda_handle_t *h) {
