@@ -392,3 +392,45 @@ TEST(threads_release_unbound_and_bound) {
   ASSERT_UEQ(cs.allocs, 1);
   ruda__memory_manager_destroy(mm);
 }
+
+/* ---- The table under concurrency ---- */
+
+enum { T_THREADS = 4, T_ROUNDS = 20000, T_LIVE = 8 };
+
+static void *table_worker(void *arg) {
+  int *failures = arg;
+  ruda_handle_t live[T_LIVE], stale[T_LIVE];
+  memset(live, 0, sizeof live);
+  memset(stale, 0, sizeof stale);
+  unsigned seed = (unsigned)(uintptr_t)arg;
+  for (int r = 0; r < T_ROUNDS; r++) {
+    int i = (int)((unsigned)rand_r(&seed) % T_LIVE);
+    if (!ruda_handle_is_empty(&live[i])) {
+      /* Live handles stay valid whatever other threads recycle. */
+      if (ruda__handle_memory(&live[i]) == NULL) (*failures)++;
+      stale[i] = live[i];
+      ruda_handle_release(&live[i]);
+    }
+    live[i] = ruda__handle_wrap(ruda__memory_new(), 16 + (uint64_t)i, (ruda_stream_id_t){0});
+    if (ruda_handle_is_empty(&live[i])) (*failures)++;
+    /* A stale copy never comes back to life, even when its slot was just
+     * handed out again (to this thread or another). */
+    ruda_handle_t c = ruda_handle_clone(&stale[i]);
+    if (!ruda_handle_is_empty(&c)) {
+      (*failures)++;
+      ruda_handle_release(&c);
+    }
+    if (stale[i].id == live[i].id && stale[i].id) (*failures)++;
+  }
+  for (int i = 0; i < T_LIVE; i++) ruda_handle_release(&live[i]);
+  return NULL;
+}
+
+TEST(table_recycles_slots_safely_across_threads) {
+  pthread_t th[T_THREADS];
+  int failures[T_THREADS] = {0};
+  for (int t = 0; t < T_THREADS; t++)
+    ASSERT_EQ(pthread_create(&th[t], NULL, table_worker, &failures[t]), 0);
+  for (int t = 0; t < T_THREADS; t++) ASSERT_EQ(pthread_join(th[t], NULL), 0);
+  for (int t = 0; t < T_THREADS; t++) ASSERT_EQ(failures[t], 0);
+}
