@@ -955,8 +955,19 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
                               "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
   }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
-  size_t bytes = sizeof(launch_op_t) + (nb + nt) * sizeof(ruda_binding_t) +
-                 nt * sizeof(ruda_tensor_map_meta_t) + ni * sizeof(uint64_t);
+  /* Counts from the caller: the block's size must not wrap. */
+  size_t bytes = 0, part;
+  if (__builtin_add_overflow(nb, nt, &part) ||
+      __builtin_mul_overflow(part, sizeof(ruda_binding_t), &part) ||
+      __builtin_add_overflow(sizeof(launch_op_t), part, &bytes) ||
+      __builtin_mul_overflow(nt, sizeof(ruda_tensor_map_meta_t), &part) ||
+      __builtin_add_overflow(bytes, part, &bytes) ||
+      __builtin_mul_overflow(ni, sizeof(uint64_t), &part) ||
+      __builtin_add_overflow(bytes, part, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch of '%s': %zu buffers, %zu tensor maps and %zu info words "
+                              "do not fit in memory",
+                              kernel->desc.name, nb, nt, ni);
   launch_op_t *l = ruda__device_op_alloc(c->dev, bytes);
   if (!l) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "queueing '%s'", kernel->desc.name);
   memset(l, 0, sizeof *l);

@@ -286,3 +286,16 @@ TEST(is_bound_reflects_the_last_sync) {
   still_usable(c);
   ruda_client_release(c);
 }
+
+TEST(launch_sizes_that_wrap_are_refused) {
+  /* An info length whose byte count wraps the launch block's size. */
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *k = cts_kernel_empty();
+  uint64_t info[2] = {1, 2};
+  ruda_kernel_args_t args = {.info = {info, SIZE_MAX / 8 + 2, 0}};
+  ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(c);
+}
