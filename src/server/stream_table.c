@@ -3,8 +3,9 @@
  * stream_table.h for the design. */
 #include "server/stream_table.h"
 
-#include <stdlib.h>
 #include <string.h>
+
+#include "base/alloc.h"
 
 /* ---- Stream errors ---- */
 
@@ -15,9 +16,15 @@ const ruda__stream_error_mode_t RUDA__MODE_CHECK = {false, false};
 void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err) {
   if (!err) return;
   err = ruda_status_into_server(err);
+  if (e->cap == 0) {
+    e->items = e->first;
+    e->cap = 1;
+  }
   if (e->len == e->cap) {
-    size_t cap = e->cap ? e->cap * 2 : 4;
-    ruda_status_t *items = realloc(e->items, cap * sizeof *items);
+    size_t cap = e->cap < 4 ? 4 : e->cap * 2;
+    ruda_status_t *items = e->items == e->first ? ruda__malloc(cap * sizeof *items)
+                                                : ruda__realloc(e->items, cap * sizeof *items);
+    if (items && e->items == e->first) memcpy(items, e->first, e->len * sizeof *items);
     if (!items) {
       /* Keep the newest error visible: replace the last one. */
       if (e->len) {
@@ -61,7 +68,7 @@ ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
 void ruda__stream_errors_deinit(ruda__stream_errors_t *e) {
   if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
   for (size_t i = 0; i < e->len; i++) ruda_status_free(e->items[i]);
-  free(e->items);
+  if (e->items != e->first) ruda__free(e->items);
   memset(e, 0, sizeof *e);
 }
 
@@ -71,7 +78,7 @@ ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t token, uint64_t
                                    void *mark) {
   if (p->len == p->cap) {
     size_t cap = p->cap ? p->cap * 2 : 4;
-    ruda__profiler_entry_t *e = realloc(p->entries, cap * sizeof *e);
+    ruda__profiler_entry_t *e = ruda__realloc(p->entries, cap * sizeof *e);
     if (!e) {
       return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN,
                                 "out of host memory starting a profile");
@@ -142,7 +149,7 @@ bool ruda__profiler_is_empty(const ruda__profiler_t *p) { return p->len == 0; }
 
 void ruda__profiler_deinit(ruda__profiler_t *p) {
   for (size_t i = 0; i < p->len; i++) ruda_status_free(p->entries[i].error);
-  free(p->entries);
+  ruda__free(p->entries);
   memset(p, 0, sizeof *p);
 }
 
@@ -168,7 +175,7 @@ ruda_status_t ruda__stream_table_init(ruda__stream_table_t *t, uint32_t max_stre
   t->queued_errors = queued_errors;
   t->nbuckets = FIRST_BUCKETS;
   t->shift = 64 - 6;
-  t->buckets = calloc(t->nbuckets, sizeof *t->buckets);
+  t->buckets = ruda__calloc(t->nbuckets, sizeof *t->buckets);
   t->next_token = 1;
   if (!t->buckets) {
     return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a stream table");
@@ -203,7 +210,7 @@ static void hash_unlink(ruda__stream_table_t *t, ruda__stream_t *st) {
  * chains. */
 static void hash_grow(ruda__stream_table_t *t) {
   uint32_t n = t->nbuckets * 2;
-  ruda__stream_t **b = calloc(n, sizeof *b);
+  ruda__stream_t **b = ruda__calloc(n, sizeof *b);
   if (!b) return;
   uint32_t old_n = t->nbuckets;
   ruda__stream_t **old = t->buckets;
@@ -218,13 +225,13 @@ static void hash_grow(ruda__stream_table_t *t) {
       b[k] = st;
     }
   }
-  free(old);
+  ruda__free(old);
 }
 
 static void index_put(ruda__stream_table_t *t, uint32_t index) {
   if (t->nfree_index == t->cap_free_index) {
     uint32_t cap = t->cap_free_index ? t->cap_free_index * 2 : 16;
-    uint32_t *f = realloc(t->free_index, cap * sizeof *f);
+    uint32_t *f = ruda__realloc(t->free_index, cap * sizeof *f);
     if (!f) return; /* the index is not reused: harmless */
     t->free_index = f;
     t->cap_free_index = cap;
@@ -253,7 +260,7 @@ static void state_remove(ruda__stream_table_t *t, ruda__stream_t *st) {
   t->count--;
   t->reclaimed++;
   if (!t->spare) t->spare = st;
-  else free(st);
+  else ruda__free(st);
 }
 
 static bool state_idle(ruda__stream_table_t *t, ruda__stream_t *st) {
@@ -305,13 +312,15 @@ ruda__stream_t *ruda__stream_get(ruda__stream_table_t *t, ruda_stream_id_t id) {
     return st;
   }
   size_t size = state_size(t);
-  st = calloc(1, size);
+  st = ruda__calloc(1, size);
   if (!st) {
     /* The spare keeps a stream's errors reportable through one failure. */
     st = t->spare;
     t->spare = NULL;
     if (!st) return NULL;
     memset(st, 0, size);
+  } else if (!t->spare) {
+    t->spare = ruda__calloc(1, size); /* may fail: then there is none */
   }
   st->id = id.value;
   st->index = index_get(t);
@@ -364,10 +373,10 @@ void ruda__stream_table_deinit(ruda__stream_table_t *t) {
   for (ruda__stream_t *st = t->lru_head, *next; st; st = next) {
     next = st->lru_next;
     state_clear(t, st);
-    free(st);
+    ruda__free(st);
   }
-  free(t->spare);
-  free(t->buckets);
-  free(t->free_index);
+  ruda__free(t->spare);
+  ruda__free(t->buckets);
+  ruda__free(t->free_index);
   memset(t, 0, sizeof *t);
 }

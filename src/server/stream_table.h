@@ -49,8 +49,11 @@
 /* ---- Per-stream error lists (StreamErrorMode) ---- */
 
 typedef struct ruda__stream_errors {
-  ruda_status_t *items;
+  ruda_status_t *items; /* `first` until a second error is queued */
   size_t len, cap;
+  /* Room for one error without allocating, so an error is never lost to
+   * exhausted host memory. The list must not be moved once used. */
+  ruda_status_t first[1];
   /* Optional: a device-wide count of queued errors kept in step with `len`
    * (ruda__server_t.queued_errors), read by clients without a round trip. */
   atomic_size_t *counter;
@@ -70,7 +73,8 @@ extern const ruda__stream_error_mode_t RUDA__MODE_CHECK;  /* (false, false) */
 
 /* Queues `err` (taken; NULL is a no-op) on the list, converted into a
  * ServerError. When the list cannot grow, the newest error replaces the
- * last one (the list is never silently empty). */
+ * last one (the list is never silently empty: the first error needs no
+ * allocation). */
 void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err);
 /* Applies `mode` at the start of an operation: with flush the errors are
  * drained; without ignore the operation must fail: returns
