@@ -233,7 +233,7 @@ ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_ta
 
 /* The server layer's launch: validates what does not depend on the backend
  * (the kernel's dim and shared memory against the properties, a static
- * count against max_ruda_count and the 64-bit unit total, a dynamic count
+ * count against max_ruda_count and the 64-bit ruda total, a dynamic count
  * view of at least 12 bytes) and queues a launch error on `stream` for a
  * launch that cannot run; otherwise calls s->vt->launch. Worker thread. */
 void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
@@ -290,7 +290,7 @@ bool ruda__reduce_dtype_supported(ruda_elem_type_t t);
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes);
 /* Checks a dispatch count of kernel `desc` against max_ruda_count and that
- * its total number of units (x * y * z * units per ruda) fits in 64 bits;
+ * its total number of rudas (x * y * z) fits in 64 bits;
  * LaunchError::Unknown naming the kernel, the limit and the value. Backends
  * call it for dynamic counts (static ones were checked by
  * ruda__server_launch). */

@@ -80,18 +80,15 @@ ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
                               "%u), max is (%u, %u, %u).",
                               name, c.x, c.y, c.z, m[0], m[1], m[2]);
   }
-  /* Every unit has a 64-bit index: a dispatch whose unit total wraps would
-   * run the wrong number of units (or none). */
-  uint64_t rudas = 0, units = 0;
-  uint64_t per_ruda = desc ? ruda_dim_num_elems(desc->ruda_dim) : 1;
+  /* Rudas are numbered with 64 bits: a dispatch whose ruda total wraps
+   * would run the wrong number of rudas (or none). */
+  uint64_t rudas = 0;
   if (__builtin_mul_overflow((uint64_t)c.x, (uint64_t)c.y, &rudas) ||
-      __builtin_mul_overflow(rudas, (uint64_t)c.z, &rudas) ||
-      __builtin_mul_overflow(rudas, per_ruda, &units)) {
+      __builtin_mul_overflow(rudas, (uint64_t)c.z, &rudas)) {
     return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                              "kernel '%s': a dispatch of (%u, %u, %u) rudas of %llu units each "
-                              "has more than %llu units, the most one launch can run",
-                              name, c.x, c.y, c.z, (unsigned long long)per_ruda,
-                              (unsigned long long)UINT64_MAX);
+                              "kernel '%s': a dispatch of (%u, %u, %u) rudas has more than %llu "
+                              "rudas, the most one launch can run",
+                              name, c.x, c.y, c.z, (unsigned long long)UINT64_MAX);
   }
   return NULL;
 }

@@ -268,7 +268,7 @@ TEST(dynamic_count_from_fewer_than_12_bytes_is_a_launch_error) {
   ruda_client_release(c);
 }
 
-TEST(dispatch_counts_whose_unit_total_overflows_are_rejected) {
+TEST(dispatch_counts_whose_ruda_total_overflows_are_rejected) {
   ruda_client_t *c = cts_fresh_stream_client();
   uint32_t out[CTS_UNITS] = {0};
   ruda_handle_t h;

@@ -167,7 +167,9 @@ TEST(busy_states_are_never_reclaimed) {
   ASSERT_ULE(ruda__stream_table_count(&t), 2 + 3);
   ASSERT_UEQ(atomic_load(&queued), 1);
   /* Once they are idle, the next creations reclaim them. */
-  ASSERT_NOT_NULL(ruda__stream_check(err, RUDA__MODE_DRAIN) /* the error */);
+  ruda_status_t drained = ruda__stream_check(err, RUDA__MODE_DRAIN);
+  ASSERT_NOT_NULL(drained);
+  ruda_status_free(drained);
   ASSERT_UEQ(atomic_load(&queued), 0);
   ruda_profile_duration_t d;
   ASSERT_OK(ruda__profiler_stop(&prof->profiler, tok, 9, RUDA_TIMING_SYSTEM, &d));
