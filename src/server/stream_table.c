@@ -171,7 +171,7 @@ ruda_status_t ruda__stream_table_init(ruda__stream_table_t *t, uint32_t max_stre
                                       atomic_size_t *queued_errors) {
   memset(t, 0, sizeof *t);
   if (ops) t->ops = *ops;
-  t->max_streams = max_streams ? max_streams : 1;
+  t->max_streams = max_streams ? max_streams : 128;
   t->queued_errors = queued_errors;
   t->nbuckets = FIRST_BUCKETS;
   t->shift = 64 - 6;
@@ -293,6 +293,7 @@ static void reclaim(ruda__stream_table_t *t, ruda__stream_t *keep) {
 ruda__stream_t *ruda__stream_find(ruda__stream_table_t *t, ruda_stream_id_t id) {
   ruda__stream_t *st = t->last;
   if (st && st->id == id.value) return st;
+  if (!t->buckets) return NULL; /* never initialised: no state exists */
   for (st = t->buckets[bucket_of(t, id.value)]; st; st = st->hash_next) {
     if (st->id == id.value) return st;
   }
@@ -302,6 +303,15 @@ ruda__stream_t *ruda__stream_find(ruda__stream_table_t *t, ruda_stream_id_t id) 
 ruda__stream_t *ruda__stream_get(ruda__stream_table_t *t, ruda_stream_id_t id) {
   ruda__stream_t *st = t->last;
   if (st && st->id == id.value) return st;
+  if (!t->buckets) {
+    /* A backend that never set its table up gets one without an
+     * extension, so the server layer can still queue its errors. */
+    ruda_status_t err = ruda__stream_table_init(t, 0, NULL, NULL);
+    if (err) {
+      ruda_status_free(err);
+      return NULL;
+    }
+  }
   st = ruda__stream_find(t, id);
   if (st) {
     if (t->lru_head != st) {

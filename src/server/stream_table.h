@@ -189,7 +189,10 @@ typedef struct ruda__stream_table {
   uint64_t created, reclaimed; /* totals, for tests and logs */
 } ruda__stream_table_t;
 
-/* Initialises an empty table keeping up to `max_streams` (>= 1) idle states.
+/* Initialises an empty table keeping up to `max_streams` (0: 128) idle
+ * states. A table left zeroed initialises itself on first use, without a
+ * backend extension (so the server layer can queue errors for a backend
+ * that has not set one up).
  * `queued_errors` (may be NULL) is kept in step with every state's error
  * list. Errors: RUDA_ERR_UNAVAILABLE when host memory is exhausted. */
 ruda_status_t ruda__stream_table_init(ruda__stream_table_t *t, uint32_t max_streams,

@@ -369,3 +369,15 @@ TEST(a_failed_table_init_and_a_zeroed_table_deinit_safely) {
   ruda__stream_table_deinit(&z);
   ASSERT_EQ(b.releases, 0);
 }
+
+TEST(a_zeroed_table_sets_itself_up_on_first_use) {
+  ruda__stream_table_t t;
+  memset(&t, 0, sizeof t);
+  ASSERT_NULL(ruda__stream_find(&t, sid(4)));
+  ruda__stream_t *st = ruda__stream_get(&t, sid(4));
+  ASSERT_NOT_NULL(st);
+  ruda__stream_push_error(st, launch_error("queued anyway"));
+  ASSERT_PTR_EQ(ruda__stream_find(&t, sid(4)), st);
+  ASSERT_UEQ(t.max_streams, 128);
+  ruda__stream_table_deinit(&t);
+}
