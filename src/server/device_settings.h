@@ -30,6 +30,15 @@ typedef struct ruda__device_settings {
   char cache_dir[RUDA_CONFIG_PATH_MAX];
 } ruda__device_settings_t;
 
+/* The allocation mode a stream's main memory manager starts in (and that
+ * an idle stream is expected to be in): Persistent when persistent memory
+ * is enforced, Auto otherwise. */
+static inline ruda_memory_allocation_mode_t ruda__device_settings_initial_mode(
+    const ruda__device_settings_t *s) {
+  return s->memory.persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
+                                                           : RUDA_ALLOCATION_AUTO;
+}
+
 /* The settings `cfg` gives a device. Pure apart from reading the
  * environment for the cache directory ($HOME, $XDG_CACHE_HOME); thread-safe. */
 void ruda__device_settings_from_config(const ruda_config_t *cfg, ruda__device_settings_t *out);

@@ -47,9 +47,10 @@ static ruda_status_t no_stream(void) {
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
 }
 
-/* The state of a stream with its memory manager, created on first use. NULL
- * when host memory ran out: the error is queued on the stream when its
- * state exists, dropped otherwise (then *out_rs is NULL too). */
+/* The state of a stream and (*out) its memory manager, created on first
+ * use. *out is NULL when host memory ran out: the error is then queued on
+ * the stream, whose state is returned; NULL when even that could not be
+ * made. */
 static ruda__stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id, cpu_stream_t **out) {
   *out = NULL;
   ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
@@ -79,11 +80,9 @@ static bool cpu_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   cpu_stream_t *st = ext(rs);
   if (!st->mm) return true;
   /* Work completes before the worker moves on: only memory can be held. */
-  ruda_memory_allocation_mode_t initial =
-      s->base.utilities.settings.memory.persistent == RUDA_PERSISTENT_ENFORCED
-          ? RUDA_ALLOCATION_PERSISTENT
-          : RUDA_ALLOCATION_AUTO;
-  return ruda__memory_usage(st->mm).number_allocs == 0 && ruda__memory_mode(st->mm) == initial;
+  return ruda__memory_usage(st->mm).number_allocs == 0 &&
+         ruda__memory_mode(st->mm) ==
+             ruda__device_settings_initial_mode(&s->base.utilities.settings);
 }
 
 static void cpu_stream_release(void *ctx, ruda__stream_t *rs) {

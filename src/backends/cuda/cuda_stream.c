@@ -581,13 +581,10 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   if (st->ngc != 0 || st->ntrace != 0) return false;
   ruda__drop_queue_flush(st->drops);
   ruda__drop_queue_flush(st->drops);
-  ruda_memory_allocation_mode_t initial =
-      s->base.utilities.settings.memory.persistent == RUDA_PERSISTENT_ENFORCED
-          ? RUDA_ALLOCATION_PERSISTENT
-          : RUDA_ALLOCATION_AUTO;
   return ruda__memory_usage(st->gpu).number_allocs == 0 &&
          ruda__memory_usage(st->pinned).number_allocs == 0 &&
-         ruda__memory_mode(st->gpu) == initial;
+         ruda__memory_mode(st->gpu) ==
+             ruda__device_settings_initial_mode(&s->base.utilities.settings);
 }
 
 /* Frees the CUDA part and the start events of the stream's open profiles. */

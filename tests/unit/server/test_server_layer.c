@@ -148,32 +148,6 @@ TEST(the_server_layer_rejects_launches_that_cannot_run_on_their_stream) {
   fake_deinit(&f);
 }
 
-TEST(dynamic_counts_need_a_12_byte_view) {
-  fake_server_t f;
-  fake_init(&f);
-  ruda_kernel_t *k = kernel("dyn", 1, 0);
-  ruda__launch_args_t args;
-  memset(&args, 0, sizeof args);
-  /* A binding's view: size minus its offsets (no memory needed here). */
-  ruda__count_t small = {true, {0, 0, 0}, {0}};
-  small.buffer.size = 16;
-  small.buffer.offset_end = 8;
-  ruda__server_launch(&f.base, k, &small, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){5});
-  ASSERT_EQ(f.launches, 0);
-  ruda_status_t s = drain(&f, 5);
-  ruda_status_t e = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
-  ASSERT_NOT_NULL(e);
-  ASSERT_STR_CONTAINS(ruda_status_reason(e), "12 bytes");
-  ASSERT_STR_CONTAINS(ruda_status_reason(e), "has 8");
-  ruda_status_free(s);
-  ruda__count_t enough = small;
-  enough.buffer.offset_end = 4;
-  ruda__server_launch(&f.base, k, &enough, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){5});
-  ASSERT_EQ(f.launches, 1);
-  ruda_kernel_release(k);
-  fake_deinit(&f);
-}
-
 TEST(count_checks_name_the_kernel_limit_and_value) {
   ruda_device_properties_t p;
   memset(&p, 0, sizeof p);
