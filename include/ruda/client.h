@@ -15,11 +15,17 @@
  * Errors of non-blocking operations are queued on their stream and returned
  * by the stream's next flush, sync or read as
  * ServerError::ServerUnhealthy{errors}; the stream is healthy afterwards and
- * other streams are never affected. Which operations drain or ignore queued
- * errors follows the seed's StreamErrorMode table:
+ * other streams are never affected. Every stream id has its own errors and
+ * memory, however many streams have existed (the state of idle streams is
+ * reclaimed beyond [streaming] max_streams; nothing pending is ever
+ * dropped). Which operations drain or ignore queued errors follows the
+ * StreamErrorMode table:
  *   read, flush, sync:            fail with the queued errors and drain them
  *   memory_usage:                 fails while errors are queued (no drain)
  *   everything else:              runs regardless, drains nothing
+ * Observing never changes which call reports an error: profiling (at any
+ * [profiling] level, or with the calls below), tracing and logging leave
+ * queued errors where they are.
  *
  * Handle arguments are checked before anything is queued: an empty handle,
  * a copy kept after its memory's last handle was released, a handle of
@@ -243,9 +249,16 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
 
 /* ---- Memory management ---- */
 
-/* Usage of this client's stream's pools. Fails with ServerUnhealthy while
- * errors are queued on the stream (they stay queued). */
+/* Usage of this client's stream's pools (zero for a stream that holds no
+ * memory). Fails with ServerUnhealthy while errors are queued on the stream
+ * (they stay queued). Blocking. */
 ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out);
+/* Usage of the whole device: the sum over every stream's pools (device
+ * memory; a backend's own pinned staging is not counted). Queued errors do
+ * not make it fail and stay queued. Blocking; thread-safe. Errors:
+ * RUDA_ERR_INVALID_ARGUMENT (NULL argument), RUDA_ERR_UNAVAILABLE (after
+ * ruda_shutdown). */
+ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out);
 /* Returns free pages of the stream's pools to the system/driver.
  * Non-blocking. */
 ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c);
@@ -263,11 +276,30 @@ ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
 
 /* Runs fn(c, ctx) and measures the device time of the work it submits on the
  * stream (device timestamps where the backend has them). Profiles may nest.
- * fn's own error is returned as is; a device error during the profile as
- * ProfileError. */
+ * fn's own error is returned as is; an error queued on the stream while the
+ * profile was open as a ProfileError wrapping a copy of it. That error also
+ * stays queued on the stream: its next read, flush or sync still reports
+ * it. */
 ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                   void *ctx, ruda_profile_duration_t *out);
+/* Opens a profile on the client's stream and returns its token, unique on
+ * the device. Profiles may nest and overlap (end them in any order); the
+ * work measured is what is submitted on the stream between start and end.
+ * Blocking; thread-safe. Errors: RUDA_ERR_INVALID_ARGUMENT (NULL argument),
+ * ProfileError::Unknown (the backend could not start it),
+ * RUDA_ERR_UNAVAILABLE (after ruda_shutdown). A token never ended keeps
+ * its stream's state alive. */
+ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out);
+/* Ends the profile `token` opened on the client's stream: its duration in
+ * *out. Errors: ProfileError::NotRegistered for a token that is not open on
+ * this stream (never opened, already ended, or opened on another stream);
+ * a ProfileError wrapping a copy of an error queued on the stream while the
+ * profile was open (the error stays queued for the stream's next read,
+ * flush or sync); RUDA_ERR_INVALID_ARGUMENT; RUDA_ERR_UNAVAILABLE.
+ * Blocking; thread-safe. */
+ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
+                                      ruda_profile_duration_t *out);
 /* Runs fn(c, ctx) on the device's worker thread with no other operation of
  * any thread interleaved; client calls made inside fn run inline. */
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,

@@ -238,6 +238,7 @@ typedef enum call_kind {
   CALL_EXCLUSIVE,
   CALL_START_PROFILE,
   CALL_END_PROFILE,
+  CALL_MEMORY_USAGE_DEVICE,
 } call_kind_t;
 
 typedef struct call_op {
@@ -304,6 +305,9 @@ static void run_call(ruda__device_t *d, ruda__op_t *op) {
     case CALL_END_PROFILE:
       c->status = s->vt->end_profile(s, st, c->token, &c->duration);
       break;
+    case CALL_MEMORY_USAGE_DEVICE:
+      c->status = ruda__server_memory_usage_device(s, &c->usage);
+      break;
   }
   ruda__completion_signal(&c->done);
 }
@@ -368,6 +372,15 @@ ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *ou
   if (!c || !out) return invalid("ruda_client_memory_usage: NULL argument");
   call_op_t op;
   call_init(&op, c, CALL_MEMORY_USAGE);
+  ruda_status_t s = call(c, &op);
+  *out = op.usage;
+  return s;
+}
+
+ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out) {
+  if (!c || !out) return invalid("ruda_client_memory_usage_device: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_MEMORY_USAGE_DEVICE);
   ruda_status_t s = call(c, &op);
   *out = op.usage;
   return s;
@@ -919,7 +932,7 @@ typedef struct launch_op {
 
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
-  if (d->server) d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
   for (size_t i = 0; i < l->args.num_buffers; i++) ruda_binding_release(&l->buffers[i]);
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);
@@ -1036,17 +1049,42 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
 }
 
 /* At profiling level basic and above every launch is measured (blocking,
- * as in the reference) and recorded in the summary printed at sync. */
+ * as in the reference) and recorded in the summary printed at sync.
+ * Measuring never changes what the launch reports: the call returns what an
+ * unprofiled launch returns (its argument checks), and errors of the work
+ * stay queued on the stream for its next read, flush or sync. A profile
+ * that failed (or could not start) is simply not recorded. */
 typedef struct profiled_launch {
   ruda_kernel_t *kernel;
   ruda_count_t count;
   const ruda_kernel_args_t *args;
   ruda_execution_mode_t mode;
+  ruda_status_t launch_status;
+  bool measured;
+  ruda_profile_duration_t duration;
 } profiled_launch_t;
 
 static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
   profiled_launch_t *p = ctx;
-  return launch(c, p->kernel, p->count, p->args, p->mode);
+  call_op_t start;
+  call_init(&start, c, CALL_START_PROFILE);
+  ruda_status_t s = call(c, &start);
+  p->launch_status = launch(c, p->kernel, p->count, p->args, p->mode);
+  if (s) {
+    ruda_status_free(s);
+    return NULL;
+  }
+  call_op_t end;
+  call_init(&end, c, CALL_END_PROFILE);
+  end.token = start.token;
+  s = call(c, &end);
+  if (s) {
+    ruda_status_free(s);
+  } else {
+    p->measured = true;
+    p->duration = end.duration;
+  }
+  return NULL;
 }
 
 static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
@@ -1061,10 +1099,14 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
     }
     return launch(c, kernel, count, args, mode);
   }
-  profiled_launch_t p = {kernel, count, args, mode};
-  ruda_profile_duration_t d;
-  ruda_status_t s = ruda_client_profile(c, kernel->desc.name, profiled_launch_body, &p, &d);
-  if (s) return s;
+  profiled_launch_t p = {kernel, count, args, mode, NULL, false, {0, 0, RUDA_TIMING_SYSTEM}};
+  ruda_status_t s = ruda_client_exclusive(c, profiled_launch_body, &p);
+  if (s) {
+    /* The worker never ran the body (the device is shut down). */
+    ruda_status_free(p.launch_status);
+    return s;
+  }
+  if (p.launch_status || !p.measured) return p.launch_status;
   char name[256];
   if (c->dev->profile_level >= RUDA_LOG_LEVEL_FULL) {
     char count_text[64] = "binding";
@@ -1074,7 +1116,7 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
   } else {
     ruda__profile_name_balanced(kernel->desc.name, name, sizeof name);
   }
-  ruda__profile_summary_record(name, ruda_profile_duration_ns(d));
+  ruda__profile_summary_record(name, ruda_profile_duration_ns(p.duration));
   return NULL;
 }
 
@@ -1130,4 +1172,26 @@ ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
   if (s) return s;
   if (out) *out = p.duration;
   return NULL;
+}
+
+/* ---- Profiling tokens ---- */
+
+ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out) {
+  if (!c || !out) return invalid("ruda_client_profile_start: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_START_PROFILE);
+  ruda_status_t s = call(c, &op);
+  if (!s) *out = op.token;
+  return s;
+}
+
+ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
+                                      ruda_profile_duration_t *out) {
+  if (!c || !out) return invalid("ruda_client_profile_end: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_END_PROFILE);
+  op.token = token;
+  ruda_status_t s = call(c, &op);
+  if (!s) *out = op.duration;
+  return s;
 }

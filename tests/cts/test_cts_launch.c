@@ -288,6 +288,12 @@ TEST(profile_with_a_failing_launch_reports_a_profile_error) {
   ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
   ruda_status_free(s);
+  /* Observing took nothing away: the stream still reports its error, once. */
+  s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_UEQ(ruda_status_error_count(s), 1);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ruda_status_free(s);
   ASSERT_OK(ruda_client_sync(c));
   ruda_client_release(c);
 }
