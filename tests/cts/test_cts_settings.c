@@ -154,11 +154,11 @@ static bool holds_a_file(const char *dir) {
 }
 
 static void cache_scenario(bool off) {
-  cts_require("disk_cache");
   ruda_config_t cfg;
   ruda_config_default(&cfg);
   if (off) cfg.compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
-  install(&cfg);
+  install(&cfg); /* before anything reads the configuration (cts_require does) */
+  cts_require("disk_cache");
   /* The default is the user's cache directory ($XDG_CACHE_HOME/ruda, a
    * fresh directory given by the parent). */
   char dir[4096];
