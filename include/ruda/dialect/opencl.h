@@ -7,10 +7,10 @@
  * OpenCL C 1.2 or newer.
  *
  * A RUDA_KERNEL becomes `__kernel void NAME(buffers..., __global const ulong
- * *info, __local uchar *dynamic_shared)`: one __global pointer per buffer in
- * declaration order, the info words, and a __local argument the backend
- * sizes to the kernel's shared_mem_bytes (at least 16 bytes). Fixed dims
- * give reqd_work_group_size. Shared arrays are declared at kernel scope (as
+ * *info[, __local uchar *dynamic_shared])`: one __global pointer per buffer
+ * in declaration order, the info words, and, in a kernel that declares
+ * RUDA_SHARED_DYNAMIC, a __local argument the backend sizes to the kernel's
+ * shared_mem_bytes. Fixed dims give reqd_work_group_size. Shared arrays are declared at kernel scope (as
  * OpenCL requires) and handed to the inlined body function.
  */
 #ifndef RUDA_DIALECT_OPENCL_H
@@ -257,6 +257,12 @@ static inline double ruda_atomic_add_f64(volatile __global double *p, double v) 
 #define RUDA__OCL_KPARAM_RudaScalar(t, n, c)
 #define RUDA__OCL_KPARAM_RudaShared(t, n, c)
 #define RUDA__OCL_KPARAM_RudaSharedDyn(t, n, c)
+/* After the info words: the dynamic local memory, only in kernels that
+ * declare RUDA_SHARED_DYNAMIC. */
+#define RUDA__OCL_LPARAM_RudaBuf(t, n, c)
+#define RUDA__OCL_LPARAM_RudaScalar(t, n, c)
+#define RUDA__OCL_LPARAM_RudaShared(t, n, c)
+#define RUDA__OCL_LPARAM_RudaSharedDyn(t, n, c) , __local uchar *ruda__dyn_shared
 
 #define RUDA__OCL_DECL_RudaBuf(t, n, c)
 #define RUDA__OCL_DECL_RudaScalar(t, n, c) RUDA__GPU_SCALAR(t, n)
@@ -281,11 +287,10 @@ static inline double ruda_atomic_add_f64(volatile __global double *p, double v) 
 #define RUDA__OCL_KERNEL(name, dims, ...)                                            \
   RUDA__OCL_BODY_HEAD(name, __VA_ARGS__);                                            \
   __kernel RUDA__OCL_REQD(dims) void name(RUDA__PARAMS(RUDA__OCL_KPARAM, __VA_ARGS__) \
-                                              __global const ulong *restrict ruda__info, \
-                                          __local uchar *ruda__dyn_shared) {         \
+                                              __global const ulong *restrict ruda__info \
+                                                  RUDA__PARAMS(RUDA__OCL_LPARAM, __VA_ARGS__)) { \
     uint ruda__si __attribute__((unused)) = 0;                                       \
     (void)ruda__info;                                                                \
-    (void)ruda__dyn_shared;                                                          \
     RUDA__PARAMS(RUDA__OCL_DECL, __VA_ARGS__)                                        \
     ruda_body__##name(ruda__u3(get_group_id(0), get_group_id(1), get_group_id(2)),   \
                       ruda__u3(get_num_groups(0), get_num_groups(1), get_num_groups(2)), \
