@@ -1,0 +1,125 @@
+/* `ruda kernels check|embed` end to end: a kernel that compiles, one that
+ * does not (the message names the file, the line and the kernel), usage
+ * errors, and the embed step's output. Runs the built binary; the CUDA and
+ * OpenCL halves skip when NVRTC or an OpenCL driver is not installed. */
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "test.h"
+
+static const char *binary(void) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/tools/ruda", RUDA_TEST_BINARY_DIR);
+  if (access(path, X_OK) != 0) SKIP("the ruda command is not built (build the ruda_cmd target)");
+  return path;
+}
+
+/* Runs `ruda <args>` (stdout and stderr together); returns the exit code. */
+static int run(const char *args, char *out, size_t cap) {
+  char cmd[4096];
+  snprintf(cmd, sizeof cmd, "%s %s 2>&1", binary(), args);
+  FILE *p = popen(cmd, "r");
+  ASSERT_NOT_NULL(p);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static const char *write_kernel(const char *name, const char *text) {
+  static char path[4][1024];
+  static int next;
+  char *p = path[next++ % 4];
+  snprintf(p, sizeof path[0], "%s/%s", rt_tmpdir(), name);
+  FILE *f = fopen(p, "w");
+  ASSERT_NOT_NULL(f);
+  fputs(text, f);
+  fclose(f);
+  return p;
+}
+
+static const char good[] =
+    "#include <ruda/kernel_dialect.h>\n"
+    "RUDA_KERNEL(scale, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *restrict, x),\n"
+    "            RUDA_SCALAR(float, a)) {\n"
+    "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] *= a;\n"
+    "}\n";
+
+static const char bad[] =
+    "#include <ruda/kernel_dialect.h>\n"
+    "RUDA_KERNEL(fine, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *, x)) {\n"
+    "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] = 1.0f;\n"
+    "}\n"
+    "\n"
+    "RUDA_KERNEL(broken, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *, x)) {\n"
+    "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] = not_declared_anywhere;\n"
+    "}\n";
+
+static void check_one(const char *target_flag, const char *label) {
+  char out[16384], args[2048];
+  const char *ok = write_kernel("good_kernels.c", good);
+  snprintf(args, sizeof args, "kernels check %s %s", target_flag, ok);
+  int rc = run(args, out, sizeof out);
+  if (rc == 3) {
+    printf("%s", out);
+    SKIP("the compiler is not installed here");
+  }
+  ASSERT_EQ(rc, 0);
+  ASSERT_STR_CONTAINS(out, label);
+  ASSERT_STR_CONTAINS(out, ": ok (1 kernel: scale)");
+
+  const char *ko = write_kernel("bad_kernels.c", bad);
+  snprintf(args, sizeof args, "kernels check %s %s", target_flag, ko);
+  rc = run(args, out, sizeof out);
+  ASSERT_EQ(rc, 1);
+  ASSERT_STR_CONTAINS(out, "FAILED");
+  ASSERT_STR_CONTAINS(out, "not_declared_anywhere");
+  ASSERT_STR_CONTAINS(out, "[kernel 'broken']");
+  /* The message is at the user's file and line 7, in the compiler's form. */
+  char at_nvrtc[1200], at_clang[1200];
+  char real[1024];
+  ASSERT_NOT_NULL(realpath(ko, real));
+  snprintf(at_nvrtc, sizeof at_nvrtc, "%s(7)", real);
+  snprintf(at_clang, sizeof at_clang, "%s:7:", real);
+  ASSERT_TRUE(strstr(out, at_nvrtc) != NULL || strstr(out, at_clang) != NULL);
+}
+
+TEST(check_compiles_for_cuda_and_names_file_line_and_kernel) {
+  check_one("--cuda-only --arch sm_90", "cuda sm_90");
+}
+
+TEST(check_compiles_for_opencl_and_names_file_line_and_kernel) {
+  check_one("--opencl-only", "opencl:0");
+}
+
+TEST(check_usage_errors) {
+  char out[4096];
+  ASSERT_EQ(run("kernels check", out, sizeof out), 2);
+  ASSERT_EQ(run("kernels check --arch banana x.c", out, sizeof out), 2);
+  ASSERT_STR_CONTAINS(out, "--arch wants sm_XY");
+  ASSERT_EQ(run("kernels frobnicate", out, sizeof out), 2);
+  char args[2048];
+  snprintf(args, sizeof args, "kernels check --cuda-only %s/does_not_exist.c", rt_tmpdir());
+  ASSERT_EQ(run(args, out, sizeof out), 1);
+  ASSERT_STR_CONTAINS(out, "does_not_exist.c");
+}
+
+TEST(embed_writes_the_text_for_each_kernel) {
+  char out[16384], args[2048];
+  const char *ok = write_kernel("embed_kernels.c", good);
+  snprintf(args, sizeof args, "kernels embed --text %s", ok);
+  ASSERT_EQ(run(args, out, sizeof out), 0);
+  ASSERT_STR_CONTAINS(out, "#line 1 \"");
+  ASSERT_STR_CONTAINS(out, "RUDA_KERNEL(scale");
+  char gen[1024];
+  snprintf(gen, sizeof gen, "%s/embed_text.c", rt_tmpdir());
+  snprintf(args, sizeof args, "kernels embed -o %s %s", gen, ok);
+  ASSERT_EQ(run(args, out, sizeof out), 0);
+  FILE *f = fopen(gen, "r");
+  ASSERT_NOT_NULL(f);
+  size_t n = fread(out, 1, sizeof out - 1, f);
+  out[n] = '\0';
+  fclose(f);
+  ASSERT_STR_CONTAINS(out, "const char ruda_kernel_text__scale[] = RUDA_KERNEL_FILE_TEXT;");
+}
