@@ -337,8 +337,12 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
  * kernel's own description (fixed dims, no dynamic shared memory). */
 #define RUDA_KERNEL_CREATE(name, out) ruda__kernel_create_from(ruda_desc__##name(), (out))
 /* RUDA_LAUNCH(name, client, kernel, count, args...): launches with typed
- * arguments in declaration order: `const ruda_handle_t *` per buffer, the
- * value per scalar. Returns what ruda_client_launch() returns. */
+ * arguments in declaration order: `const ruda_handle_t *` per buffer
+ * (borrowed for the call), the value per scalar (one info word each).
+ * Returns what ruda_client_launch() returns, and RUDA_ERR_INVALID_ARGUMENT
+ * for a NULL buffer. Thread-safe as ruda_client_launch(). The other helpers
+ * allocate nothing and are thread-safe; RUDA_KERNEL_CREATE returns a kernel
+ * the caller releases. */
 #define RUDA_LAUNCH(name, ...) ruda_launch__##name(__VA_ARGS__)
 
 static inline __attribute__((unused)) ruda_status_t ruda__kernel_create_from(ruda_kernel_desc_t d,
