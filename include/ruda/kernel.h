@@ -32,9 +32,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* ---- CPU kernels ---- */
 
@@ -149,8 +149,6 @@ typedef struct ruda_kernel_args {
   ruda_info_t info;
 } ruda_kernel_args_t;
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_KERNEL_H */

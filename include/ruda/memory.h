@@ -28,9 +28,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* The shared descriptor (opaque). */
 typedef struct ruda_memory ruda_memory_t;
@@ -124,8 +124,6 @@ size_t ruda_memory_usage_format(const ruda_memory_usage_t *u, char *buf,
  * snprintf semantics as above. Pure; thread-safe. */
 size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_MEMORY_H */

@@ -33,9 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* Error kinds. The list only grows by appending; values are stable. */
 typedef enum ruda_error_kind {
@@ -214,8 +214,6 @@ char *ruda_status_to_json(ruda_status_t s);
 /* Whether RUDA_BACKTRACE asks for backtraces (read once per process). */
 bool ruda_backtrace_enabled(void);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_STATUS_H */
