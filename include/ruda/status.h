@@ -111,7 +111,7 @@ ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt, ...)
 ruda_status_t ruda_status_createv(ruda_error_kind_t kind, const char *fmt,
                                   va_list ap);
 
-/* ResourceLimitError::SharedMemory or ::Units. */
+/* ResourceLimitError::SharedMemory or ResourceLimitError::Units. */
 ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
                                          uint64_t requested, uint64_t max);
 /* ResourceLimitError::RudaDim. */
