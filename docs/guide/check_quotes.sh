@@ -57,7 +57,7 @@ for md in "$dir"/*.md; do
       } else if (state == 2) {
         if ($0 == "```") {
           if (got != want) {
-            if (!update) { printf "%s: the block quoting %s differs from the file (run docs/guide/check_quotes.sh --update docs/guide)\n", md, label > "/dev/stderr"; bad = 1 }
+            if (!update) { printf "%s: the block quoting %s differs from the file (run docs/guide/check_quotes.sh --update %s)\n", md, label, dir > "/dev/stderr"; bad = 1 }
           }
           if (update) printf "%s", want
           state = 0

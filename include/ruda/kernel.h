@@ -7,7 +7,7 @@
  * backend given a kernel without code it can run reports
  * LaunchError::CompilationError(CompilationError::UnsupportedInstruction).
  *
- * Argument order, fixed on every backend: buffers, then tensor maps, then
+ * Argument order, fixed on every backend: tensor maps, then buffers, then
  * the packed info words (ruda_info_t, see ruda/types.h).
  *
  *  - CPU: the function is called once per ruda (the seed's cube) with a
