@@ -12,6 +12,7 @@
 #include "ruda/log.h"
 #include "server/kernel_object.h"
 #include "server/profile_summary.h"
+#include "types/device_names.h"
 
 struct ruda_client {
   atomic_uint refs;
@@ -36,46 +37,45 @@ static ruda_status_t invalid(const char *what) {
 /* ------------------------------------------------------------------------ */
 
 const char *ruda_device_type_name(uint16_t type_id) {
-  switch (type_id) {
-    case RUDA_DEVICE_TYPE_CPU: return "cpu";
-    case RUDA_DEVICE_TYPE_CUDA: return "cuda";
-    case RUDA_DEVICE_TYPE_OPENCL: return "opencl";
-    default: return NULL;
-  }
+  const ruda__backend_t *b = ruda__backend_for(type_id);
+  return b ? b->name : ruda__device_type_builtin_name(type_id);
 }
 
 ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out) {
   if (!text || !out) return invalid("ruda_device_parse: NULL argument");
-  static const struct { const char *name; uint16_t type; } names[] = {
-      {"cpu", RUDA_DEVICE_TYPE_CPU}, {"cuda", RUDA_DEVICE_TYPE_CUDA},
-      {"opencl", RUDA_DEVICE_TYPE_OPENCL}};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    size_t n = strlen(names[i].name);
-    if (strncmp(text, names[i].name, n) != 0) continue;
-    const char *rest = text + n;
-    unsigned long index = 0;
-    if (*rest == ':') {
-      char *end = NULL;
-      if (rest[1] < '0' || rest[1] > '9') break;
+  size_t name_len = strcspn(text, ":");
+  const char *rest = text + name_len;
+  uint16_t type = 0;
+  const ruda__backend_t *b = ruda__backend_named(text, name_len);
+  bool known = b ? (type = b->type_id, true) : ruda__device_type_builtin_id(text, name_len, &type);
+  unsigned long index = 0;
+  bool ok = known && name_len > 0;
+  if (ok && *rest == ':') {
+    char *end = NULL;
+    ok = rest[1] >= '0' && rest[1] <= '9';
+    if (ok) {
       index = strtoul(rest + 1, &end, 10);
-      if (*end || index > UINT16_MAX) break;
-    } else if (*rest) {
-      break;
+      ok = !*end && index <= UINT16_MAX;
     }
-    out->type_id = names[i].type;
-    out->index_id = (uint16_t)index;
-    return NULL;
   }
-  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                            "'%s' is not a device name (cpu, cpu:N, cuda, cuda:N)", text);
+  if (!ok) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "'%s' is not a device name (cpu, cpu:N, cuda:N, opencl:N)", text);
+  }
+  out->type_id = type;
+  out->index_id = (uint16_t)index;
+  return NULL;
 }
 
 ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out) {
   if (!out) return invalid("ruda_device_count: NULL out");
   *out = 0;
   const ruda__backend_t *b = ruda__backend_for(type_id);
-  if (!b) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "no backend for device type %u", type_id);
-  return b->device_count(out);
+  if (b) return b->device_count(out);
+  const char *known = ruda__device_type_builtin_name(type_id);
+  if (known)
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "the %s backend is not built into this ruda library", known);
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "no backend for device type %u", type_id);
 }
 
 ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties_t *out) {

@@ -5,22 +5,15 @@
 #include "client/device.h"
 #include "ruda/config.h"
 #include "server/trace.h"
+#include "types/device_names.h"
 
 #define RUDA_MAX_DEVICES_PER_TYPE 64
 
-static const ruda__backend_t *const backends[] = {&ruda__backend_cpu, &ruda__backend_cuda};
-
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static ruda__device_t *registry[3][RUDA_MAX_DEVICES_PER_TYPE];
+/* Devices by (position of their backend in ruda__backend_list, index). */
+static ruda__device_t *registry[RUDA__MAX_BACKENDS][RUDA_MAX_DEVICES_PER_TYPE];
 static bool atexit_registered;
 static _Thread_local ruda__device_t *tls_worker;
-
-const ruda__backend_t *ruda__backend_for(uint16_t type_id) {
-  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-    if (backends[i]->type_id == type_id) return backends[i];
-  }
-  return NULL;
-}
 
 bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
 
@@ -162,7 +155,7 @@ static void device_stop(ruda__device_t *d) {
 
 void ruda_shutdown(void) {
   pthread_mutex_lock(&registry_lock);
-  for (size_t t = 0; t < 3; t++) {
+  for (size_t t = 0; t < RUDA__MAX_BACKENDS; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
       if (registry[t][i]) device_stop(registry[t][i]);
     }
@@ -175,7 +168,13 @@ static void shutdown_at_exit(void) { ruda_shutdown(); }
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
   *out = NULL;
   const ruda__backend_t *b = ruda__backend_for(id.type_id);
-  if (!b || id.type_id >= 3) {
+  size_t slot = b ? ruda__backend_index(b) : RUDA__MAX_BACKENDS;
+  if (!b || slot >= RUDA__MAX_BACKENDS) {
+    const char *known = ruda__device_type_builtin_name(id.type_id);
+    if (known) {
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                                "the %s backend is not built into this ruda library", known);
+    }
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown device type %u", id.type_id);
   }
   if (id.index_id >= RUDA_MAX_DEVICES_PER_TYPE) {
@@ -183,7 +182,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
                               id.index_id);
   }
   pthread_mutex_lock(&registry_lock);
-  ruda__device_t *d = registry[id.type_id][id.index_id];
+  ruda__device_t *d = registry[slot][id.index_id];
   if (!d) {
     uint32_t count = 0;
     ruda_status_t s = b->device_count(&count);
@@ -217,7 +216,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
                                 b->name, id.index_id);
     }
     ruda__completion_wait(&d->ready);
-    registry[id.type_id][id.index_id] = d;
+    registry[slot][id.index_id] = d;
     if (!atexit_registered) {
       atexit_registered = true;
       atexit(shutdown_at_exit);

@@ -203,21 +203,34 @@ struct ruda__server {
   atomic_size_t queued_errors;
 };
 
-/* ---- Backends: registered at link time ---- */
+/* ---- Backends and their registry ---- */
 
 typedef struct ruda__backend {
-  uint16_t type_id;
-  const char *name;
-  /* Number of devices; RUDA_ERR_UNAVAILABLE with the reason when none can
-   * be used. Thread-safe. */
+  uint16_t type_id;  /* RUDA_DEVICE_TYPE_* (a new backend picks an unused id) */
+  const char *name;  /* "cpu", "cuda", "opencl": device names are "<name>:N" */
+  /* Number of devices; RUDA_ERR_UNAVAILABLE with the reason (library not
+   * found, no platform, driver error) when none can be used. Thread-safe. */
   ruda_status_t (*device_count)(uint32_t *out);
   /* Creates the server of device `index`. Called once per device, on the
    * device's worker thread. */
   ruda_status_t (*create_server)(uint16_t index, ruda__server_t **out);
 } ruda__backend_t;
 
-extern const ruda__backend_t ruda__backend_cpu;
-extern const ruda__backend_t ruda__backend_cuda;
+/* Most backends one library holds (the device registry's bound). */
+#define RUDA__MAX_BACKENDS 8
+
+/* The backends built into this library, cpu first, NULL-terminated. The
+ * list is generated at build time from the folders under src/backends/
+ * (each defines `ruda__backend_<folder>`), so a new backend is one new
+ * folder. Immutable; thread-safe. */
+extern const ruda__backend_t *const ruda__backend_list[];
+
+/* The backend of a device type, or NULL when none is built in. */
+const ruda__backend_t *ruda__backend_for(uint16_t type_id);
+/* The backend named `name[0..len)`, or NULL. */
+const ruda__backend_t *ruda__backend_named(const char *name, size_t len);
+/* Position of `b` in ruda__backend_list (< RUDA__MAX_BACKENDS). */
+size_t ruda__backend_index(const ruda__backend_t *b);
 
 /* ---- Per-stream error lists (StreamErrorMode) ---- */
 

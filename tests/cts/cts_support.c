@@ -146,9 +146,10 @@ static ruda_kernel_t *make(const char *name, ruda_cpu_kernel_fn fn, const char *
   d.name = name;
   d.ruda_dim = dim;
   d.shared_mem_bytes = shared;
-  d.cpu_fn = fn;
-  d.source_kind = cuda ? RUDA_SOURCE_CUDA_C : RUDA_SOURCE_NONE;
-  d.source = cuda;
+  ruda_kernel_code_t code[2] = {ruda_kernel_code_cpu(fn),
+                                ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, cuda)};
+  d.code = code;
+  d.num_code = cuda ? 2 : 1;
   ruda_kernel_t *k = NULL;
   ruda_status_t s = ruda_kernel_create(&d, &k);
   if (s) {

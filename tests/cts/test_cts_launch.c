@@ -172,12 +172,12 @@ TEST(launch_without_code_for_the_backend) {
   d.name = "only_elsewhere";
   d.ruda_dim = ruda_dim_new_1d(1);
   ruda_kernel_t *k = NULL;
-  if (cts_is_cpu()) {
-    d.source_kind = RUDA_SOURCE_CUDA_C;
-    d.source = "extern \"C\" __global__ void only_elsewhere() {}";
-  } else {
-    d.cpu_fn = never_called;
-  }
+  ruda_kernel_code_t code = cts_is_cpu()
+      ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
+                              "extern \"C\" __global__ void only_elsewhere() {}")
+      : ruda_kernel_code_cpu(never_called);
+  d.code = &code;
+  d.num_code = 1;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
   ruda_status_t s = ruda_client_flush(c);
@@ -198,7 +198,7 @@ TEST(invalid_launch_arguments_return_at_once) {
                   RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_dynamic(NULL), NULL),
                   RUDA_ERR_INVALID_ARGUMENT);
-  ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}, .cpu_fn = NULL};
+  ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}};
   ruda_kernel_t *kb = NULL;
   ASSERT_ERR_KIND(ruda_kernel_create(&bad, &kb), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_OK(ruda_client_sync(c));

@@ -20,7 +20,8 @@ int main(void) {
   ruda_client_t *client = NULL;
   ruda_kernel_t *kernel = NULL;
   ruda_handle_t x = {0};
-  ruda_kernel_desc_t desc = {.name = "add_one", .ruda_dim = {256, 1, 1}, .cpu_fn = add_one};
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(add_one); /* the kernel's code: a C function */
+  ruda_kernel_desc_t desc = {.name = "add_one", .ruda_dim = {256, 1, 1}, .code = &code, .num_code = 1};
   ruda_kernel_args_t args = {.buffers = &x, .num_buffers = 1};
 
   ruda_status_t s;

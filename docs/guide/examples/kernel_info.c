@@ -69,12 +69,16 @@ int main(int argc, char **argv) {
   /* guide-end: info */
 
   /* guide-begin: launch */
+  /* Code for two backends: each device runs the first format it can. */
+  ruda_kernel_code_t code[2] = {
+      ruda_kernel_code_cpu(saxpy_cpu),
+      ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, saxpy_cuda),
+  };
   ruda_kernel_desc_t desc = {
       .name = "saxpy",           /* the CUDA entry point too */
       .ruda_dim = {UNITS, 1, 1}, /* units per ruda */
-      .cpu_fn = saxpy_cpu,
-      .source_kind = RUDA_SOURCE_CUDA_C,
-      .source = saxpy_cuda,
+      .code = code,
+      .num_code = 2,
   };
   ruda_kernel_t *kernel = NULL;
   ruda_handle_t buffers[2];

@@ -42,7 +42,8 @@ static ruda_status_t three_launches(ruda_client_t *c, void *ctx) {
 int main(void) {
   ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
   ruda_client_t *c = NULL;
-  ruda_kernel_desc_t desc = {.name = "scale", .ruda_dim = {256, 1, 1}, .cpu_fn = scale};
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(scale);
+  ruda_kernel_desc_t desc = {.name = "scale", .ruda_dim = {256, 1, 1}, .code = &code, .num_code = 1};
   ruda_kernel_t *kernel = NULL;
   ruda_handle_t x;
   ruda_status_t s;

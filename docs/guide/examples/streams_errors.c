@@ -38,7 +38,9 @@ static void *other_thread(void *arg) {
 
 int main(void) {
   ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
-  ruda_kernel_desc_t desc = {.name = "check_positive", .ruda_dim = {1, 1, 1}, .cpu_fn = check_positive};
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(check_positive);
+  ruda_kernel_desc_t desc = {.name = "check_positive", .ruda_dim = {1, 1, 1}, .code = &code,
+                             .num_code = 1};
   ruda_status_t s;
   if ((s = ruda_client_create(cpu, &client)) || (s = ruda_kernel_create(&desc, &kernel)))
     return fail(s);

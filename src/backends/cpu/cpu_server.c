@@ -292,6 +292,7 @@ static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stre
 
 typedef struct cpu_launch {
   const ruda_kernel_desc_t *desc;
+  ruda_cpu_kernel_fn fn;
   ruda_cpu_kernel_ctx_t proto;
   uint64_t total;
   uint64_t chunk;
@@ -320,7 +321,7 @@ static void launch_job(void *arg, uint32_t participant) {
   ctx.shared = l->shared ? l->shared[participant] : NULL;
   const ruda_count3_t c = ctx.ruda_count;
   const uint64_t xy = (uint64_t)c.x * c.y;
-  ruda_cpu_kernel_fn fn = l->desc->cpu_fn;
+  ruda_cpu_kernel_fn fn = l->fn;
   for (;;) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
@@ -360,11 +361,16 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
                                       const ruda__launch_args_t *args) {
   const ruda_kernel_desc_t *desc = ruda_kernel_desc(kernel);
   const ruda_device_properties_t *p = &s->base.utilities.properties;
-  if (!desc->cpu_fn) {
+  /* A CPU entry, else the natively compiled form of a portable kernel. */
+  static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CPU,
+                                                 RUDA_KERNEL_FORMAT_PORTABLE};
+  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 2);
+  if (!code || !code->cpu_fn) {
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
         ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
-                           "kernel '%s' has no CPU function", desc->name));
+                           "kernel '%s' has no CPU function (a CPU entry, or a portable "
+                           "entry compiled into the program)", desc->name));
   }
   ruda_status_t err = ruda__validate_launch(p, desc->ruda_dim, desc->shared_mem_bytes);
   if (err) return err;
@@ -418,6 +424,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     cpu_launch_t l;
     memset(&l, 0, sizeof l);
     l.desc = desc;
+    l.fn = code->cpu_fn;
     l.proto.ruda_count = c;
     l.proto.ruda_dim = desc->ruda_dim;
     l.proto.buffers = ptrs;

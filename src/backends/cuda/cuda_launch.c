@@ -128,7 +128,13 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   if (e) goto fail;
   if (ruda_count3_is_empty(grid)) goto done;
 
+  /* Parameter order, as on every backend: buffers, tensor maps, info. */
   size_t np = 0;
+  for (size_t i = 0; i < nb; i++) {
+    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i]);
+    if (e) goto fail;
+    params[np++] = &vals[i];
+  }
   for (size_t i = 0; i < nt; i++) {
     CUdeviceptr tp = 0;
     e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp);
@@ -136,11 +142,6 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
     e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
     if (e) goto fail;
     params[np++] = &maps[i];
-  }
-  for (size_t i = 0; i < nb; i++) {
-    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i]);
-    if (e) goto fail;
-    params[np++] = &vals[i];
   }
   vals[nb] = 0;
   if (args->info.len > 0) {

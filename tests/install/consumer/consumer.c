@@ -40,7 +40,8 @@ int main(void) {
   ruda_handle_t x = {0};
   ruda_status_t s;
   if ((s = ruda_client_create(cpu, &client))) return fail("client", s);
-  ruda_kernel_desc_t desc = {.name = "scale", .ruda_dim = {128, 1, 1}, .cpu_fn = scale};
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(scale);
+  ruda_kernel_desc_t desc = {.name = "scale", .ruda_dim = {128, 1, 1}, .code = &code, .num_code = 1};
   if ((s = ruda_kernel_create(&desc, &kernel))) return fail("kernel", s);
   if ((s = ruda_client_empty(client, sizeof data, &x))) return fail("empty", s);
   if ((s = ruda_client_write(client, &x, data, sizeof data))) return fail("write", s);
