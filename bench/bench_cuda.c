@@ -465,8 +465,10 @@ typedef struct compile_ctx {
 static void ruda_warm_load(void *p) {
   compile_ctx_t *x = p;
   /* A fresh module cache: nothing in memory, the CUBIN is on disk. */
+  char root[1024];
+  if (!ruda__cuda_cache_root(root, sizeof root)) root[0] = '\0';
   ruda__cuda_module_cache_t *mc = ruda__cuda_module_cache_create(x->raw->api, x->raw->cc,
-                                                                 x->props_hash);
+                                                                 x->props_hash, root);
   ruda__cuda_function_t *fn = NULL;
   if (mc) keep(&x->err, ruda__cuda_module_cache_get(mc, x->k, &fn));
   ruda__cuda_module_cache_destroy(mc, false);
@@ -490,7 +492,7 @@ void ruda_bench_cuda_compile(ruda_bench_t *b) {
     return;
   }
   char root[1024];
-  if (!ruda__cuda_cache_root(root, sizeof root) || getenv("RUDA_CACHE_DISABLE")) {
+  if (!ruda__cuda_cache_root(root, sizeof root)) {
     ruda_bench_skip(b, "compile", "kernel_load_warm_cache", "the disk cache is off");
     goto out;
   }

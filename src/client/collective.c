@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/device.h"
 #include "comm/comm_id.h"
 #include "ruda/comm.h"
@@ -42,7 +43,7 @@ static void run_reduce(ruda__device_t *d, ruda__op_t *op) {
   }
   ruda_binding_release(&r->src);
   ruda_binding_release(&r->dst);
-  free(r);
+  ruda__free(r);
 }
 
 typedef struct blocking_op {
@@ -95,7 +96,7 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
     all_known = comm_known(&devs[i]->server->utilities, id);
   }
   if (all_known) return NULL;
-  blocking_op_t *ops = calloc(n, sizeof *ops);
+  blocking_op_t *ops = ruda__calloc(n, sizeof *ops);
   if (!ops) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n * sizeof *ops);
   for (size_t i = 0; i < n; i++) {
     ops[i].base.run = run_comm_init;
@@ -110,7 +111,7 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
     if (!first) first = ops[i].status;
     else ruda_status_free(ops[i].status);
   }
-  free(ops);
+  ruda__free(ops);
   if (first) return first;
   for (size_t i = 0; i < n; i++) comm_record(&devs[i]->server->utilities, id);
   return NULL;
@@ -164,7 +165,12 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   ruda__device_t *devs[RUDA__COMM_MAX_DEVICES];
   for (size_t i = 0; i < n; i++) {
     if (!clients[i]) return invalid("%s: NULL client", "ruda_client_all_reduce");
-    if (!src[i].memory || !dst[i].memory) return invalid("%s: empty handle", "ruda_client_all_reduce");
+    ruda_status_t hs = ruda__handle_check(&src[i], ruda_client_device(clients[i]),
+                                          "ruda_client_all_reduce, src");
+    if (!hs)
+      hs = ruda__handle_check(&dst[i], ruda_client_device(clients[i]),
+                              "ruda_client_all_reduce, dst");
+    if (hs) return hs;
     uint64_t sb = ruda_handle_size_in_used(&src[i]), db = ruda_handle_size_in_used(&dst[i]);
     if (i == 0) bytes = sb;
     if (sb != bytes || db != bytes || bytes % esize) {
@@ -197,9 +203,9 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   /* Allocate every op first: once one is queued, all must be. */
   reduce_op_t *ops[RUDA__COMM_MAX_DEVICES];
   for (size_t i = 0; i < n; i++) {
-    ops[i] = calloc(1, sizeof(reduce_op_t) + n * sizeof(ruda_device_id_t));
+    ops[i] = ruda__calloc(1, sizeof(reduce_op_t) + n * sizeof(ruda_device_id_t));
     if (!ops[i]) {
-      for (size_t k = 0; k < i; k++) free(ops[k]);
+      for (size_t k = 0; k < i; k++) ruda__free(ops[k]);
       return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof(reduce_op_t));
     }
   }
@@ -207,7 +213,7 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   ruda_status_t s = ensure_comm(devs, n, sorted, id);
   if (s) {
     pthread_mutex_unlock(&order_lock);
-    for (size_t i = 0; i < n; i++) free(ops[i]);
+    for (size_t i = 0; i < n; i++) ruda__free(ops[i]);
     return s;
   }
   for (size_t i = 0; i < n; i++) {

@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/device.h"
 #include "ruda/config.h"
 #include "server/trace.h"
@@ -84,7 +85,7 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
 enum { OP_CACHE_MAX = 256 };
 
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
-  if (bytes > RUDA__OP_BLOCK) return malloc(bytes);
+  if (bytes > RUDA__OP_BLOCK) return ruda__malloc(bytes);
   pthread_mutex_lock(&d->op_cache_lock);
   void *b = d->op_cache;
   if (b) {
@@ -92,13 +93,13 @@ void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
     d->op_cache_len--;
   }
   pthread_mutex_unlock(&d->op_cache_lock);
-  return b ? b : malloc(RUDA__OP_BLOCK);
+  return b ? b : ruda__malloc(RUDA__OP_BLOCK);
 }
 
 void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
   if (!block) return;
   if (bytes > RUDA__OP_BLOCK) {
-    free(block);
+    ruda__free(block);
     return;
   }
   pthread_mutex_lock(&d->op_cache_lock);
@@ -109,7 +110,7 @@ void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
     block = NULL;
   }
   pthread_mutex_unlock(&d->op_cache_lock);
-  free(block);
+  ruda__free(block);
 }
 
 bool ruda__device_quiet_after_progress(ruda__device_t *d) {
@@ -195,7 +196,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s:%u does not exist (%u device%s)",
                                 b->name, id.index_id, count, count == 1 ? "" : "s");
     }
-    d = calloc(1, sizeof *d);
+    d = ruda__calloc(1, sizeof *d);
     if (!d) {
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating %s:%u",
@@ -210,7 +211,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);
     if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {
-      free(d);
+      ruda__free(d);
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "cannot start the worker thread of %s:%u",
                                 b->name, id.index_id);

@@ -1,5 +1,6 @@
 /* Device ids and per-thread stream ids. */
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ruda/types.h"
@@ -40,6 +41,14 @@ int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
 
 bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b) {
   return a.type_id == b.type_id && a.index_id == b.index_id;
+}
+
+size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap) {
+  const char *name = ruda__device_type_builtin_name(id.type_id);
+  int n = name ? snprintf(buf, cap, "%s:%u", name, (unsigned)id.index_id)
+               : snprintf(buf, cap, "device-type-%u:%u", (unsigned)id.type_id,
+                          (unsigned)id.index_id);
+  return n < 0 ? 0 : (size_t)n;
 }
 
 /* The process-wide stream counter: the documented, lazily used global that

@@ -16,6 +16,7 @@ static const unsupported_t cts_unsupported[] = {
     {"cpu", "staging", "the CPU backend has no pinned staging buffers (host memory is already host memory)"},
     {"cuda", "arbitrary_strides", "CUDA copies only row-major pitched layouts (cuMemcpy2D)"},
     {"cuda", "cpu_kernel_fail", "ruda_cpu_kernel_fail is the CPU backend's failure channel"},
+    {"cpu", "disk_cache", "the CPU backend runs natively compiled C functions: nothing is compiled at run time, so there is no disk cache"},
 };
 
 static ruda_client_t *g_client;

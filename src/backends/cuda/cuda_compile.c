@@ -28,18 +28,14 @@
 #include "server/kernel_object.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
+#include "server/device_settings.h"
 
 bool ruda__cuda_cache_root(char *buf, size_t cap) {
-  const char *env = getenv("RUDA_CACHE_DIR");
-  if (env != NULL && env[0] != '\0') return (size_t)snprintf(buf, cap, "%s", env) < cap;
-  /* The configured location ([compilation] cache) when one is set. */
-  if (ruda_config_cache_dir(ruda_config_get(), buf, cap) > 0 && buf[0] != '\0') return true;
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  if (xdg != NULL && xdg[0] != '\0') return (size_t)snprintf(buf, cap, "%s/ruda", xdg) < cap;
-  const char *home = getenv("HOME");
-  if (home != NULL && home[0] != '\0')
-    return (size_t)snprintf(buf, cap, "%s/.cache/ruda", home) < cap;
-  return false;
+  /* The server layer's settings: [compilation] cache, the user's cache
+   * directory by default, "" for "none". */
+  const char *dir = ruda__device_settings()->cache_dir;
+  if (cap) buf[0] = '\0';
+  return dir[0] != '\0' && (size_t)snprintf(buf, cap, "%s", dir) < cap;
 }
 
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
@@ -77,6 +73,7 @@ struct ruda__cuda_module_cache {
   entry_t **slots; /* open addressing, power-of-two capacity */
   size_t cap, len;
   bool disk_disabled;
+  char root[RUDA_CONFIG_PATH_MAX]; /* the disk cache directory */
 };
 
 static const char *cuda_root(void) {
@@ -87,7 +84,8 @@ static const char *cuda_root(void) {
 
 ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t *api,
                                                           uint32_t cc,
-                                                          uint64_t properties_checksum) {
+                                                          uint64_t properties_checksum,
+                                                          const char *cache_dir) {
   ruda__cuda_module_cache_t *c = ruda__calloc(1, sizeof *c);
   if (c == NULL) return NULL;
   c->api = api;
@@ -99,8 +97,11 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
     ruda__free(c);
     return NULL;
   }
-  const char *off = getenv("RUDA_CACHE_DISABLE");
-  c->disk_disabled = off != NULL && off[0] != '\0' && strcmp(off, "0") != 0;
+  if (cache_dir == NULL ||
+      (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root) {
+    c->root[0] = '\0';
+  }
+  c->disk_disabled = c->root[0] == '\0';
   return c;
 }
 
@@ -295,10 +296,9 @@ static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_ke
   return ruda_hash128(buf, used, CACHE_SEED);
 }
 
-static bool cache_path(ruda_hash128_t key, char *dir, size_t dcap, char *path, size_t pcap) {
-  char root[768];
-  if (!ruda__cuda_cache_root(root, sizeof root)) return false;
-  if ((size_t)snprintf(dir, dcap, "%s/cuda", root) >= dcap) return false;
+static bool cache_path(const ruda__cuda_module_cache_t *c, ruda_hash128_t key, char *dir,
+                       size_t dcap, char *path, size_t pcap) {
+  if ((size_t)snprintf(dir, dcap, "%s/cuda", c->root) >= dcap) return false;
   return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.cubin", dir,
                           (unsigned long long)key.hi, (unsigned long long)key.lo) < pcap;
 }
@@ -457,7 +457,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
     default: {
       char dir[1024], path[1100];
       ruda_hash128_t dk = disk_key(c, kernel, code);
-      bool use_disk = !c->disk_disabled && cache_path(dk, dir, sizeof dir, path, sizeof path);
+      bool use_disk = !c->disk_disabled && cache_path(c, dk, dir, sizeof dir, path, sizeof path);
       if (use_disk) {
         size_t size = 0;
         void *bin = disk_read(path, &size);

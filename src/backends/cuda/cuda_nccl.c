@@ -315,8 +315,8 @@ ruda_status_t ruda__cuda_all_reduce(ruda__server_t *base, const ruda_binding_t *
   }
   ruda__cuda_order_binding(s, st, src, &keep);
   ruda__cuda_order_binding(s, st, dst, &keep);
-  e = ruda__cuda_resolve(s, src, &sp);
-  if (!e) e = ruda__cuda_resolve(s, dst, &dp);
+  e = ruda__cuda_resolve(s, src, &sp, NULL);
+  if (!e) e = ruda__cuda_resolve(s, dst, &dp, NULL);
   if (e) {
     /* The peers wait for this rank inside NCCL: take part with scratch
      * memory so they finish (with a wrong result, reported here). */
@@ -344,15 +344,15 @@ ruda_status_t ruda__cuda_all_reduce(ruda__server_t *base, const ruda_binding_t *
   r = stream_after(s, c->to_compute, c->stream, st->cu);
   if (r != CUDA_SUCCESS && !e) {
     e = ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                       "ordering stream %u of cuda:%u after the comm stream", st->index,
-                       base->device.index_id);
+                       "ordering stream %llu of cuda:%u after the comm stream",
+                       (unsigned long long)stream.value, base->device.index_id);
   }
   if (scratch) {
     api->cuStreamSynchronize(c->stream);
     api->cuMemFree(scratch);
   }
 done:
-  if (e) ruda__stream_errors_push(&st->errors, e);
+  if (e) ruda__stream_push_error(cuda_rs(st), e);
   ruda__cuda_op_end(s, st, &keep);
   return NULL;
 }
