@@ -71,6 +71,32 @@ int main(void) {
   printf("after memory_cleanup: %" PRIu64 " bytes reserved\n", u.bytes_reserved);
   /* guide-end: release */
 
+  /* guide-begin: stale */
+  ruda_handle_t h;
+  if ((s = ruda_client_empty(c, 1024, &h))) return fail(s);
+  ruda_handle_t copy = h; /* the same reference: not a clone */
+  ruda_handle_release(&h);  /* zeroes h; `copy` is now stale */
+  printf("released handle is empty: %d\n", ruda_handle_is_empty(&h));
+  float one;
+  s = ruda_client_read(c, &copy, &one, sizeof one); /* refused, nothing is read */
+  printf("read through a stale copy: %s\n", ruda_error_kind_name(ruda_status_kind(s)));
+  ruda_status_free(s);
+  ruda_handle_release(&copy); /* a stale copy: releasing it does nothing */
+  /* guide-end: stale */
+
+  /* guide-begin: device_usage */
+  ruda_handle_t d;
+  if ((s = ruda_client_empty(c, 4096, &d))) return fail(s);
+  ruda_memory_usage_t dev = {0};
+  /* Every stream's pools of the device together (ruda_client_memory_usage
+   * is the calling stream's only). */
+  if ((s = ruda_client_memory_usage_device(c, &dev))) return fail(s);
+  char report[512];
+  ruda_memory_usage_format(&dev, report, sizeof report);
+  printf("%s", report);
+  ruda_handle_release(&d);
+  /* guide-end: device_usage */
+
   ruda_client_release(c);
   return 0;
 }

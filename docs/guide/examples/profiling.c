@@ -60,6 +60,19 @@ int main(void) {
          ruda_profile_duration_ns(d) > 0 ? "measured" : "zero");
   /* guide-end: measure */
 
+  /* guide-begin: tokens */
+  /* A profile without a callback: everything submitted on the stream
+   * between start and end. Profiles may nest and overlap. */
+  ruda_profiling_token_t token;
+  if ((s = ruda_client_profile_start(c, &token))) return fail(s);
+  if ((s = three_launches(c, &w))) return fail(s);
+  if ((s = ruda_client_profile_end(c, token, &d))) return fail(s);
+  printf("between start and end: %s\n", ruda_profile_duration_ns(d) > 0 ? "measured" : "zero");
+  s = ruda_client_profile_end(c, token, &d); /* ended already */
+  printf("ending it again: %s\n", ruda_error_kind_name(ruda_status_kind(s)));
+  ruda_status_free(s);
+  /* guide-end: tokens */
+
   /* guide-begin: summary */
   /* At profiling level basic and above every launch is measured, and each
    * sync prints the summary table on the profiling log channel. */
