@@ -8,7 +8,7 @@
 #   bash scripts/setup_test.sh [extra ctest options, e.g. -L unit]
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup_common.sh"
-ruda_require_build_tools
+ruda_require_test_tools
 ruda_configure "$RUDA_ROOT/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build "$RUDA_ROOT/build" -j "$(ruda_jobs)"
 cd "$RUDA_ROOT/build"

@@ -105,27 +105,31 @@ static void print_device_json(ruda_device_id_t id, const ruda_device_properties_
          h->warp_size);
 }
 
+/* Sizes in binary units (ruda_bytes_format), as everywhere in ruda's output. */
+static void print_size(const char *label, uint64_t bytes, const char *suffix) {
+  char text[32];
+  ruda_bytes_format(bytes, text, sizeof text);
+  printf("%s%s%s", label, text, suffix);
+}
+
 static void print_device_line(ruda_device_id_t id, const ruda_device_properties_t *p) {
   const ruda_hardware_properties_t *h = &p->hardware;
-  char mem[32] = "?", l2[32] = "", l3[32] = "";
-  if (h->total_memory) ruda_bytes_format(h->total_memory, mem, sizeof mem);
   printf("  %s:%u  %s\n", ruda_device_type_name(id.type_id), (unsigned)id.index_id, p->name);
   printf("        ");
   if (h->num_cpu_cores) printf("%" PRIu32 " cores, ", h->num_cpu_cores);
   if (h->num_streaming_multiprocessors)
     printf("%" PRIu32 " SMs, sm_%" PRIu32 ", ", h->num_streaming_multiprocessors,
            h->compute_capability);
-  printf("%s memory, %" PRIu32 "-bit loads, shared %" PRIu64 " KiB/ruda, %" PRIu32
-         " units/ruda",
-         mem, h->load_width, h->max_shared_memory_size / 1024, h->max_units_per_ruda);
-  if (h->cache_l2) {
-    ruda_bytes_format(h->cache_l2, l2, sizeof l2);
-    printf(", L2 %s", l2);
-  }
-  if (h->cache_l3) {
-    ruda_bytes_format(h->cache_l3, l3, sizeof l3);
-    printf(", L3 %s", l3);
-  }
+  if (h->total_memory)
+    print_size("", h->total_memory, " memory, ");
+  else
+    printf("? memory, ");
+  printf("%" PRIu32 "-bit loads, ", h->load_width);
+  print_size("shared ", h->max_shared_memory_size, "/ruda, ");
+  printf("%" PRIu32 " units/ruda", h->max_units_per_ruda);
+  if (h->cache_l1) print_size(", L1d ", h->cache_l1, "");
+  if (h->cache_l2) print_size(", L2 ", h->cache_l2, "");
+  if (h->cache_l3) print_size(", L3 ", h->cache_l3, "");
   printf("\n");
 }
 

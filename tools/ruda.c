@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ruda/version.h"
 #include "ruda_tools.h"
 
 static void usage(FILE *f) {
@@ -18,6 +19,7 @@ static void usage(FILE *f) {
           "  kernels check|embed FILE...           portable kernels: compile for CUDA and\n"
           "                                        OpenCL without a GPU, or embed their text\n"
           "  help [command]                        this text, or a command's help\n"
+          "  --version                             the library's version\n"
           "\n"
           "D is cpu (the default), cpu:N or cuda:N. `ruda <command> --help` describes\n"
           "each command.\n"
@@ -73,6 +75,10 @@ int main(int argc, char **argv) {
     usage(stdout);
     return RUDA_EXIT_OK;
   }
+  if (strcmp(cmd, "--version") == 0) {
+    printf("ruda %s\n", ruda_version_string());
+    return RUDA_EXIT_OK;
+  }
   if (strcmp(cmd, "help") == 0) {
     if (argc < 3) {
       usage(stdout);
@@ -88,10 +94,6 @@ int main(int argc, char **argv) {
       fprintf(stderr, "ruda help: unknown command '%s'\n", argv[2]);
       return RUDA_EXIT_USAGE;
     }
-    return RUDA_EXIT_OK;
-  }
-  if (strcmp(cmd, "--version") == 0) {
-    printf("ruda 0.1.0\n");
     return RUDA_EXIT_OK;
   }
   int code;

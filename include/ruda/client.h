@@ -51,9 +51,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* ---- Devices ---- */
 
@@ -316,8 +316,6 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
  * concurrently with other ruda calls. */
 void ruda_shutdown(void);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_CLIENT_H */

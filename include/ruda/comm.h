@@ -35,9 +35,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* The reduction of a collective. */
 typedef enum ruda_reduce_op {
@@ -85,8 +85,6 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
  * RUDA_ERR_UNAVAILABLE (shut down), the backend's error. Thread-safe. */
 ruda_status_t ruda_client_sync_collective(ruda_client_t *c);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_COMM_H */

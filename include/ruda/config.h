@@ -31,9 +31,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* Longest path (including the terminator) a configuration can hold. */
 #define RUDA_CONFIG_PATH_MAX 1024
@@ -194,8 +194,6 @@ const char *ruda_log_channel_name(ruda_log_channel_t channel);
 const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
                                                ruda_log_channel_t channel);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_CONFIG_H */

@@ -36,9 +36,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* ---- CPU kernels ---- */
 
@@ -189,8 +189,6 @@ typedef struct ruda_kernel_args {
   ruda_info_t info;
 } ruda_kernel_args_t;
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_KERNEL_H */

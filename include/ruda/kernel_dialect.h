@@ -4,15 +4,15 @@
  * and declares kernels in a C dialect; docs/kernels.md is the guide. In
  * short:
  *
- *   #include <ruda/kernel_dialect.h>
+ *     #include <ruda/kernel_dialect.h>
  *
- *   RUDA_KERNEL(scale, RUDA_DIM(256, 1, 1),
- *               RUDA_BUFFER(float *restrict, x), RUDA_SCALAR(uint32_t, n),
- *               RUDA_SCALAR(float, a)) {
- *     RUDA_UNITS(u) {                     // every unit of the ruda, once
- *       if (u.abs_x < n) x[u.abs_x] *= a;
+ *     RUDA_KERNEL(scale, RUDA_DIM(256, 1, 1),
+ *                 RUDA_BUFFER(float *restrict, x), RUDA_SCALAR(uint32_t, n),
+ *                 RUDA_SCALAR(float, a)) {
+ *       RUDA_UNITS(u) {                     // every unit of the ruda, once
+ *         if (u.abs_x < n) x[u.abs_x] *= a;
+ *       }
  *     }
- *   }
  *
  * Code outside the region macros is uniform: it runs once per ruda on the
  * CPU and in every unit (with the same values) on a GPU. Region macros:

@@ -22,9 +22,9 @@
 #include "ruda/config.h"
 #include "ruda/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* Whether a message of `level` on `channel` would be written: one relaxed
  * atomic load once the logger is set up (the first call sets it up from
@@ -67,8 +67,6 @@ void ruda_log_shutdown(void);
  * (snprintf semantics). NULL `name` gives "". Thread-safe. */
 size_t ruda_name_balanced(const char *name, char *buf, size_t cap);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_LOG_H */

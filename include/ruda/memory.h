@@ -48,9 +48,9 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* The shared descriptor (opaque; internal code reaches it through the id). */
 typedef struct ruda_memory ruda_memory_t;
@@ -163,7 +163,7 @@ typedef struct ruda_memory_usage {
 /* Field-by-field sum. Pure; thread-safe. */
 ruda_memory_usage_t ruda_memory_usage_combine(ruda_memory_usage_t a,
                                               ruda_memory_usage_t b);
-/* The seed's report:
+/* The usage report:
  *   Memory Usage Report:
  *     Number of allocations: N
  *     Bytes in use: X
@@ -171,18 +171,17 @@ ruda_memory_usage_t ruda_memory_usage_combine(ruda_memory_usage_t a,
  *     Total bytes reserved: X
  *     Usage efficiency: {in_use / reserved * 100:.2}%
  *     Padding overhead: {padding / in_use * 100:.2}%
- * one "\n" after each line, byte counts in base-1000 units, "NaN" for 0/0
- * as Rust prints it. snprintf semantics: writes at most `cap` bytes
- * including the terminator into the caller's `buf` and returns the length
- * the whole text needs. Pure; thread-safe. */
+ * one "\n" after each line, sizes as ruda_bytes_format() writes them,
+ * "NaN" for 0/0. snprintf semantics: writes at most `cap` bytes including
+ * the terminator into the caller's `buf` and returns the length the whole
+ * text needs. Pure; thread-safe. */
 size_t ruda_memory_usage_format(const ruda_memory_usage_t *u, char *buf,
                                 size_t cap);
-/* "{n} B" below 1000, otherwise "{v:.2} KB/MB/GB/TB/PB/EB" (base 1000):
- * snprintf semantics as above. Pure; thread-safe. */
+/* A size in binary units: "{n} B" below 1024, otherwise
+ * "{v:.2} KiB/MiB/GiB/TiB/PiB/EiB" (1 KiB = 1024 bytes), as everywhere in
+ * ruda's output. snprintf semantics as above. Pure; thread-safe. */
 size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_MEMORY_H */

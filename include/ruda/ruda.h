@@ -8,6 +8,8 @@
  *   client.h  devices, clients, allocation, reads/writes, launches, streams
  *   config.h  ruda.toml and RUDA_* configuration
  *   comm.h    collectives across devices (all-reduce)
+ *   log.h     log channels
+ *   version.h the version of the headers and of the library
  */
 #ifndef RUDA_RUDA_H
 #define RUDA_RUDA_H
@@ -16,12 +18,10 @@
 #include "ruda/comm.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
+#include "ruda/log.h"
 #include "ruda/memory.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
-
-#define RUDA_VERSION_MAJOR 0
-#define RUDA_VERSION_MINOR 1
-#define RUDA_VERSION_PATCH 0
+#include "ruda/version.h"
 
 #endif

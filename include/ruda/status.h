@@ -33,9 +33,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* Error kinds. The list only grows by appending; values are stable. */
 typedef enum ruda_error_kind {
@@ -115,7 +115,7 @@ ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt, ...)
 ruda_status_t ruda_status_createv(ruda_error_kind_t kind, const char *fmt,
                                   va_list ap);
 
-/* ResourceLimitError::SharedMemory or ::Units. */
+/* ResourceLimitError::SharedMemory or ResourceLimitError::Units. */
 ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
                                          uint64_t requested, uint64_t max);
 /* ResourceLimitError::RudaDim. */
@@ -218,8 +218,6 @@ char *ruda_status_to_json(ruda_status_t s);
 /* Whether RUDA_BACKTRACE asks for backtraces (read once per process). */
 bool ruda_backtrace_enabled(void);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_STATUS_H */

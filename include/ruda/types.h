@@ -17,9 +17,9 @@
 
 #include "ruda/status.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+#include "ruda/export.h"
+
+RUDA_BEGIN_DECLS
 
 /* ------------------------------------------------------------------------ */
 /* Element and storage types                                                */
@@ -524,8 +524,6 @@ void ruda_info_builder_push_dynamic_metadata(ruda_info_builder_t *b,
 ruda_status_t ruda_info_builder_finish(ruda_info_builder_t *b, ruda_info_t *out);
 void ruda_info_builder_deinit(ruda_info_builder_t *b);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_TYPES_H */

@@ -1,4 +1,4 @@
-/* MemoryUsage: combination and the seed's report text. */
+/* MemoryUsage: combination and the report text (sizes in binary units). */
 #include <stdio.h>
 
 #include "ruda/memory.h"
@@ -15,17 +15,17 @@ ruda_memory_usage_t ruda_memory_usage_combine(ruda_memory_usage_t a, ruda_memory
 
 size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap) {
   int n;
-  if (bytes < 1000) {
+  if (bytes < 1024) {
     n = snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
   } else {
-    static const char prefixes[] = "KMGTPEZY";
+    static const char prefixes[] = "KMGTPE";
     unsigned exp = 0;
     uint64_t div = 1;
-    while (bytes / div >= 1000) {
-      div *= 1000;
+    while (bytes / div >= 1024) {
+      div *= 1024;
       exp++;
     }
-    n = snprintf(buf, cap, "%.2f %cB", (double)bytes / (double)div, prefixes[exp - 1]);
+    n = snprintf(buf, cap, "%.2f %ciB", (double)bytes / (double)div, prefixes[exp - 1]);
   }
   return n < 0 ? 0 : (size_t)n;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backends/cpu/cpu_topology.h"
 #include "ruda/config.h"
 
 /* ruda's CPU limits. A CPU kernel loops over its units itself, so these are
@@ -74,16 +75,6 @@ static void model_name(char *out, size_t cap) {
   fclose(f);
 }
 
-static uint64_t cache_size(int name) {
-#ifdef _SC_LEVEL1_DCACHE_SIZE
-  long v = sysconf(name);
-  return v > 0 ? (uint64_t)v : 0;
-#else
-  (void)name;
-  return 0;
-#endif
-}
-
 void ruda__cpu_device_properties(ruda_device_properties_t *p) {
   memset(p, 0, sizeof *p);
   model_name(p->name, sizeof p->name);
@@ -108,11 +99,10 @@ void ruda__cpu_device_properties(ruda_device_properties_t *p) {
   h->num_cpu_cores = online_cores();
   h->max_vector_size = UINT32_MAX;
   h->total_memory = mem;
-#ifdef _SC_LEVEL1_DCACHE_SIZE
-  h->cache_l1 = cache_size(_SC_LEVEL1_DCACHE_SIZE);
-  h->cache_l2 = cache_size(_SC_LEVEL2_CACHE_SIZE);
-  h->cache_l3 = cache_size(_SC_LEVEL3_CACHE_SIZE);
-#endif
+  const ruda__cpu_caches_t *caches = ruda__cpu_caches(); /* hwloc or sysfs */
+  h->cache_l1 = caches->level[0].size;
+  h->cache_l2 = caches->level[1].size;
+  h->cache_l3 = caches->level[2].size;
   p->timing_method = RUDA_TIMING_DEVICE;
 }
 

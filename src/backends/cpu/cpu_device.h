@@ -6,7 +6,8 @@
 #include "ruda/types.h"
 
 /* Fills the properties of the host: model name, cores, memory (cgroup
- * limit respected), cache sizes, and ruda's CPU limits. */
+ * limit respected), cache sizes (cpu_topology.h: hwloc or sysfs), and
+ * ruda's CPU limits. */
 void ruda__cpu_device_properties(ruda_device_properties_t *out);
 
 typedef struct ruda__cpu_settings {

@@ -579,25 +579,27 @@ TEST(mode_setter_disabled_and_enforced) {
 
 /* ---- Usage and report text ---- */
 
-TEST(bytes_format_base_1000) {
+TEST(bytes_format_binary_units) {
   char buf[64];
   ruda_bytes_format(0, buf, sizeof buf);
   ASSERT_STR_EQ(buf, "0 B");
-  ruda_bytes_format(999, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "999 B");
-  ruda_bytes_format(1000, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "1.00 KB");
+  ruda_bytes_format(1023, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "1023 B");
+  ruda_bytes_format(1024, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "1.00 KiB");
   ruda_bytes_format(1536, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "1.54 KB");
+  ASSERT_STR_EQ(buf, "1.50 KiB");
   ruda_bytes_format(8 * MIB, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "8.39 MB");
+  ASSERT_STR_EQ(buf, "8.00 MiB");
+  ruda_bytes_format(32768ull * 1024, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "32.00 MiB");
   ruda_bytes_format(2500000000ull, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "2.50 GB");
+  ASSERT_STR_EQ(buf, "2.33 GiB");
   ruda_bytes_format(UINT64_MAX, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "18.45 EB");
+  ASSERT_STR_EQ(buf, "16.00 EiB");
   size_t n = ruda_bytes_format(123456, buf, 4);
-  ASSERT_EQ(n, strlen("123.46 KB"));
-  ASSERT_STR_EQ(buf, "123");
+  ASSERT_EQ(n, strlen("120.56 KiB"));
+  ASSERT_STR_EQ(buf, "120");
 }
 
 TEST(usage_report_text_and_combine) {
@@ -612,9 +614,9 @@ TEST(usage_report_text_and_combine) {
   ASSERT_STR_EQ(buf,
                 "Memory Usage Report:\n"
                 "  Number of allocations: 3\n"
-                "  Bytes in use: 2.00 KB\n"
+                "  Bytes in use: 1.95 KiB\n"
                 "  Bytes used for padding: 500 B\n"
-                "  Total bytes reserved: 10.00 KB\n"
+                "  Total bytes reserved: 9.77 KiB\n"
                 "  Usage efficiency: 20.00%\n"
                 "  Padding overhead: 25.00%\n");
   ruda_memory_usage_t z = {0, 0, 0, 0};
@@ -630,8 +632,8 @@ TEST(per_pool_report) {
   char buf[4096];
   size_t n = ruda__memory_report(mm, buf, sizeof buf);
   ASSERT_UEQ(n, strlen(buf));
-  ASSERT_STR_CONTAINS(buf, "Pool 1: SlicedPages { page_size: 8.39 MB, max_slice_size: 2.10 MB }: "
-                           "pages 1, allocations 1, in use 1.00 KB");
+  ASSERT_STR_CONTAINS(buf, "Pool 1: SlicedPages { page_size: 8.00 MiB, max_slice_size: 2.00 MiB }: "
+                           "pages 1, allocations 1, in use 1000 B");
   ASSERT_STR_CONTAINS(buf, "Pool 4: Persistent");
   ASSERT_STR_CONTAINS(buf, "Number of allocations: 1");
   char small[16];

@@ -7,6 +7,9 @@
 #include <unistd.h>
 
 #include "json_check.h"
+#include "ruda/client.h"
+#include "ruda/memory.h"
+#include "ruda/status.h"
 #include "test.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -67,6 +70,30 @@ TEST(devices_lists_a_sane_cpu_device) {
   ASSERT_STR_CONTAINS(r.out, "cpu:0");
   ASSERT_STR_CONTAINS(r.out, "cores");
   ASSERT_STR_CONTAINS(r.out, "cuda");
+  run_free(&r);
+}
+
+/* Sizes in binary units only, and the caches the properties report. */
+TEST(devices_prints_binary_sizes) {
+  run_result_t r = run(NULL, "devices");
+  ASSERT_EQ(r.code, 0);
+  static const char *decimal[] = {" kB", " KB", " MB", " GB", " TB"};
+  for (size_t i = 0; i < sizeof decimal / sizeof decimal[0]; ++i) {
+    if (strstr(r.out, decimal[i]))
+      rt_fail_msg(__FILE__, __LINE__, "decimal unit '%s' in:\n%s", decimal[i], r.out);
+    ASSERT_NULL(strstr(r.out, decimal[i]));
+  }
+  ASSERT_STR_CONTAINS(r.out, "iB memory");
+  ASSERT_STR_CONTAINS(r.out, "shared 1.00 MiB/ruda");
+  ruda_device_properties_t p;
+  ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
+  ASSERT_OK(ruda_device_properties(cpu, &p));
+  char want[64], size[32];
+  if (p.hardware.cache_l3) {
+    ruda_bytes_format(p.hardware.cache_l3, size, sizeof size);
+    snprintf(want, sizeof want, ", L3 %s", size);
+    ASSERT_STR_CONTAINS(r.out, want);
+  }
   run_free(&r);
 }
 

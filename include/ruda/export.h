@@ -1,0 +1,32 @@
+/* ruda/export.h: which declarations the shared library exports.
+ *
+ * libruda.so is built with hidden visibility: only what the public headers
+ * declare between RUDA_BEGIN_DECLS and RUDA_END_DECLS is exported, so the
+ * internal ruda__* functions stay private to the library. The pair also
+ * opens and closes the `extern "C"` block for C++ callers.
+ *
+ * RUDA_API marks a single declaration outside such a block. Both expand to
+ * nothing special for compilers without GCC-style visibility.
+ */
+#ifndef RUDA_EXPORT_H
+#define RUDA_EXPORT_H
+
+#if defined(__GNUC__) || defined(__clang__)
+#define RUDA_API __attribute__((visibility("default")))
+#define RUDA__VISIBILITY_PUSH _Pragma("GCC visibility push(default)")
+#define RUDA__VISIBILITY_POP _Pragma("GCC visibility pop")
+#else
+#define RUDA_API
+#define RUDA__VISIBILITY_PUSH
+#define RUDA__VISIBILITY_POP
+#endif
+
+#ifdef __cplusplus
+#define RUDA_BEGIN_DECLS extern "C" { RUDA__VISIBILITY_PUSH
+#define RUDA_END_DECLS RUDA__VISIBILITY_POP }
+#else
+#define RUDA_BEGIN_DECLS RUDA__VISIBILITY_PUSH
+#define RUDA_END_DECLS RUDA__VISIBILITY_POP
+#endif
+
+#endif /* RUDA_EXPORT_H */

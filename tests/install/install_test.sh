@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The install tests (CTest label "install"), one step per call:
+#
+#   install_test.sh tree         <build dir> <work dir> <version> <has command: 0|1>
+#   install_test.sh find_package <work dir> <consumer src> <version> <cc> <generator>
+#   install_test.sh pkg_config   <work dir> <consumer src> <version> <cc>
+#
+# `tree` installs the build into <work dir>/prefix (cmake --install) and
+# checks the layout and the installed `ruda` command; the other two build
+# tests/install/consumer against that prefix, as another project would,
+# and run the result. Exit 77 (skip) when pkg-config is not installed.
+set -euo pipefail
+step="$1"
+shift
+
+fail() {
+  echo "install test: $*" >&2
+  exit 1
+}
+
+# The program must run against the installed library, not the build tree's.
+check_links_installed() {
+  local exe="$1" prefix="$2"
+  local lib
+  lib="$(ldd "$exe" | awk '/libruda\.so/ {print $3}')"
+  case "$lib" in
+    "$prefix"/*) ;;
+    *) fail "$exe loads libruda from '${lib:-nowhere}', not from $prefix" ;;
+  esac
+}
+
+case "$step" in
+  tree)
+    build="$1" work="$2" version="$3" has_cmd="$4"
+    prefix="$work/prefix"
+    rm -rf "$prefix"
+    mkdir -p "$work"
+    cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
+      { cat "$work/install.log"; fail "cmake --install failed"; }
+    libdir="$(dirname "$(find "$prefix" -name "libruda.so.$version" | head -n 1)")"
+    [ -n "$libdir" ] && [ "$libdir" != "." ] || fail "no libruda.so.$version under $prefix"
+    for f in include/ruda/ruda.h include/ruda/export.h include/ruda/version.h; do
+      [ -e "$prefix/$f" ] || fail "$prefix/$f is missing"
+    done
+    for f in libruda.so libruda.a cmake/ruda/ruda-config.cmake \
+      cmake/ruda/ruda-config-version.cmake cmake/ruda/ruda-targets.cmake pkgconfig/ruda.pc; do
+      [ -e "$libdir/$f" ] || fail "$libdir/$f is missing"
+    done
+    soname="$(objdump -p "$libdir/libruda.so.$version" | awk '/SONAME/ {print $2}')"
+    major="${version%%.*}"
+    rest="${version#*.}"
+    minor="${rest%%.*}"
+    if [ "$major" = 0 ]; then want="libruda.so.0.$minor"; else want="libruda.so.$major"; fi
+    [ "$soname" = "$want" ] || fail "SONAME is '$soname', expected $want"
+    [ -e "$libdir/$soname" ] || fail "no $soname link in $libdir"
+    if [ "$has_cmd" = 1 ]; then
+      out="$("$prefix/bin/ruda" --version)"
+      [ "$out" = "ruda $version" ] || fail "installed 'ruda --version' printed '$out'"
+      "$prefix/bin/ruda" devices >"$work/devices.txt" || fail "installed 'ruda devices' failed"
+      grep -q '^  cpu:0 ' "$work/devices.txt" || fail "installed 'ruda devices' lists no cpu:0"
+    fi
+    echo "installed into $prefix: headers, libruda.so ($soname), libruda.a, bin/ruda," \
+      "the CMake package and ruda.pc"
+    ;;
+
+  find_package)
+    work="$1" src="$2" version="$3" cc="$4" generator="$5"
+    prefix="$work/prefix" out="$work/find_package"
+    rm -rf "$out"
+    # A C-only consumer: a C++ compiler that does not exist must not matter.
+    cmake -S "$src" -B "$out" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
+      -DCMAKE_PREFIX_PATH="$prefix" -DRUDA_EXPECTED_VERSION="$version" \
+      -DCMAKE_CXX_COMPILER=/nonexistent/c++ ||
+      fail "configuring the find_package consumer failed"
+    cmake --build "$out" || fail "building the find_package consumer failed"
+    check_links_installed "$out/consumer_shared" "$prefix"
+    "$out/consumer_shared" || fail "consumer_shared (ruda::ruda) failed"
+    if ldd "$out/consumer_static" | grep -q libruda; then
+      fail "consumer_static (ruda::ruda_static) loads libruda.so"
+    fi
+    "$out/consumer_static" || fail "consumer_static (ruda::ruda_static) failed"
+    ;;
+
+  pkg_config)
+    work="$1" src="$2" version="$3" cc="$4"
+    prefix="$work/prefix" out="$work/pkg_config"
+    if ! command -v pkg-config >/dev/null 2>&1; then
+      echo "pkg-config is not installed (apt-get install pkg-config): skipped"
+      exit 77
+    fi
+    pc="$(find "$prefix" -name ruda.pc | head -n 1)"
+    [ -n "$pc" ] || fail "no ruda.pc under $prefix"
+    export PKG_CONFIG_PATH="$(dirname "$pc")"
+    got="$(pkg-config --modversion ruda)"
+    [ "$got" = "$version" ] || fail "pkg-config --modversion ruda gave '$got', expected $version"
+    libdir="$(pkg-config --variable=libdir ruda)"
+    rm -rf "$out"
+    mkdir -p "$out"
+    # shellcheck disable=SC2046 # word splitting of pkg-config's flags is wanted
+    "$cc" -std=c11 -Wall -Werror $(pkg-config --cflags ruda) "$src/consumer.c" -o "$out/consumer" \
+      $(pkg-config --libs ruda) -Wl,-rpath,"$libdir" || fail "building with pkg-config's flags failed"
+    check_links_installed "$out/consumer" "$prefix"
+    "$out/consumer" || fail "the pkg-config consumer failed"
+    ;;
+
+  *)
+    fail "unknown step '$step'"
+    ;;
+esac
