@@ -23,6 +23,17 @@
  *
  * Thread-safety: every function here may be called from any thread. A
  * client object is ref-counted and may be shared between threads.
+ *
+ * Calls from inside a CPU kernel: a kernel runs as part of its device's
+ * work, so a client call made from a kernel would wait for the launch it
+ * belongs to (or re-enter the device in the middle of it). Every function
+ * here that takes a client (and ruda_shutdown) returns
+ * RUDA_ERR_INVALID_ARGUMENT, naming the kernel, when called from inside a
+ * kernel, and does nothing; the launch and the device carry on normally.
+ *
+ * Shutdown: ruda_shutdown() may race any other call. A blocking call that
+ * starts after it began returns RUDA_ERR_UNAVAILABLE; one already in
+ * progress completes first (ruda_shutdown waits for it).
  */
 #ifndef RUDA_CLIENT_H
 #define RUDA_CLIENT_H
@@ -253,20 +264,30 @@ ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                   void *ctx, ruda_profile_duration_t *out);
 /* Runs fn(c, ctx) on the device's worker thread with no other operation of
- * any thread interleaved; client calls made inside fn run inline. */
+ * any thread interleaved; client calls made inside fn run inline.
+ * ruda_shutdown() called inside fn returns RUDA_ERR_INVALID_ARGUMENT and
+ * does nothing (it would wait for fn). Errors: fn's status;
+ * RUDA_ERR_UNAVAILABLE after ruda_shutdown(); RUDA_ERR_INVALID_ARGUMENT
+ * from inside a kernel. */
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,
                                     ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                     void *ctx);
 
 /* ---- Process lifetime ---- */
 
-/* Waits for every device's queued work, destroys every server and joins
- * every worker. Afterwards blocking calls of clients still alive return
- * RUDA_ERR_UNAVAILABLE, non-blocking ones are dropped, new clients cannot
- * be created, and handles, kernels and clients can still be released.
- * Calling it twice is harmless; an atexit hook calls it. Not to be called
- * concurrently with other ruda calls. */
-void ruda_shutdown(void);
+/* Waits for every device's queued work and for the blocking calls in
+ * progress, destroys every server and joins every worker. Blocking calls
+ * that start once it has begun return RUDA_ERR_UNAVAILABLE; non-blocking
+ * ones queued after the workers stopped are dropped (their memory and
+ * bindings released); new clients cannot be created; handles, kernels and
+ * clients can still be released. Calling it twice, or from several threads
+ * at once, is harmless (each call returns once everything is stopped); an
+ * atexit hook calls it. Thread-safe: may race any other ruda call.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT when called where it would wait for
+ * itself: inside ruda_client_exclusive / ruda_client_profile's function (on
+ * a device worker) or inside a kernel. Nothing is shut down then and the
+ * runtime stays usable. */
+ruda_status_t ruda_shutdown(void);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,7 @@
 #include "backends/cpu/thread_pool.h"
 #include "comm/cpu_collective.h"
 #include "server/kernel_object.h"
+#include "server/kernel_scope.h"
 #include "server/server.h"
 #include "server/trace.h"
 
@@ -292,6 +293,7 @@ static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stre
 
 typedef struct cpu_launch {
   const ruda_kernel_desc_t *desc;
+  ruda_device_id_t device;
   ruda_cpu_kernel_fn fn;
   ruda_cpu_kernel_ctx_t proto;
   uint64_t total;
@@ -322,6 +324,9 @@ static void launch_job(void *arg, uint32_t participant) {
   const ruda_count3_t c = ctx.ruda_count;
   const uint64_t xy = (uint64_t)c.x * c.y;
   ruda_cpu_kernel_fn fn = l->fn;
+  /* Client calls from inside the kernel are refused, not deadlocked. */
+  ruda__kernel_scope_t scope;
+  ruda__kernel_scope_enter(&scope, l->desc->name, l->device);
   for (;;) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
@@ -334,6 +339,7 @@ static void launch_job(void *arg, uint32_t participant) {
       fn(&ctx);
     }
   }
+  ruda__kernel_scope_leave(&scope);
 }
 
 /* Makes sure every participant has `bytes` of shared memory. */
@@ -424,6 +430,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     cpu_launch_t l;
     memset(&l, 0, sizeof l);
     l.desc = desc;
+    l.device = s->base.device;
     l.fn = code->cpu_fn;
     l.proto.ruda_count = c;
     l.proto.ruda_dim = desc->ruda_dim;
