@@ -215,9 +215,15 @@ void ruda_resource_release(ruda_resource_t *r);
 
 /* Launches `kernel` with Checked execution. Non-blocking: invalid arguments
  * (NULL kernel, too many buffers) return at once with
- * RUDA_ERR_INVALID_ARGUMENT; everything the device checks (dims, units,
- * shared memory against the device's properties, compilation, kernel
- * failures) surfaces on the stream as ServerError::Launch(...). */
+ * RUDA_ERR_INVALID_ARGUMENT. A launch the device's properties rule out
+ * returns at once, and queues nothing, with the error the device would
+ * report: ServerError::Launch(LaunchError::TooManyResources(
+ * ResourceLimitError::RudaDim / Units / SharedMemory{requested, max}))
+ * (a static count above max_ruda_count: ServerError::Launch(
+ * LaunchError::Unknown)), naming the kernel and the stream
+ * (ruda_status_kernel, ruda_status_stream). What only the device can find
+ * (compilation, a dynamic count, kernel failures) surfaces on the stream as
+ * ServerError::Launch(...), also naming the kernel and the stream. */
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel,
                                  ruda_count_t count, const ruda_kernel_args_t *args);
 /* Same, with the execution mode the configured bounds-check mode maps to

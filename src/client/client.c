@@ -1006,6 +1006,14 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
   }
+  /* Limits the device's properties decide fail here, naming the kernel,
+   * the limit and the value, rather than at the next sync. */
+  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
+  if (!limit && !count.dynamic) limit = ruda__validate_count(p, count.fixed);
+  if (limit) {
+    return ruda_status_set_launch(ruda_status_into_server(limit), kernel->desc.name,
+                                  ruda_client_stream(c).value);
+  }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   size_t bytes = sizeof(launch_op_t) + (nb + nt) * sizeof(ruda_binding_t) +
                  nt * sizeof(ruda_tensor_map_meta_t) + ni * sizeof(uint64_t);

@@ -479,6 +479,8 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
                       ruda__now_ns(), 0);
   }
   if (err) {
+    err = ruda_status_set_launch(ruda_status_into_server(err), ruda_kernel_desc(kernel)->name,
+                                 stream.value);
     if (st) {
       ruda__profiler_error(&st->profiler, err);
       ruda__stream_errors_push(&st->errors, err);

@@ -54,7 +54,10 @@ static void note_kernel(cuda_stream_t *st, const char *name) {
   slot[len] = '\0';
 }
 
-static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e) {
+/* Queues a failed launch's error, naming the kernel and the stream. */
+static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e,
+                              const char *kernel, ruda_stream_id_t stream) {
+  e = ruda_status_set_launch(ruda_status_into_server(e), kernel, stream.value);
   if (!ruda__profiler_is_empty(&s->profiler)) ruda__profiler_error(&s->profiler, e);
   ruda__stream_errors_push(&st->errors, e);
 }
@@ -75,13 +78,13 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   ruda_status_t e = ruda__validate_launch(&s->base.utilities.properties, d->ruda_dim,
                                           d->shared_mem_bytes);
   if (e) {
-    push_launch_error(s, st, e);
+    push_launch_error(s, st, e, d->name, stream);
     return;
   }
   ruda__cuda_function_t *fn = NULL;
   e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
   if (e) {
-    push_launch_error(s, st, e);
+    push_launch_error(s, st, e, d->name, stream);
     return;
   }
 
@@ -215,7 +218,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:
-  push_launch_error(s, st, e);
+  push_launch_error(s, st, e, d->name, stream);
 done:
   if (params != psmall) ruda__free(params);
   if (vals != vsmall) ruda__free(vals);
