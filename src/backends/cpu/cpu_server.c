@@ -580,16 +580,6 @@ static const ruda__server_vtable_t cpu_vtable = {
     .all_reduce = cpu_all_reduce,
 };
 
-static uint64_t env_u64(const char *name, uint64_t fallback) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end) return fallback;
-  return x;
-}
-
 static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
   cpu_server_t *s = calloc(1, sizeof *s);
@@ -605,7 +595,7 @@ static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   s->base.utilities.check_mode = settings->check_mode;
   s->max_streams = settings->max_streams;
   s->memory_config = settings->memory;
-  s->memory_limit = env_u64("RUDA_CPU_MEMORY_LIMIT", 0);
+  s->memory_limit = settings->memory_limit;
   s->streams = calloc(s->max_streams, sizeof *s->streams);
   ruda_status_t err = s->streams ? NULL
                                  : ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
