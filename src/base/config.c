@@ -877,7 +877,7 @@ static ruda_status_t validate_option(const ruda_config_t *cfg, const option_t *o
   return bad ? set_fail(key, bad, found[0] ? found : NULL) : NULL;
 }
 
-static ruda_status_t validate_config(const ruda_config_t *cfg) {
+ruda_status_t ruda__config_validate(const ruda_config_t *cfg) {
   for (size_t i = 0; i < NUM_OPTIONS; i++) {
     if (!k_options[i].key) continue;
     ruda_status_t st = validate_option(cfg, &k_options[i]);
@@ -889,7 +889,7 @@ static ruda_status_t validate_config(const ruda_config_t *cfg) {
 
 ruda_status_t ruda_config_set(const ruda_config_t *cfg) {
   if (!cfg) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_set: cfg is NULL");
-  ruda_status_t st = validate_config(cfg);
+  ruda_status_t st = ruda__config_validate(cfg);
   if (st) return st;
   pthread_mutex_lock(&g_lock);
   if (atomic_load_explicit(&g_ptr, memory_order_relaxed))
