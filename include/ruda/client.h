@@ -38,6 +38,17 @@
  *
  * Thread-safety: every function here may be called from any thread. A
  * client object is ref-counted and may be shared between threads.
+ *
+ * Calls from inside a CPU kernel: a kernel runs as part of its device's
+ * work, so a client call made from a kernel would wait for the launch it
+ * belongs to (or re-enter the device in the middle of it). Every function
+ * here that takes a client (and ruda_shutdown) returns
+ * RUDA_ERR_INVALID_ARGUMENT, naming the kernel, when called from inside a
+ * kernel, and does nothing; the launch and the device carry on normally.
+ *
+ * Shutdown: ruda_shutdown() may race any other call. A blocking call that
+ * starts after it began returns RUDA_ERR_UNAVAILABLE; one already in
+ * progress completes first (ruda_shutdown waits for it).
  */
 #ifndef RUDA_CLIENT_H
 #define RUDA_CLIENT_H
@@ -226,9 +237,15 @@ void ruda_resource_release(ruda_resource_t *r);
  * RUDA_ERR_INVALID_ARGUMENT, a bad handle argument with
  * RUDA_ERR_INVALID_HANDLE ("launch of 'k', buffer 2: handle #12.3 was
  * released"), a dynamic count whose view holds under 12 bytes with
- * LaunchError::Unknown; everything the device checks (dims, units,
- * shared memory against the device's properties, compilation, kernel
- * failures) surfaces on the stream as ServerError::Launch(...). */
+ * LaunchError::Unknown. A launch the device's properties rule out returns
+ * at once, and queues nothing, with the error the device would report:
+ * ServerError::Launch(LaunchError::TooManyResources(
+ * ResourceLimitError::RudaDim / Units / SharedMemory{requested, max}))
+ * (a static count above max_ruda_count: ServerError::Launch(
+ * LaunchError::Unknown)), naming the kernel and the stream
+ * (ruda_status_kernel, ruda_status_stream). What only the device can find
+ * (compilation, a dynamic count, kernel failures) surfaces on the stream as
+ * ServerError::Launch(...), also naming the kernel and the stream. */
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel,
                                  ruda_count_t count, const ruda_kernel_args_t *args);
 /* Same, with the execution mode the configured bounds-check mode maps to
@@ -301,20 +318,30 @@ ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t
 ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
                                       ruda_profile_duration_t *out);
 /* Runs fn(c, ctx) on the device's worker thread with no other operation of
- * any thread interleaved; client calls made inside fn run inline. */
+ * any thread interleaved; client calls made inside fn run inline.
+ * ruda_shutdown() called inside fn returns RUDA_ERR_INVALID_ARGUMENT and
+ * does nothing (it would wait for fn). Errors: fn's status;
+ * RUDA_ERR_UNAVAILABLE after ruda_shutdown(); RUDA_ERR_INVALID_ARGUMENT
+ * from inside a kernel. */
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,
                                     ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                     void *ctx);
 
 /* ---- Process lifetime ---- */
 
-/* Waits for every device's queued work, destroys every server and joins
- * every worker. Afterwards blocking calls of clients still alive return
- * RUDA_ERR_UNAVAILABLE, non-blocking ones are dropped, new clients cannot
- * be created, and handles, kernels and clients can still be released.
- * Calling it twice is harmless; an atexit hook calls it. Not to be called
- * concurrently with other ruda calls. */
-void ruda_shutdown(void);
+/* Waits for every device's queued work and for the blocking calls in
+ * progress, destroys every server and joins every worker. Blocking calls
+ * that start once it has begun return RUDA_ERR_UNAVAILABLE; non-blocking
+ * ones queued after the workers stopped are dropped (their memory and
+ * bindings released); new clients cannot be created; handles, kernels and
+ * clients can still be released. Calling it twice, or from several threads
+ * at once, is harmless (each call returns once everything is stopped); an
+ * atexit hook calls it. Thread-safe: may race any other ruda call.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT when called where it would wait for
+ * itself: inside ruda_client_exclusive / ruda_client_profile's function (on
+ * a device worker) or inside a kernel. Nothing is shut down then and the
+ * runtime stays usable. */
+ruda_status_t ruda_shutdown(void);
 
 RUDA_END_DECLS
 

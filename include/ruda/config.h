@@ -116,8 +116,17 @@ typedef struct ruda_memory_config {
   ruda_persistent_memory_t persistent_memory; /* default: enabled */
 } ruda_memory_config_t;
 
+/* ruda_cpu_config_t.spin: chosen from the core count (20000 polls on more
+ * than 2 cores, else 0). */
+#define RUDA_CPU_SPIN_AUTO UINT32_MAX
+
 typedef struct ruda_cpu_config {
-  uint32_t threads; /* worker threads; 0 (default) = one per online CPU */
+  uint32_t threads;      /* worker threads, 0..65535; 0 (default) = one per online CPU */
+  uint32_t devices;      /* CPU devices exposed, 1..64; default 1 */
+  uint32_t spin;         /* polls an idle pool thread makes before sleeping,
+                            0..100000000, or RUDA_CPU_SPIN_AUTO (default) */
+  uint64_t memory_limit; /* bytes the host storage of one stream may hold;
+                            0 (default) = no limit */
 } ruda_cpu_config_t;
 
 typedef struct ruda_trace_config {
@@ -175,10 +184,13 @@ ruda_status_t ruda_config_load(ruda_config_t *out);
 const ruda_config_t *ruda_config_get(void);
 
 /* Installs `cfg` (copied) as the process-wide configuration instead of
- * loading one; environment overrides are not applied to it.
- * Errors: RUDA_ERR_INVALID_ARGUMENT when `cfg` is NULL, when
- * ruda_config_get() has already run, or when a configuration was already
- * set. Thread-safe. */
+ * loading one; environment overrides are not applied to it. Every field is
+ * checked by the same rules as the file and the environment (ranges, enum
+ * values, terminated path strings).
+ * Errors: RUDA_ERR_CONFIG naming the dotted key ("streaming.max_streams")
+ * of the first field that breaks a rule (nothing is installed then);
+ * RUDA_ERR_INVALID_ARGUMENT when `cfg` is NULL, when ruda_config_get() has
+ * already run, or when a configuration was already set. Thread-safe. */
 ruda_status_t ruda_config_set(const ruda_config_t *cfg);
 
 /* The directory of the compiled-kernel disk cache for `cfg` (written into

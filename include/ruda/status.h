@@ -155,6 +155,15 @@ ruda_status_t ruda_status_set_vendor(ruda_status_t s, const char *call,
 ruda_status_t ruda_status_set_location(ruda_status_t s, const char *file,
                                        uint32_t line, const char *key);
 
+/* Attaches where an operation failed: the kernel of a failed launch (its
+ * name is copied; NULL for none) and the stream it ran on. The text of
+ * ServerError::Launch then reads "A launch of kernel 'k' on stream N
+ * failed", that of ServerError::Io "A memory operation failed on stream N".
+ * Attach it to the outermost error (the ServerError). Ownership and failure
+ * as ruda_status_set_vendor(). */
+ruda_status_t ruda_status_set_launch(ruda_status_t s, const char *kernel,
+                                     uint64_t stream);
+
 /* Deep copy, owned by the caller (`s` stays the caller's). NULL gives NULL;
  * when memory is exhausted, the static error of the same kind. */
 ruda_status_t ruda_status_clone(ruda_status_t s);
@@ -192,6 +201,10 @@ ruda_status_t ruda_status_error_at(ruda_status_t s, size_t index);
 const char *ruda_status_vendor_call(ruda_status_t s);
 const char *ruda_status_vendor_code_name(ruda_status_t s);
 int64_t ruda_status_vendor_code(ruda_status_t s);
+/* Set by ruda_status_set_launch: the kernel's name (NULL when absent) and
+ * the stream (false when absent; *out untouched). */
+const char *ruda_status_kernel(ruda_status_t s);
+bool ruda_status_stream(ruda_status_t s, uint64_t *out);
 /* Config location; NULL/0 when absent. */
 const char *ruda_status_file(ruda_status_t s);
 uint32_t ruda_status_line(ruda_status_t s);

@@ -124,6 +124,9 @@ void ruda_config_default(ruda_config_t *out) {
   out->streaming.priority = RUDA_STREAM_PRIORITY_DEFAULT;
   out->memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENABLED;
   out->cpu.threads = 0;
+  out->cpu.devices = 1;
+  out->cpu.spin = RUDA_CPU_SPIN_AUTO;
+  out->cpu.memory_limit = 0;
 }
 
 const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
@@ -146,7 +149,8 @@ typedef enum {
   OPT_CACHE,     /* ruda_cache_config_t: a name, { file = ... } or a path */
   OPT_CACHE_DIR, /* ruda_cache_config_t: a path (environment only) */
   OPT_ENUM,      /* an enum field, from `names` */
-  OPT_UINT,      /* uint32_t, from `min` to `max` */
+  OPT_UINT,      /* uint32_t, from `min` to `max` (or "auto", with has_auto) */
+  OPT_BYTES,     /* uint64_t bytes: an integer, or text with a unit ("64MiB") */
   OPT_PATH,      /* char[RUDA_CONFIG_PATH_MAX]; an empty variable clears it */
 } opt_kind_t;
 
@@ -161,31 +165,38 @@ typedef struct {
   size_t offset; /* of the field in ruda_config_t */
   const name_value_t *names; /* OPT_ENUM: values; OPT_LOGGER: levels */
   uint32_t min, max;         /* OPT_UINT */
+  bool has_auto;             /* OPT_UINT: "auto" (stored as UINT32_MAX) allowed */
 } option_t;
 
+#define RUDA__STR_(x) #x
+#define RUDA__STR(x) RUDA__STR_(x)
 #define AT(field) offsetof(ruda_config_t, field)
 static const option_t k_options[] = {
     {"profiling", "logger", "RUDA_LOG_PROFILING", OPT_LOGGER, AT(profiling.logger),
-     k_levels_profiling, 0, 0},
+     k_levels_profiling, 0, 0, false},
     {"compilation", "logger", "RUDA_LOG_COMPILATION", OPT_LOGGER, AT(compilation.logger),
-     k_levels_other, 0, 0},
+     k_levels_other, 0, 0, false},
     {"compilation", "cache", "RUDA_COMPILATION_CACHE", OPT_CACHE, AT(compilation.cache), NULL,
-     0, 0},
-    {"compilation", NULL, "RUDA_CACHE_DIR", OPT_CACHE_DIR, AT(compilation.cache), NULL, 0, 0},
+     0, 0, false},
+    {"compilation", NULL, "RUDA_CACHE_DIR", OPT_CACHE_DIR, AT(compilation.cache), NULL, 0, 0, false},
     {"compilation", "check_mode", "RUDA_CHECK_MODE", OPT_ENUM, AT(compilation.check_mode),
-     k_check_modes, 0, 0},
+     k_check_modes, 0, 0, false},
     {"streaming", "logger", "RUDA_LOG_STREAMING", OPT_LOGGER, AT(streaming.logger),
-     k_levels_other, 0, 0},
+     k_levels_other, 0, 0, false},
     {"streaming", "max_streams", "RUDA_MAX_STREAMS", OPT_UINT, AT(streaming.max_streams), NULL,
-     1, 255},
+     1, 255, false},
     {"streaming", "priority", "RUDA_STREAM_PRIORITY", OPT_ENUM, AT(streaming.priority),
-     k_priorities, 0, 0},
+     k_priorities, 0, 0, false},
     {"memory", "logger", "RUDA_LOG_MEMORY", OPT_LOGGER, AT(memory.logger), k_levels_other, 0,
-     0},
+     0, false},
     {"memory", "persistent_memory", "RUDA_PERSISTENT_MEMORY", OPT_ENUM,
-     AT(memory.persistent_memory), k_persistent, 0, 0},
-    {"cpu", "threads", "RUDA_CPU_THREADS", OPT_UINT, AT(cpu.threads), NULL, 0, 65535},
-    {"trace", "file", "RUDA_TRACE", OPT_PATH, AT(trace.file), NULL, 0, 0},
+     AT(memory.persistent_memory), k_persistent, 0, 0, false},
+    {"cpu", "threads", "RUDA_CPU_THREADS", OPT_UINT, AT(cpu.threads), NULL, 0, 65535, false},
+    {"cpu", "devices", "RUDA_CPU_DEVICES", OPT_UINT, AT(cpu.devices), NULL, 1, 64, false},
+    {"cpu", "spin", "RUDA_CPU_SPIN", OPT_UINT, AT(cpu.spin), NULL, 0, 100000000, true},
+    {"cpu", "memory_limit", "RUDA_CPU_MEMORY_LIMIT", OPT_BYTES, AT(cpu.memory_limit), NULL, 0,
+     0, false},
+    {"trace", "file", "RUDA_TRACE", OPT_PATH, AT(trace.file), NULL, 0, 0, false},
 };
 #undef AT
 enum { NUM_OPTIONS = sizeof k_options / sizeof k_options[0] };
@@ -219,6 +230,73 @@ static const char *expected_options(const char *section, char *buf, size_t cap) 
     if (item && (n == 0 || strcmp(items[n - 1], item) != 0)) items[n++] = item;
   }
   return join_list(items, n, "", buf, cap);
+}
+
+/* ---- the rules of each value ----------------------------------------------
+ * One check per kind of value, used by the file, the environment and
+ * ruda_config_set() alike: each returns NULL when the value is valid, else
+ * what was expected, for the caller's message. */
+
+_Static_assert(RUDA_CPU_SPIN_AUTO == UINT32_MAX, "auto is stored as UINT32_MAX");
+
+/* "an integer from 1 to 255" (+ " or \"auto\""). */
+static const char *uint_expected(const option_t *o, char *buf, size_t cap) {
+  snprintf(buf, cap, "an integer from %u to %u%s", o->min, o->max,
+           o->has_auto ? " or \"auto\"" : "");
+  return buf;
+}
+
+static const char *check_uint(const option_t *o, uint64_t v, char *buf, size_t cap) {
+  if ((v >= o->min && v <= o->max) || (o->has_auto && v == UINT32_MAX)) return NULL;
+  return uint_expected(o, buf, cap);
+}
+
+static const char *check_enum(const name_value_t *names, int v, char *buf, size_t cap) {
+  for (const name_value_t *n = names; n->name; n++)
+    if (n->value == v) return NULL;
+  return expected_list(names, buf, cap);
+}
+
+/* A path field: terminated inside its array, and non-empty unless `may_be_empty`. */
+static const char *check_path(const char *p, bool may_be_empty) {
+  size_t n = strnlen(p, RUDA_CONFIG_PATH_MAX);
+  if (n == RUDA_CONFIG_PATH_MAX) return "a NUL-terminated path shorter than " RUDA__STR(RUDA_CONFIG_PATH_MAX) " bytes";
+  if (n == 0 && !may_be_empty) return "a path";
+  return NULL;
+}
+
+static const char k_bytes_expected[] =
+    "a size in bytes: a whole number, optionally followed by K, M, G or T "
+    "(or KiB, MiB, GiB, TiB: powers of 1024)";
+
+/* "1048576", "64MiB", "1M": bytes. False on anything else or overflow. */
+static bool parse_bytes(const char *s, uint64_t *out) {
+  static const struct {
+    const char *unit;
+    unsigned shift;
+  } k_units[] = {{"", 0},   {"B", 0},   {"K", 10},  {"KiB", 10}, {"M", 20},
+                 {"MiB", 20}, {"G", 30}, {"GiB", 30}, {"T", 40},  {"TiB", 40}};
+  if (*s < '0' || *s > '9') return false;
+  uint64_t v = 0;
+  for (; *s >= '0' && *s <= '9'; s++) {
+    unsigned d = (unsigned)(*s - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  for (size_t i = 0; i < sizeof k_units / sizeof k_units[0]; i++) {
+    if (strcmp(s, k_units[i].unit) != 0) continue;
+    if (k_units[i].shift && v > (UINT64_MAX >> k_units[i].shift)) return false;
+    *out = v << k_units[i].shift;
+    return true;
+  }
+  return false;
+}
+
+/* A bool field must hold 0 or 1 (ruda_config_set gets raw memory). */
+static bool bool_ok(const bool *b) {
+  unsigned char c;
+  memcpy(&c, b, 1);
+  return c <= 1;
 }
 
 /* ---- schema ------------------------------------------------------------ */
@@ -272,15 +350,41 @@ static void get_bool(ctx_t *c, const ruda__toml_entry_t *e, const char *key, boo
   if (want_type(c, e, key, RUDA__TOML_BOOLEAN)) *out = e->value.boolean;
 }
 
-static void get_uint(ctx_t *c, const ruda__toml_entry_t *e, const char *key, int64_t min,
-                     int64_t max, uint32_t *out) {
-  if (!want_type(c, e, key, RUDA__TOML_INTEGER)) return;
-  if (e->value.integer < min || e->value.integer > max) {
-    fail(c, e->line, key, "expected an integer from %lld to %lld, found %lld", (long long)min,
-         (long long)max, (long long)e->value.integer);
+static void get_uint(ctx_t *c, const ruda__toml_entry_t *e, const char *key, const option_t *o,
+                     uint32_t *out) {
+  char why[96];
+  if (o->has_auto && e->value.type == RUDA__TOML_STRING &&
+      strcmp(e->value.string, "auto") == 0) {
+    *out = UINT32_MAX;
     return;
   }
-  *out = (uint32_t)e->value.integer;
+  if (e->value.type != RUDA__TOML_INTEGER) {
+    fail(c, e->line, key, "expected an integer%s, found %s", o->has_auto ? " or \"auto\"" : "",
+         type_name(e->value.type));
+    return;
+  }
+  int64_t v = e->value.integer;
+  /* UINT32_MAX, the stored form of "auto", is written "auto" in a file. */
+  if (v < 0 || v >= UINT32_MAX || check_uint(o, (uint64_t)v, why, sizeof why)) {
+    fail(c, e->line, key, "expected %s, found %lld", uint_expected(o, why, sizeof why),
+         (long long)v);
+    return;
+  }
+  *out = (uint32_t)v;
+}
+
+static void get_bytes(ctx_t *c, const ruda__toml_entry_t *e, const char *key, uint64_t *out) {
+  if (e->value.type == RUDA__TOML_INTEGER && e->value.integer >= 0) {
+    *out = (uint64_t)e->value.integer;
+  } else if (e->value.type == RUDA__TOML_STRING) {
+    if (!parse_bytes(e->value.string, out))
+      fail(c, e->line, key, "expected %s, found \"%s\"", k_bytes_expected, e->value.string);
+  } else if (e->value.type == RUDA__TOML_INTEGER) {
+    fail(c, e->line, key, "expected %s, found %lld", k_bytes_expected,
+         (long long)e->value.integer);
+  } else {
+    fail(c, e->line, key, "expected %s, found %s", k_bytes_expected, type_name(e->value.type));
+  }
 }
 
 static void get_path(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
@@ -379,7 +483,8 @@ static void set_from_toml(ctx_t *c, const option_t *o, const ruda__toml_entry_t 
     case OPT_ENUM:
       if (get_enum(c, e, key, o->names, &v)) memcpy(f, &v, sizeof v);
       break;
-    case OPT_UINT: get_uint(c, e, key, o->min, o->max, f); break;
+    case OPT_UINT: get_uint(c, e, key, o, f); break;
+    case OPT_BYTES: get_bytes(c, e, key, f); break;
     case OPT_PATH: get_path(c, e, key, f); break;
     case OPT_CACHE_DIR: break; /* not in ruda.toml: find_option() never gives it */
   }
@@ -525,17 +630,26 @@ static ruda_status_t env_enum(const char *var, const char *value, const name_val
   return env_fail(var, value, "expected %s", expected_list(names, list, sizeof list));
 }
 
-static ruda_status_t env_uint(const char *var, const char *value, unsigned long min,
-                              unsigned long max, uint32_t *out) {
+static ruda_status_t env_uint(const option_t *o, const char *value, uint32_t *out) {
+  char why[96];
+  if (o->has_auto && strcmp(value, "auto") == 0) {
+    *out = UINT32_MAX;
+    return NULL;
+  }
   char *end = NULL;
   errno = 0;
   if (*value < '0' || *value > '9') goto bad;
-  unsigned long v = strtoul(value, &end, 10);
-  if (errno || *end || v < min || v > max) goto bad;
+  unsigned long long v = strtoull(value, &end, 10);
+  if (errno || *end || v >= UINT32_MAX || check_uint(o, v, why, sizeof why)) goto bad;
   *out = (uint32_t)v;
   return NULL;
 bad:
-  return env_fail(var, value, "expected an integer from %lu to %lu", min, max);
+  return env_fail(o->env, value, "expected %s", uint_expected(o, why, sizeof why));
+}
+
+static ruda_status_t env_bytes(const char *var, const char *value, uint64_t *out) {
+  if (parse_bytes(value, out)) return NULL;
+  return env_fail(var, value, "expected %s", k_bytes_expected);
 }
 
 static ruda_status_t env_path(const char *var, const char *value, char out[RUDA_CONFIG_PATH_MAX]) {
@@ -616,7 +730,8 @@ static ruda_status_t set_from_env(const option_t *o, const char *v, ruda_config_
       st = env_enum(o->env, v, o->names, &x);
       if (!st) memcpy(f, &x, sizeof x);
       return st;
-    case OPT_UINT: return env_uint(o->env, v, o->min, o->max, f);
+    case OPT_UINT: return env_uint(o, v, f);
+    case OPT_BYTES: return env_bytes(o->env, v, f);
     case OPT_PATH: return env_path(o->env, v, f);
   }
   return NULL;
@@ -686,9 +801,95 @@ const ruda_config_t *ruda_config_get(void) {
   return p;
 }
 
+static ruda_status_t set_fail(const char *key, const char *expected, const char *found) {
+  ruda_status_t st = ruda_status_create(RUDA_ERR_CONFIG, "ruda_config_set: %s: expected %s%s%s",
+                                        key, expected, found ? ", found " : "", found ? found : "");
+  return ruda_status_set_location(st, NULL, 0, key);
+}
+
+/* The checks of the file and the environment, applied to a given value. */
+static ruda_status_t validate_logger(const ruda_logger_config_t *l, const char *prefix,
+                                     const name_value_t *levels) {
+  char key[KEY_MAX], why[160], found[32];
+  const char *bad;
+  if ((bad = check_enum(levels, (int)l->level, why, sizeof why))) {
+    key_join(key, prefix, "level");
+    snprintf(found, sizeof found, "%d", (int)l->level);
+    return set_fail(key, bad, found);
+  }
+  if ((bad = check_path(l->file, true))) {
+    key_join(key, prefix, "file");
+    return set_fail(key, bad, NULL);
+  }
+  const struct {
+    const bool *b;
+    const char *name;
+  } flags[] = {{&l->append, "append"}, {&l->to_stdout, "stdout"}, {&l->to_stderr, "stderr"}};
+  for (size_t i = 0; i < 3; i++) {
+    if (!bool_ok(flags[i].b)) {
+      key_join(key, prefix, flags[i].name);
+      return set_fail(key, "a boolean (0 or 1)", NULL);
+    }
+  }
+  return NULL;
+}
+
+static ruda_status_t validate_option(const ruda_config_t *cfg, const option_t *o) {
+  const void *f = (const char *)cfg + o->offset;
+  char key[KEY_MAX], why[160], found[32];
+  const char *bad = NULL;
+  key_join(key, o->section, o->key);
+  switch (o->kind) {
+    case OPT_LOGGER: return validate_logger(f, key, o->names);
+    case OPT_CACHE: {
+      const ruda_cache_config_t *c = f;
+      if (c->location < RUDA_CACHE_LOCATION_NONE || c->location > RUDA_CACHE_LOCATION_USER) {
+        snprintf(found, sizeof found, "location %d", (int)c->location);
+        return set_fail(key, "\"user\", \"local\", \"target\", \"global\", \"none\" or { file = \"path\" }", found);
+      }
+      bad = check_path(c->file, c->location != RUDA_CACHE_LOCATION_FILE);
+      if (bad) {
+        key_join(key, key, "file");
+        return set_fail(key, bad, NULL);
+      }
+      return NULL;
+    }
+    case OPT_ENUM: {
+      int v;
+      memcpy(&v, f, sizeof v);
+      snprintf(found, sizeof found, "%d", v);
+      bad = check_enum(o->names, v, why, sizeof why);
+      break;
+    }
+    case OPT_UINT: {
+      uint32_t v;
+      memcpy(&v, f, sizeof v);
+      snprintf(found, sizeof found, "%u", v);
+      bad = check_uint(o, v, why, sizeof why);
+      break;
+    }
+    case OPT_PATH: bad = check_path(f, true); found[0] = '\0'; break;
+    case OPT_BYTES: /* every value is a size */
+    case OPT_CACHE_DIR: /* the same field as OPT_CACHE */
+      return NULL;
+  }
+  return bad ? set_fail(key, bad, found[0] ? found : NULL) : NULL;
+}
+
+ruda_status_t ruda__config_validate(const ruda_config_t *cfg) {
+  for (size_t i = 0; i < NUM_OPTIONS; i++) {
+    if (!k_options[i].key) continue;
+    ruda_status_t st = validate_option(cfg, &k_options[i]);
+    if (st) return st;
+  }
+  const char *bad = check_path(cfg->source, true);
+  return bad ? set_fail("source", bad, NULL) : NULL;
+}
+
 ruda_status_t ruda_config_set(const ruda_config_t *cfg) {
   if (!cfg) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_config_set: cfg is NULL");
-  ruda_status_t st = NULL;
+  ruda_status_t st = ruda__config_validate(cfg);
+  if (st) return st;
   pthread_mutex_lock(&g_lock);
   if (atomic_load_explicit(&g_ptr, memory_order_relaxed))
     st = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,

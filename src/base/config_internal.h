@@ -11,6 +11,12 @@
  * first found into `out` and returns true. */
 bool ruda__config_find(const char *start_dir, char *out, size_t cap);
 
+/* The checks ruda_config_set() applies: the file's and the environment's
+ * rules, field by field. NULL when `cfg` is valid, else RUDA_ERR_CONFIG
+ * naming the first bad field's dotted key. Every configuration the loaders
+ * produce passes. Thread-safe. */
+ruda_status_t ruda__config_validate(const ruda_config_t *cfg);
+
 /* Forgets the process-wide configuration so the next ruda_config_get()
  * loads again and ruda_config_set() is allowed. Tests only; not
  * thread-safe. */

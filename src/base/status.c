@@ -13,6 +13,14 @@
 #include "base/status_kinds.h"
 
 static const char k_no_reason[] = "No reason provided for the error";
+/* What a static error (returned when its own allocation failed) says in
+ * place of its lost reason or cause: what happened. */
+static const char k_static_reason[] =
+    "out of host memory (the details of this error could not be allocated)";
+
+static const char *missing_reason(ruda_status_t s) {
+  return s->is_static ? k_static_reason : k_no_reason;
+}
 
 /* Payload shapes: which fields a kind carries and how it serializes. */
 typedef enum {
@@ -126,6 +134,7 @@ static void status_free_one(ruda_status_t s) {
   ruda__free(s->file);
   ruda__free(s->key);
   ruda__free(s->backtrace);
+  ruda__free(s->kernel);
   ruda__free(s);
 }
 
@@ -412,6 +421,26 @@ ruda_status_t ruda_status_set_location(ruda_status_t s, const char *file,
   return s;
 }
 
+ruda_status_t ruda_status_set_launch(ruda_status_t s, const char *kernel,
+                                     uint64_t stream) {
+  if (!s || s->is_static) return s;
+  char *copy = ruda__strdup(kernel);
+  if (kernel && !copy) return s; /* out of memory: left as it was */
+  ruda__free(s->kernel);
+  s->kernel = copy;
+  s->stream = stream;
+  s->has_stream = true;
+  return s;
+}
+
+const char *ruda_status_kernel(ruda_status_t s) { return s ? s->kernel : NULL; }
+
+bool ruda_status_stream(ruda_status_t s, uint64_t *out) {
+  if (!s || !s->has_stream) return false;
+  if (out) *out = s->stream;
+  return true;
+}
+
 static bool dup_field(char **dst, const char *src) {
   if (!src) return true;
   *dst = ruda__strdup(src);
@@ -425,7 +454,7 @@ ruda_status_t ruda_status_clone(ruda_status_t s) {
   if (!c) return ruda__status_static(s->kind);
   *c = *s;
   c->reason = c->vendor_call = c->vendor_code_name = c->file = c->key =
-      c->backtrace = NULL;
+      c->backtrace = c->kernel = NULL;
   c->cause = NULL;
   c->errors = NULL;
   c->count = 0;
@@ -433,7 +462,8 @@ ruda_status_t ruda_status_clone(ruda_status_t s) {
             dup_field(&c->vendor_call, s->vendor_call) &&
             dup_field(&c->vendor_code_name, s->vendor_code_name) &&
             dup_field(&c->file, s->file) && dup_field(&c->key, s->key) &&
-            dup_field(&c->backtrace, s->backtrace);
+            dup_field(&c->backtrace, s->backtrace) &&
+            dup_field(&c->kernel, s->kernel);
   if (ok && s->cause) {
     c->cause = ruda_status_clone(s->cause);
     /* A static cause stands for a failed deep copy. */
@@ -504,7 +534,7 @@ static bool has_reason(ruda_error_kind_t kind) {
 
 const char *ruda_status_reason(ruda_status_t s) {
   if (!s || !has_reason(s->kind)) return NULL;
-  return s->reason ? s->reason : k_no_reason;
+  return s->reason ? s->reason : missing_reason(s);
 }
 
 uint64_t ruda_status_requested(ruda_status_t s) { return s ? s->requested : 0; }
@@ -616,12 +646,12 @@ static void render_field(sb_t *b, ruda_status_t s, const char *name,
                          size_t n) {
 #define IS(lit) (n == sizeof(lit) - 1 && memcmp(name, lit, n) == 0)
   if (IS("reason")) {
-    sb_str(b, s->reason ? s->reason : k_no_reason);
+    sb_str(b, s->reason ? s->reason : missing_reason(s));
   } else if (IS("cause")) {
     if (s->cause)
       render(b, s->cause, true);
     else
-      sb_str(b, k_no_reason);
+      sb_str(b, missing_reason(s));
   } else if (IS("requested")) {
     sb_u64(b, s->requested);
   } else if (IS("max")) {
@@ -639,6 +669,16 @@ static void render_field(sb_t *b, ruda_status_t s, const char *name,
       render(b, s->errors[i], true);
     }
     sb_str(b, "]");
+  } else if (IS("launch")) {
+    if (s->kernel) {
+      sb_str(b, " of kernel '");
+      sb_str(b, s->kernel);
+      sb_str(b, "'");
+    }
+    if (s->has_stream) {
+      sb_str(b, " on stream ");
+      sb_u64(b, s->stream);
+    }
   } else if (IS("location")) {
     if (s->file) {
       sb_str(b, " in ");
@@ -731,7 +771,7 @@ static void json_str(sb_t *b, const char *s) {
 
 static void json(sb_t *b, ruda_status_t s) {
   const kind_info_t *ki = info_of(s->kind);
-  const char *reason = s->reason ? s->reason : k_no_reason;
+  const char *reason = s->reason ? s->reason : missing_reason(s);
   sb_str(b, "{");
   json_str(b, ki->variant);
   sb_str(b, ":");

@@ -22,6 +22,9 @@ struct ruda_status {
   char *file, *key; /* Config */
   uint32_t line;
   char *backtrace; /* NULL: not captured */
+  char *kernel;    /* ruda_status_set_launch; NULL: none */
+  uint64_t stream;
+  bool has_stream;
 };
 
 /* An error of a kind with a size and a reason (IoError::OutOfMemory): both

@@ -4,10 +4,13 @@
  * shape, Display template, backtrace trailer, default cause kind).
  *
  * Display templates use {reason}, {cause}, {requested}, {max}, {dims_req},
- * {dims_max}, {size}, {errors} and {location}; status.c fills them in. The
- * texts are the seed's #[error(...)] strings without their backtrace part,
- * which is the trailer column and is printed only when a backtrace was
- * captured. The last column is the kind of cause that ruda_status_create()
+ * {dims_max}, {size}, {errors}, {location} and {launch} (" of kernel 'k'
+ * on stream N", the parts attached by ruda_status_set_launch, or nothing);
+ * status.c fills them in. The texts follow the seed's #[error(...)]
+ * strings without their backtrace part (the trailer column, printed only
+ * when a backtrace was captured), except where the seed's text names
+ * something that did not happen: ServerError::Launch, ::Profile and ::Io
+ * say what failed rather than "... happened during profiling". The last column is the kind of cause that ruda_status_create()
  * makes for a wrapping kind from its reason (0: none).
  */
 #ifndef RUDA_BASE_STATUS_KINDS_H
@@ -19,14 +22,14 @@
     "An error happened during execution\nCaused by:\n  {reason}", BT_COLON, 0) \
   X(RUDA_ERR_SERVER_LAUNCH, "ServerError::Launch", RUDA_FAMILY_SERVER,         \
     "Launch", SH_CAUSE,                                                        \
-    "A launch error happened during profiling\nCaused by:\n  {cause}", BT_NONE,\
+    "A launch{launch} failed\nCaused by:\n  {cause}", BT_NONE,                  \
     RUDA_ERR_LAUNCH_UNKNOWN)                                                   \
   X(RUDA_ERR_SERVER_PROFILE, "ServerError::Profile", RUDA_FAMILY_SERVER,       \
     "Profile", SH_CAUSE,                                                       \
-    "An execution error happened during profiling\nCaused by:\n  {cause}",     \
+    "Profiling failed{launch}\nCaused by:\n  {cause}",                         \
     BT_NONE, RUDA_ERR_PROFILE_UNKNOWN)                                         \
   X(RUDA_ERR_SERVER_IO, "ServerError::Io", RUDA_FAMILY_SERVER, "Io", SH_CAUSE, \
-    "An execution error happened during profiling\nCaused by:\n  {cause}",     \
+    "A memory operation failed{launch}\nCaused by:\n  {cause}",                \
     BT_NONE, RUDA_ERR_IO_UNKNOWN)                                              \
   X(RUDA_ERR_SERVER_UNHEALTHY, "ServerError::ServerUnhealthy",                 \
     RUDA_FAMILY_SERVER, "ServerUnhealthy", SH_LIST,                            \

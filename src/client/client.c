@@ -12,6 +12,7 @@
 #include "ruda/config.h"
 #include "ruda/log.h"
 #include "server/kernel_object.h"
+#include "server/kernel_scope.h"
 #include "server/profile_summary.h"
 #include "types/device_names.h"
 
@@ -321,10 +322,43 @@ static void call_init(call_op_t *c, ruda_client_t *client, call_kind_t kind) {
   ruda__completion_init(&c->done);
 }
 
+/* A client call made from inside a kernel would wait for the launch it is
+ * part of, or re-enter the server in the middle of it: refused. */
+static ruda_status_t refuse_in_kernel(const char *who) {
+  const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
+  if (!k) return NULL;
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "%s called from inside kernel '%s' (%s:%u): a kernel cannot call "
+                            "ruda client functions (the call would wait for the launch it is "
+                            "part of)",
+                            who, k->name, ruda_device_type_name(k->device.type_id),
+                            k->device.index_id);
+}
+
+/* Start of a blocking call: refused inside a kernel and once ruda_shutdown()
+ * has begun; otherwise the server stays alive until leave(). */
+static ruda_status_t enter(ruda_client_t *c, const char *who) {
+  ruda_status_t s = refuse_in_kernel(who);
+  if (s) return s;
+  if (!ruda__device_enter(c->dev)) return shut_down(c->dev);
+  return NULL;
+}
+
+static void leave(ruda_client_t *c) { ruda__device_leave(c->dev); }
+
+/* Submits a blocking op and waits for it; the caller has entered. */
 static ruda_status_t call(ruda_client_t *client, call_op_t *c) {
   ruda__device_submit(client->dev, &c->base);
   ruda__completion_wait(&c->done);
   return c->status;
+}
+
+static ruda_status_t call_gated(ruda_client_t *client, call_op_t *c, const char *who) {
+  ruda_status_t s = enter(client, who);
+  if (s) return s;
+  s = call(client, c);
+  leave(client);
+  return s;
 }
 
 /* Waits for a server future and destroys it. */
@@ -337,19 +371,26 @@ static ruda_status_t finish_future(ruda__future_t *f) {
 
 ruda_status_t ruda_client_flush(ruda_client_t *c) {
   if (!c) return invalid("ruda_client_flush: NULL client");
-  if (ruda__device_quiet_after_progress(c->dev)) return NULL;
-  call_op_t op;
-  call_init(&op, c, CALL_FLUSH);
-  return call(c, &op);
+  ruda_status_t s = enter(c, "ruda_client_flush");
+  if (s) return s;
+  if (!ruda__device_quiet_after_progress(c->dev)) {
+    call_op_t op;
+    call_init(&op, c, CALL_FLUSH);
+    s = call(c, &op);
+  }
+  leave(c);
+  return s;
 }
 
 ruda_status_t ruda_client_sync(ruda_client_t *c) {
   if (!c) return invalid("ruda_client_sync: NULL client");
+  ruda_status_t s = enter(c, "ruda_client_sync");
+  if (s) return s;
   call_op_t op;
   call_init(&op, c, CALL_SYNC);
-  ruda_status_t s = NULL;
   if (!ruda__device_quiet_after_progress(c->dev)) s = call(c, &op);
   ruda_status_t w = finish_future(op.future);
+  leave(c);
   if (c->dev->profile_level >= RUDA_LOG_LEVEL_BASIC && !ruda__device_on_worker(c->dev)) {
     ruda__profile_summary_print_and_reset();
   }
@@ -364,7 +405,7 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out) {
   if (!c || !out) return invalid("ruda_client_sync_async: NULL argument");
   call_op_t op;
   call_init(&op, c, CALL_SYNC);
-  ruda_status_t s = call(c, &op);
+  ruda_status_t s = call_gated(c, &op, "ruda_client_sync_async");
   return make_future(op.future, s, NULL, 0, out);
 }
 
@@ -372,7 +413,7 @@ ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *ou
   if (!c || !out) return invalid("ruda_client_memory_usage: NULL argument");
   call_op_t op;
   call_init(&op, c, CALL_MEMORY_USAGE);
-  ruda_status_t s = call(c, &op);
+  ruda_status_t s = call_gated(c, &op, "ruda_client_memory_usage");
   *out = op.usage;
   return s;
 }
@@ -396,7 +437,7 @@ ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
   call_op_t op;
   call_init(&op, c, CALL_GET_RESOURCE);
   op.binding = &b;
-  ruda_status_t s = call(c, &op);
+  ruda_status_t s = call_gated(c, &op, "ruda_client_get_resource");
   if (s) {
     ruda_binding_release(&b);
     return s;
@@ -420,7 +461,7 @@ ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_
   op.sizes = sizes;
   op.count = count;
   op.bytes = out;
-  return call(c, &op);
+  return call_gated(c, &op, "ruda_client_staging");
 }
 
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,
@@ -431,7 +472,7 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
   call_init(&op, c, CALL_EXCLUSIVE);
   op.fn = fn;
   op.ctx = ctx;
-  return call(c, &op);
+  return call_gated(c, &op, "ruda_client_exclusive");
 }
 
 /* ---- Reads ---- */
@@ -460,9 +501,15 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
   op.descs = &desc;
   op.dsts = dsts;
   op.count = 1;
-  ruda_status_t s = call(c, &op);
+  ruda_status_t s = enter(c, out_future ? "ruda_client_read_async" : "ruda_client_read");
+  if (s) {
+    ruda_binding_release(&desc.binding);
+    return s;
+  }
+  s = call(c, &op);
   if (!out_future) {
     ruda_status_t w = finish_future(op.future);
+    leave(c);
     ruda_binding_release(&desc.binding);
     if (s) {
       ruda_status_free(w);
@@ -479,6 +526,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
     ruda_binding_release(&desc.binding);
     if (!s) s = w; else ruda_status_free(w);
   }
+  leave(c);
   return make_future(op.future, s, keep, keep ? 1 : 0, out_future);
 }
 
@@ -617,6 +665,8 @@ static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
   if (!c || !out) return invalid("ruda_client_empty: NULL argument");
   memset(out, 0, sizeof *out);
+  ruda_status_t refused = refuse_in_kernel("ruda_client_empty");
+  if (refused) return refused;
   alloc_op_t *a = alloc_op_new(c, 0);
   if (!a) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda_status_t s = ruda__handle_create(size, c->dev->id, a->base.stream, out);
@@ -639,7 +689,9 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
   size_t num_writes = 0;
   for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
   ruda_handle_t base;
-  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
+  ruda_status_t s = refuse_in_kernel(bytes ? "ruda_client_create_tensor" : "ruda_client_empty_tensor");
+  if (s) goto fail_bytes;
+  s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
                                        ruda_client_stream(c), descs, count, &base, out);
   if (s) goto fail_bytes;
   alloc_op_t *a = alloc_op_new(c, num_writes);
@@ -689,6 +741,11 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
                                                    ruda_handle_t *out) {
   if (!c || !bytes || !out) return invalid("ruda_client_create_buffer_from_bytes: NULL argument");
   memset(out, 0, sizeof *out);
+  ruda_status_t refused = refuse_in_kernel("ruda_client_create_buffer");
+  if (refused) {
+    ruda_bytes_release(bytes);
+    return refused;
+  }
   if (!bytes->data && bytes->size) {
     ruda_status_t s = ruda_status_create(
         RUDA_ERR_INVALID_ARGUMENT,
@@ -751,10 +808,15 @@ static ruda_status_t input_bytes(const void *data, uint64_t size, borrow_t *br,
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint64_t size,
                                         ruda_handle_t *out) {
   if (!c || !out || (size && !data)) return invalid("ruda_client_create_buffer: NULL argument");
+  ruda_status_t s = refuse_in_kernel("ruda_client_create_buffer");
+  if (s) {
+    memset(out, 0, sizeof *out);
+    return s;
+  }
   ruda_bytes_t b;
   borrow_t br;
   bool borrowed;
-  ruda_status_t s = input_bytes(data, size, &br, &b, &borrowed);
+  s = input_bytes(data, size, &br, &b, &borrowed);
   if (s) return s;
   s = ruda_client_create_buffer_from_bytes(c, &b, out);
   if (borrowed) ruda__completion_wait(&br.done);
@@ -771,10 +833,12 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
   if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
   if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
+  ruda_status_t s = refuse_in_kernel("ruda_client_create_tensor");
+  if (s) return s;
   ruda_bytes_t b;
   borrow_t br;
   bool borrowed;
-  ruda_status_t s = input_bytes(data, bytes_len, &br, &b, &borrowed);
+  s = input_bytes(data, bytes_len, &br, &b, &borrowed);
   if (s) return s;
   s = alloc_tensors(c, &d, 1, &b, out);
   if (borrowed) ruda__completion_wait(&br.done);
@@ -800,6 +864,8 @@ static void run_write(ruda__device_t *d, ruda__op_t *op) {
 static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
                                   size_t elem_size, const void *data, uint64_t size) {
+  ruda_status_t refused = refuse_in_kernel("ruda_client_write");
+  if (refused) return refused;
   write_op_t *w = ruda__calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
@@ -875,6 +941,9 @@ static void run_mode(ruda__device_t *d, ruda__op_t *op) {
 
 static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
                                  ruda_memory_allocation_mode_t mode, ruda_stream_id_t stream) {
+  ruda_status_t refused =
+      refuse_in_kernel(cleanup ? "ruda_client_memory_cleanup" : "ruda_client_allocation_mode");
+  if (refused) return refused;
   mode_op_t *m = ruda__calloc(1, sizeof *m);
   if (!m) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
   m->base.run = run_mode;
@@ -975,6 +1044,14 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
              c->dev->id.index_id, p->name);
     ruda_status_t need = ruda__kernel_check_features(kernel, c->dev->id.type_id, p->features, device);
     if (need) return need;
+  }
+  /* Limits the device's properties decide fail here, naming the kernel,
+   * the limit and the value, rather than at the next sync. */
+  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
+  if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
+  if (limit) {
+    return ruda_status_set_launch(ruda_status_into_server(limit), kernel->desc.name,
+                                  ruda_client_stream(c).value);
   }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   /* Counts from the caller: the block's size must not wrap. */
@@ -1099,6 +1176,8 @@ static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
 static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
                                            ruda_count_t count, const ruda_kernel_args_t *args,
                                            ruda_execution_mode_t mode) {
+  ruda_status_t refused = refuse_in_kernel("ruda_client_launch");
+  if (refused) return refused;
   if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
       ruda__device_on_worker(c->dev)) {
     if (c && kernel && c->dev->profile_level == RUDA_LOG_LEVEL_MINIMAL) {
@@ -1172,6 +1251,8 @@ ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                   void *ctx, ruda_profile_duration_t *out) {
   if (!c || !fn) return invalid("ruda_client_profile: NULL argument");
+  ruda_status_t refused = refuse_in_kernel("ruda_client_profile");
+  if (refused) return refused;
   profile_ctx_t p = {.name = name, .fn = fn, .ctx = ctx};
   ruda_status_t s = ruda_client_exclusive(c, profile_body, &p);
   if (p.fn_status) {

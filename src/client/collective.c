@@ -15,6 +15,7 @@
 #include "comm/comm_id.h"
 #include "ruda/comm.h"
 #include "ruda/log.h"
+#include "server/kernel_scope.h"
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -121,8 +122,16 @@ static ruda_status_t invalid(const char *fmt, const char *detail) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, fmt, detail);
 }
 
-/* The device of a client, checked for collectives. */
+/* The device of a client, checked for collectives and entered
+ * (ruda__device_enter: its server stays alive until ruda__device_leave).
+ * On error nothing is entered. */
 static ruda_status_t comm_device(ruda_client_t *c, ruda__device_t **out) {
+  const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
+  if (k) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "a collective called from inside kernel '%s': a kernel cannot call "
+                              "ruda client functions", k->name);
+  }
   ruda_status_t s = ruda__device_get(ruda_client_device(c), out);
   if (s) return s;
   ruda__device_t *d = *out;
@@ -130,14 +139,19 @@ static ruda_status_t comm_device(ruda_client_t *c, ruda__device_t **out) {
     return invalid("%s: a collective cannot be called from a device worker "
                    "(ruda_client_exclusive or ruda_client_profile)", "collective");
   }
+  if (!ruda__device_enter(d)) return shut_down(d);
   ruda__server_t *srv = d->server;
-  if (!srv) return shut_down(d);
   if (!srv->vt->comm_enabled || !srv->vt->all_reduce || !srv->vt->comm_init ||
       !srv->vt->sync_collective) {
+    ruda__device_leave(d);
     return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
                               "the %s backend has no collectives", d->backend->name);
   }
   return NULL;
+}
+
+static void leave_all(ruda__device_t *const *devs, size_t n) {
+  for (size_t i = 0; i < n; i++) ruda__device_leave(devs[i]);
 }
 
 ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
@@ -162,7 +176,6 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   size_t esize = ruda_elem_type_size(dtype);
   uint64_t bytes = 0;
   ruda_device_id_t ids[RUDA__COMM_MAX_DEVICES];
-  ruda__device_t *devs[RUDA__COMM_MAX_DEVICES];
   for (size_t i = 0; i < n; i++) {
     if (!clients[i]) return invalid("%s: NULL client", "ruda_client_all_reduce");
     ruda_status_t hs = ruda__handle_check(&src[i], ruda_client_device(clients[i]),
@@ -185,8 +198,6 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
     if (ids[i].type_id != ids[0].type_id) {
       return invalid("%s: the devices are of different types", "ruda_client_all_reduce");
     }
-    ruda_status_t s = comm_device(clients[i], &devs[i]);
-    if (s) return s;
   }
   ruda_device_id_t sorted[RUDA__COMM_MAX_DEVICES];
   memcpy(sorted, ids, n * sizeof *ids);
@@ -199,6 +210,16 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
     }
   }
   uint64_t id = ruda__comm_id(sorted, n);
+  /* Every participant is entered until its op is queued: ruda_shutdown()
+   * then queues its stops after the whole collective, never between. */
+  ruda__device_t *devs[RUDA__COMM_MAX_DEVICES];
+  for (size_t i = 0; i < n; i++) {
+    ruda_status_t s = comm_device(clients[i], &devs[i]);
+    if (s) {
+      leave_all(devs, i);
+      return s;
+    }
+  }
 
   /* Allocate every op first: once one is queued, all must be. */
   reduce_op_t *ops[RUDA__COMM_MAX_DEVICES];
@@ -206,6 +227,7 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
     ops[i] = ruda__calloc(1, sizeof(reduce_op_t) + n * sizeof(ruda_device_id_t));
     if (!ops[i]) {
       for (size_t k = 0; k < i; k++) ruda__free(ops[k]);
+      leave_all(devs, n);
       return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof(reduce_op_t));
     }
   }
@@ -214,6 +236,7 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
   if (s) {
     pthread_mutex_unlock(&order_lock);
     for (size_t i = 0; i < n; i++) ruda__free(ops[i]);
+    leave_all(devs, n);
     return s;
   }
   for (size_t i = 0; i < n; i++) {
@@ -229,6 +252,7 @@ ruda_status_t ruda_client_all_reduce(ruda_client_t *const *clients, size_t n,
     ruda__device_submit(devs[i], &r->base);
   }
   pthread_mutex_unlock(&order_lock);
+  leave_all(devs, n);
   return NULL;
 }
 
@@ -244,5 +268,6 @@ ruda_status_t ruda_client_sync_collective(ruda_client_t *c) {
   ruda__completion_init(&op.done);
   ruda__device_submit(d, &op.base);
   ruda__completion_wait(&op.done);
+  ruda__device_leave(d);
   return op.status;
 }

@@ -1,10 +1,13 @@
 /* The device registry and the per-device worker thread. */
+#include <limits.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "client/device.h"
 #include "ruda/config.h"
+#include "server/kernel_scope.h"
 #include "server/trace.h"
 #include "types/device_names.h"
 
@@ -17,6 +20,13 @@ static bool atexit_registered;
 static _Thread_local ruda__device_t *tls_worker;
 
 bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
+
+/* A device that never ran (its worker joined or never started). */
+static void device_free(ruda__device_t *d) {
+  pthread_mutex_destroy(&d->op_cache_lock);
+  pthread_mutex_destroy(&d->drain_lock);
+  ruda__free(d);
+}
 
 /* Spin this many times on an empty queue before sleeping; a burst of
  * launches then never pays for a wake-up. */
@@ -69,6 +79,18 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
+/* Runs every op left in the queue of a dead device (d->server is NULL:
+ * each releases what it holds and reports Unavailable). Consumers after
+ * the worker's exit take turns under drain_lock. */
+static void device_drain(ruda__device_t *d) {
+  pthread_mutex_lock(&d->drain_lock);
+  for (ruda__mpsc_node_t *n; (n = ruda__mpsc_pop(&d->queue)) != NULL;) {
+    ruda__op_t *op = (ruda__op_t *)n;
+    op->run(d, op);
+  }
+  pthread_mutex_unlock(&d->drain_lock);
+}
+
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
   if (tls_worker == d || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     op->run(d, op);
@@ -80,7 +102,29 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
     atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
     ruda__futex_wake(&d->sleeping, 1);
   }
+  /* Raced with ruda_shutdown(): the worker may be gone, and nobody else
+   * may look at the queue again. Either ruda_shutdown's drain (after it
+   * set `dead`) sees this op, or this load sees `dead` and the op is
+   * cancelled here (a submitter whose op sits behind a half-linked one
+   * finds it cancelled by that op's submitter, who drains after linking). */
+  if (atomic_load_explicit(&d->dead, memory_order_seq_cst)) device_drain(d);
 }
+
+bool ruda__device_enter(ruda__device_t *d) {
+  atomic_fetch_add_explicit(&d->users, 1, memory_order_seq_cst);
+  if (!atomic_load_explicit(&d->closing, memory_order_seq_cst)) return true;
+  ruda__device_leave(d);
+  return false;
+}
+
+void ruda__device_leave(ruda__device_t *d) {
+  if (atomic_fetch_sub_explicit(&d->users, 1, memory_order_seq_cst) == 1 &&
+      atomic_load_explicit(&d->closing, memory_order_seq_cst)) {
+    ruda__futex_wake(&d->users, INT_MAX);
+  }
+}
+
+bool ruda__device_on_any_worker(void) { return tls_worker != NULL; }
 
 enum { OP_CACHE_MAX = 256 };
 
@@ -139,32 +183,86 @@ static void run_stop(ruda__device_t *d, ruda__op_t *op) {
   ruda__completion_signal(&((stop_op_t *)op)->done);
 }
 
-/* Stops the worker and destroys the server. The device struct stays in the
- * registry, marked dead, so clients that outlive the shutdown get
- * RUDA_ERR_UNAVAILABLE instead of touching freed memory. */
-static void device_stop(ruda__device_t *d) {
-  if (atomic_load(&d->dead)) return;
-  if (!d->init_error) {
-    stop_op_t op = {.base = {.run = run_stop}};
-    ruda__completion_init(&op.done);
-    ruda__device_submit(d, &op.base);
-    ruda__completion_wait(&op.done);
+/* Set (under registry_lock) once ruda_shutdown() has begun: no device is
+ * created afterwards. */
+static bool shutting_down;
+/* One ruda_shutdown() at a time; a second caller returns once the first
+ * has finished. */
+static pthread_mutex_t shutdown_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Waits until no blocking call is inside the device. */
+static void wait_for_users(ruda__device_t *d) {
+  for (int i = 0;; i++) {
+    unsigned u = atomic_load_explicit(&d->users, memory_order_seq_cst);
+    if (u == 0) return;
+    if (i < 100) sched_yield();
+    else ruda__futex_wait(&d->users, u);
   }
-  pthread_join(d->thread, NULL);
-  atomic_store_explicit(&d->dead, true, memory_order_release);
 }
 
-void ruda_shutdown(void) {
+enum { MAX_DEVICES = RUDA__MAX_BACKENDS * RUDA_MAX_DEVICES_PER_TYPE };
+
+/* The devices stop in three passes so that none waits for another: every
+ * device first refuses new blocking calls; then every call in progress
+ * (which may wait for work of any device, a collective's peers included)
+ * finishes while all workers still run; only then does each worker get
+ * its stop. Work queued before the stop runs; work queued after it is
+ * cancelled (device_drain). The device structs stay in the registry,
+ * marked dead, so that clients outliving the shutdown get
+ * RUDA_ERR_UNAVAILABLE instead of touching freed memory. */
+ruda_status_t ruda_shutdown(void) {
+  const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
+  if (k) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_shutdown called from inside kernel '%s' (%s:%u): it would wait "
+                              "for the launch it is part of; nothing was shut down",
+                              k->name, ruda_device_type_name(k->device.type_id),
+                              k->device.index_id);
+  }
+  if (tls_worker) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_shutdown called on the worker of %s:%u (inside "
+                              "ruda_client_exclusive or ruda_client_profile): it would wait for "
+                              "itself; nothing was shut down",
+                              tls_worker->backend->name, tls_worker->id.index_id);
+  }
+  static ruda__device_t *devs[MAX_DEVICES];
+  static stop_op_t stops[MAX_DEVICES];
+  pthread_mutex_lock(&shutdown_lock);
+  size_t n = 0;
   pthread_mutex_lock(&registry_lock);
+  shutting_down = true;
   for (size_t t = 0; t < RUDA__MAX_BACKENDS; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
-      if (registry[t][i]) device_stop(registry[t][i]);
+      ruda__device_t *d = registry[t][i];
+      if (d && !atomic_load(&d->dead)) devs[n++] = d;
     }
   }
   pthread_mutex_unlock(&registry_lock);
+  for (size_t i = 0; i < n; i++) atomic_store_explicit(&devs[i]->closing, true, memory_order_seq_cst);
+  for (size_t i = 0; i < n; i++) wait_for_users(devs[i]);
+  for (size_t i = 0; i < n; i++) {
+    stops[i] = (stop_op_t){.base = {.run = run_stop}};
+    ruda__completion_init(&stops[i].done);
+    ruda__device_submit(devs[i], &stops[i].base);
+  }
+  for (size_t i = 0; i < n; i++) {
+    ruda__device_t *d = devs[i];
+    ruda__completion_wait(&stops[i].done);
+    pthread_join(d->thread, NULL);
+    atomic_store_explicit(&d->dead, true, memory_order_seq_cst);
+    device_drain(d);
+  }
+  pthread_mutex_unlock(&shutdown_lock);
+  return NULL;
 }
 
-static void shutdown_at_exit(void) { ruda_shutdown(); }
+static void shutdown_at_exit(void) { ruda_status_free(ruda_shutdown()); }
+
+static ruda_status_t shut_down(const ruda__backend_t *b, uint16_t index) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)", b->name,
+                            index);
+}
 
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
   *out = NULL;
@@ -183,6 +281,10 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
                               id.index_id);
   }
   pthread_mutex_lock(&registry_lock);
+  if (shutting_down) {
+    pthread_mutex_unlock(&registry_lock);
+    return shut_down(b, id.index_id);
+  }
   ruda__device_t *d = registry[slot][id.index_id];
   if (!d) {
     uint32_t count = 0;
@@ -207,16 +309,26 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     d->id = id;
     d->backend = b;
     pthread_mutex_init(&d->op_cache_lock, NULL);
+    pthread_mutex_init(&d->drain_lock, NULL);
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);
     if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {
-      ruda__free(d);
+      device_free(d);
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "cannot start the worker thread of %s:%u",
                                 b->name, id.index_id);
     }
     ruda__completion_wait(&d->ready);
+    if (d->init_error) {
+      /* Not kept: a failure here (out of memory, a driver hiccup) may be
+       * transient, and the next call tries again. */
+      pthread_join(d->thread, NULL);
+      ruda_status_t err = d->init_error;
+      device_free(d);
+      pthread_mutex_unlock(&registry_lock);
+      return err;
+    }
     registry[slot][id.index_id] = d;
     if (!atexit_registered) {
       atexit_registered = true;
@@ -224,11 +336,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     }
   }
   pthread_mutex_unlock(&registry_lock);
-  if (d->init_error) return ruda_status_clone(d->init_error);
-  if (atomic_load_explicit(&d->dead, memory_order_acquire)) {
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)",
-                              d->backend->name, d->id.index_id);
-  }
+  if (atomic_load_explicit(&d->closing, memory_order_acquire)) return shut_down(b, id.index_id);
   *out = d;
   return NULL;
 }

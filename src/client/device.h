@@ -39,10 +39,17 @@ struct ruda__device {
   atomic_ulong completed; /* ops whose run returned (release), for waiters */
   atomic_uint sleeping;
   bool stop;              /* worker only */
-  ruda_status_t init_error;
+  ruda_status_t init_error; /* creation only: the device is not kept */
   ruda__completion_t ready;
   int profile_level;      /* ruda_log_level_t of [profiling], read at creation */
-  atomic_bool dead;       /* after ruda_shutdown(): ops are cancelled */
+  /* Shutdown (see ruda__device_enter): `closing` refuses new blocking
+   * calls, `users` counts those in progress, `dead` is set once the worker
+   * has been joined; ops submitted afterwards are cancelled, by their
+   * submitter or by ruda_shutdown, one at a time under `drain_lock`. */
+  atomic_uint users;
+  atomic_bool closing;
+  atomic_bool dead;
+  pthread_mutex_t drain_lock;
   /* Copied from the server's utilities at creation: clients read them
    * without a round trip, and they outlive the server. */
   ruda_device_properties_t properties;
@@ -65,14 +72,28 @@ void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes);
 void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes);
 
 /* The device, creating its server on first use. The device lives until
- * ruda_shutdown()/exit. Errors: RUDA_ERR_UNAVAILABLE, RUDA_ERR_INVALID_ARGUMENT. */
+ * ruda_shutdown()/exit. A device whose server could not be created is not
+ * kept: the next call tries again. Errors: RUDA_ERR_UNAVAILABLE (also once
+ * ruda_shutdown() has begun), RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out);
-/* Queues `op` (or runs it inline when called on the worker thread). After
- * ruda_shutdown() the op runs at once on the caller's thread with
- * d->server == NULL: every op's run function must then release what it
- * holds and report RUDA_ERR_UNAVAILABLE instead of calling the server. */
+/* Queues `op` (or runs it inline when called on the worker thread). Once
+ * ruda_shutdown() has stopped the worker the op runs on the caller's
+ * thread (or on the thread of ruda_shutdown) with d->server == NULL: every
+ * op's run function must then release what it holds and report
+ * RUDA_ERR_UNAVAILABLE instead of calling the server. */
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op);
+/* Brackets a client call that waits for the worker or reads d->server
+ * (every blocking call). False once ruda_shutdown() has begun on the
+ * device: the call must then return RUDA_ERR_UNAVAILABLE without
+ * submitting anything. ruda_shutdown() waits for the calls in progress
+ * before it stops the worker, so the server outlives every entered call.
+ * Nests; thread-safe. */
+bool ruda__device_enter(ruda__device_t *d);
+void ruda__device_leave(ruda__device_t *d);
 bool ruda__device_on_worker(const ruda__device_t *d);
+/* True on the worker thread of any device (inside ruda_client_exclusive or
+ * ruda_client_profile). */
+bool ruda__device_on_any_worker(void);
 /* For servers whose work completes in order (completes_in_order): waits
  * until every op submitted before the call has run and reports whether no
  * error is queued on any stream, so a sync or flush can be answered without

@@ -128,7 +128,7 @@ void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__c
   ruda__stream_t *st = ruda__stream_get(&s->streams, stream);
   if (st) {
     ruda__stream_advance(&s->streams, st);
-    ruda__stream_push_error(st, err);
+    ruda__stream_push_launch_error(st, err, ruda_kernel_desc(kernel)->name);
   } else {
     ruda_status_free(err);
   }

@@ -354,6 +354,12 @@ void ruda__stream_push_error(ruda__stream_t *st, ruda_status_t err) {
   ruda__stream_errors_push(&st->errors, err);
 }
 
+void ruda__stream_push_launch_error(ruda__stream_t *st, ruda_status_t err, const char *kernel) {
+  if (!err) return;
+  ruda__stream_push_error(st, ruda_status_set_launch(ruda_status_into_server(err), kernel,
+                                                     st->id));
+}
+
 ruda_status_t ruda__stream_profile_start(ruda__stream_table_t *t, ruda__stream_t *st,
                                          uint64_t start_ns, void *mark,
                                          ruda_profiling_token_t *out) {

@@ -219,6 +219,9 @@ static inline uint64_t ruda__stream_advance(ruda__stream_table_t *t, ruda__strea
  * on the stream is marked failed with it first. The one way a backend
  * reports an asynchronous error. */
 void ruda__stream_push_error(ruda__stream_t *st, ruda_status_t err);
+/* Same for the error of a launch: it is made a ServerError naming `kernel`
+ * and the stream (ruda_status_set_launch) before it is queued. */
+void ruda__stream_push_launch_error(ruda__stream_t *st, ruda_status_t err, const char *kernel);
 /* StreamErrorMode on the stream (ruda__stream_errors_check). Observing a
  * stream (profiles, usage) never drains it. */
 static inline ruda_status_t ruda__stream_check(ruda__stream_t *st,

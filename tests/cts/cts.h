@@ -35,6 +35,10 @@ ruda_kernel_t *cts_kernel_fail(void);        /* reports a failure */
 ruda_kernel_t *cts_kernel_sum_shared(void);  /* per-ruda sums through shared memory */
 /* The empty kernel with these dims and this much dynamic shared memory. */
 ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared);
+/* "unrunnable": code only for another backend, so every launch is accepted
+ * and then fails on the stream with LaunchError::CompilationError (the way
+ * the suite makes an asynchronous launch error on every backend). */
+ruda_kernel_t *cts_kernel_unrunnable(void);
 /* Creates a kernel from `d`; the suite's own kernels must build (aborts
  * with the error otherwise). */
 ruda_kernel_t *cts_kernel_from(ruda_kernel_desc_t d);

@@ -107,6 +107,22 @@ ruda_kernel_t *cts_kernel_sum_shared(void) {
   d.shared_mem_bytes = CTS_UNITS * sizeof(float);
   return cts_kernel_from(d);
 }
+static void unrunnable_cpu(const ruda_cpu_kernel_ctx_t *k) { (void)k; }
+
+ruda_kernel_t *cts_kernel_unrunnable(void) {
+  ruda_kernel_code_t code = cts_is_cpu()
+      ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
+                              "extern \"C\" __global__ void unrunnable() {}")
+      : ruda_kernel_code_cpu(unrunnable_cpu);
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "unrunnable";
+  d.ruda_dim = ruda_dim_new_1d(1);
+  d.code = &code;
+  d.num_code = 1;
+  return cts_kernel_from(d);
+}
+
 ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared) {
   ruda_kernel_desc_t d = RUDA_KERNEL_DESC(empty);
   d.ruda_dim = dim;

@@ -81,24 +81,31 @@ TEST(empty_count_launches_nothing) {
   ruda_handle_release(&h);
 }
 
-/* A launch that breaks a limit: the error surfaces at flush, nested as the
- * seed nests it, and the stream is healthy afterwards. */
+/* A launch that breaks a limit the device's properties decide: the launch
+ * itself fails, nested as the seed nests it, naming the kernel, the stream,
+ * the limit and the value; nothing is queued, so the stream stays
+ * healthy. */
 static void expect_limit(ruda_dim_t dim, uint64_t shared, ruda_error_kind_t kind) {
   ruda_client_t *c = cts_fresh_stream_client();
   ruda_client_t *other = cts_fresh_stream_client();
   const ruda_device_properties_t *p = ruda_client_properties(c);
   ruda_kernel_t *k = cts_kernel_with(dim, shared);
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
-  /* Another stream is not affected. */
-  ASSERT_OK(ruda_client_flush(other));
-  /* memory_usage reports the errors without draining them. */
-  ruda_memory_usage_t u;
-  ASSERT_ERR_KIND(ruda_client_memory_usage(c, &u), RUDA_ERR_SERVER_UNHEALTHY);
-  ruda_status_t s = ruda_client_flush(c);
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
   ASSERT_NOT_NULL(s);
-  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_UNHEALTHY);
-  ASSERT_UEQ(ruda_status_error_count(s), 1);
-  ruda_status_t e = ruda_status_error_at(s, 0);
+  /* Nothing was queued: no stream is unhealthy. */
+  ASSERT_OK(ruda_client_flush(other));
+  ruda_memory_usage_t u;
+  ASSERT_OK(ruda_client_memory_usage(c, &u));
+  ruda_status_t e = s;
+  ASSERT_STR_EQ(ruda_status_kernel(e), "empty");
+  uint64_t stream = 0;
+  ASSERT_TRUE(ruda_status_stream(e, &stream));
+  ASSERT_UEQ(stream, ruda_client_stream(c).value);
+  {
+    char text[1024];
+    ruda_status_format(e, text, sizeof text);
+    ASSERT_STR_CONTAINS(text, "A launch of kernel 'empty' on stream");
+  }
   ASSERT_EQ(ruda_status_kind(e), RUDA_ERR_SERVER_LAUNCH);
   ASSERT_EQ(ruda_status_kind(ruda_status_cause(e)), RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES);
   ruda_status_t limit = ruda_status_find(s, kind);
@@ -112,6 +119,11 @@ static void expect_limit(ruda_dim_t dim, uint64_t shared, ruda_error_kind_t kind
   } else if (kind == RUDA_ERR_RESOURCE_UNITS) {
     ASSERT_UEQ(ruda_status_requested(limit), ruda_dim_num_elems(dim));
     ASSERT_UEQ(ruda_status_max(limit), p->hardware.max_units_per_ruda);
+    char text[1024], want[128];
+    ruda_status_format(s, text, sizeof text);
+    snprintf(want, sizeof want, "Requested %llu units, max units is %u.",
+             (unsigned long long)ruda_dim_num_elems(dim), p->hardware.max_units_per_ruda);
+    ASSERT_STR_CONTAINS(text, want);
   } else {
     uint32_t req[3], max[3];
     ASSERT_TRUE(ruda_status_dims(limit, req, max));
@@ -157,6 +169,18 @@ TEST(kernel_failure_surfaces_on_its_stream) {
   ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
   ASSERT_NOT_NULL(u);
   ASSERT_STR_CONTAINS(ruda_status_reason(u), "ruda 1 saw a bad value");
+  /* The error names the kernel and the stream, and says nothing about
+   * profiling: nothing was profiled. */
+  ruda_status_t launch = ruda_status_find(s, RUDA_ERR_SERVER_LAUNCH);
+  ASSERT_NOT_NULL(launch);
+  ASSERT_STR_EQ(ruda_status_kernel(launch), "fail");
+  uint64_t stream = 0;
+  ASSERT_TRUE(ruda_status_stream(launch, &stream));
+  ASSERT_UEQ(stream, ruda_client_stream(c).value);
+  char *text = ruda_status_to_string(s);
+  ASSERT_STR_CONTAINS(text, "A launch of kernel 'fail' on stream");
+  ASSERT_TRUE(strstr(text, "profiling") == NULL);
+  free(text);
   ruda_status_free(s);
   ASSERT_OK(ruda_client_sync(c));
   ruda_kernel_release(k);
@@ -182,6 +206,7 @@ TEST(launch_without_code_for_the_backend) {
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
   ruda_status_t s = ruda_client_flush(c);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  ASSERT_STR_EQ(ruda_status_kernel(ruda_status_find(s, RUDA_ERR_SERVER_LAUNCH)), "only_elsewhere");
   ruda_status_free(s);
   ruda_kernel_release(k);
   ruda_client_release(c);
@@ -271,7 +296,45 @@ TEST(profiling_measures_and_nests) {
   ruda_client_release(c);
 }
 
+/* A kernel whose only code is for a backend the suite never runs: the
+ * launch is accepted and fails on the device. */
 static ruda_status_t failing_launch(ruda_client_t *c, void *ctx) {
+  (void)ctx;
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C,
+                                                  "__kernel void no_code_here(void) {}");
+  ruda_kernel_desc_t d = {.name = "no_code_here", .ruda_dim = {1, 1, 1}, .code = &code,
+                          .num_code = 1};
+  ruda_kernel_t *k = NULL;
+  ruda_status_t s = ruda_kernel_create(&d, &k);
+  if (s) return s;
+  s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
+  ruda_kernel_release(k);
+  return s;
+}
+
+TEST(profile_with_a_failing_launch_reports_a_profile_error) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  if (!cts_is_cpu() && ruda_client_device(c).type_id != RUDA_DEVICE_TYPE_CUDA) {
+    ruda_client_release(c);
+    SKIP("needs a kernel format this backend cannot run");
+  }
+  ruda_profile_duration_t d;
+  ruda_status_t s = ruda_client_profile(c, "failing", failing_launch, NULL, &d);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  ruda_status_free(s);
+  /* Observing took nothing away: the stream still reports the error, once. */
+  s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_UEQ(ruda_status_error_count(s), 1);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_client_release(c);
+}
+
+static ruda_status_t over_limit_launch(ruda_client_t *c, void *ctx) {
   (void)ctx;
   const ruda_device_properties_t *p = ruda_client_properties(c);
   ruda_kernel_t *k = cts_kernel_with(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 1);
@@ -280,20 +343,17 @@ static ruda_status_t failing_launch(ruda_client_t *c, void *ctx) {
   return s;
 }
 
-TEST(profile_with_a_failing_launch_reports_a_profile_error) {
+/* A launch refused at once inside a profile is the function's own error,
+ * returned as is. */
+TEST(profile_returns_a_refused_launch_as_is) {
   ruda_client_t *c = cts_fresh_stream_client();
   ruda_profile_duration_t d;
-  ruda_status_t s = ruda_client_profile(c, "failing", failing_launch, NULL, &d);
+  ruda_status_t s = ruda_client_profile(c, "over_limit", over_limit_launch, NULL, &d);
   ASSERT_NOT_NULL(s);
-  ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
   ruda_status_free(s);
-  /* Observing took nothing away: the stream still reports its error, once. */
-  s = ruda_client_sync(c);
-  ASSERT_NOT_NULL(s);
-  ASSERT_UEQ(ruda_status_error_count(s), 1);
-  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
-  ruda_status_free(s);
+  /* Refused at the call: nothing was queued. */
   ASSERT_OK(ruda_client_sync(c));
   ruda_client_release(c);
 }

@@ -27,9 +27,10 @@ __attribute__((constructor)) static void observe_everything(void) {
   setenv("RUDA_TRACE", path, 1);
 }
 
-static ruda_kernel_t *limit_kernel(ruda_client_t *c) {
-  const ruda_device_properties_t *p = ruda_client_properties(c);
-  return cts_kernel_with(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 8);
+/* Fails on the stream, never at the call. */
+static ruda_kernel_t *failing_kernel(ruda_client_t *c) {
+  (void)c;
+  return cts_kernel_unrunnable();
 }
 
 static void expect_errors(ruda_status_t s, size_t n, ruda_error_kind_t kind) {
@@ -52,7 +53,7 @@ static ruda_status_t fill(ruda_client_t *c, ruda_handle_t *h, uint32_t n, uint32
 
 TEST(a_good_launch_never_returns_an_earlier_error) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *bad = limit_kernel(c);
+  ruda_kernel_t *bad = failing_kernel(c);
   /* The failing launch itself returns OK, as without profiling. */
   ASSERT_OK(ruda_client_launch(c, bad, ruda_count_static(1, 1, 1), NULL));
   ruda_handle_t h;
@@ -60,7 +61,7 @@ TEST(a_good_launch_never_returns_an_earlier_error) {
   ASSERT_OK(fill(c, &h, CTS_UNITS, 5));
   ASSERT_OK(fill(c, &h, CTS_UNITS, 6));
   /* The next sync reports it, exactly once; the good work ran. */
-  expect_errors(ruda_client_sync(c), 1, RUDA_ERR_RESOURCE_SHARED_MEMORY);
+  expect_errors(ruda_client_sync(c), 1, RUDA_ERR_LAUNCH_COMPILATION);
   ASSERT_OK(ruda_client_sync(c));
   uint32_t v[CTS_UNITS];
   ASSERT_OK(ruda_client_read(c, &h, v, sizeof v));
@@ -115,7 +116,7 @@ TEST(a_kernel_failure_reaches_its_sync_under_profiling) {
 
 TEST(explicit_profiles_inside_observation_leave_errors_queued) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *bad = limit_kernel(c);
+  ruda_kernel_t *bad = failing_kernel(c);
   ruda_profiling_token_t t;
   ruda_profile_duration_t d;
   ASSERT_OK(ruda_client_profile_start(c, &t));
@@ -124,7 +125,7 @@ TEST(explicit_profiles_inside_observation_leave_errors_queued) {
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
   ruda_status_free(s);
-  expect_errors(ruda_client_flush(c), 1, RUDA_ERR_RESOURCE_SHARED_MEMORY);
+  expect_errors(ruda_client_flush(c), 1, RUDA_ERR_LAUNCH_COMPILATION);
   ASSERT_OK(ruda_client_flush(c));
   ruda_kernel_release(bad);
   ruda_client_release(c);
@@ -140,7 +141,7 @@ typedef struct stress {
 static void *stress_thread(void *p) {
   stress_t *t = p;
   ruda_client_t *c = cts_client();
-  ruda_kernel_t *bad = limit_kernel(c);
+  ruda_kernel_t *bad = failing_kernel(c);
   ruda_handle_t h;
   if (ruda_client_empty(c, CTS_UNITS * 4, &h)) {
     t->wrong++;

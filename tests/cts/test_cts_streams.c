@@ -16,16 +16,15 @@ static ruda_client_t *on_stream(uint64_t id) {
   return c;
 }
 
-/* A launch the server layer rejects on every backend (too much shared
- * memory), queued on `c`'s stream. */
+/* A launch that fails on the device on every backend (no code it can
+ * run), queued on `c`'s stream. */
 static void queue_launch_error(ruda_client_t *c) {
-  const ruda_device_properties_t *p = ruda_client_properties(c);
-  ruda_kernel_t *k = cts_kernel_with(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 8);
+  ruda_kernel_t *k = cts_kernel_unrunnable();
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
   ruda_kernel_release(k);
 }
 
-/* Exactly `n` queued errors, each a shared-memory limit error. */
+/* Exactly `n` queued errors, each a compilation error of that launch. */
 static void expect_launch_errors(ruda_status_t s, size_t n) {
   if (n == 0) {
     ASSERT_OK(s);
@@ -35,7 +34,7 @@ static void expect_launch_errors(ruda_status_t s, size_t n) {
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_UNHEALTHY);
   ASSERT_UEQ(ruda_status_error_count(s), n);
   for (size_t i = 0; i < n; i++) {
-    ASSERT_NOT_NULL(ruda_status_find(ruda_status_error_at(s, i), RUDA_ERR_RESOURCE_SHARED_MEMORY));
+    ASSERT_NOT_NULL(ruda_status_find(ruda_status_error_at(s, i), RUDA_ERR_LAUNCH_COMPILATION));
   }
   ruda_status_free(s);
 }
@@ -276,9 +275,16 @@ TEST(dispatch_counts_whose_ruda_total_overflows_are_rejected) {
   ruda_count_t counts[2] = {ruda_count_static(1u << 22, 1u << 21, 1u << 21),
                             ruda_count_static(UINT32_MAX, UINT32_MAX, 2)};
   for (int i = 0; i < 2; i++) {
-    ruda_status_t s = launch_and_sync(c, counts[i], &h);
+    /* Refused at the call (the client knows the device's limits), naming
+     * the kernel; nothing is queued. */
+    ruda_kernel_t *k = cts_kernel_fill_u32();
+    uint64_t info[2] = {CTS_UNITS, 9};
+    ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};
+    ruda_status_t s = ruda_client_launch(c, k, counts[i], &args);
+    ruda_kernel_release(k);
     ASSERT_NOT_NULL(s);
-    ASSERT_UEQ(ruda_status_error_count(s), 1);
+    ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
+    ASSERT_OK(ruda_client_sync(c));
     ruda_status_t e = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
     ASSERT_NOT_NULL(e);
     char text[1024];
@@ -366,7 +372,7 @@ TEST(a_profile_never_takes_an_error_from_its_stream) {
   ruda_status_t s = ruda_client_profile_end(c, t, &d);
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
-  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
   ruda_status_free(s);
   expect_launch_errors(ruda_client_sync(c), 2);
   ASSERT_OK(ruda_client_sync(c));
@@ -414,8 +420,7 @@ typedef struct thread_ctx {
 static void *own_errors(void *p) {
   thread_ctx_t *t = p;
   ruda_client_t *c = cts_client(); /* the thread's own stream */
-  const ruda_device_properties_t *props = ruda_client_properties(c);
-  ruda_kernel_t *bad = cts_kernel_with(ruda_dim_new_1d(1), props->hardware.max_shared_memory_size + 8);
+  ruda_kernel_t *bad = cts_kernel_unrunnable();
   for (int round = 0; round < 50; round++) {
     int n = (round + t->id) % 3;
     for (int k = 0; k < n; k++) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/config_internal.h"
 #include "base/toml.h"
 #include "ruda/config.h"
 #include "ruda/log.h"
@@ -35,6 +36,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     ruda_status_free(st);
   } else if (cfg.streaming.max_streams < 1 || cfg.streaming.max_streams > 255) {
     abort();
+  } else {
+    /* One set of rules: whatever the file loader accepts, ruda_config_set
+     * accepts too. */
+    ruda_status_t v = ruda__config_validate(&cfg);
+    if (v) abort();
   }
 
   ruda__toml_value_t root;

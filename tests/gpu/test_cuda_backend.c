@@ -207,13 +207,15 @@ TEST(shared_memory_limit_is_a_resource_error) {
       "big_shared", "extern \"C\" __global__ void big_shared(const unsigned long long *i) {}\n",
       ruda_dim_new_1d(32), max + 4);
   ruda_kernel_args_t args = {0};
-  ASSERT_OK(ruda_client_launch(s, k, ruda_count_static(1, 1, 1), &args));
-  ruda_status_t e = ruda_client_sync(s);
+  /* Refused by the launch itself, naming the kernel; nothing queued. */
+  ruda_status_t e = ruda_client_launch(s, k, ruda_count_static(1, 1, 1), &args);
   ruda_status_t lim = ruda_status_find(e, RUDA_ERR_RESOURCE_SHARED_MEMORY);
   ASSERT_NOT_NULL(lim);
   ASSERT_UEQ(ruda_status_requested(lim), max + 4);
   ASSERT_UEQ(ruda_status_max(lim), max);
+  ASSERT_STR_EQ(ruda_status_kernel(e), "big_shared");
   ruda_status_free(e);
+  ASSERT_OK(ruda_client_sync(s));
   ruda_kernel_release(k);
   /* Opt-in shared memory above 48 KiB works. */
   if (max > 64 * 1024) {

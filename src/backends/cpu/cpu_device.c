@@ -109,24 +109,17 @@ void ruda__cpu_device_properties(ruda_device_properties_t *p) {
 static ruda__cpu_settings_t settings;
 static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
 
-static uint32_t env_u32(const char *name, uint32_t fallback, uint32_t lo, uint32_t hi) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end = NULL;
-  errno = 0;
-  unsigned long x = strtoul(v, &end, 10);
-  if (errno || *end || x < lo || x > hi) return fallback;
-  return (uint32_t)x;
-}
-
 static void load_settings(void) {
   const ruda_config_t *cfg = ruda_config_get();
   uint32_t cores = online_cores();
-  settings.devices = env_u32("RUDA_CPU_DEVICES", 1, 1, 64);
+  /* [cpu] devices, spin and memory_limit (RUDA_CPU_DEVICES, RUDA_CPU_SPIN,
+   * RUDA_CPU_MEMORY_LIMIT), checked by the configuration's rules. */
+  settings.devices = cfg->cpu.devices;
   settings.threads = cfg->cpu.threads ? cfg->cpu.threads : cores;
   /* Spinning helpers pay off only when they do not take the core of the
    * thread they wait for: with two cores or fewer they sleep at once. */
-  settings.spin = env_u32("RUDA_CPU_SPIN", cores > 2 ? 20000 : 0, 0, 100000000);
+  settings.spin = cfg->cpu.spin != RUDA_CPU_SPIN_AUTO ? cfg->cpu.spin : cores > 2 ? 20000 : 0;
+  settings.memory_limit = cfg->cpu.memory_limit;
 }
 
 const ruda__cpu_settings_t *ruda__cpu_settings(void) {

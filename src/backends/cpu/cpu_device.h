@@ -11,9 +11,10 @@
 void ruda__cpu_device_properties(ruda_device_properties_t *out);
 
 typedef struct ruda__cpu_settings {
-  uint32_t devices;     /* CPU devices exposed (RUDA_CPU_DEVICES, default 1) */
+  uint32_t devices;     /* CPU devices exposed (config cpu.devices, default 1) */
   uint32_t threads;     /* participants per launch (config cpu.threads; 0: cores) */
   uint32_t spin;        /* polls before an idle pool thread sleeps */
+  uint64_t memory_limit; /* bytes per stream's host storage; 0: none */
 } ruda__cpu_settings_t;
 
 /* The CPU backend's own settings, read once; thread-safe. The settings

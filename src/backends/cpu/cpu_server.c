@@ -23,6 +23,7 @@
 #include "base/alloc.h"
 #include "comm/cpu_collective.h"
 #include "server/kernel_object.h"
+#include "server/kernel_scope.h"
 #include "server/server.h"
 #include "server/trace.h"
 
@@ -330,6 +331,7 @@ static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stre
 
 typedef struct cpu_launch {
   const ruda_kernel_desc_t *desc;
+  ruda_device_id_t device;
   ruda_cpu_kernel_fn fn;
   ruda_cpu_kernel_ctx_t proto;
   uint64_t total;
@@ -360,6 +362,9 @@ static void launch_job(void *arg, uint32_t participant) {
   const ruda_count3_t c = ctx.ruda_count;
   const uint64_t xy = (uint64_t)c.x * c.y;
   ruda_cpu_kernel_fn fn = l->fn;
+  /* Client calls from inside the kernel are refused, not deadlocked. */
+  ruda__kernel_scope_t scope;
+  ruda__kernel_scope_enter(&scope, l->desc->name, l->device);
   for (;;) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
@@ -372,6 +377,7 @@ static void launch_job(void *arg, uint32_t participant) {
       fn(&ctx);
     }
   }
+  ruda__kernel_scope_leave(&scope);
 }
 
 /* Makes sure every participant has `bytes` of shared memory. */
@@ -464,6 +470,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     cpu_launch_t l;
     memset(&l, 0, sizeof l);
     l.desc = desc;
+    l.device = s->base.device;
     l.fn = code->cpu_fn;
     l.proto.ruda_count = c;
     l.proto.ruda_dim = desc->ruda_dim;
@@ -513,7 +520,7 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   }
   if (rs) {
     ruda__stream_advance(&s->base.streams, rs);
-    ruda__stream_push_error(rs, err);
+    ruda__stream_push_launch_error(rs, err, ruda_kernel_desc(kernel)->name);
   } else {
     ruda_status_free(err);
   }
@@ -600,16 +607,6 @@ static const ruda__server_vtable_t cpu_vtable = {
     .all_reduce = cpu_all_reduce,
 };
 
-static uint64_t env_u64(const char *name, uint64_t fallback) {
-  const char *v = getenv(name);
-  if (!v || !*v) return fallback;
-  char *end = NULL;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  if (errno || *end) return fallback;
-  return x;
-}
-
 static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
   cpu_server_t *s = ruda__calloc(1, sizeof *s);
@@ -622,7 +619,7 @@ static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   ruda__server_utilities_init(&s->base.utilities, &props, info, policy);
   s->base.vt = &cpu_vtable;
   const ruda__cpu_settings_t *settings = ruda__cpu_settings();
-  s->memory_limit = env_u64("RUDA_CPU_MEMORY_LIMIT", 0);
+  s->memory_limit = settings->memory_limit;
   ruda__stream_table_ops_t ops = {sizeof(cpu_stream_t), cpu_stream_quiesce, cpu_stream_release,
                                   cpu_stream_usage, s};
   ruda_status_t err = ruda__server_streams_init(&s->base, &ops);

@@ -72,7 +72,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   ruda__cuda_function_t *fn = NULL;
   ruda_status_t e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
   if (e) {
-    ruda__stream_push_error(cuda_rs(st), e);
+    ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
     ruda__cuda_op_end(s, st, &(keep_list_t){0});
     return;
   }
@@ -219,7 +219,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:
-  ruda__stream_push_error(cuda_rs(st), e);
+  ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
 done:
   if (params != psmall) ruda__free(params);
   if (vals != vsmall) ruda__free(vals);

@@ -17,6 +17,7 @@ static const char *const k_env_vars[] = {
     "RUDA_LOG_STREAMING",   "RUDA_LOG_PROFILING",     "RUDA_CHECK_MODE",
     "RUDA_MAX_STREAMS",     "RUDA_STREAM_PRIORITY",   "RUDA_PERSISTENT_MEMORY",
     "RUDA_COMPILATION_CACHE", "RUDA_CACHE_DIR",       "RUDA_CPU_THREADS",
+    "RUDA_CPU_DEVICES",     "RUDA_CPU_SPIN",          "RUDA_CPU_MEMORY_LIMIT",
     "RUDA_TRACE"};
 
 static void clear_env(void) {
@@ -180,7 +181,7 @@ TEST(schema_errors) {
   expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache or check_mode)");
   expect_error("[streaming]\nfoo = 1\n", 2, "streaming.foo", "unknown key");
   expect_error("[memory]\nfoo = 1\n", 2, "memory.foo", "unknown key");
-  expect_error("[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads)");
+  expect_error("[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads, devices, spin or memory_limit)");
   expect_error("[trace]\nfoo = 1\n", 2, "trace.foo", "unknown key (expected file)");
   expect_error("[memory]\nlogger = { level = \"full\", color = true }\n", 2, "memory.logger.color",
                "unknown key (expected level, file, append, stdout or stderr)");
@@ -476,6 +477,134 @@ TEST(environment_errors) {
   expect_env_error("RUDA_TRACE", longv, "path longer than");
   expect_env_error("RUDA_CACHE_DIR", longv, "path longer than");
   free(longv);
+}
+
+/* The CPU backend's variables follow the same rules as every other one. */
+TEST(cpu_variables) {
+  clear_env();
+  ruda_config_t c;
+  ruda_config_default(&c);
+  ASSERT_EQ(c.cpu.devices, 1);
+  ASSERT_UEQ(c.cpu.spin, RUDA_CPU_SPIN_AUTO);
+  ASSERT_UEQ(c.cpu.memory_limit, 0);
+  setenv("RUDA_CPU_DEVICES", "3", 1);
+  setenv("RUDA_CPU_SPIN", "0", 1);
+  setenv("RUDA_CPU_MEMORY_LIMIT", "1M", 1);
+  ASSERT_OK(ruda_config_apply_env(&c));
+  ASSERT_EQ(c.cpu.devices, 3);
+  ASSERT_UEQ(c.cpu.spin, 0);
+  ASSERT_UEQ(c.cpu.memory_limit, 1u << 20);
+  static const struct {
+    const char *text;
+    uint64_t bytes;
+  } sizes[] = {{"0", 0},           {"4096", 4096},         {"4096B", 4096},
+               {"64MiB", 64u << 20}, {"2K", 2048},          {"3KiB", 3072},
+               {"1G", 1ull << 30}, {"2GiB", 2ull << 30},   {"1T", 1ull << 40},
+               {"16777215TiB", 16777215ull << 40}};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    setenv("RUDA_CPU_MEMORY_LIMIT", sizes[i].text, 1);
+    ASSERT_OK(ruda_config_apply_env(&c));
+    ASSERT_UEQ(c.cpu.memory_limit, sizes[i].bytes);
+  }
+  setenv("RUDA_CPU_SPIN", "auto", 1);
+  ASSERT_OK(ruda_config_apply_env(&c));
+  ASSERT_UEQ(c.cpu.spin, RUDA_CPU_SPIN_AUTO);
+  clear_env();
+  expect_env_error("RUDA_CPU_DEVICES", "abc", "from 1 to 64");
+  expect_env_error("RUDA_CPU_DEVICES", "0", "from 1 to 64");
+  expect_env_error("RUDA_CPU_DEVICES", "65", "from 1 to 64");
+  expect_env_error("RUDA_CPU_SPIN", "-1", "from 0 to 100000000 or \"auto\"");
+  expect_env_error("RUDA_CPU_SPIN", "100000001", "from 0 to 100000000");
+  expect_env_error("RUDA_CPU_SPIN", "4294967295", "from 0 to 100000000");
+  const char *bad_sizes[] = {"abc", "-1", "1 M", "1MB", "1m", "64mib", "1.5G", "M", "",
+                             "16777216TiB", "99999999999999999999"};
+  for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++) {
+    if (!bad_sizes[i][0]) continue; /* empty counts as unset */
+    expect_env_error("RUDA_CPU_MEMORY_LIMIT", bad_sizes[i], "a size in bytes");
+  }
+  /* The file takes the same values. */
+  ruda_config_t f = parse_ok("[cpu]\ndevices = 4\nspin = \"auto\"\nmemory_limit = \"64MiB\"\n");
+  ASSERT_EQ(f.cpu.devices, 4);
+  ASSERT_UEQ(f.cpu.spin, RUDA_CPU_SPIN_AUTO);
+  ASSERT_UEQ(f.cpu.memory_limit, 64u << 20);
+  f = parse_ok("[cpu]\nspin = 500\nmemory_limit = 4096\n");
+  ASSERT_UEQ(f.cpu.spin, 500);
+  ASSERT_UEQ(f.cpu.memory_limit, 4096);
+  expect_error("[cpu]\ndevices = 65\n", 2, "cpu.devices", "expected an integer from 1 to 64, found 65");
+  expect_error("[cpu]\nspin = -1\n", 2, "cpu.spin", "from 0 to 100000000 or \"auto\", found -1");
+  expect_error("[cpu]\nspin = \"fast\"\n", 2, "cpu.spin", "found a string");
+  expect_error("[cpu]\nmemory_limit = \"1 M\"\n", 2, "cpu.memory_limit", "a size in bytes");
+  expect_error("[cpu]\nmemory_limit = -5\n", 2, "cpu.memory_limit", "a size in bytes");
+  expect_error("[cpu]\nmemory_limit = true\n", 2, "cpu.memory_limit", "found a boolean");
+}
+
+/* ruda_config_set applies the loader's rules to the fields it is given:
+ * the first bad field is named, and nothing is installed. */
+static void expect_set_error(const ruda_config_t *cfg, const char *key, const char *why) {
+  ruda__config_reset_for_test();
+  ruda_status_t st = ruda_config_set(cfg);
+  RT_CHECK_(st != NULL, "ruda_config_set accepted a bad %s", key);
+  char *m = ruda_status_to_string(st);
+  bool ok = ruda_status_kind(st) == RUDA_ERR_CONFIG && ruda_status_key(st) &&
+            strcmp(ruda_status_key(st), key) == 0 && strstr(ruda_status_reason(st), why);
+  if (!ok) fprintf(stderr, "%s: expected ~ \"%s\", got:\n%s\n", key, why, m);
+  free(m);
+  ruda_status_free(st);
+  RT_CHECK_(ok, "wrong error for a bad %s", key);
+  /* Nothing was installed: a good configuration can still be set. */
+  ruda_config_t good;
+  ruda_config_default(&good);
+  good.streaming.max_streams = 3;
+  ASSERT_OK(ruda_config_set(&good));
+  ASSERT_EQ(ruda_config_get()->streaming.max_streams, 3);
+  ruda__config_reset_for_test();
+}
+
+TEST(set_validates_like_the_loader) {
+  clear_env();
+  ruda_config_t c;
+#define BAD(field_stmt, key, why)   \
+  do {                              \
+    ruda_config_default(&c);        \
+    field_stmt;                     \
+    expect_set_error(&c, key, why); \
+  } while (0)
+  BAD(c.streaming.max_streams = 1000, "streaming.max_streams",
+      "expected an integer from 1 to 255, found 1000");
+  BAD(c.streaming.max_streams = 0, "streaming.max_streams", "from 1 to 255, found 0");
+  BAD(c.cpu.threads = 70000, "cpu.threads", "from 0 to 65535");
+  BAD(c.cpu.devices = 0, "cpu.devices", "from 1 to 64");
+  BAD(c.cpu.spin = 100000001, "cpu.spin", "from 0 to 100000000");
+  BAD(c.compilation.check_mode = (ruda_bounds_check_mode_t)7, "compilation.check_mode",
+      "\"enforce\", \"validate\" or \"auto\", found 7");
+  BAD(c.streaming.priority = (ruda_stream_priority_t)-1, "streaming.priority", "found -1");
+  BAD(c.memory.persistent_memory = (ruda_persistent_memory_t)3, "memory.persistent_memory",
+      "\"enabled\", \"disabled\" or \"enforced\"");
+  BAD(c.memory.logger.level = RUDA_LOG_LEVEL_MEDIUM, "memory.logger.level",
+      "\"disabled\", \"basic\" or \"full\", found 3");
+  BAD(c.profiling.logger.level = (ruda_log_level_t)9, "profiling.logger.level", "found 9");
+  BAD(memset(c.trace.file, 'x', sizeof c.trace.file), "trace.file", "NUL-terminated path");
+  BAD(memset(c.streaming.logger.file, '/', sizeof c.streaming.logger.file),
+      "streaming.logger.file", "NUL-terminated path");
+  BAD(memset(c.source, 'a', sizeof c.source), "source", "NUL-terminated path");
+  BAD(c.compilation.cache.location = (ruda_cache_location_t)99, "compilation.cache",
+      "found location 99");
+  BAD(c.compilation.cache.location = RUDA_CACHE_LOCATION_FILE, "compilation.cache.file",
+      "a path");
+  BAD(memset(c.compilation.cache.file, 'k', sizeof c.compilation.cache.file),
+      "compilation.cache.file", "NUL-terminated path");
+  BAD(memset(&c.memory.logger.append, 7, 1), "memory.logger.append", "a boolean");
+#undef BAD
+  /* Every valid value passes. */
+  ruda_config_default(&c);
+  c.cpu.spin = 0;
+  c.cpu.memory_limit = UINT64_MAX;
+  c.compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
+  strcpy(c.compilation.cache.file, "/tmp/k");
+  c.profiling.logger.level = RUDA_LOG_LEVEL_MEDIUM;
+  ruda__config_reset_for_test();
+  ASSERT_OK(ruda_config_set(&c));
+  ruda__config_reset_for_test();
 }
 
 TEST(process_wide_get_and_set) {

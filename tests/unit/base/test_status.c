@@ -247,7 +247,7 @@ TEST(nest_three_levels_shared_memory) {
   ASSERT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_UNITS));
   ASSERT_UEQ(ruda_status_requested(ruda_status_root(s)), 49156);
   CHECK_TEXT_JSON(s,
-                  "A launch error happened during profiling\nCaused by:\n  "
+                  "A launch failed\nCaused by:\n  "
                   "Too many resources were requested during launch\n"
                   "Too much shared memory requested.\nRequested 49156 bytes, "
                   "maximum 49152 bytes available.",
@@ -260,7 +260,7 @@ TEST(nest_every_wrapper) {
       ruda_status_wrap(RUDA_ERR_SERVER_PROFILE,
                        ruda_status_wrap(RUDA_ERR_PROFILE_LAUNCH,
                                         ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "u"))),
-      "An execution error happened during profiling\nCaused by:\n  "
+      "Profiling failed\nCaused by:\n  "
       "A launch error happened during profiling\nCaused by:\n  "
       "An unknown error happened during launch\nCaused by:\n  u",
       "{\"Profile\":{\"Launch\":{\"Unknown\":{\"reason\":\"u\"}}}}");
@@ -268,7 +268,7 @@ TEST(nest_every_wrapper) {
       ruda_status_wrap(RUDA_ERR_SERVER_IO,
                        ruda_status_wrap(RUDA_ERR_IO_EXECUTION,
                                         ruda_status_create(RUDA_ERR_SERVER_GENERIC, "g"))),
-      "An execution error happened during profiling\nCaused by:\n  "
+      "A memory operation failed\nCaused by:\n  "
       "Can't perform the IO operation because of a runtime error: "
       "An error happened during execution\nCaused by:\n  g",
       "{\"Io\":{\"Execution\":{\"Generic\":{\"reason\":\"g\"}}}}");
@@ -280,7 +280,7 @@ TEST(nest_every_wrapper) {
                                                              RUDA_ERR_COMPILATION_VALIDATION,
                                                              "v")))),
       "An execution error happened during profiling\nCaused by:\n  "
-      "A launch error happened during profiling\nCaused by:\n  "
+      "A launch failed\nCaused by:\n  "
       "A compilation error happened during launch\nCaused by:\n  "
       "A validation error caused the compilation to fail\nCaused by:\n  v",
       "{\"Server\":{\"Launch\":{\"CompilationError\":{\"Validation\":{\"reason\":\"v\"}}}}}");
@@ -288,10 +288,44 @@ TEST(nest_every_wrapper) {
       ruda_status_wrap(RUDA_ERR_SERVER_LAUNCH,
                        ruda_status_wrap(RUDA_ERR_LAUNCH_IO,
                                         ruda_status_create(RUDA_ERR_IO_FREE_ERROR, NULL))),
-      "A launch error happened during profiling\nCaused by:\n  "
+      "A launch failed\nCaused by:\n  "
       "An io error happened during launch\nCaused by:\n  "
       "couldn't free the handle, since it is currently in used. ",
       "{\"Launch\":{\"IoError\":{\"FreeError\":{}}}}");
+}
+
+/* A failed launch names its kernel and stream; the serde form is
+ * unchanged. Nothing in a server error's text mentions profiling unless a
+ * profile is involved. */
+TEST(launch_context_names_kernel_and_stream) {
+  ruda_status_t s = ruda_status_set_launch(
+      ruda_status_into_server(ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "boom")), "vec_add",
+      1128);
+  ASSERT_STR_EQ(ruda_status_kernel(s), "vec_add");
+  uint64_t stream = 0;
+  ASSERT_TRUE(ruda_status_stream(s, &stream));
+  ASSERT_UEQ(stream, 1128);
+  ruda_status_t c = ruda_status_clone(s);
+  ASSERT_STR_EQ(ruda_status_kernel(c), "vec_add");
+  CHECK_TEXT_JSON(c,
+                  "A launch of kernel 'vec_add' on stream 1128 failed\nCaused by:\n  "
+                  "An unknown error happened during launch\nCaused by:\n  boom",
+                  "{\"Launch\":{\"Unknown\":{\"reason\":\"boom\"}}}");
+  ruda_status_free(s);
+  s = ruda_status_set_launch(
+      ruda_status_into_server(ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "stale handle")), NULL,
+      7);
+  ASSERT_NULL(ruda_status_kernel(s));
+  CHECK_TEXT_JSON(s,
+                  "A memory operation failed on stream 7\nCaused by:\n  "
+                  "couldn't find resource for that handle: stale handle",
+                  "{\"Io\":{\"NotFound\":{\"reason\":\"stale handle\"}}}");
+  s = ruda_status_create(RUDA_ERR_SERVER_LAUNCH, "x");
+  ASSERT_FALSE(ruda_status_stream(s, &stream));
+  char *text = ruda_status_to_string(s);
+  ASSERT_TRUE(strstr(text, "profiling") == NULL);
+  free(text);
+  ruda_status_free(s);
 }
 
 TEST(create_wrapping_kind_makes_default_cause) {
@@ -374,7 +408,7 @@ TEST(into_server_every_family) {
   ruda_status_free(s);
   s = ruda_status_into_server(ruda_status_ruda_dim(k_req3, k_max3));
   CHECK_TEXT_JSON(s,
-                  "A launch error happened during profiling\nCaused by:\n  "
+                  "A launch failed\nCaused by:\n  "
                   "Too many resources were requested during launch\n"
                   "Ruda dim exceeds maximum bounds.\nRequested (1, 2, 3), max is (4, 5, 6).",
                   "{\"Launch\":{\"TooManyResources\":{\"RudaDim\":{\"requested\":[1,2,3],"
@@ -456,7 +490,7 @@ TEST(unhealthy_list) {
   CHECK_TEXT_JSON(s,
                   "The server is in an invalid state\nCaused by:\n  ["
                   "An error happened during execution\nCaused by:\n  first, "
-                  "A launch error happened during profiling\nCaused by:\n  "
+                  "A launch failed\nCaused by:\n  "
                   "Too many resources were requested during launch\n"
                   "Ruda dim exceeds maximum bounds.\nRequested (1, 2, 3), max is (4, 5, 6).]",
                   "{\"ServerUnhealthy\":{\"errors\":[{\"Generic\":{\"reason\":\"first\"}},"
@@ -658,7 +692,12 @@ TEST(static_fallback_when_memory_is_exhausted) {
   char *js = ruda_status_to_json(lu);
   ruda__test_fail_alloc_after(-1);
   ASSERT_TRUE(ruda_status_is_static(lu));
-  ASSERT_STR_EQ(ruda_status_reason(lu), NO_REASON);
+  /* A static error says what happened instead of its lost reason. */
+  ASSERT_STR_EQ(ruda_status_reason(lu),
+                "out of host memory (the details of this error could not be allocated)");
+  char sbuf[256];
+  ruda_status_format(lu, sbuf, sizeof sbuf);
+  ASSERT_STR_CONTAINS(sbuf, "out of host memory");
   ASSERT_NULL(text); /* only NULL when memory is exhausted */
   ASSERT_NULL(js);
 }

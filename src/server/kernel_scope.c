@@ -1,0 +1,18 @@
+/* Per-thread record of the kernel being run (see kernel_scope.h). */
+#include "server/kernel_scope.h"
+
+#include <stddef.h>
+
+static _Thread_local const ruda__kernel_scope_t *tls_scope;
+
+void ruda__kernel_scope_enter(ruda__kernel_scope_t *scope, const char *name,
+                              ruda_device_id_t device) {
+  scope->name = name;
+  scope->device = device;
+  scope->outer = tls_scope;
+  tls_scope = scope;
+}
+
+void ruda__kernel_scope_leave(const ruda__kernel_scope_t *scope) { tls_scope = scope->outer; }
+
+const ruda__kernel_scope_t *ruda__kernel_scope_current(void) { return tls_scope; }
