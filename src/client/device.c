@@ -160,8 +160,45 @@ static void device_stop(ruda__device_t *d) {
   atomic_store_explicit(&d->dead, true, memory_order_release);
 }
 
+typedef struct comm_shutdown_op {
+  ruda__op_t base;
+  ruda__completion_t done;
+} comm_shutdown_op_t;
+
+static void run_comm_shutdown(ruda__device_t *d, ruda__op_t *op) {
+  if (d->server && d->server->vt->comm_shutdown) d->server->vt->comm_shutdown(d->server);
+  ruda__completion_signal(&((comm_shutdown_op_t *)op)->done);
+}
+
+/* Communicators may span devices, and finalizing one may wait for its
+ * peers: every device finalizes its communicators at once, before any
+ * worker stops. Called under registry_lock. */
+static void comm_shutdown_all(void) {
+  comm_shutdown_op_t ops[3][RUDA_MAX_DEVICES_PER_TYPE];
+  bool queued[3][RUDA_MAX_DEVICES_PER_TYPE] = {{false}};
+  for (size_t t = 0; t < 3; t++) {
+    for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
+      ruda__device_t *d = registry[t][i];
+      if (!d || d->init_error || atomic_load(&d->dead) || !d->server ||
+          !d->server->vt->comm_shutdown) {
+        continue;
+      }
+      ops[t][i] = (comm_shutdown_op_t){.base = {.run = run_comm_shutdown}};
+      ruda__completion_init(&ops[t][i].done);
+      ruda__device_submit(d, &ops[t][i].base);
+      queued[t][i] = true;
+    }
+  }
+  for (size_t t = 0; t < 3; t++) {
+    for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
+      if (queued[t][i]) ruda__completion_wait(&ops[t][i].done);
+    }
+  }
+}
+
 void ruda_shutdown(void) {
   pthread_mutex_lock(&registry_lock);
+  comm_shutdown_all();
   for (size_t t = 0; t < 3; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
       if (registry[t][i]) device_stop(registry[t][i]);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_server.h"
 #include "server/trace.h"
 
@@ -578,6 +579,9 @@ ruda_status_t ruda__cuda_read(ruda__server_t *base, const ruda__copy_desc_t *des
   const ruda__cuda_api_t *api = s->api;
   *out = NULL;
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   cuda_stream_t *slot = slot_for(s, stream);
   ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
@@ -672,6 +676,9 @@ ruda_status_t ruda__cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
   cuda_stream_t *slot = slot_for(s, stream);
   ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
   if (e) return e;
@@ -696,6 +703,9 @@ ruda_status_t ruda__cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
 ruda_status_t ruda__cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, false);
+#endif
   cuda_stream_t *st = slot_for(s, stream);
   if (st->init) {
     CUresult r = s->api->cuStreamQuery(st->cu);
