@@ -262,6 +262,7 @@ static ruda__copy_desc_t flat_desc(const ruda_handle_t *h, uint64_t count, size_
   if (!handle_empty(h)) d.binding = ruda_handle_binding(h);
   d.shape.rank = 1;
   d.shape.dims[0] = count;
+  d.strides.rank = 1;
   d.strides.values[0] = 1;
   d.elem_size = esize;
   return d;
@@ -384,6 +385,7 @@ static ruda_status_t check_view(const char *fn, const ruda_shape_t *shape,
                                 const ruda_strides_t *strides, size_t esize, uint64_t bytes,
                                 uint64_t *out_count, bool *out_contiguous) {
   if (shape->rank > RUDA_MAX_RANK) return invalid(fn, "shape rank above RUDA_MAX_RANK");
+  if (strides->rank != shape->rank) return invalid(fn, "the strides' rank differs from the shape's");
   uint64_t count = 1, last = 0;
   bool empty = false;
   for (uint32_t i = 0; i < shape->rank; i++) {
