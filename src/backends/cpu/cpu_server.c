@@ -542,8 +542,17 @@ static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda_status_t ferr = fn(ctx, sp, sn, dp, dn);
   if (t0) ruda__trace_slice(base->device, stream.value, "comm", "host_call", t0, ruda__now_ns(), sn + dn);
-  if (err) ruda_status_free(ferr);
-  else err = ferr;
+  if (err && ferr) {
+    /* fn says what it did about it; the buffer's own error says why. */
+    const char *a = ruda_status_reason(ferr), *b = ruda_status_reason(err);
+    ruda_status_t both = ruda_status_create(ruda_status_kind(ferr), "%s (the buffer: %s)",
+                                            a ? a : "failed", b ? b : "unusable");
+    ruda_status_free(ferr);
+    ruda_status_free(err);
+    err = both;
+  } else if (!err) {
+    err = ferr;
+  }
   push_or_free(st, err);
   if (st) st->cursor++;
 }

@@ -13,21 +13,23 @@
 #include "test.h"
 
 #define CC_MAX 8
+/* Not every program uses every check. */
+#define CC_FN static __attribute__((unused))
 
 /* Element types in the order of ruda_elem_type_t that the checks know. */
-static const ruda_elem_type_t cc_types[] = {RUDA_ELEM_F64, RUDA_ELEM_F32, RUDA_ELEM_F16,
+static __attribute__((unused)) const ruda_elem_type_t cc_types[] = {RUDA_ELEM_F64, RUDA_ELEM_F32, RUDA_ELEM_F16,
                                             RUDA_ELEM_BF16, RUDA_ELEM_I8, RUDA_ELEM_I16,
                                             RUDA_ELEM_I32, RUDA_ELEM_I64, RUDA_ELEM_U8,
                                             RUDA_ELEM_U16, RUDA_ELEM_U32, RUDA_ELEM_U64};
 #define CC_NUM_TYPES (sizeof cc_types / sizeof cc_types[0])
-static const ruda_reduce_op_t cc_ops[] = {RUDA_REDUCE_SUM, RUDA_REDUCE_MEAN, RUDA_REDUCE_MIN,
+static __attribute__((unused)) const ruda_reduce_op_t cc_ops[] = {RUDA_REDUCE_SUM, RUDA_REDUCE_MEAN, RUDA_REDUCE_MIN,
                                           RUDA_REDUCE_MAX};
-static const char *const cc_op_names[] = {"sum", "mean", "min", "max"};
+static __attribute__((unused)) const char *const cc_op_names[] = {"sum", "mean", "min", "max"};
 
 /* Small integers, exact in every type, sums of up to 8 devices fit i8. */
-static double cc_value(size_t dev, size_t e) { return (double)((e * 7 + dev * 3 + e / 5) % 13); }
+CC_FN double cc_value(size_t dev, size_t e) { return (double)((e * 7 + dev * 3 + e / 5) % 13); }
 
-static void cc_store(ruda_elem_type_t t, void *p, size_t e, double v) {
+CC_FN void cc_store(ruda_elem_type_t t, void *p, size_t e, double v) {
   switch (t) {
     case RUDA_ELEM_F64: ((double *)p)[e] = v; break;
     case RUDA_ELEM_F32: ((float *)p)[e] = (float)v; break;
@@ -64,7 +66,7 @@ static void cc_store(ruda_elem_type_t t, void *p, size_t e, double v) {
   }
 }
 
-static double cc_load(ruda_elem_type_t t, const void *p, size_t e) {
+CC_FN double cc_load(ruda_elem_type_t t, const void *p, size_t e) {
   switch (t) {
     case RUDA_ELEM_F64: return ((const double *)p)[e];
     case RUDA_ELEM_F32: return ((const float *)p)[e];
@@ -93,12 +95,12 @@ static double cc_load(ruda_elem_type_t t, const void *p, size_t e) {
   }
 }
 
-static bool cc_is_float(ruda_elem_type_t t) {
+CC_FN bool cc_is_float(ruda_elem_type_t t) {
   return t == RUDA_ELEM_F64 || t == RUDA_ELEM_F32 || t == RUDA_ELEM_F16 || t == RUDA_ELEM_BF16;
 }
 
 /* op over the values of devices 0..n-1 at element e. */
-static double cc_expect(ruda_elem_type_t t, ruda_reduce_op_t op, size_t n, size_t e) {
+CC_FN double cc_expect(ruda_elem_type_t t, ruda_reduce_op_t op, size_t n, size_t e) {
   double acc = cc_value(0, e);
   for (size_t k = 1; k < n; k++) {
     double v = cc_value(k, e);
@@ -112,21 +114,21 @@ static double cc_expect(ruda_elem_type_t t, ruda_reduce_op_t op, size_t n, size_
   return acc;
 }
 
-static bool cc_close(ruda_elem_type_t t, double got, double want) {
+CC_FN bool cc_close(ruda_elem_type_t t, double got, double want) {
   double tol = 0;
   if (t == RUDA_ELEM_F16 || t == RUDA_ELEM_BF16) tol = 0.02 * (want < 0 ? -want : want) + 1e-3;
   else if (cc_is_float(t)) tol = 1e-5 * (want < 0 ? -want : want) + 1e-6;
   return got >= want - tol && got <= want + tol;
 }
 
-static const char *cc_type_name(ruda_elem_type_t t) {
+CC_FN const char *cc_type_name(ruda_elem_type_t t) {
   const char *n = ruda_elem_type_name(t);
   return n ? n : "?";
 }
 
 /* A buffer on client c holding elements [first, first + count) of device
  * `dev`'s values. */
-static void cc_make(ruda_client_t *c, ruda_elem_type_t t, size_t dev, size_t first, size_t count,
+CC_FN void cc_make(ruda_client_t *c, ruda_elem_type_t t, size_t dev, size_t first, size_t count,
                     ruda_handle_t *out) {
   size_t es = ruda_elem_type_size(t);
   uint8_t *host = malloc(count * es + 1);
@@ -137,7 +139,7 @@ static void cc_make(ruda_client_t *c, ruda_elem_type_t t, size_t dev, size_t fir
   ASSERT_OK(s);
 }
 
-static void *cc_read(ruda_client_t *c, const ruda_handle_t *h, size_t bytes) {
+CC_FN void *cc_read(ruda_client_t *c, const ruda_handle_t *h, size_t bytes) {
   void *host = malloc(bytes + 1);
   ASSERT_TRUE(host != NULL);
   memset(host, 0xab, bytes + 1);
@@ -152,7 +154,7 @@ static void *cc_read(ruda_client_t *c, const ruda_handle_t *h, size_t bytes) {
   } while (0)
 
 /* All-reduce of `count` elements over clients[0..n). */
-static void cc_all_reduce(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
+CC_FN void cc_all_reduce(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
                           ruda_reduce_op_t op, size_t count, bool in_place) {
   size_t es = ruda_elem_type_size(t);
   ruda_handle_t src[CC_MAX], dst[CC_MAX];
@@ -180,7 +182,7 @@ static void cc_all_reduce(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t
 }
 
 /* Reduce-scatter: each device gets `count` elements, block i of the sum. */
-static void cc_reduce_scatter(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
+CC_FN void cc_reduce_scatter(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
                               ruda_reduce_op_t op, size_t count) {
   size_t es = ruda_elem_type_size(t);
   ruda_handle_t src[CC_MAX], dst[CC_MAX];
@@ -208,7 +210,7 @@ static void cc_reduce_scatter(ruda_client_t *const *cs, size_t n, ruda_elem_type
 
 /* Broadcast of `bytes` bytes from `root`: the others start with their own
  * values, every device ends with the root's. */
-static void cc_broadcast(ruda_client_t *const *cs, size_t n, size_t root, size_t bytes) {
+CC_FN void cc_broadcast(ruda_client_t *const *cs, size_t n, size_t root, size_t bytes) {
   ruda_handle_t buf[CC_MAX];
   for (size_t i = 0; i < n; i++) cc_make(cs[i], RUDA_ELEM_U8, i, 0, bytes, &buf[i]);
   ASSERT_OK(ruda_client_broadcast(cs, n, root, buf));
@@ -226,7 +228,7 @@ static void cc_broadcast(ruda_client_t *const *cs, size_t n, size_t root, size_t
 }
 
 /* All-gather of `bytes` bytes per device. */
-static void cc_all_gather(ruda_client_t *const *cs, size_t n, size_t bytes) {
+CC_FN void cc_all_gather(ruda_client_t *const *cs, size_t n, size_t bytes) {
   ruda_handle_t src[CC_MAX], dst[CC_MAX];
   for (size_t i = 0; i < n; i++) {
     cc_make(cs[i], RUDA_ELEM_U8, i, 0, bytes, &src[i]);
@@ -251,7 +253,7 @@ static void cc_all_gather(ruda_client_t *const *cs, size_t n, size_t bytes) {
 
 /* Send/recv of `count` elements of t from `from` to `to` and back again,
  * both copies checked. */
-static void cc_send_recv_round_trip(ruda_client_t *from, size_t from_dev, ruda_client_t *to,
+CC_FN void cc_send_recv_round_trip(ruda_client_t *from, size_t from_dev, ruda_client_t *to,
                                     ruda_elem_type_t t, size_t count) {
   size_t es = ruda_elem_type_size(t);
   ruda_handle_t src, there, back;
