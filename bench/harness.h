@@ -97,6 +97,7 @@ void ruda_bench_triad(ruda_bench_t *b);
 void ruda_bench_copy(ruda_bench_t *b);
 void ruda_bench_compile(ruda_bench_t *b);
 void ruda_bench_allreduce(ruda_bench_t *b);
+void ruda_bench_comm(ruda_bench_t *b);
 
 /* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
 

@@ -118,7 +118,7 @@ static ruda_status_t group_new(MPI_Comm from, ruda_group_t **out) {
     /* The ranks on this machine: those that share memory with this one. */
     MPI_Comm node = MPI_COMM_NULL;
     call = "MPI_Comm_split_type";
-    ruda__mpi_watch_begin("MPI_Comm_split_type (finding the local ranks)");
+    ruda__mpi_watch_begin("MPI_Comm_split_type (finding the local ranks)", NULL, 0, 0);
     rc = MPI_Comm_split_type(g->ctl, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
     ruda__mpi_watch_end();
     if (rc == MPI_SUCCESS) rc = MPI_Comm_rank(node, &lrank);
@@ -128,7 +128,7 @@ static ruda_status_t group_new(MPI_Comm from, ruda_group_t **out) {
   if (rc == MPI_SUCCESS) {
     g->id = rank == 0 ? random_id() : 0;
     call = "MPI_Bcast";
-    ruda__mpi_watch_begin("MPI_Bcast of a new group's id");
+    ruda__mpi_watch_begin("MPI_Bcast of a new group's id", NULL, 0, 0);
     rc = MPI_Bcast(&g->id, 1, MPI_UINT64_T, 0, g->ctl);
     ruda__mpi_watch_end();
   }
@@ -350,7 +350,7 @@ ruda_status_t ruda_group_split(ruda_group_t *g, int color, int key, ruda_group_t
                               "ruda_group_split: color %d (>= 0, or RUDA_GROUP_NO_COLOR)", color);
   }
   MPI_Comm part = MPI_COMM_NULL;
-  ruda__mpi_watch_begin("MPI_Comm_split of a group of %u ranks", g->size);
+  ruda__mpi_watch_begin("MPI_Comm_split", NULL, 0, g->size);
   int rc = MPI_Comm_split(g->ctl, color == RUDA_GROUP_NO_COLOR ? MPI_UNDEFINED : color, key, &part);
   ruda__mpi_watch_end();
   if (rc != MPI_SUCCESS) return ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, "MPI_Comm_split", NULL);
@@ -363,7 +363,7 @@ ruda_status_t ruda_group_split(ruda_group_t *g, int color, int key, ruda_group_t
 ruda_status_t ruda_group_barrier(ruda_group_t *g) {
   ruda_status_t s = ruda__group_check(g, "ruda_group_barrier");
   if (s) return s;
-  ruda__mpi_watch_begin("MPI_Barrier of a group of %u ranks", g->size);
+  ruda__mpi_watch_begin("MPI_Barrier", NULL, 0, g->size);
   int rc = MPI_Barrier(g->ctl);
   ruda__mpi_watch_end();
   return rc == MPI_SUCCESS ? NULL : ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, "MPI_Barrier", NULL);

@@ -46,11 +46,13 @@ MPI_Op ruda__mpi_half_op(ruda_elem_type_t t, ruda_reduce_op_t op);
 
 /* ---- mpi_watchdog.c ---- */
 
-/* Marks the calling thread as inside an MPI call described by printf
- * `fmt` (until ruda__mpi_watch_end). When the call lasts longer than the
- * communication timeout, the watchdog prints the description and aborts
- * the job (MPI_Abort, exit code 124). Cheap: no lock. */
-void ruda__mpi_watch_begin(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Marks the calling thread as inside an MPI call: `what` (a string that
+ * outlives the call), `count` elements of `type` (may be NULL), in a group
+ * of `size` ranks, until ruda__mpi_watch_end. When the call lasts longer
+ * than the communication timeout, the watchdog prints the description and
+ * aborts the job (MPI_Abort, exit code 124). Cheap: a few relaxed stores
+ * and a clock read; the text is made only when the watchdog fires. */
+void ruda__mpi_watch_begin(const char *what, const char *type, uint64_t count, uint32_t size);
 void ruda__mpi_watch_end(void);
 /* Starts and stops the watchdog thread (world init and finalize). */
 ruda_status_t ruda__mpi_watchdog_start(uint32_t world_rank, uint32_t world_size);

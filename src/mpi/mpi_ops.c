@@ -110,9 +110,8 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
   MPI_Op op = mpi_op(j->dtype, j->op);
   int rc = MPI_SUCCESS;
   const char *call = "";
-  ruda__mpi_watch_begin("%s of %llu elements of %s (rank %u of %u)",
-                        ruda__coll_kind_name(j->kind), (unsigned long long)j->count,
-                        ruda_elem_type_name(j->dtype), g->rank, g->size);
+  ruda__mpi_watch_begin(ruda__coll_kind_name(j->kind), ruda_elem_type_name(j->dtype), j->count,
+                        g->size);
   switch (j->kind) {
     case RUDA__COLL_ALL_REDUCE:
       call = "MPI_Allreduce";
@@ -244,7 +243,7 @@ static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx) 
     msg.ok = s == NULL;
     msg.len = (uint32_t)len;
   }
-  ruda__mpi_watch_begin("MPI_Bcast of the NCCL id of a group of %u ranks", g->size);
+  ruda__mpi_watch_begin("MPI_Bcast of the group's NCCL id", NULL, 0, g->size);
   int rc = MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, g->ctl);
   ruda__mpi_watch_end();
   if (rc != MPI_SUCCESS) {

@@ -9,7 +9,6 @@
  * 124), which mpirun turns into the end of every rank. Marking a call costs
  * two relaxed stores and a clock read.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -22,7 +21,11 @@ enum { SLOTS = 256 };
 typedef struct watch_slot {
   atomic_bool taken;
   _Atomic uint64_t start_ns; /* 0: not in an MPI call */
-  char what[224];
+  /* Written by the owner before start_ns (release), read after it. */
+  const char *_Atomic what;
+  const char *_Atomic type;
+  _Atomic uint64_t count;
+  _Atomic uint32_t size;
 } watch_slot_t;
 
 static watch_slot_t slots[SLOTS];
@@ -34,7 +37,7 @@ static pthread_cond_t wake;
 static bool stop;
 static uint32_t w_rank, w_size;
 
-void ruda__mpi_watch_begin(const char *fmt, ...) {
+void ruda__mpi_watch_begin(const char *what, const char *type, uint64_t count, uint32_t size) {
   if (my_slot < 0) {
     for (int i = 0; i < SLOTS && my_slot < 0; i++) {
       bool expected = false;
@@ -43,10 +46,10 @@ void ruda__mpi_watch_begin(const char *fmt, ...) {
     if (my_slot < 0) return; /* more threads than slots: unwatched */
   }
   watch_slot_t *s = &slots[my_slot];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(s->what, sizeof s->what, fmt, ap);
-  va_end(ap);
+  atomic_store_explicit(&s->what, what, memory_order_relaxed);
+  atomic_store_explicit(&s->type, type, memory_order_relaxed);
+  atomic_store_explicit(&s->count, count, memory_order_relaxed);
+  atomic_store_explicit(&s->size, size, memory_order_relaxed);
   atomic_store_explicit(&s->start_ns, ruda__now_ns(), memory_order_release);
 }
 
@@ -72,13 +75,20 @@ static void *watch_main(void *arg) {
     for (int i = 0; i < SLOTS; i++) {
       uint64_t start = atomic_load_explicit(&slots[i].start_ns, memory_order_acquire);
       if (start == 0 || now - start <= timeout) continue;
-      char what[sizeof slots[i].what];
-      memcpy(what, slots[i].what, sizeof what);
-      what[sizeof what - 1] = '\0';
+      const char *what = atomic_load_explicit(&slots[i].what, memory_order_relaxed);
+      const char *type = atomic_load_explicit(&slots[i].type, memory_order_relaxed);
+      char detail[128] = "";
+      if (type) {
+        snprintf(detail, sizeof detail, " of %llu elements of %s",
+                 (unsigned long long)atomic_load_explicit(&slots[i].count, memory_order_relaxed),
+                 type);
+      }
       fprintf(stderr,
-              "ruda: rank %u of %u has waited %.1f s for its peers in %s (RUDA_COMM_TIMEOUT is "
-              "%.1f s): a peer exited or stopped; aborting the MPI job\n",
-              w_rank, w_size, (double)(now - start) * 1e-9, what, (double)timeout * 1e-9);
+              "ruda: rank %u of %u has waited %.1f s for its peers in %s%s (a group of %u "
+              "ranks; RUDA_COMM_TIMEOUT is %.1f s): a peer exited or stopped; aborting the MPI "
+              "job\n",
+              w_rank, w_size, (double)(now - start) * 1e-9, what ? what : "an MPI call", detail,
+              atomic_load_explicit(&slots[i].size, memory_order_relaxed), (double)timeout * 1e-9);
       fflush(stderr);
       MPI_Abort(MPI_COMM_WORLD, 124);
     }
