@@ -157,7 +157,7 @@ CC_FN void *cc_read(ruda_client_t *c, const ruda_handle_t *h, size_t bytes) {
 CC_FN void cc_all_reduce(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
                           ruda_reduce_op_t op, size_t count, bool in_place) {
   size_t es = ruda_elem_type_size(t);
-  ruda_handle_t src[CC_MAX], dst[CC_MAX];
+  ruda_handle_t src[CC_MAX] = {{0}}, dst[CC_MAX] = {{0}};
   for (size_t i = 0; i < n; i++) {
     cc_make(cs[i], t, i, 0, count, &src[i]);
     if (in_place) dst[i] = ruda_handle_clone(&src[i]);
@@ -185,7 +185,7 @@ CC_FN void cc_all_reduce(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
 CC_FN void cc_reduce_scatter(ruda_client_t *const *cs, size_t n, ruda_elem_type_t t,
                               ruda_reduce_op_t op, size_t count) {
   size_t es = ruda_elem_type_size(t);
-  ruda_handle_t src[CC_MAX], dst[CC_MAX];
+  ruda_handle_t src[CC_MAX] = {{0}}, dst[CC_MAX] = {{0}};
   for (size_t i = 0; i < n; i++) {
     cc_make(cs[i], t, i, 0, count * n, &src[i]);
     ASSERT_OK(ruda_client_empty(cs[i], count * es, &dst[i]));
@@ -211,7 +211,7 @@ CC_FN void cc_reduce_scatter(ruda_client_t *const *cs, size_t n, ruda_elem_type_
 /* Broadcast of `bytes` bytes from `root`: the others start with their own
  * values, every device ends with the root's. */
 CC_FN void cc_broadcast(ruda_client_t *const *cs, size_t n, size_t root, size_t bytes) {
-  ruda_handle_t buf[CC_MAX];
+  ruda_handle_t buf[CC_MAX] = {{0}};
   for (size_t i = 0; i < n; i++) cc_make(cs[i], RUDA_ELEM_U8, i, 0, bytes, &buf[i]);
   ASSERT_OK(ruda_client_broadcast(cs, n, root, buf));
   for (size_t i = 0; i < n; i++) {
@@ -229,7 +229,7 @@ CC_FN void cc_broadcast(ruda_client_t *const *cs, size_t n, size_t root, size_t 
 
 /* All-gather of `bytes` bytes per device. */
 CC_FN void cc_all_gather(ruda_client_t *const *cs, size_t n, size_t bytes) {
-  ruda_handle_t src[CC_MAX], dst[CC_MAX];
+  ruda_handle_t src[CC_MAX] = {{0}}, dst[CC_MAX] = {{0}};
   for (size_t i = 0; i < n; i++) {
     cc_make(cs[i], RUDA_ELEM_U8, i, 0, bytes, &src[i]);
     ASSERT_OK(ruda_client_empty(cs[i], bytes * n, &dst[i]));
