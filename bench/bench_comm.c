@@ -371,9 +371,13 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
     }
   } else if (gpu_raw_open(b, name, n, bytes, &raw)) {
     raw.op = op;
+    /* Back to back, then one sync, as nccl-tests times them: the sync's
+     * cost is spread over many operations. */
     size_t reps = ruda_bench_pick(b, 15, 5, 1);
-    size_t inner = ruda_bench_pick(b, latency ? 200 : bytes >= (512u << 20) ? 4 : 20,
-                                   latency ? 50 : 2, 1);
+    size_t inner = ruda_bench_pick(b, latency ? 200 : bytes >= (512u << 20) ? 10
+                                                    : bytes >= (32u << 20)  ? 20
+                                                                            : 100,
+                                   latency ? 50 : 4, 1);
     ruda_bench_stats_t tr, tb;
     ruda_bench_compare(gpu_ruda_sample, &r, gpu_raw_sample, &raw, 2, reps, inner, &tr, &tb);
     const char *base_name = op == OP_ALLREDUCE   ? "ncclAllReduce, ncclCommInitAll comms, grouped"
@@ -420,6 +424,12 @@ static void cuda_cases(ruda_bench_t *b) {
         char name[64];
         snprintf(name, sizeof name, "%s_%s", op_names[op], sizes[si].tag);
         ruda_bench_skip(b, BENCH, name, "send/recv needs two GPUs (one is here)");
+        continue;
+      }
+      if (op == OP_BROADCAST && n < 2 && sizes[si].full > 4096) {
+        char name[64];
+        snprintf(name, sizeof name, "%s_%s_1gpu", op_names[op], sizes[si].tag);
+        ruda_bench_skip(b, BENCH, name, "a broadcast of one rank moves no data (latency only)");
         continue;
       }
       gpu_case(b, (comm_op_t)op, n, &sizes[si]);

@@ -221,12 +221,14 @@ static bool grouped(void) {
 
 static uint64_t now_ns(void) { return ruda__now_ns(); }
 
-/* Short waits spin, longer ones sleep a little between polls. */
+/* Waits of up to 20 ms poll with sched_yield (they mostly end within a
+ * kernel's time, and a sleep's wake-up would cost more than it saves);
+ * longer ones sleep 100 us between polls. */
 static void poll_pause(uint64_t waited_ns) {
-  if (waited_ns < 200000) {
+  if (waited_ns < 20000000ull) {
     sched_yield();
   } else {
-    struct timespec ts = {0, waited_ns < 20000000 ? 50000 : 1000000};
+    struct timespec ts = {0, 100000};
     nanosleep(&ts, NULL);
   }
 }
@@ -275,6 +277,7 @@ typedef struct comm_entry {
   uint32_t rank, size;
   bool in_process;
   bool used;          /* operations issued since the last settle */
+  ruda__rendezvous_t *rv; /* in one process: the device set's rendezvous */
   bool aborted;       /* unusable: aborted or destroyed */
   bool destroyed;     /* finalized and destroyed cleanly */
   char why[384];      /* why it is unusable */
@@ -458,6 +461,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
     if (e) return e;
     e = comm_add(c, peers->id, part.comm, peers->rank, peers->size, true);
     if (e) c->api->ncclCommAbort(part.comm);
+    else c->items[c->n - 1].rv = rv;
     return e;
   }
   /* Across processes, from rank 0's token. */
@@ -670,13 +674,13 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
     /* In one process: meet the peers; the last to arrive issues the group
      * or fails the round for everyone. */
     part.failed = own_reason;
-    ruda__rendezvous_t *rv = NULL;
-    err = ruda__rendezvous_get(c->peers.id, c->peers.size, c->peers.ids, &rv);
+    ruda__rendezvous_t *rv = entry ? entry->rv : NULL;
+    if (!rv) err = ruda__rendezvous_get(c->peers.id, c->peers.size, c->peers.ids, &rv);
     if (!err) {
       err = ruda__rendezvous_join(rv, c->peers.rank, &part, issue_all, NULL, NULL,
                                   ruda__coll_kind_name(c->kind));
     }
-    cu->cuCtxSetCurrent(s->ctx);
+    if (c->peers.size > 1) cu->cuCtxSetCurrent(s->ctx); /* the group switched devices */
     if (!err && !grouped()) {
       ncclResult_t r = issue_one(&part);
       if (r != ncclSuccess && r != ncclInProgress) {
