@@ -27,6 +27,7 @@ struct ruda_group {
   pthread_mutex_t lock;
   ruda_client_t *clients[RUDA__GROUP_MAX_CLIENTS]; /* retained */
   bool nccl[RUDA__GROUP_MAX_CLIENTS];              /* its NCCL communicator exists */
+  bool no_nccl[RUDA__GROUP_MAX_CLIENTS]; /* rank 0 found no NCCL: the host path */
   size_t nclients;
   bool dead; /* after ruda_world_finalize */
   struct ruda_group *next, *prev; /* the registry of live groups */

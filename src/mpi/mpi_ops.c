@@ -22,6 +22,7 @@
 #include "client/collective.h"
 #include "comm/cpu_collective.h"
 #include "mpi/mpi_internal.h"
+#include "ruda/log.h"
 
 #if defined(OPEN_MPI) && OPEN_MPI
 #include <mpi-ext.h>
@@ -223,15 +224,19 @@ static bool cuda_aware_mpi(void) {
 }
 
 /* The group's NCCL communicator on device slot `idx`, created on first
- * use: a collective step of every rank (each calls the same operation). */
-static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx) {
+ * use: a collective step of every rank (each calls the same operation).
+ * When rank 0 cannot load NCCL every rank learns it from the broadcast and
+ * the group takes the host path on this device from then on (*out_host). */
+static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx, bool *out_host) {
+  *out_host = false;
   pthread_mutex_lock(&g->lock);
-  if (g->nccl[idx]) {
+  if (g->nccl[idx] || g->no_nccl[idx]) {
+    *out_host = g->no_nccl[idx];
     pthread_mutex_unlock(&g->lock);
     return NULL;
   }
   struct {
-    int32_t ok;
+    int32_t ok; /* 1: token made; 0: failed; -1: no NCCL on rank 0 */
     uint32_t len;
     uint8_t token[256];
   } msg;
@@ -240,7 +245,7 @@ static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx) 
   if (g->rank == 0) {
     size_t len = 0;
     s = ruda__client_comm_token(c, msg.token, sizeof msg.token, &len);
-    msg.ok = s == NULL;
+    msg.ok = !s ? 1 : ruda_status_kind(s) == RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION ? -1 : 0;
     msg.len = (uint32_t)len;
   }
   ruda__mpi_watch_begin("MPI_Bcast of the group's NCCL id", NULL, 0, g->size);
@@ -250,6 +255,16 @@ static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx) 
     ruda_status_free(s);
     pthread_mutex_unlock(&g->lock);
     return ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, "MPI_Bcast", "the NCCL id");
+  }
+  if (msg.ok == -1) {
+    ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_MINIMAL,
+             "group of %u ranks: NCCL is unavailable on rank 0; GPU buffers go through the host",
+             g->size);
+    ruda_status_free(s);
+    g->no_nccl[idx] = true;
+    *out_host = true;
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
   }
   if (!msg.ok) {
     pthread_mutex_unlock(&g->lock);
@@ -366,8 +381,18 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
   }
   const ruda_handle_t *dst = a->kind == RUDA__COLL_RECV ? a->out : a->dst;
 
+  bool host = false;
   if (nccl) {
-    s = ensure_nccl(g, c, idx);
+    s = ensure_nccl(g, c, idx, &host);
+    if (host) {
+      nccl = false;
+      if (reduces && !(RUDA__REDUCE_TYPES_MPI >> dtype & 1u)) {
+        s = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: MPI cannot reduce %s", fn,
+                               ruda_elem_type_name(dtype));
+      }
+    }
+  }
+  if (nccl || s) {
     if (!s) {
       ruda__coll_t coll;
       memset(&coll, 0, sizeof coll);
