@@ -154,28 +154,29 @@ static ruda_status_t group_new(MPI_Comm from, ruda_group_t **out) {
   return NULL;
 }
 
-/* Waits for what the group's devices queued, destroys its NCCL
- * communicators and its MPI communicators. Keeps the first error in
- * *first. Called without world_lock; g is out of the registry or dead. */
+/* Keeps the first error in *first, dropping RUDA_ERR_UNAVAILABLE (after
+ * ruda_shutdown() nothing is queued and nothing needs destroying). */
+static void keep_first(ruda_status_t *first, ruda_status_t s) {
+  if (s && ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
+    ruda_status_free(s);
+    s = NULL;
+  }
+  if (!*first) *first = s;
+  else ruda_status_free(s);
+}
+
+/* Waits for what the group's devices queued (their MPI jobs still run). */
+static void group_drain(ruda_group_t *g, ruda_status_t *first) {
+  for (size_t i = 0; i < g->nclients; i++) keep_first(first, ruda_client_sync(g->clients[i]));
+}
+
+/* Destroys the group's NCCL communicators and its MPI communicators, and
+ * lets go of its clients. Called without world_lock; g is out of the
+ * registry or dead, and drained. */
 static void group_teardown(ruda_group_t *g, ruda_status_t *first) {
   for (size_t i = 0; i < g->nclients; i++) {
-    ruda_status_t s = ruda_client_sync(g->clients[i]);
-    if (s && ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
-      ruda_status_free(s); /* ruda_shutdown() came first: nothing is queued */
-      s = NULL;
-    }
-    if (!*first) *first = s;
-    else ruda_status_free(s);
-    if (g->nccl[i]) {
-      s = ruda__client_comm_destroy(g->clients[i], g->id);
-      if (s && ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
-        ruda_status_free(s);
-        s = NULL;
-      }
-      if (!*first) *first = s;
-      else ruda_status_free(s);
-      g->nccl[i] = false;
-    }
+    if (g->nccl[i]) keep_first(first, ruda__client_comm_destroy(g->clients[i], g->id));
+    g->nccl[i] = false;
     ruda_client_release(g->clients[i]);
     g->clients[i] = NULL;
   }
@@ -203,7 +204,10 @@ void ruda_group_release(ruda_group_t *g) {
   if (!dead) unlink_locked(g);
   pthread_mutex_unlock(&world_lock);
   ruda_status_t err = NULL;
-  if (!dead) group_teardown(g, &err);
+  if (!dead) {
+    group_drain(g, &err);
+    group_teardown(g, &err);
+  }
   ruda_status_free(err);
   pthread_mutex_destroy(&g->lock);
   free(g);
@@ -317,17 +321,28 @@ ruda_status_t ruda_world_finalize(void) {
     return NULL;
   }
   finalized = true;
-  /* Every live group goes dead; their resources go now, in creation order
-   * reversed (the registry's order), the same on every rank. */
   ruda_group_t *list = live;
   live = NULL;
-  for (ruda_group_t *g = list; g; g = g->next) g->dead = true;
   ruda_group_t *w = world;
   world = NULL;
+  /* A reference each, so that no group is freed under this walk by a job
+   * that lets go of the last one. */
+  for (ruda_group_t *g = list; g; g = g->next) atomic_fetch_add(&g->refs, 1);
   pthread_mutex_unlock(&world_lock);
+  /* Queued jobs run first (on every rank: they are collective), then
+   * every live group goes dead and its resources go, in the registry's
+   * order (creation order reversed), the same on every rank. */
   ruda_status_t err = NULL;
+  for (ruda_group_t *g = list; g; g = g->next) group_drain(g, &err);
+  pthread_mutex_lock(&world_lock);
+  for (ruda_group_t *g = list; g; g = g->next) g->dead = true;
+  pthread_mutex_unlock(&world_lock);
   for (ruda_group_t *g = list; g; g = g->next) group_teardown(g, &err);
-  ruda_group_release(w); /* dead: frees only the struct when last */
+  for (ruda_group_t *g = list, *next; g; g = next) {
+    next = g->next;
+    ruda_group_release(g); /* dead: frees only the struct when last */
+  }
+  ruda_group_release(w);
   for (int t = 0; t < 2; t++) {
     for (int o = 0; o < 3; o++) {
       if (half_ops[t][o] != MPI_OP_NULL) MPI_Op_free(&half_ops[t][o]);
