@@ -145,8 +145,9 @@ void ruda_bench_cuda_launch(ruda_bench_t *b) {
   memset(&d, 0, sizeof d);
   d.name = "bench_empty";
   d.ruda_dim = ruda_dim_new_1d(1);
-  d.source_kind = RUDA_SOURCE_CUDA_C;
-  d.source = empty_src;
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, empty_src);
+  d.code = &code;
+  d.num_code = 1;
   void *cubin = NULL;
   size_t size = 0;
   CUmodule mod = NULL;
@@ -464,8 +465,10 @@ typedef struct compile_ctx {
 static void ruda_warm_load(void *p) {
   compile_ctx_t *x = p;
   /* A fresh module cache: nothing in memory, the CUBIN is on disk. */
+  char root[1024];
+  if (!ruda__cuda_cache_root(root, sizeof root)) root[0] = '\0';
   ruda__cuda_module_cache_t *mc = ruda__cuda_module_cache_create(x->raw->api, x->raw->cc,
-                                                                 x->props_hash);
+                                                                 x->props_hash, root);
   ruda__cuda_function_t *fn = NULL;
   if (mc) keep(&x->err, ruda__cuda_module_cache_get(mc, x->k, &fn));
   ruda__cuda_module_cache_destroy(mc, false);
@@ -489,7 +492,7 @@ void ruda_bench_cuda_compile(ruda_bench_t *b) {
     return;
   }
   char root[1024];
-  if (!ruda__cuda_cache_root(root, sizeof root) || getenv("RUDA_CACHE_DISABLE")) {
+  if (!ruda__cuda_cache_root(root, sizeof root)) {
     ruda_bench_skip(b, "compile", "kernel_load_warm_cache", "the disk cache is off");
     goto out;
   }
@@ -498,8 +501,9 @@ void ruda_bench_cuda_compile(ruda_bench_t *b) {
   memset(&d, 0, sizeof d);
   d.name = "bench_saxpy";
   d.ruda_dim = ruda_dim_new_1d(256);
-  d.source_kind = RUDA_SOURCE_CUDA_C;
-  d.source = compile_src;
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, compile_src);
+  d.code = &code;
+  d.num_code = 1;
   if (!check(b, "compile", "kernel_load_warm_cache", ruda_kernel_create(&d, &x.k))) goto out;
   size_t reps = ruda_bench_pick(b, 20, 5, 1);
   ruda_warm_load(&x); /* fills the disk cache */

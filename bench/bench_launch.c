@@ -112,7 +112,9 @@ void ruda_bench_launch(ruda_bench_t *b) {
   ruda_kernel_desc_t desc = {0};
   desc.name = "empty";
   desc.ruda_dim = ruda_dim_new_1d(1);
-  desc.cpu_fn = empty_kernel;
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(empty_kernel);
+  desc.code = &code;
+  desc.num_code = 1;
   ruda_status_t st = ruda_kernel_create(&desc, &c.kernel);
   if (ruda_bench_fail_status(b, "launch", "launch_empty_caller", st)) {
     ruda_client_release(c.client);

@@ -9,12 +9,21 @@
  *                                    random workload (~1024 live allocations);
  *                                    baseline 1.0 (no waste)
  *   fragmentation_mixed_few_live     the same with ~128 live allocations
+ *   handle_check_bind_release        ns per checked binding of a handle (what
+ *                                    the client does per handle argument:
+ *                                    the table lookup, generation, device,
+ *                                    size and offset checks, the CAS retain)
+ *                                    and its release; baseline an unchecked
+ *                                    atomic retain + release of a pointer
+ *                                    (what handles cost before the checks)
  *
  * The manager is driven directly, as a server's worker would: a new
  * descriptor per request, ruda__memory_alloc, and the release of the last
  * handle. Sizes are log-uniform, so every pool is exercised.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "harness.h"
 #include "memory/memory_manager.h"
@@ -67,8 +76,7 @@ static void bm_step_ruda(void *p) {
     ruda_status_free(st);
     c->failed = true;
   }
-  c->live[k].memory = m;
-  c->live[k].size = size;
+  c->live[k] = ruda__handle_wrap(m, size, (ruda_stream_id_t){0});
   if (st) ruda_handle_release(&c->live[k]);
 }
 
@@ -185,8 +193,7 @@ static void bm_fragmentation(ruda_bench_t *b, const char *case_name, size_t targ
         failed = true;
         break;
       }
-      live[n].memory = m;
-      live[n].size = size;
+      live[n] = ruda__handle_wrap(m, size, (ruda_stream_id_t){0});
       n++;
       in_use += size;
       if (in_use > peak_in_use) peak_in_use = in_use;
@@ -213,6 +220,48 @@ static void bm_fragmentation(ruda_bench_t *b, const char *case_name, size_t targ
                     "ideal (no waste)", true);
 }
 
+typedef struct bm_handle_ctx {
+  ruda_handle_t h;
+  ruda_device_id_t dev;
+  _Atomic uint64_t refs;
+  bool failed;
+} bm_handle_ctx_t;
+
+static void bm_step_handle_check(void *p) {
+  bm_handle_ctx_t *c = p;
+  ruda_binding_t b;
+  ruda_status_t st = ruda__handle_bind(&c->h, c->dev, "bench", &b);
+  if (st) {
+    ruda_status_free(st);
+    c->failed = true;
+  }
+  ruda_binding_release(&b);
+}
+
+static void bm_step_unchecked(void *p) {
+  bm_handle_ctx_t *c = p;
+  atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel);
+}
+
+static void bm_handle_check(ruda_bench_t *b) {
+  bool quick = ruda_bench_quick(b);
+  size_t reps = quick ? 5 : 15, inner = quick ? 200000 : 1000000;
+  bm_handle_ctx_t c;
+  memset(&c, 0, sizeof c);
+  c.dev = (ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_status_t st = ruda__handle_create(4096, c.dev, (ruda_stream_id_t){0}, &c.h);
+  if (ruda_bench_fail_status(b, "memory", "handle_check_bind_release", st)) return;
+  ruda_bench_stats_t r = ruda_bench_measure(bm_step_handle_check, &c, 1000, reps, inner);
+  ruda_bench_stats_t u = ruda_bench_measure(bm_step_unchecked, &c, 1000, reps, inner);
+  ruda_handle_release(&c.h);
+  if (c.failed)
+    ruda_bench_skip(b, "memory", "handle_check_bind_release", "a check failed");
+  else
+    ruda_bench_report(b, "memory", "handle_check_bind_release", "ns/op", r, u,
+                      "unchecked atomic retain/release", true);
+}
+
 void ruda_bench_memory(ruda_bench_t *b) {
   const char *name = ruda_bench_device(b);
   ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
@@ -234,4 +283,5 @@ void ruda_bench_memory(ruda_bench_t *b) {
   /* ~128 live: in use is dominated by a handful of allocations of up to
    * half a page, the hardest case for page-based pools. */
   bm_fragmentation(b, "fragmentation_mixed_few_live", 128);
+  bm_handle_check(b);
 }

@@ -148,15 +148,17 @@ void ruda_bench_triad(ruda_bench_t *b) {
   ruda_status_t st = ruda_info_builder_finish(&ib, &t.info);
 
   ruda_kernel_desc_t desc = {0};
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(triad_kernel);
   desc.ruda_dim = ruda_dim_new_1d(1);
+  desc.code = &code;
+  desc.num_code = 1;
   if (!st) {
     desc.name = "triad";
-    desc.cpu_fn = triad_kernel;
     st = ruda_kernel_create(&desc, &t.kernel);
   }
   if (!st) {
     desc.name = "triad_init";
-    desc.cpu_fn = triad_init_kernel;
+    code.cpu_fn = triad_init_kernel;
     st = ruda_kernel_create(&desc, &init);
   }
   for (int i = 0; i < 3 && !st; ++i) st = ruda_client_empty(t.client, bytes, &t.bufs[i]);

@@ -68,8 +68,9 @@ int main(void) {
   for (uint64_t i = 0; i < K * N; i++) B[i] = (float)((i * 3) % 13) * 0.5f;
   ruda_kernel_desc_t desc = {.name = "matmul", .ruda_dim = {TILE, TILE, 1},
                              .shared_mem_bytes = 2 * TILE * TILE * sizeof(float),
-                             .cpu_fn = matmul_cpu, .source_kind = RUDA_SOURCE_CUDA_C,
-                             .source = matmul_cuda};
+                             .code = (ruda_kernel_code_t[]){ruda_kernel_code_cpu(matmul_cpu),
+                                                     ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, matmul_cuda)},
+                             .num_code = 2};
   ruda_kernel_t *k = NULL;
   ruda_handle_t buf[3];
   uint64_t info[3] = {M, N, K};

@@ -155,10 +155,12 @@ int main(int argc, char **argv) {
 
   ruda_handle_t buf[4];
   ruda_kernel_t *gradient = NULL, *update = NULL;
-  ruda_kernel_desc_t gd = {.name = "gradient", .ruda_dim = {128, 1, 1}, .cpu_fn = gradient_cpu,
-                           .source_kind = RUDA_SOURCE_CUDA_C, .source = kernels_cuda};
-  ruda_kernel_desc_t ud = {.name = "update", .ruda_dim = {1, 1, 1}, .cpu_fn = update_cpu,
-                           .source_kind = RUDA_SOURCE_CUDA_C, .source = kernels_cuda};
+  ruda_kernel_code_t gcode[2] = {ruda_kernel_code_cpu(gradient_cpu),
+                                 ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, kernels_cuda)};
+  ruda_kernel_code_t ucode[2] = {ruda_kernel_code_cpu(update_cpu),
+                                 ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, kernels_cuda)};
+  ruda_kernel_desc_t gd = {.name = "gradient", .ruda_dim = {128, 1, 1}, .code = gcode, .num_code = 2};
+  ruda_kernel_desc_t ud = {.name = "update", .ruda_dim = {1, 1, 1}, .code = ucode, .num_code = 2};
   uint32_t lr_bits;
   memcpy(&lr_bits, &LEARNING_RATE, sizeof lr_bits);
   uint64_t info[2] = {n, lr_bits};

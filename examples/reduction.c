@@ -45,8 +45,9 @@ int main(void) {
     want += in[i];
   }
   ruda_kernel_desc_t desc = {.name = "partial_sum", .ruda_dim = {UNITS, 1, 1},
-                             .shared_mem_bytes = UNITS * sizeof(double), .cpu_fn = partial_sum_cpu,
-                             .source_kind = RUDA_SOURCE_CUDA_C, .source = partial_sum_cuda};
+                             .shared_mem_bytes = UNITS * sizeof(double), .code = (ruda_kernel_code_t[]){ruda_kernel_code_cpu(partial_sum_cpu),
+                                                     ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, partial_sum_cuda)},
+                             .num_code = 2};
   ruda_kernel_t *k = NULL;
   ruda_handle_t data, partial, total;
   uint32_t rudas = (uint32_t)(n / UNITS);

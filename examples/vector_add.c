@@ -37,8 +37,9 @@ int main(void) {
   }
   ruda_handle_t buf[3];
   ruda_kernel_t *kernel = NULL;
-  ruda_kernel_desc_t desc = {.name = "vector_add", .ruda_dim = {UNITS, 1, 1}, .cpu_fn = add_cpu,
-                             .source_kind = RUDA_SOURCE_CUDA_C, .source = add_cuda};
+  ruda_kernel_desc_t desc = {.name = "vector_add", .ruda_dim = {UNITS, 1, 1}, .code = (ruda_kernel_code_t[]){ruda_kernel_code_cpu(add_cpu),
+                                                     ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, add_cuda)},
+                             .num_code = 2};
   uint64_t info[1] = {n};
   ruda_kernel_args_t args = {.buffers = buf, .num_buffers = 3, .info = {info, 1, 1}};
   if ((s = ruda_kernel_create(&desc, &kernel)) ||

@@ -224,9 +224,10 @@ static ruda_kernel_t *make_kernel(demo_t *d, const char *name, ruda_dim_t dim, u
   desc.ruda_dim = dim;
   desc.shared_mem_bytes = shared;
   desc.address_type = RUDA_ADDRESS_U32;
-  desc.cpu_fn = fn;
-  desc.source_kind = RUDA_SOURCE_CUDA_C;
-  desc.source = cuda_source;
+  ruda_kernel_code_t code[2] = {ruda_kernel_code_cpu(fn),
+                                ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, cuda_source)};
+  desc.code = code;
+  desc.num_code = 2;
   ruda_kernel_t *k = NULL;
   if (failed(d, "ruda_kernel_create", ruda_kernel_create(&desc, &k))) return NULL;
   return k;

@@ -15,11 +15,26 @@
  * Errors of non-blocking operations are queued on their stream and returned
  * by the stream's next flush, sync or read as
  * ServerError::ServerUnhealthy{errors}; the stream is healthy afterwards and
- * other streams are never affected. Which operations drain or ignore queued
- * errors follows the seed's StreamErrorMode table:
+ * other streams are never affected. Every stream id has its own errors and
+ * memory, however many streams have existed (the state of idle streams is
+ * reclaimed beyond [streaming] max_streams; nothing pending is ever
+ * dropped). Which operations drain or ignore queued errors follows the
+ * StreamErrorMode table:
  *   read, flush, sync:            fail with the queued errors and drain them
  *   memory_usage:                 fails while errors are queued (no drain)
  *   everything else:              runs regardless, drains nothing
+ * Observing never changes which call reports an error: profiling (at any
+ * [profiling] level, or with the calls below), tracing and logging leave
+ * queued errors where they are.
+ *
+ * Handle arguments are checked before anything is queued: an empty handle,
+ * a copy kept after its memory's last handle was released, a handle of
+ * another device, or one whose size, offsets or stream were edited is
+ * refused at once with RUDA_ERR_INVALID_HANDLE (ruda/memory.h gives the
+ * texts); such a handle never reaches the device. Sizes computed from
+ * shapes, strides and element sizes are overflow-checked: a copy whose byte
+ * count or strided extent does not fit in 64 bits, or whose extent exceeds
+ * the handle's view, is RUDA_ERR_INVALID_ARGUMENT.
  *
  * Thread-safety: every function here may be called from any thread. A
  * client object is ref-counted and may be shared between threads.
@@ -120,8 +135,10 @@ ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t
 /* ---- Allocation ---- */
 
 /* An uninitialized buffer of `size` bytes (contiguous). Non-blocking: the
- * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory)
- * surface on the stream. The caller owns the handle. */
+ * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory
+ * naming the request, the limit, the stream's and device's usage and the
+ * largest free block) surface on the stream, after which
+ * ruda_handle_is_bound() reads false. The caller owns the handle. */
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
 /* A tensor with the device's optimized (possibly pitched) layout; honour
  * out->strides. */
@@ -139,7 +156,9 @@ ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data,
                                         uint64_t size, ruda_handle_t *out);
 /* Same, taking ownership of `bytes` (no copy on the caller's thread; pinned
- * bytes upload directly). *bytes is zeroed. */
+ * bytes upload directly). *bytes is zeroed, also on error.
+ * RUDA_ERR_INVALID_ARGUMENT when bytes->data is NULL with a non-zero size
+ * (the bytes are released). */
 ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
                                                    ruda_handle_t *out);
 /* A tensor from contiguous row-major `data` (shape x elem_size bytes) in the
@@ -204,7 +223,10 @@ void ruda_resource_release(ruda_resource_t *r);
 
 /* Launches `kernel` with Checked execution. Non-blocking: invalid arguments
  * (NULL kernel, too many buffers) return at once with
- * RUDA_ERR_INVALID_ARGUMENT; everything the device checks (dims, units,
+ * RUDA_ERR_INVALID_ARGUMENT, a bad handle argument with
+ * RUDA_ERR_INVALID_HANDLE ("launch of 'k', buffer 2: handle #12.3 was
+ * released"), a dynamic count whose view holds under 12 bytes with
+ * LaunchError::Unknown; everything the device checks (dims, units,
  * shared memory against the device's properties, compilation, kernel
  * failures) surfaces on the stream as ServerError::Launch(...). */
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel,
@@ -227,9 +249,16 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
 
 /* ---- Memory management ---- */
 
-/* Usage of this client's stream's pools. Fails with ServerUnhealthy while
- * errors are queued on the stream (they stay queued). */
+/* Usage of this client's stream's pools (zero for a stream that holds no
+ * memory). Fails with ServerUnhealthy while errors are queued on the stream
+ * (they stay queued). Blocking. */
 ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out);
+/* Usage of the whole device: the sum over every stream's pools (device
+ * memory; a backend's own pinned staging is not counted). Queued errors do
+ * not make it fail and stay queued. Blocking; thread-safe. Errors:
+ * RUDA_ERR_INVALID_ARGUMENT (NULL argument), RUDA_ERR_UNAVAILABLE (after
+ * ruda_shutdown). */
+ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out);
 /* Returns free pages of the stream's pools to the system/driver.
  * Non-blocking. */
 ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c);
@@ -247,11 +276,30 @@ ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
 
 /* Runs fn(c, ctx) and measures the device time of the work it submits on the
  * stream (device timestamps where the backend has them). Profiles may nest.
- * fn's own error is returned as is; a device error during the profile as
- * ProfileError. */
+ * fn's own error is returned as is; an error queued on the stream while the
+ * profile was open as a ProfileError wrapping a copy of it. That error also
+ * stays queued on the stream: its next read, flush or sync still reports
+ * it. */
 ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                   void *ctx, ruda_profile_duration_t *out);
+/* Opens a profile on the client's stream and returns its token, unique on
+ * the device. Profiles may nest and overlap (end them in any order); the
+ * work measured is what is submitted on the stream between start and end.
+ * Blocking; thread-safe. Errors: RUDA_ERR_INVALID_ARGUMENT (NULL argument),
+ * ProfileError::Unknown (the backend could not start it),
+ * RUDA_ERR_UNAVAILABLE (after ruda_shutdown). A token never ended keeps
+ * its stream's state alive. */
+ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out);
+/* Ends the profile `token` opened on the client's stream: its duration in
+ * *out. Errors: ProfileError::NotRegistered for a token that is not open on
+ * this stream (never opened, already ended, or opened on another stream);
+ * a ProfileError wrapping a copy of an error queued on the stream while the
+ * profile was open (the error stays queued for the stream's next read,
+ * flush or sync); RUDA_ERR_INVALID_ARGUMENT; RUDA_ERR_UNAVAILABLE.
+ * Blocking; thread-safe. */
+ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
+                                      ruda_profile_duration_t *out);
 /* Runs fn(c, ctx) on the device's worker thread with no other operation of
  * any thread interleaved; client calls made inside fn run inline. */
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,

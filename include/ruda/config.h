@@ -70,11 +70,12 @@ typedef struct ruda_logger_config {
 
 /* Where compiled kernels are cached on disk. */
 typedef enum ruda_cache_location {
-  RUDA_CACHE_LOCATION_NONE = 0, /* no disk cache (default) */
+  RUDA_CACHE_LOCATION_NONE = 0, /* no disk cache ("none") */
   RUDA_CACHE_LOCATION_LOCAL,    /* the current directory */
   RUDA_CACHE_LOCATION_TARGET,   /* <dir of ruda.toml>/target, else the user cache dir */
   RUDA_CACHE_LOCATION_GLOBAL,   /* the user config dir ($XDG_CONFIG_HOME or ~/.config)/ruda */
   RUDA_CACHE_LOCATION_FILE,     /* `file` */
+  RUDA_CACHE_LOCATION_USER,     /* the user cache dir ($XDG_CACHE_HOME or ~/.cache)/ruda (default) */
 } ruda_cache_location_t;
 
 typedef struct ruda_cache_config {

@@ -1,24 +1,28 @@
 /* ruda/kernel.h: kernels, dispatch counts and launch arguments.
  *
- * A kernel is backend-specific code plus the metadata every backend needs
- * (name, units per ruda, shared memory). One ruda_kernel_t may carry code for
- * several backends at once (a C function for the CPU backend and CUDA C
- * source for the CUDA backend), so the same program runs on either; a
- * backend given a kernel without code it can run reports
+ * A kernel is code plus the metadata every backend needs (name, units per
+ * ruda, shared memory). Its code comes as entries of several formats
+ * (ruda_kernel_code_t): a C function, CUDA C, PTX, CUBIN, OpenCL C, or
+ * ruda's portable dialect (docs/kernels.md), which every backend runs from
+ * one source. Each backend takes the first format it can run; a kernel
+ * without one reports
  * LaunchError::CompilationError(CompilationError::UnsupportedInstruction).
  *
  * Argument order, fixed on every backend: buffers, then tensor maps, then
  * the packed info words (ruda_info_t, see ruda/types.h).
  *
- *  - CPU: the function is called once per ruda (the seed's cube) with a
+ *  - CPU: the function is called once per ruda (a group of units) with a
  *    ruda_cpu_kernel_ctx_t; it loops over the ruda's units itself. Each call
  *    gets a private block of shared memory of shared_mem_bytes that no other
  *    ruda running at the same time sees.
  *  - CUDA: `extern "C" __global__` CUDA C compiled by NVRTC (or PTX/CUBIN).
- *    Parameters: each tensor map as `const __grid_constant__ CUtensorMap`,
- *    then one pointer per buffer, then `const unsigned long long *info`
- *    (a device pointer to the info words; NULL when there are none). The
- *    block is ruda_dim, the grid the dispatch count.
+ *    Parameters: one pointer per buffer, then each tensor map as
+ *    `const __grid_constant__ CUtensorMap`, then
+ *    `const unsigned long long *info` (a device pointer to the info words;
+ *    NULL when there are none). The block is ruda_dim, the grid the
+ *    dispatch count.
+ *  - OpenCL: `__kernel` OpenCL C: one `__global` pointer per buffer, then
+ *    `__global const ulong *info`.
  */
 #ifndef RUDA_KERNEL_H
 #define RUDA_KERNEL_H
@@ -62,48 +66,84 @@ typedef void (*ruda_cpu_kernel_fn)(const ruda_cpu_kernel_ctx_t *ctx);
 void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- Kernel code, by format ---- */
+
+/* The form a piece of kernel code takes. A kernel carries one entry per
+ * format it has; each backend picks the first format it can run, in its
+ * own order of preference:
+ *   cpu:    CPU, then PORTABLE (its natively compiled function);
+ *   cuda:   CUBIN, PTX, CUDA_C, then PORTABLE (its text, through NVRTC);
+ *   opencl: OPENCL_C, then PORTABLE (its text, through clBuildProgram).
+ * Values are stable (they feed the compile-cache key). */
+typedef enum ruda_kernel_format {
+  RUDA_KERNEL_FORMAT_CPU = 1,      /* a C function (cpu_fn) */
+  RUDA_KERNEL_FORMAT_CUDA_C = 2,   /* CUDA C text, compiled with NVRTC */
+  RUDA_KERNEL_FORMAT_PTX = 3,      /* PTX text */
+  RUDA_KERNEL_FORMAT_CUBIN = 4,    /* a CUBIN image (binary: size required) */
+  RUDA_KERNEL_FORMAT_OPENCL_C = 5, /* OpenCL C text, built with clBuildProgram */
+  RUDA_KERNEL_FORMAT_PORTABLE = 6, /* ruda's kernel dialect (docs/kernels.md):
+                                      text for the GPU compilers plus the
+                                      natively compiled cpu_fn */
+} ruda_kernel_format_t;
+
+/* One piece of code of a kernel. Borrowed by ruda_kernel_create, which
+ * copies everything it points to. */
+typedef struct ruda_kernel_code {
+  ruda_kernel_format_t format;
+  const void *data;          /* text or binary; NULL for CPU */
+  size_t size;               /* bytes of data; 0: strlen(data) (text only) */
+  ruda_cpu_kernel_fn cpu_fn; /* CPU: required; PORTABLE: optional */
+  const char *entry;         /* entry point; NULL: the kernel's name */
+  const char *const *options;/* extra compiler options (optional) */
+  size_t num_options;
+  const char *origin;        /* where the text comes from ("kernels.c"),
+                                for diagnostics (optional) */
+} ruda_kernel_code_t;
+
+/* Shorthands for the common entries (pure; C and C++). */
+static inline ruda_kernel_code_t ruda_kernel_code_cpu(ruda_cpu_kernel_fn fn) {
+  ruda_kernel_code_t c = {RUDA_KERNEL_FORMAT_CPU, NULL, 0, fn, NULL, NULL, 0, NULL};
+  return c;
+}
+static inline ruda_kernel_code_t ruda_kernel_code_text(ruda_kernel_format_t format,
+                                                       const char *text) {
+  ruda_kernel_code_t c = {format, text, 0, NULL, NULL, NULL, 0, NULL};
+  return c;
+}
+
 /* ---- Kernel objects ---- */
 
-typedef enum ruda_kernel_source_kind {
-  RUDA_SOURCE_NONE = 0,
-  RUDA_SOURCE_CUDA_C = 1, /* compiled with NVRTC */
-  RUDA_SOURCE_PTX = 2,
-  RUDA_SOURCE_CUBIN = 3,
-} ruda_kernel_source_kind_t;
-
 typedef struct ruda_kernel_desc {
-  const char *name;            /* entry point (CUDA) and debug name; required */
+  const char *name;            /* debug name and default entry point; required */
   ruda_dim_t ruda_dim;         /* units per ruda; all >= 1 */
   uint64_t shared_mem_bytes;   /* dynamic shared memory per ruda */
   ruda_address_type_t address_type;
   const void *id_info;         /* extra key for the kernel id (optional) */
   size_t id_info_len;
-  /* CPU backend */
-  ruda_cpu_kernel_fn cpu_fn;   /* optional */
-  /* CUDA backend */
-  ruda_kernel_source_kind_t source_kind;
-  const char *source;          /* CUDA C or PTX text, or CUBIN bytes */
-  size_t source_len;           /* 0: strlen(source) for text */
-  const char *const *compile_options; /* extra NVRTC options (optional) */
-  size_t num_compile_options;
-  ruda_dim_t cluster_dim;      /* thread-block cluster; {0,0,0}: none */
+  const ruda_kernel_code_t *code; /* at least one entry, each format once */
+  size_t num_code;
+  ruda_dim_t cluster_dim;      /* thread-block cluster (CUDA); {0,0,0}: none */
 } ruda_kernel_desc_t;
 
 /* An immutable, ref-counted kernel. */
 typedef struct ruda_kernel ruda_kernel_t;
 
-/* Copies `desc` (strings and source included) into a new kernel with one
- * reference owned by the caller, and computes its stable id hash.
- * Errors: RUDA_ERR_INVALID_ARGUMENT (no name, a zero dim axis, no code for
- * any backend), RUDA_ERR_LAUNCH_OUT_OF_MEMORY. Thread-safe. */
+/* Copies `desc` (strings, code and options included) into a new kernel
+ * with one reference owned by the caller, and computes its stable id hash.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (no name, a zero dim axis, no code
+ * entry, an unknown format, a format listed twice, a CPU entry without
+ * cpu_fn, a text or binary entry without data, a CUBIN without size,
+ * num_options without options), RUDA_ERR_LAUNCH_OUT_OF_MEMORY. Thread-safe. */
 ruda_status_t ruda_kernel_create(const ruda_kernel_desc_t *desc, ruda_kernel_t **out);
 ruda_kernel_t *ruda_kernel_retain(ruda_kernel_t *k);
 /* NULL is a no-op. */
 void ruda_kernel_release(ruda_kernel_t *k);
-/* Borrowed views of the kernel's copy of its description. */
+/* Borrowed view of the kernel's copy of its description (valid while the
+ * kernel lives). Thread-safe. */
 const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k);
-/* Stable 128-bit hash of the id (name, dim, mode-independent parts, source,
- * options, cpu function identity excluded): the compile-cache key. */
+/* Stable 128-bit hash of the id (name, dim, shared memory, cluster, every
+ * code entry's format, text, entry and options; CPU function addresses
+ * excluded): the in-memory kernel cache key. Thread-safe. */
 ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k);
 
 /* ---- Dispatch counts (the seed's RudaCount) ---- */

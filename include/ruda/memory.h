@@ -1,10 +1,10 @@
 /* ruda/memory.h: handles, bindings and memory usage.
  *
  * A ruda_handle_t is a value that holds one reference to a shared,
- * ref-counted memory descriptor (the seed's ManagedMemoryHandle) plus an
- * offset view into it. Copying the struct does NOT add a reference: use
- * ruda_handle_clone(). Every handle the caller receives must be given back
- * with ruda_handle_release() exactly once.
+ * ref-counted memory descriptor plus an offset view into it. Copying the
+ * struct does NOT add a reference: use ruda_handle_clone(). Every handle the
+ * caller receives must be given back with ruda_handle_release() exactly
+ * once.
  *
  * A ruda_binding_t keeps the memory alive (a kernel argument, a read in
  * flight) without counting as a handle, so it does not affect
@@ -14,9 +14,29 @@
  * released; there is no explicit free. It goes back to the system or driver
  * only on ruda_client_memory_cleanup().
  *
+ * Handles are checked, never trusted. A handle names its descriptor by an
+ * id (a slot of a process-wide table that is never freed, plus the slot's
+ * generation, bumped each time the slot is recycled), so a copy kept after
+ * the memory was released, a handle of another device, or a struct whose
+ * fields were edited is recognised and refused with
+ * RUDA_ERR_INVALID_HANDLE, for example:
+ *   "write: handle #12.3 was released"
+ *   "read: handle #12.3 belongs to cuda:0, not cpu:0"
+ *   "write: handle #12.3 says its allocation holds 1073741824 bytes; it holds 64"
+ * ("#12.3" is slot 12, generation 3: see ruda_handle_memory_id()). No
+ * operation on such a handle reads or writes memory it does not own, and
+ * the runtime stays usable. An empty handle (zeroed, or one that
+ * ruda_handle_release() zeroed) is refused with RUDA_ERR_INVALID_HANDLE too
+ * ("the handle is empty").
+ *
+ * Read the fields through the functions below; new code should not touch
+ * them. They stay visible so that a handle is a plain value (no allocation
+ * to own), not so that they can be changed: a handle whose fields disagree
+ * with its descriptor is refused.
+ *
  * Thread-safety: reference counting is atomic; handles may be cloned and
- * released from any thread. The location fields inside a descriptor are
- * written only by the device's worker thread.
+ * released from any thread (a struct itself must not be written by two
+ * threads at once).
  */
 #ifndef RUDA_MEMORY_H
 #define RUDA_MEMORY_H
@@ -32,23 +52,25 @@
 extern "C" {
 #endif
 
-/* The shared descriptor (opaque). */
+/* The shared descriptor (opaque; internal code reaches it through the id). */
 typedef struct ruda_memory ruda_memory_t;
 
 typedef struct ruda_handle {
-  ruda_memory_t *memory;  /* NULL: an empty handle */
-  uint64_t offset_start;  /* bytes from the start of the base allocation */
-  uint64_t offset_end;    /* bytes cut from its end */
-  uint64_t size;          /* size of the whole base allocation */
-  ruda_stream_id_t stream;/* stream whose pool holds the memory */
+  uint64_t id;             /* 0: empty; else slot (low 32 bits) + generation (high 32) */
+  uint64_t offset_start;   /* bytes from the start of the base allocation */
+  uint64_t offset_end;     /* bytes cut from its end */
+  uint64_t size;           /* size of the whole base allocation */
+  ruda_stream_id_t stream; /* stream whose pool holds the memory */
+  ruda_device_id_t device; /* device whose memory it is */
 } ruda_handle_t;
 
 typedef struct ruda_binding {
-  ruda_memory_t *memory;
+  uint64_t id;
   uint64_t offset_start;
   uint64_t offset_end;
   uint64_t size;
   ruda_stream_id_t stream;
+  ruda_device_id_t device;
 } ruda_binding_t;
 
 /* A handle with its strides (the seed's MemoryLayout). */
@@ -60,39 +82,74 @@ typedef struct ruda_memory_layout {
 /* Unless stated otherwise, the functions below take a non-NULL pointer to a
  * caller-owned handle or binding, never fail, and are safe to call from any
  * thread as long as no other thread writes the same struct concurrently
- * (the shared descriptor's counts are atomic). */
+ * (the shared descriptor's counts are atomic). None of them reads memory
+ * that a released handle used to own. */
 
-/* Bytes of the view: size - offset_start - offset_end. */
+/* True when `h` holds no reference (zeroed, or released). NULL: true. */
+bool ruda_handle_is_empty(const ruda_handle_t *h);
+bool ruda_binding_is_empty(const ruda_binding_t *b);
+/* NULL when `h` is a live handle whose fields agree with its descriptor;
+ * otherwise RUDA_ERR_INVALID_HANDLE saying why (empty, released, not a
+ * handle ruda made, size or offsets that do not match its allocation). The
+ * caller owns the status. */
+ruda_status_t ruda_handle_validate(const ruda_handle_t *h);
+/* Bytes of the view: size - offset_start - offset_end (0 when the offsets
+ * exceed the size, which only an edited handle can do). */
 uint64_t ruda_handle_size_in_used(const ruda_handle_t *h);
+/* The device and stream the memory belongs to (as recorded in the handle;
+ * ruda_handle_validate() tells whether the handle is live). */
+ruda_device_id_t ruda_handle_device(const ruda_handle_t *h);
+ruda_stream_id_t ruda_handle_stream(const ruda_handle_t *h);
 /* A new handle reference to the same memory and view; the caller owns it
- * and releases it with ruda_handle_release(). Cloning an empty handle gives
- * an empty handle. */
+ * and releases it with ruda_handle_release(). Cloning an empty handle, or
+ * one that is no longer live (released, edited), gives an empty handle,
+ * which every operation then refuses. */
 ruda_handle_t ruda_handle_clone(const ruda_handle_t *h);
 /* Drops the reference and zeroes *h. Releasing an empty handle, or NULL, is
- * a no-op. When this was the last handle or binding of bound memory, the
- * slice is free for the next reservation on its stream. */
+ * a no-op; so is releasing a copy of a handle whose memory was already
+ * released (its id is stale: nothing is touched). When this was the last
+ * handle or binding of bound memory, the slice is free for the next
+ * reservation on its stream. Releasing one reference twice through two
+ * copies while a clone is still alive takes the clone's reference: the
+ * clone then reads as released (an error, never a crash). */
 void ruda_handle_release(ruda_handle_t *h);
-/* True when no other handle shares the memory (bindings do not count): at
- * most 2 handle references, the pool's own and this one. False for an empty
- * handle. The answer may be stale as soon as another thread clones. */
+/* True when `h` is live and is the only handle of its memory: no clone,
+ * and no other view of the same allocation (ruda_client_empty_tensors()
+ * gives views that share one). Bindings (launches and reads in flight) do
+ * not count. False for an empty or stale handle. The answer may be stale
+ * as soon as another thread clones or releases. */
 bool ruda_handle_can_mut(const ruda_handle_t *h);
+/* Whether the device has bound memory to the handle, as of the last
+ * ruda_client_sync() (or flush, read) of the handle's stream: allocation is
+ * asynchronous, so before that sync it may still read false; after it,
+ * false means the allocation failed (its error was returned by that sync)
+ * or the device was shut down. False for an empty or stale handle.
+ * Thread-safe. */
+bool ruda_handle_is_bound(const ruda_handle_t *h);
 /* Narrows the view: offsets add to the existing ones. Returns
- * RUDA_ERR_INVALID_ARGUMENT when the view would be negative (*h is then
- * unchanged). */
+ * RUDA_ERR_INVALID_ARGUMENT when the view would be negative, or
+ * RUDA_ERR_INVALID_HANDLE when `h` is not live (*h is then unchanged). */
 ruda_status_t ruda_handle_offset_start(ruda_handle_t *h, uint64_t bytes);
 ruda_status_t ruda_handle_offset_end(ruda_handle_t *h, uint64_t bytes);
 /* A new binding reference for the same view (the handle is kept); the
- * caller owns it and releases it with ruda_binding_release(). */
+ * caller owns it and releases it with ruda_binding_release(). An empty or
+ * stale handle gives an empty binding. */
 ruda_binding_t ruda_handle_binding(const ruda_handle_t *h);
 /* Turns the handle's reference into a binding reference and zeroes *h
- * (the seed's `binding()` that consumes the handle). */
+ * (the seed's `binding()` that consumes the handle). A stale handle gives
+ * an empty binding (and is zeroed). */
 ruda_binding_t ruda_handle_into_binding(ruda_handle_t *h);
-/* A new binding reference (owned by the caller). */
+/* A new binding reference (owned by the caller); empty for an empty or
+ * stale binding. */
 ruda_binding_t ruda_binding_clone(const ruda_binding_t *b);
-/* Drops the reference and zeroes *b; empty bindings and NULL are no-ops. */
+/* Drops the reference and zeroes *b; empty or stale bindings and NULL are
+ * no-ops. */
 void ruda_binding_release(ruda_binding_t *b);
 uint64_t ruda_binding_size_in_used(const ruda_binding_t *b);
-/* A process-unique id of the memory (0 for an empty handle). */
+/* The handle's id: unique in the process for the life of its memory (0 for
+ * an empty handle). Error texts write it "#slot.generation", that is
+ * "#%u.%u" of (uint32_t)id and (uint32_t)(id >> 32). A stale handle keeps
+ * its id, which no live handle has. */
 uint64_t ruda_handle_memory_id(const ruda_handle_t *h);
 
 /* The seed's MemoryUsage. */

@@ -7,8 +7,8 @@
  *
  * An error carries:
  *   - its kind, from the seed's taxonomy (ServerError, LaunchError,
- *     ResourceLimitError, ProfileError, IoError, CompilationError) plus two
- *     of ruda's own (InvalidArgument, Unavailable) and Config;
+ *     ResourceLimitError, ProfileError, IoError, CompilationError) plus
+ *     ruda's own (InvalidArgument, Unavailable, Config, InvalidHandle);
  *   - the variant's fields (requested/max, size, reason, description...);
  *   - its cause: the nested error of a wrapping variant, so that
  *     ServerError::Launch(LaunchError::TooManyResources(
@@ -85,6 +85,10 @@ typedef enum ruda_error_kind {
   RUDA_ERR_INVALID_ARGUMENT = 60,    /* reason: the API was misused */
   RUDA_ERR_UNAVAILABLE = 61,         /* reason: backend, library or device absent */
   RUDA_ERR_CONFIG = 62,              /* reason, file, line, key */
+  /* reason: a handle or binding that is empty, was released (a copy kept
+   * after ruda_handle_release), belongs to another device, or whose fields
+   * disagree with its allocation (include/ruda/memory.h). */
+  RUDA_ERR_INVALID_HANDLE = 63,
 } ruda_error_kind_t;
 
 /* The family an error kind belongs to (the seed's enum name). */
@@ -96,7 +100,7 @@ typedef enum ruda_error_family {
   RUDA_FAMILY_PROFILE,     /* ProfileError */
   RUDA_FAMILY_IO,          /* IoError */
   RUDA_FAMILY_COMPILATION, /* CompilationError */
-  RUDA_FAMILY_RUDA,        /* InvalidArgument, Unavailable, Config */
+  RUDA_FAMILY_RUDA,        /* InvalidArgument, Unavailable, Config, InvalidHandle */
 } ruda_error_family_t;
 
 typedef struct ruda_status *ruda_status_t;

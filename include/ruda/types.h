@@ -129,6 +129,19 @@ bool ruda_strides_is_contiguous(const ruda_shape_t *s, const ruda_strides_t *st)
  * stride[rank-2] >= dims[rank-1], and every outer stride[i] ==
  * stride[i+1] * dims[i+1]. Contiguous strides are pitched. */
 bool ruda_strides_is_pitched(const ruda_shape_t *s, const ruda_strides_t *st);
+/* num_elems(s) * elem_size in *out; false (and *out untouched) when the
+ * product does not fit in 64 bits or s is NULL. Pure; thread-safe. */
+bool ruda_shape_num_bytes(const ruda_shape_t *s, uint64_t elem_size, uint64_t *out);
+/* The bytes a strided view spans from its first element:
+ *   (1 + sum over i of (dims[i] - 1) * strides[i]) * elem_size,
+ * 0 when a dim is 0. Every step is overflow-checked: false (and *out
+ * untouched) when a term or the total does not fit in 64 bits, when the
+ * ranks of `s` and `st` differ or exceed RUDA_MAX_RANK, or when an argument
+ * is NULL. A view may be read or written only when this extent fits the
+ * memory behind it; the client and every backend check copies with it.
+ * Pure; thread-safe. */
+bool ruda_shape_extent(const ruda_shape_t *s, const ruda_strides_t *st, uint64_t elem_size,
+                       uint64_t *out);
 
 /* ------------------------------------------------------------------------ */
 /* Devices and streams                                                      */
@@ -149,6 +162,11 @@ typedef struct ruda_device_id {
 /* Orders by (type_id, index_id): <0, 0, >0. */
 int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b);
 bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b);
+/* "cpu:0", "cuda:1", "opencl:0" ("device-type-7:0" for an unknown type):
+ * snprintf semantics (writes at most `cap` bytes including the terminator
+ * into the caller's `buf`, returns the length the whole text needs). Pure;
+ * thread-safe. */
+size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap);
 
 typedef struct ruda_stream_id {
   uint64_t value;

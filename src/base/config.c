@@ -47,9 +47,11 @@ static const name_value_t k_persistent[] = {{"enabled", RUDA_PERSISTENT_MEMORY_E
                                             {"disabled", RUDA_PERSISTENT_MEMORY_DISABLED},
                                             {"enforced", RUDA_PERSISTENT_MEMORY_ENFORCED},
                                             {NULL, 0}};
-static const name_value_t k_cache_names[] = {{"local", RUDA_CACHE_LOCATION_LOCAL},
+static const name_value_t k_cache_names[] = {{"user", RUDA_CACHE_LOCATION_USER},
+                                             {"local", RUDA_CACHE_LOCATION_LOCAL},
                                              {"target", RUDA_CACHE_LOCATION_TARGET},
                                              {"global", RUDA_CACHE_LOCATION_GLOBAL},
+                                             {"none", RUDA_CACHE_LOCATION_NONE},
                                              {NULL, 0}};
 
 static const char *const k_channel_names[RUDA_LOG_CHANNEL_COUNT_] = {
@@ -116,7 +118,7 @@ void ruda_config_default(ruda_config_t *out) {
   logger_default(&out->compilation.logger);
   logger_default(&out->streaming.logger);
   logger_default(&out->memory.logger);
-  out->compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
+  out->compilation.cache.location = RUDA_CACHE_LOCATION_USER;
   out->compilation.check_mode = RUDA_BOUNDS_AUTO;
   out->streaming.max_streams = 128;
   out->streaming.priority = RUDA_STREAM_PRIORITY_DEFAULT;
@@ -344,7 +346,8 @@ static void parse_cache(ctx_t *c, const ruda__toml_entry_t *e, const char *key,
   }
   if (e->value.type != RUDA__TOML_TABLE) {
     fail(c, e->line, key,
-         "expected \"local\", \"target\", \"global\" or { file = \"path\" }, found %s",
+         "expected \"user\", \"local\", \"target\", \"global\", \"none\" or { file = "
+         "\"path\" }, found %s",
          type_name(e->value.type));
     return;
   }
@@ -590,18 +593,14 @@ static ruda_status_t env_cache_file(const char *var, const char *v, ruda_cache_c
 
 static ruda_status_t env_cache(const char *var, const char *v, ruda_cache_config_t *c) {
   int x = 0;
-  if (strcmp(v, "none") == 0) {
-    c->location = RUDA_CACHE_LOCATION_NONE;
-    return NULL;
-  }
   if (lookup_name(k_cache_names, v, &x)) {
     c->location = (ruda_cache_location_t)x;
     return NULL;
   }
   if (*v != '/' && *v != '.')
     return env_fail(var, v,
-                    "expected \"none\", \"local\", \"target\", \"global\" or a path "
-                    "starting with '/' or '.'");
+                    "expected \"user\", \"local\", \"target\", \"global\", \"none\" or "
+                    "a path starting with '/' or '.'");
   return env_cache_file(var, v, c);
 }
 
@@ -749,6 +748,11 @@ size_t ruda_config_cache_dir(const ruda_config_t *cfg, char *buf, size_t cap) {
       if (xdg && *xdg == '/') return put_path(buf, cap, xdg, "/ruda");
       if (home && *home) return put_path(buf, cap, home, "/.cache/ruda");
       return put_path(buf, cap, cwd, "/target/ruda-cache");
+    case RUDA_CACHE_LOCATION_USER:
+      xdg = getenv("XDG_CACHE_HOME");
+      if (xdg && *xdg == '/') return put_path(buf, cap, xdg, "/ruda");
+      if (home && *home) return put_path(buf, cap, home, "/.cache/ruda");
+      return put_path(buf, cap, cwd, "/.ruda-cache");
     case RUDA_CACHE_LOCATION_GLOBAL:
       xdg = getenv("XDG_CONFIG_HOME");
       if (xdg && *xdg == '/') return put_path(buf, cap, xdg, "/ruda/cache");

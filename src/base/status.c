@@ -203,6 +203,16 @@ ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) {
   return s;
 }
 
+ruda_status_t ruda__status_size_reason(ruda_error_kind_t kind, uint64_t size, const char *fmt,
+                                       ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ruda_status_t s = with_reason(kind_info(kind), fmt, ap);
+  va_end(ap);
+  if (!s->is_static) s->size = size;
+  return s;
+}
+
 /* Text of `s` without its backtrace, in a ruda__malloc()ed string. */
 static char *text_of(ruda_status_t s);
 

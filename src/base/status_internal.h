@@ -24,6 +24,12 @@ struct ruda_status {
   char *backtrace; /* NULL: not captured */
 };
 
+/* An error of a kind with a size and a reason (IoError::OutOfMemory): both
+ * fields set. Never fails (the static error of the kind when memory runs
+ * out). */
+ruda_status_t ruda__status_size_reason(ruda_error_kind_t kind, uint64_t size, const char *fmt,
+                                       ...) __attribute__((format(printf, 3, 4)));
+
 /* The preallocated error of `kind` (InvalidArgument for an unknown kind). */
 ruda_status_t ruda__status_static(ruda_error_kind_t kind);
 

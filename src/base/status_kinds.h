@@ -127,6 +127,9 @@
     BT_COLON, 0)                                                               \
   X(RUDA_ERR_CONFIG, "RudaError::Config", RUDA_FAMILY_RUDA, "Config",          \
     SH_CONFIG, "Invalid configuration{location}\nCaused by:\n  {reason}",      \
+    BT_COLON, 0)                                                               \
+  X(RUDA_ERR_INVALID_HANDLE, "RudaError::InvalidHandle", RUDA_FAMILY_RUDA,     \
+    "InvalidHandle", SH_REASON, "Invalid handle\nCaused by:\n  {reason}",      \
     BT_COLON, 0)
 
 #endif /* RUDA_BASE_STATUS_KINDS_H */

@@ -7,11 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/device.h"
 #include "ruda/config.h"
 #include "ruda/log.h"
 #include "server/kernel_object.h"
 #include "server/profile_summary.h"
+#include "types/device_names.h"
 
 struct ruda_client {
   atomic_uint refs;
@@ -36,46 +38,45 @@ static ruda_status_t invalid(const char *what) {
 /* ------------------------------------------------------------------------ */
 
 const char *ruda_device_type_name(uint16_t type_id) {
-  switch (type_id) {
-    case RUDA_DEVICE_TYPE_CPU: return "cpu";
-    case RUDA_DEVICE_TYPE_CUDA: return "cuda";
-    case RUDA_DEVICE_TYPE_OPENCL: return "opencl";
-    default: return NULL;
-  }
+  const ruda__backend_t *b = ruda__backend_for(type_id);
+  return b ? b->name : ruda__device_type_builtin_name(type_id);
 }
 
 ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out) {
   if (!text || !out) return invalid("ruda_device_parse: NULL argument");
-  static const struct { const char *name; uint16_t type; } names[] = {
-      {"cpu", RUDA_DEVICE_TYPE_CPU}, {"cuda", RUDA_DEVICE_TYPE_CUDA},
-      {"opencl", RUDA_DEVICE_TYPE_OPENCL}};
-  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-    size_t n = strlen(names[i].name);
-    if (strncmp(text, names[i].name, n) != 0) continue;
-    const char *rest = text + n;
-    unsigned long index = 0;
-    if (*rest == ':') {
-      char *end = NULL;
-      if (rest[1] < '0' || rest[1] > '9') break;
+  size_t name_len = strcspn(text, ":");
+  const char *rest = text + name_len;
+  uint16_t type = 0;
+  const ruda__backend_t *b = ruda__backend_named(text, name_len);
+  bool known = b ? (type = b->type_id, true) : ruda__device_type_builtin_id(text, name_len, &type);
+  unsigned long index = 0;
+  bool ok = known && name_len > 0;
+  if (ok && *rest == ':') {
+    char *end = NULL;
+    ok = rest[1] >= '0' && rest[1] <= '9';
+    if (ok) {
       index = strtoul(rest + 1, &end, 10);
-      if (*end || index > UINT16_MAX) break;
-    } else if (*rest) {
-      break;
+      ok = !*end && index <= UINT16_MAX;
     }
-    out->type_id = names[i].type;
-    out->index_id = (uint16_t)index;
-    return NULL;
   }
-  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                            "'%s' is not a device name (cpu, cpu:N, cuda, cuda:N)", text);
+  if (!ok) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "'%s' is not a device name (cpu, cpu:N, cuda:N, opencl:N)", text);
+  }
+  out->type_id = type;
+  out->index_id = (uint16_t)index;
+  return NULL;
 }
 
 ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out) {
   if (!out) return invalid("ruda_device_count: NULL out");
   *out = 0;
   const ruda__backend_t *b = ruda__backend_for(type_id);
-  if (!b) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "no backend for device type %u", type_id);
-  return b->device_count(out);
+  if (b) return b->device_count(out);
+  const char *known = ruda__device_type_builtin_name(type_id);
+  if (known)
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "the %s backend is not built into this ruda library", known);
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "no backend for device type %u", type_id);
 }
 
 ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties_t *out) {
@@ -89,7 +90,7 @@ ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties
 
 static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_stream_id_t stream,
                                 ruda_client_t **out) {
-  ruda_client_t *c = calloc(1, sizeof *c);
+  ruda_client_t *c = ruda__calloc(1, sizeof *c);
   if (!c) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
   atomic_init(&c->refs, 1);
   c->dev = d;
@@ -121,7 +122,7 @@ ruda_client_t *ruda_client_retain(ruda_client_t *c) {
 }
 
 void ruda_client_release(ruda_client_t *c) {
-  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) free(c);
+  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
 }
 
 ruda_device_id_t ruda_client_device(const ruda_client_t *c) { return c->dev->id; }
@@ -150,7 +151,7 @@ ruda_bounds_check_mode_t ruda_client_check_mode(const ruda_client_t *c) {
 
 static void future_release_bindings(ruda_future_t *f) {
   for (size_t i = 0; i < f->num_bindings; i++) ruda_binding_release(&f->bindings[i]);
-  free(f->bindings);
+  ruda__free(f->bindings);
   f->bindings = NULL;
   f->num_bindings = 0;
 }
@@ -163,7 +164,7 @@ ruda_status_t ruda_future_wait(ruda_future_t *f) {
     f->inner->vt->destroy(f->inner);
   }
   future_release_bindings(f);
-  free(f);
+  ruda__free(f);
   return s;
 }
 
@@ -176,7 +177,7 @@ bool ruda_future_poll(ruda_future_t *f) {
  * bindings array. */
 static ruda_status_t make_future(ruda__future_t *inner, ruda_status_t early,
                                  ruda_binding_t *bindings, size_t n, ruda_future_t **out) {
-  ruda_future_t *f = calloc(1, sizeof *f);
+  ruda_future_t *f = ruda__calloc(1, sizeof *f);
   if (!f) {
     ruda_status_t s = early;
     if (inner) {
@@ -185,7 +186,7 @@ static ruda_status_t make_future(ruda__future_t *inner, ruda_status_t early,
       ruda_status_free(early);
     }
     for (size_t i = 0; i < n; i++) ruda_binding_release(&bindings[i]);
-    free(bindings);
+    ruda__free(bindings);
     *out = NULL;
     return s ? s : ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory creating a future");
   }
@@ -207,12 +208,12 @@ void ruda_bytes_release(ruda_bytes_t *b) {
   memset(b, 0, sizeof *b);
 }
 
-static void bytes_free_native(ruda_bytes_t *b) { free(b->owner); }
+static void bytes_free_native(ruda_bytes_t *b) { ruda__free(b->owner); }
 
 ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out) {
   if (!out || (!data && size)) return invalid("ruda_bytes_from_copy: NULL argument");
   memset(out, 0, sizeof *out);
-  void *p = malloc(size ? size : 1);
+  void *p = ruda__malloc(size ? size : 1);
   if (!p) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   if (size) memcpy(p, data, size);
   out->data = p;
@@ -237,6 +238,7 @@ typedef enum call_kind {
   CALL_EXCLUSIVE,
   CALL_START_PROFILE,
   CALL_END_PROFILE,
+  CALL_MEMORY_USAGE_DEVICE,
 } call_kind_t;
 
 typedef struct call_op {
@@ -302,6 +304,9 @@ static void run_call(ruda__device_t *d, ruda__op_t *op) {
     case CALL_START_PROFILE: c->status = s->vt->start_profile(s, st, &c->token); break;
     case CALL_END_PROFILE:
       c->status = s->vt->end_profile(s, st, c->token, &c->duration);
+      break;
+    case CALL_MEMORY_USAGE_DEVICE:
+      c->status = ruda__server_memory_usage_device(s, &c->usage);
       break;
   }
   ruda__completion_signal(&c->done);
@@ -372,11 +377,22 @@ ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *ou
   return s;
 }
 
+ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out) {
+  if (!c || !out) return invalid("ruda_client_memory_usage_device: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_MEMORY_USAGE_DEVICE);
+  ruda_status_t s = call(c, &op);
+  *out = op.usage;
+  return s;
+}
+
 ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
                                        ruda_resource_t *out) {
-  if (!c || !h || !out || !h->memory) return invalid("ruda_client_get_resource: NULL or empty argument");
+  if (!c || !out) return invalid("ruda_client_get_resource: NULL argument");
   memset(out, 0, sizeof *out);
-  ruda_binding_t b = ruda_handle_binding(h);
+  ruda_binding_t b;
+  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "get_resource", &b);
+  if (hs) return hs;
   call_op_t op;
   call_init(&op, c, CALL_GET_RESOURCE);
   op.binding = &b;
@@ -420,13 +436,14 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
 
 /* ---- Reads ---- */
 
-static ruda_status_t check_view(const ruda_handle_t *h, const char *who) {
-  if (!h || !h->memory) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: empty handle", who);
-  }
-  return NULL;
+/* Every handle argument goes through this before anything is queued: a
+ * live handle of this client's device whose fields agree with its memory
+ * (RUDA_ERR_INVALID_HANDLE otherwise, see ruda/memory.h). */
+static ruda_status_t check_view(ruda_client_t *c, const ruda_handle_t *h, const char *who) {
+  return ruda__handle_check(h, c->dev->id, who);
 }
 
+/* Reads into `dst` through a new binding of `h` (checked by the caller). */
 static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
                                  size_t elem_size, void *dst, ruda_future_t **out_future) {
@@ -435,7 +452,8 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
   desc.shape = *shape;
   desc.strides = *strides;
   desc.elem_size = elem_size;
-  desc.binding = ruda_handle_binding(h);
+  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
+  if (hs) return hs;
   void *dsts[1] = {dst};
   call_op_t op;
   call_init(&op, c, CALL_READ);
@@ -452,7 +470,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
     }
     return w;
   }
-  ruda_binding_t *keep = malloc(sizeof *keep);
+  ruda_binding_t *keep = ruda__malloc(sizeof *keep);
   if (keep) {
     *keep = desc.binding;
   } else {
@@ -466,7 +484,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
 
 static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                 uint64_t cap, ruda_future_t **out) {
-  ruda_status_t s = check_view(h, "read");
+  ruda_status_t s = check_view(c, h, "read");
   if (s) return s;
   uint64_t n = ruda_handle_size_in_used(h);
   if (n > cap) {
@@ -493,10 +511,14 @@ ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h, v
   return read_bytes(c, h, dst, cap, out);
 }
 
-static ruda_status_t check_tensor(const ruda_handle_t *h, const ruda_shape_t *shape,
-                                  const ruda_strides_t *strides, size_t elem_size,
-                                  const void *data, const char *who) {
-  ruda_status_t s = check_view(h, who);
+/* Checks a tensor copy: the handle, the shape and strides, and that both
+ * the host side (num_elems x elem_size bytes, *out_bytes) and the furthest
+ * element the strides reach fit, every product overflow-checked. */
+static ruda_status_t check_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                  size_t elem_size, const void *data, const char *who,
+                                  uint64_t *out_bytes) {
+  ruda_status_t s = check_view(c, h, who);
   if (s) return s;
   if (!shape || !strides || !elem_size) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL shape/strides or zero elem_size", who);
@@ -505,15 +527,17 @@ static ruda_status_t check_tensor(const ruda_handle_t *h, const ruda_shape_t *sh
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: rank %u with %u strides", who,
                               shape->rank, strides->rank);
   }
-  uint64_t n = ruda_shape_num_elems(shape);
-  if (n && !data) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL data", who);
+  uint64_t bytes, need;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape holds more than 2^64 bytes of %zu-byte elements",
+                              who, elem_size);
+  if (bytes && !data) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL data", who);
   /* The furthest element the strides reach must lie inside the view. */
-  uint64_t last = 0;
-  for (uint32_t i = 0; i < shape->rank; i++) {
-    if (shape->dims[i] == 0) return NULL;
-    last += (shape->dims[i] - 1) * strides->values[i];
-  }
-  uint64_t need = n ? (last + 1) * elem_size : 0;
+  if (!ruda_shape_extent(shape, strides, elem_size, &need))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape and strides reach past 2^64 bytes", who);
+  *out_bytes = bytes;
   if (need > ruda_handle_size_in_used(h)) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "%s: shape and strides reach %llu bytes, the view holds %llu", who,
@@ -528,7 +552,8 @@ ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                       const ruda_strides_t *strides, size_t elem_size,
                                       void *dst) {
   if (!c) return invalid("ruda_client_read_tensor: NULL client");
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, dst, "read_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
   if (s) return s;
   return read_common(c, h, shape, strides, elem_size, dst, NULL);
 }
@@ -540,7 +565,8 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
                                             ruda_future_t **out) {
   if (!c || !out) return invalid("ruda_client_read_tensor_async: NULL argument");
   *out = NULL;
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, dst, "read_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
   if (s) return s;
   return read_common(c, h, shape, strides, elem_size, dst, out);
 }
@@ -564,7 +590,7 @@ static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
   if (s) {
-    s->vt->initialize_memory(s, a->memory.memory, a->size, op->stream);
+    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
     if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
   } else {
     for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
@@ -592,14 +618,12 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   if (!c || !out) return invalid("ruda_client_empty: NULL argument");
   memset(out, 0, sizeof *out);
   alloc_op_t *a = alloc_op_new(c, 0);
-  ruda_memory_t *m = a ? ruda__memory_new() : NULL;
-  if (!m) {
-    if (a) ruda__device_op_free(c->dev, a, a->block_size);
-    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  if (!a) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_create(size, c->dev->id, a->base.stream, out);
+  if (s) {
+    ruda__device_op_free(c->dev, a, a->block_size);
+    return s;
   }
-  out->memory = m;
-  out->size = size;
-  out->stream = a->base.stream;
   a->memory = ruda_handle_binding(out);
   a->size = size;
   ruda__device_submit(c->dev, &a->base);
@@ -615,7 +639,7 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
   size_t num_writes = 0;
   for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
   ruda_handle_t base;
-  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy,
+  ruda_status_t s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
                                        ruda_client_stream(c), descs, count, &base, out);
   if (s) goto fail_bytes;
   alloc_op_t *a = alloc_op_new(c, num_writes);
@@ -665,17 +689,22 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
                                                    ruda_handle_t *out) {
   if (!c || !bytes || !out) return invalid("ruda_client_create_buffer_from_bytes: NULL argument");
   memset(out, 0, sizeof *out);
-  alloc_op_t *a = alloc_op_new(c, 1);
-  ruda_memory_t *m = a ? ruda__memory_new() : NULL;
-  if (!m) {
-    if (a) ruda__device_op_free(c->dev, a, a->block_size);
-    uint64_t size = bytes->size;
+  if (!bytes->data && bytes->size) {
+    ruda_status_t s = ruda_status_create(
+        RUDA_ERR_INVALID_ARGUMENT,
+        "ruda_client_create_buffer_from_bytes: bytes of %llu bytes with NULL data",
+        (unsigned long long)bytes->size);
     ruda_bytes_release(bytes);
-    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    return s;
   }
-  out->memory = m;
-  out->size = bytes->size;
-  out->stream = a->base.stream;
+  alloc_op_t *a = alloc_op_new(c, 1);
+  ruda_status_t s = a ? ruda__handle_create(bytes->size, c->dev->id, a->base.stream, out)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes->size);
+  if (s) {
+    if (a) ruda__device_op_free(c->dev, a, a->block_size);
+    ruda_bytes_release(bytes);
+    return s;
+  }
   a->memory = ruda_handle_binding(out);
   a->size = bytes->size;
   a->descs[0].binding = ruda_handle_binding(out);
@@ -736,7 +765,9 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
                                         const ruda_shape_t *shape, size_t elem_size,
                                         ruda_memory_layout_t *out) {
   if (!c || !shape || !out) return invalid("ruda_client_create_tensor: NULL argument");
-  uint64_t bytes_len = ruda_shape_num_elems(shape) * elem_size;
+  uint64_t bytes_len;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes_len))
+    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
   if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
   if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
@@ -763,24 +794,29 @@ static void run_write(ruda__device_t *d, ruda__op_t *op) {
   if (d->server) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
   else ruda_bytes_release(&w->bytes);
   ruda_binding_release(&w->desc.binding);
-  free(w);
+  ruda__free(w);
 }
 
 static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
                                   size_t elem_size, const void *data, uint64_t size) {
-  write_op_t *w = calloc(1, sizeof *w);
+  write_op_t *w = ruda__calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
+  if (s) {
+    ruda__free(w);
+    return s;
+  }
   borrow_t br;
   bool borrowed;
-  ruda_status_t s = input_bytes(data, size, &br, &w->bytes, &borrowed);
+  s = input_bytes(data, size, &br, &w->bytes, &borrowed);
   if (s) {
-    free(w);
+    ruda_binding_release(&w->desc.binding);
+    ruda__free(w);
     return s;
   }
   w->base.run = run_write;
   w->base.stream = ruda_client_stream(c);
-  w->desc.binding = ruda_handle_binding(h);
   w->desc.shape = *shape;
   w->desc.strides = *strides;
   w->desc.elem_size = elem_size;
@@ -792,7 +828,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
 ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h, const void *data,
                                 uint64_t size) {
   if (!c) return invalid("ruda_client_write: NULL client");
-  ruda_status_t s = check_view(h, "write");
+  ruda_status_t s = check_view(c, h, "write");
   if (s) return s;
   if (size && !data) return invalid("write: NULL data");
   if (size > ruda_handle_size_in_used(h)) {
@@ -811,10 +847,10 @@ ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                        const ruda_strides_t *strides, size_t elem_size,
                                        const void *data) {
   if (!c) return invalid("ruda_client_write_tensor: NULL client");
-  ruda_status_t s = check_tensor(h, shape, strides, elem_size, data, "write_tensor");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, data, "write_tensor", &bytes);
   if (s) return s;
-  return submit_write(c, h, shape, strides, elem_size, data,
-                      ruda_shape_num_elems(shape) * elem_size);
+  return submit_write(c, h, shape, strides, elem_size, data, bytes);
 }
 
 /* ---- Memory management ---- */
@@ -834,12 +870,12 @@ static void run_mode(ruda__device_t *d, ruda__op_t *op) {
   } else {
     d->server->vt->allocation_mode(d->server, m->mode, op->stream);
   }
-  free(m);
+  ruda__free(m);
 }
 
 static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
                                  ruda_memory_allocation_mode_t mode, ruda_stream_id_t stream) {
-  mode_op_t *m = calloc(1, sizeof *m);
+  mode_op_t *m = ruda__calloc(1, sizeof *m);
   if (!m) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
   m->base.run = run_mode;
   m->base.stream = stream;
@@ -896,7 +932,7 @@ typedef struct launch_op {
 
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
-  if (d->server) d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
   for (size_t i = 0; i < l->args.num_buffers; i++) ruda_binding_release(&l->buffers[i]);
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);
@@ -921,25 +957,30 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
                               kernel->desc.name, args->num_buffers + args->num_tensor_maps,
                               p->hardware.max_bindings);
   }
-  for (size_t i = 0; i < args->num_buffers; i++) {
-    if (!args->buffers[i].memory) {
-      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "launch of '%s': buffer %zu is empty",
-                                kernel->desc.name, i);
-    }
-  }
   for (size_t i = 0; i < args->num_tensor_maps; i++) {
-    if (!args->tensor_maps[i].buffer || !args->tensor_maps[i].buffer->memory) {
+    if (!args->tensor_maps[i].buffer) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                 "launch of '%s': tensor map %zu has no buffer", kernel->desc.name, i);
     }
   }
-  if (count.dynamic && (!count.buffer || !count.buffer->memory)) {
+  if (count.dynamic && !count.buffer) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
   }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
-  size_t bytes = sizeof(launch_op_t) + (nb + nt) * sizeof(ruda_binding_t) +
-                 nt * sizeof(ruda_tensor_map_meta_t) + ni * sizeof(uint64_t);
+  /* Counts from the caller: the block's size must not wrap. */
+  size_t bytes = 0, part;
+  if (__builtin_add_overflow(nb, nt, &part) ||
+      __builtin_mul_overflow(part, sizeof(ruda_binding_t), &part) ||
+      __builtin_add_overflow(sizeof(launch_op_t), part, &bytes) ||
+      __builtin_mul_overflow(nt, sizeof(ruda_tensor_map_meta_t), &part) ||
+      __builtin_add_overflow(bytes, part, &bytes) ||
+      __builtin_mul_overflow(ni, sizeof(uint64_t), &part) ||
+      __builtin_add_overflow(bytes, part, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch of '%s': %zu buffers, %zu tensor maps and %zu info words "
+                              "do not fit in memory",
+                              kernel->desc.name, nb, nt, ni);
   launch_op_t *l = ruda__device_op_alloc(c->dev, bytes);
   if (!l) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "queueing '%s'", kernel->desc.name);
   memset(l, 0, sizeof *l);
@@ -952,15 +993,49 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   l->tm_buffers = l->buffers + nb;
   l->tms = (ruda_tensor_map_meta_t *)(l->tm_buffers + nt);
   l->info = (uint64_t *)(l->tms + nt);
-  for (size_t i = 0; i < nb; i++) l->buffers[i] = ruda_handle_binding(&args->buffers[i]);
-  for (size_t i = 0; i < nt; i++) {
-    l->tm_buffers[i] = ruda_handle_binding(args->tensor_maps[i].buffer);
-    l->tms[i] = args->tensor_maps[i].meta;
+  /* Each handle is checked and bound in one step: a bad one undoes the
+   * bindings taken so far and nothing is queued. */
+  ruda_device_id_t dev = c->dev->id;
+  ruda_status_t hs = NULL;
+  char what[48] = "";
+  size_t bound_b = 0, bound_t = 0;
+  for (; bound_b < nb; bound_b++) {
+    hs = ruda__handle_bind(&args->buffers[bound_b], dev, NULL, &l->buffers[bound_b]);
+    if (hs) {
+      snprintf(what, sizeof what, "buffer %zu", bound_b);
+      break;
+    }
   }
-  if (ni) memcpy(l->info, args->info.data, ni * sizeof(uint64_t));
+  for (; !hs && bound_t < nt; bound_t++) {
+    hs = ruda__handle_bind(args->tensor_maps[bound_t].buffer, dev, NULL, &l->tm_buffers[bound_t]);
+    if (hs) {
+      snprintf(what, sizeof what, "tensor map %zu", bound_t);
+      break;
+    }
+    l->tms[bound_t] = args->tensor_maps[bound_t].meta;
+  }
   l->count.dynamic = count.dynamic;
   l->count.fixed = count.fixed;
-  if (count.dynamic) l->count.buffer = ruda_handle_binding(count.buffer);
+  if (!hs && count.dynamic) {
+    hs = ruda__handle_bind(count.buffer, dev, NULL, &l->count.buffer);
+    if (!hs && ruda_binding_size_in_used(&l->count.buffer) < 3 * sizeof(uint32_t))
+      hs = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                              "a dynamic count needs 12 bytes (three uint32), the view holds %llu",
+                              (unsigned long long)ruda_binding_size_in_used(&l->count.buffer));
+    if (hs) snprintf(what, sizeof what, "the count buffer");
+  }
+  if (hs) {
+    ruda_status_t e = ruda_status_create(ruda_status_kind(hs), "launch of '%s', %s: %s",
+                                         kernel->desc.name, what, ruda_status_reason(hs));
+    ruda_status_free(hs);
+    for (size_t i = 0; i < bound_b; i++) ruda_binding_release(&l->buffers[i]);
+    for (size_t i = 0; i < bound_t; i++) ruda_binding_release(&l->tm_buffers[i]);
+    ruda_binding_release(&l->count.buffer);
+    ruda_kernel_release(l->kernel);
+    ruda__device_op_free(c->dev, l, l->block_size);
+    return e;
+  }
+  if (ni) memcpy(l->info, args->info.data, ni * sizeof(uint64_t));
   l->args.buffers = l->buffers;
   l->args.num_buffers = nb;
   l->args.tensor_map_buffers = l->tm_buffers;
@@ -974,17 +1049,42 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
 }
 
 /* At profiling level basic and above every launch is measured (blocking,
- * as in the reference) and recorded in the summary printed at sync. */
+ * as in the reference) and recorded in the summary printed at sync.
+ * Measuring never changes what the launch reports: the call returns what an
+ * unprofiled launch returns (its argument checks), and errors of the work
+ * stay queued on the stream for its next read, flush or sync. A profile
+ * that failed (or could not start) is simply not recorded. */
 typedef struct profiled_launch {
   ruda_kernel_t *kernel;
   ruda_count_t count;
   const ruda_kernel_args_t *args;
   ruda_execution_mode_t mode;
+  ruda_status_t launch_status;
+  bool measured;
+  ruda_profile_duration_t duration;
 } profiled_launch_t;
 
 static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
   profiled_launch_t *p = ctx;
-  return launch(c, p->kernel, p->count, p->args, p->mode);
+  call_op_t start;
+  call_init(&start, c, CALL_START_PROFILE);
+  ruda_status_t s = call(c, &start);
+  p->launch_status = launch(c, p->kernel, p->count, p->args, p->mode);
+  if (s) {
+    ruda_status_free(s);
+    return NULL;
+  }
+  call_op_t end;
+  call_init(&end, c, CALL_END_PROFILE);
+  end.token = start.token;
+  s = call(c, &end);
+  if (s) {
+    ruda_status_free(s);
+  } else {
+    p->measured = true;
+    p->duration = end.duration;
+  }
+  return NULL;
 }
 
 static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
@@ -999,10 +1099,14 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
     }
     return launch(c, kernel, count, args, mode);
   }
-  profiled_launch_t p = {kernel, count, args, mode};
-  ruda_profile_duration_t d;
-  ruda_status_t s = ruda_client_profile(c, kernel->desc.name, profiled_launch_body, &p, &d);
-  if (s) return s;
+  profiled_launch_t p = {kernel, count, args, mode, NULL, false, {0, 0, RUDA_TIMING_SYSTEM}};
+  ruda_status_t s = ruda_client_exclusive(c, profiled_launch_body, &p);
+  if (s) {
+    /* The worker never ran the body (the device is shut down). */
+    ruda_status_free(p.launch_status);
+    return s;
+  }
+  if (p.launch_status || !p.measured) return p.launch_status;
   char name[256];
   if (c->dev->profile_level >= RUDA_LOG_LEVEL_FULL) {
     char count_text[64] = "binding";
@@ -1012,7 +1116,7 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
   } else {
     ruda__profile_name_balanced(kernel->desc.name, name, sizeof name);
   }
-  ruda__profile_summary_record(name, ruda_profile_duration_ns(d));
+  ruda__profile_summary_record(name, ruda_profile_duration_ns(p.duration));
   return NULL;
 }
 
@@ -1068,4 +1172,26 @@ ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
   if (s) return s;
   if (out) *out = p.duration;
   return NULL;
+}
+
+/* ---- Profiling tokens ---- */
+
+ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out) {
+  if (!c || !out) return invalid("ruda_client_profile_start: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_START_PROFILE);
+  ruda_status_t s = call(c, &op);
+  if (!s) *out = op.token;
+  return s;
+}
+
+ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
+                                      ruda_profile_duration_t *out) {
+  if (!c || !out) return invalid("ruda_client_profile_end: NULL argument");
+  call_op_t op;
+  call_init(&op, c, CALL_END_PROFILE);
+  op.token = token;
+  ruda_status_t s = call(c, &op);
+  if (!s) *out = op.duration;
+  return s;
 }

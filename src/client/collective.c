@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/collective.h"
 #include "client/device.h"
 #include "comm/comm_id.h"
@@ -22,8 +23,7 @@
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The one place that asks whether a handle is empty. */
-static bool handle_empty(const ruda_handle_t *h) { return !h || !h->memory; }
+static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_empty(h); }
 
 static ruda_status_t invalid(const char *fn, const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s", fn, what);
@@ -48,11 +48,11 @@ static void run_coll(ruda__device_t *d, ruda__op_t *op) {
   if (s) s->vt->collective(s, &o->coll, op->stream);
   ruda_binding_release(&o->coll.src.binding);
   ruda_binding_release(&o->coll.dst);
-  free(o);
+  ruda__free(o);
 }
 
 static coll_op_t *coll_op_new(size_t nids) {
-  return calloc(1, sizeof(coll_op_t) + nids * sizeof(ruda_device_id_t));
+  return ruda__calloc(1, sizeof(coll_op_t) + nids * sizeof(ruda_device_id_t));
 }
 
 typedef struct blocking_op {
@@ -130,11 +130,11 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
     all_known = comm_known(&devs[i]->server->utilities, id);
   }
   if (all_known) return NULL;
-  blocking_op_t *ops = calloc(n, sizeof *ops);
-  ruda__comm_peers_t *peers = calloc(n, sizeof *peers);
+  blocking_op_t *ops = ruda__calloc(n, sizeof *ops);
+  ruda__comm_peers_t *peers = ruda__calloc(n, sizeof *peers);
   if (!ops || !peers) {
-    free(ops);
-    free(peers);
+    ruda__free(ops);
+    ruda__free(peers);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n * (sizeof *ops + sizeof *peers));
   }
   for (size_t i = 0; i < n; i++) {
@@ -151,8 +151,8 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
     if (!first) first = ops[i].status;
     else ruda_status_free(ops[i].status);
   }
-  free(ops);
-  free(peers);
+  ruda__free(ops);
+  ruda__free(peers);
   if (first) return first;
   for (size_t i = 0; i < n; i++) comm_record(&devs[i]->server->utilities, id);
   return NULL;
@@ -232,7 +232,7 @@ static ruda_status_t queue_all(ruda__device_t *const *devs, size_t n,
     for (size_t i = 0; i < n; i++) {
       ruda_binding_release(&ops[i]->coll.src.binding);
       ruda_binding_release(&ops[i]->coll.dst);
-      free(ops[i]);
+      ruda__free(ops[i]);
     }
     return s;
   }
@@ -304,6 +304,11 @@ static ruda_status_t collective(ruda_client_t *const *clients, size_t n, const c
     if (handle_empty(&a->dst[i]) || (a->src && handle_empty(&a->src[i]))) {
       return invalid(fn, "empty handle");
     }
+    /* Live, and of the device it is given for (InvalidHandle otherwise). */
+    ruda_device_id_t dev = ruda_client_device(clients[i]);
+    s = a->src ? ruda__handle_check(&a->src[i], dev, fn) : NULL;
+    if (!s) s = ruda__handle_check(&a->dst[i], dev, fn);
+    if (s) return s;
     uint64_t in = a->src ? ruda_handle_size_in_used(&a->src[i]) : 0;
     uint64_t out = ruda_handle_size_in_used(&a->dst[i]);
     uint64_t b = a->kind == RUDA__COLL_REDUCE_SCATTER ? out : a->src ? in : out;
@@ -330,7 +335,7 @@ static ruda_status_t collective(ruda_client_t *const *clients, size_t n, const c
       for (size_t k = 0; k < i; k++) {
         ruda_binding_release(&ops[k]->coll.src.binding);
         ruda_binding_release(&ops[k]->coll.dst);
-        free(ops[k]);
+        ruda__free(ops[k]);
       }
       return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof(coll_op_t));
     }
@@ -426,6 +431,8 @@ ruda_status_t ruda_client_send_recv(ruda_client_t *from, const ruda_handle_t *sr
   memset(out, 0, sizeof *out);
   if (handle_empty(src)) return invalid(fn, "empty handle");
   if (!shape != !strides) return invalid(fn, "give both shape and strides, or neither");
+  ruda_status_t hs = ruda__handle_check(src, ruda_client_device(from), fn);
+  if (hs) return hs;
   ruda_device_id_t a = ruda_client_device(from), b = ruda_client_device(to);
   if (ruda__comm_device_cmp(a, b) == 0) {
     return invalid(fn, "the sender and the receiver are the same device "
@@ -467,8 +474,8 @@ ruda_status_t ruda_client_send_recv(ruda_client_t *from, const ruda_handle_t *sr
                                  : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *send);
   if (e) {
     ruda_binding_release(&desc.binding);
-    free(send);
-    free(recv);
+    ruda__free(send);
+    ruda__free(recv);
     return e;
   }
   uint32_t from_rank = (uint32_t)ruda__comm_rank(sorted, 2, a);
@@ -496,8 +503,10 @@ ruda_status_t ruda_client_to_client(ruda_client_t *from, const ruda_handle_t *sr
   memset(out, 0, sizeof *out);
   if (handle_empty(src)) return invalid(fn, "empty handle");
   ruda_device_id_t a = ruda_client_device(from), b = ruda_client_device(to);
+  ruda_status_t s = ruda__handle_check(src, a, fn);
+  if (s) return s;
   ruda__device_t *da, *db;
-  ruda_status_t s = ruda__device_get(a, &da);
+  s = ruda__device_get(a, &da);
   if (!s) s = ruda__device_get(b, &db);
   if (s) return s;
   if (ruda__device_on_worker(da) || ruda__device_on_worker(db)) {
@@ -512,11 +521,11 @@ ruda_status_t ruda_client_to_client(ruda_client_t *from, const ruda_handle_t *sr
   /* Through the host. */
   uint64_t bytes = ruda_handle_size_in_used(src);
   if (bytes > SIZE_MAX) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes);
-  void *host = malloc(bytes ? (size_t)bytes : 1);
+  void *host = ruda__malloc(bytes ? (size_t)bytes : 1);
   if (!host) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes);
   s = ruda_client_read(from, src, host, bytes);
   if (!s) s = ruda_client_create_buffer(to, host, bytes, out);
-  free(host);
+  ruda__free(host);
   return s;
 }
 
@@ -636,13 +645,14 @@ static void run_host(ruda__device_t *d, ruda__op_t *op) {
   host_op_t *h = (host_op_t *)op;
   ruda__server_t *s = d->server;
   if (s) {
-    s->vt->host_call(s, h->src.memory ? &h->src : NULL, h->dst.memory ? &h->dst : NULL, h->fn,
+    s->vt->host_call(s, !ruda_binding_is_empty(&h->src) ? &h->src : NULL,
+                     !ruda_binding_is_empty(&h->dst) ? &h->dst : NULL, h->fn,
                      h->ctx, op->stream);
   }
   if (h->ctx_free) h->ctx_free(h->ctx);
   ruda_binding_release(&h->src);
   ruda_binding_release(&h->dst);
-  free(h);
+  ruda__free(h);
 }
 
 ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
@@ -656,7 +666,9 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
                               "the %s backend cannot hand its buffers to host code",
                               d->backend->name);
   }
-  host_op_t *h = calloc(1, sizeof *h);
+  if (!handle_empty(src) && (s = ruda__handle_check(src, d->id, "collective, src"))) return s;
+  if (!handle_empty(dst) && (s = ruda__handle_check(dst, d->id, "collective, dst"))) return s;
+  host_op_t *h = ruda__calloc(1, sizeof *h);
   if (!h) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *h);
   h->base.run = run_host;
   h->base.stream = ruda_client_stream(c);

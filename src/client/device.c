@@ -2,25 +2,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/device.h"
 #include "ruda/config.h"
 #include "server/trace.h"
+#include "types/device_names.h"
 
 #define RUDA_MAX_DEVICES_PER_TYPE 64
 
-static const ruda__backend_t *const backends[] = {&ruda__backend_cpu, &ruda__backend_cuda};
-
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
-static ruda__device_t *registry[3][RUDA_MAX_DEVICES_PER_TYPE];
+/* Devices by (position of their backend in ruda__backend_list, index). */
+static ruda__device_t *registry[RUDA__MAX_BACKENDS][RUDA_MAX_DEVICES_PER_TYPE];
 static bool atexit_registered;
 static _Thread_local ruda__device_t *tls_worker;
-
-const ruda__backend_t *ruda__backend_for(uint16_t type_id) {
-  for (size_t i = 0; i < sizeof backends / sizeof backends[0]; i++) {
-    if (backends[i]->type_id == type_id) return backends[i];
-  }
-  return NULL;
-}
 
 bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
 
@@ -91,7 +85,7 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
 enum { OP_CACHE_MAX = 256 };
 
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
-  if (bytes > RUDA__OP_BLOCK) return malloc(bytes);
+  if (bytes > RUDA__OP_BLOCK) return ruda__malloc(bytes);
   pthread_mutex_lock(&d->op_cache_lock);
   void *b = d->op_cache;
   if (b) {
@@ -99,13 +93,13 @@ void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
     d->op_cache_len--;
   }
   pthread_mutex_unlock(&d->op_cache_lock);
-  return b ? b : malloc(RUDA__OP_BLOCK);
+  return b ? b : ruda__malloc(RUDA__OP_BLOCK);
 }
 
 void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
   if (!block) return;
   if (bytes > RUDA__OP_BLOCK) {
-    free(block);
+    ruda__free(block);
     return;
   }
   pthread_mutex_lock(&d->op_cache_lock);
@@ -116,7 +110,7 @@ void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
     block = NULL;
   }
   pthread_mutex_unlock(&d->op_cache_lock);
-  free(block);
+  ruda__free(block);
 }
 
 bool ruda__device_quiet_after_progress(ruda__device_t *d) {
@@ -174,32 +168,35 @@ static void run_comm_shutdown(ruda__device_t *d, ruda__op_t *op) {
  * peers: every device finalizes its communicators at once, before any
  * worker stops. Called under registry_lock. */
 static void comm_shutdown_all(void) {
-  comm_shutdown_op_t ops[3][RUDA_MAX_DEVICES_PER_TYPE];
-  bool queued[3][RUDA_MAX_DEVICES_PER_TYPE] = {{false}};
-  for (size_t t = 0; t < 3; t++) {
+  enum { MAX_OPS = 64 };
+  comm_shutdown_op_t ops[MAX_OPS];
+  size_t n = 0;
+  for (size_t t = 0; t < RUDA__MAX_BACKENDS; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
       ruda__device_t *d = registry[t][i];
       if (!d || d->init_error || atomic_load(&d->dead) || !d->server ||
           !d->server->vt->comm_shutdown) {
         continue;
       }
-      ops[t][i] = (comm_shutdown_op_t){.base = {.run = run_comm_shutdown}};
-      ruda__completion_init(&ops[t][i].done);
-      ruda__device_submit(d, &ops[t][i].base);
-      queued[t][i] = true;
+      /* Past MAX_OPS devices with communicators, the rest finalize in a
+       * second wave (a finalize that waits for them times out and aborts). */
+      if (n == MAX_OPS) {
+        for (size_t k = 0; k < n; k++) ruda__completion_wait(&ops[k].done);
+        n = 0;
+      }
+      ops[n] = (comm_shutdown_op_t){.base = {.run = run_comm_shutdown}};
+      ruda__completion_init(&ops[n].done);
+      ruda__device_submit(d, &ops[n].base);
+      n++;
     }
   }
-  for (size_t t = 0; t < 3; t++) {
-    for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
-      if (queued[t][i]) ruda__completion_wait(&ops[t][i].done);
-    }
-  }
+  for (size_t k = 0; k < n; k++) ruda__completion_wait(&ops[k].done);
 }
 
 void ruda_shutdown(void) {
   pthread_mutex_lock(&registry_lock);
   comm_shutdown_all();
-  for (size_t t = 0; t < 3; t++) {
+  for (size_t t = 0; t < RUDA__MAX_BACKENDS; t++) {
     for (size_t i = 0; i < RUDA_MAX_DEVICES_PER_TYPE; i++) {
       if (registry[t][i]) device_stop(registry[t][i]);
     }
@@ -212,7 +209,13 @@ static void shutdown_at_exit(void) { ruda_shutdown(); }
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
   *out = NULL;
   const ruda__backend_t *b = ruda__backend_for(id.type_id);
-  if (!b || id.type_id >= 3) {
+  size_t slot = b ? ruda__backend_index(b) : RUDA__MAX_BACKENDS;
+  if (!b || slot >= RUDA__MAX_BACKENDS) {
+    const char *known = ruda__device_type_builtin_name(id.type_id);
+    if (known) {
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                                "the %s backend is not built into this ruda library", known);
+    }
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown device type %u", id.type_id);
   }
   if (id.index_id >= RUDA_MAX_DEVICES_PER_TYPE) {
@@ -220,7 +223,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
                               id.index_id);
   }
   pthread_mutex_lock(&registry_lock);
-  ruda__device_t *d = registry[id.type_id][id.index_id];
+  ruda__device_t *d = registry[slot][id.index_id];
   if (!d) {
     uint32_t count = 0;
     ruda_status_t s = b->device_count(&count);
@@ -233,7 +236,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s:%u does not exist (%u device%s)",
                                 b->name, id.index_id, count, count == 1 ? "" : "s");
     }
-    d = calloc(1, sizeof *d);
+    d = ruda__calloc(1, sizeof *d);
     if (!d) {
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating %s:%u",
@@ -248,13 +251,13 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);
     if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {
-      free(d);
+      ruda__free(d);
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "cannot start the worker thread of %s:%u",
                                 b->name, id.index_id);
     }
     ruda__completion_wait(&d->ready);
-    registry[id.type_id][id.index_id] = d;
+    registry[slot][id.index_id] = d;
     if (!atexit_registered) {
       atexit_registered = true;
       atexit(shutdown_at_exit);

@@ -67,8 +67,6 @@ void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes);
 /* The device, creating its server on first use. The device lives until
  * ruda_shutdown()/exit. Errors: RUDA_ERR_UNAVAILABLE, RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out);
-/* The backend for a type id, or NULL. */
-const ruda__backend_t *ruda__backend_for(uint16_t type_id);
 /* Queues `op` (or runs it inline when called on the worker thread). After
  * ruda_shutdown() the op runs at once on the caller's thread with
  * d->server == NULL: every op's run function must then release what it

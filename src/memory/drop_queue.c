@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "memory/memory_manager.h"
 
 typedef struct ruda__drop_item {
@@ -36,7 +37,7 @@ static void ruda__drop_list_run(ruda__drop_list_t *l) {
 ruda__drop_queue_t *ruda__drop_queue_create(uint32_t max_count, uint64_t max_bytes,
                                            ruda__fence_ops_t fence) {
   if (!fence.make || !fence.wait || !fence.destroy) return NULL;
-  ruda__drop_queue_t *q = calloc(1, sizeof *q);
+  ruda__drop_queue_t *q = ruda__calloc(1, sizeof *q);
   if (!q) return NULL;
   q->fence_ops = fence;
   q->max_count = max_count ? max_count : 64;
@@ -49,7 +50,7 @@ ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t 
   ruda__drop_list_t *l = &q->staged;
   if (l->len == l->cap) {
     size_t cap = l->cap ? l->cap * 2 : 16;
-    ruda__drop_item_t *ni = realloc(l->items, cap * sizeof *ni);
+    ruda__drop_item_t *ni = ruda__realloc(l->items, cap * sizeof *ni);
     if (!ni) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, cap * sizeof *ni);
     l->items = ni;
     l->cap = cap;
@@ -107,7 +108,7 @@ void ruda__drop_queue_destroy(ruda__drop_queue_t *q) {
     ruda__drop_queue_sync_fence(q, q->fence_ops.make(q->fence_ops.ctx));
     ruda__drop_list_run(&q->staged);
   }
-  free(q->pending.items);
-  free(q->staged.items);
-  free(q);
+  ruda__free(q->pending.items);
+  ruda__free(q->staged.items);
+  ruda__free(q);
 }

@@ -30,7 +30,8 @@ ruda_status_t ruda__exclusive_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
   double avg = p->cur_avg;
   uint64_t want = avg > (double)size ? (uint64_t)avg : size;
   if (want > p->opt.max_alloc_size) want = p->opt.max_alloc_size;
-  uint64_t alloc_size = ruda__round_up(want, p->alignment);
+  /* After a refusal of the storage, a page of the request's own size. */
+  uint64_t alloc_size = ruda__round_up(mm->exact_pages ? size : want, p->alignment);
   ruda__slice_t *s = ruda__slice_get(mm);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__page_t *pg;

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "memory/storage.h"
 
 enum { RUDA__HOST_MMAP_MIN = 256 * 1024 };
@@ -71,7 +72,7 @@ static void ruda__host_dealloc(void *self, const ruda__storage_handle_t *h) {
 
 static void ruda__host_flush(void *self) { (void)self; }
 
-static void ruda__host_destroy(void *self) { free(self); }
+static void ruda__host_destroy(void *self) { ruda__free(self); }
 
 static const ruda__storage_vtable_t ruda__host_storage_vt = {
     ruda__host_alloc, ruda__host_dealloc, ruda__host_flush, ruda__host_destroy};
@@ -85,7 +86,7 @@ ruda_status_t ruda__host_storage_create(uint64_t alignment, uint64_t limit,
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "host storage alignment %llu is not a power of two",
                               (unsigned long long)alignment);
-  ruda__host_storage_t *s = calloc(1, sizeof *s);
+  ruda__host_storage_t *s = ruda__calloc(1, sizeof *s);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *s);
   s->alignment = alignment;
   s->limit = limit;
@@ -94,5 +95,6 @@ ruda_status_t ruda__host_storage_create(uint64_t alignment, uint64_t limit,
   out->vt = &ruda__host_storage_vt;
   out->self = s;
   out->alignment = alignment;
+  out->limit = limit;
   return NULL;
 }

@@ -72,7 +72,8 @@ static bool ruda__layout_one(const ruda__layout_policy_t *policy,
   return false;
 }
 
-ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_stream_id_t stream,
+ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
+                                 ruda_stream_id_t stream,
                                  const ruda_memory_layout_descriptor_t *descs, size_t count,
                                  ruda_handle_t *out_base, ruda_memory_layout_t *out_layouts) {
   memset(out_base, 0, sizeof *out_base);
@@ -80,7 +81,10 @@ ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_strea
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown layout policy %d",
                               (int)policy->kind);
   uint64_t align = policy->alignment ? policy->alignment : 1;
-  uint64_t total = 0;
+  /* Views start at multiples of the alignment; the allocation ends where
+   * the last view does (rounding it up too would count the pool's
+   * alignment padding as bytes in use). */
+  uint64_t total = 0, next = 0;
   /* First pass: sizes, strides and offsets (stored in the outputs). */
   for (size_t i = 0; i < count; i++) {
     const ruda_memory_layout_descriptor_t *d = &descs[i];
@@ -94,18 +98,15 @@ ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_strea
     uint64_t size, rounded;
     memset(&out_layouts[i], 0, sizeof out_layouts[i]);
     if (ruda__layout_one(policy, d, &size, &out_layouts[i].strides) ||
-        ruda__round_up_ovf(size, align, &rounded) || total > UINT64_MAX - rounded)
+        ruda__round_up_ovf(size, align, &rounded) || next > UINT64_MAX - rounded)
       return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
-    out_layouts[i].memory.offset_start = total;
+    out_layouts[i].memory.offset_start = next;
     out_layouts[i].memory.offset_end = size; /* fixed below, once total is known */
-    total += rounded;
+    total = next + size;
+    next += rounded;
   }
-  ruda_memory_t *m = ruda__memory_new();
-  if (!m) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, total);
-  out_base->memory = m;
-  out_base->offset_start = out_base->offset_end = 0;
-  out_base->size = total;
-  out_base->stream = stream;
+  ruda_status_t st = ruda__handle_create(total, device, stream, out_base);
+  if (st) return st;
   for (size_t i = 0; i < count; i++) {
     ruda_handle_t *h = &out_layouts[i].memory;
     uint64_t off = h->offset_start, size = h->offset_end;

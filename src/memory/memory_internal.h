@@ -1,23 +1,34 @@
 /* Internal structures of the memory layer: descriptors, slices, pages,
  * pools and the manager. Only the memory layer include this file.
  *
+ * Descriptors live in a process-wide table (memory_handle.c) of slabs that
+ * are never freed: a handle names its descriptor by slot and generation,
+ * so reading a descriptor through a stale handle reads a live object whose
+ * generation no longer matches, never freed memory. A slot is recycled with
+ * its generation bumped once nothing references it.
+ *
+ * The state word. Everything that decides whether a descriptor is alive
+ * sits in one atomic 64-bit word, changed only by compare-and-swap:
+ *   bits 32..63  generation of the slot (>= 1 while in use)
+ *   bit  31      RUDA__MEMORY_BOUND: a pool slice holds the descriptor
+ *   bits  0..30  references: handles + bindings (+ 1 for the pool's slice)
+ * A user retain succeeds only while the generation is the handle's and a
+ * user reference is left (count > 1 when bound, > 0 when not), so a stale id
+ * can never retain a recycled descriptor, nor revive one whose last user
+ * reference is gone but whose slice the device has not taken back yet.
+ *
  * How a slice is known to be free. A user releases handles on any thread
  * and never calls into the manager, so the manager cannot learn about frees
- * synchronously. Instead, the release that drops a bound descriptor's
- * total count to 1 (only the pool's own reference is left) pushes the
- * descriptor onto its manager's lock-free inbox (a Treiber stack). The
+ * synchronously. Instead, the release that leaves exactly "BOUND + 1" (only
+ * the pool's own reference) pushes the descriptor onto its manager's
+ * lock-free inbox (a Treiber stack). Because the flag and the pool's count
+ * are added and removed in one atomic operation, exactly one release per
+ * binding sees that value, even when it races with the bind itself. The
  * device thread drains the inbox at the start of every manager call, drops
- * the pool's reference (which frees the descriptor) and marks the slice
+ * the pool's reference (which recycles the descriptor) and marks the slice
  * free: sliced pages coalesce it with its free neighbours at once and keep
- * their free slices in an offset-ordered tree, so the reference's
- * "coalesce, then first fit" gives the same slice with no scan of the page.
- *
- * The pool's reference is counted in total_refs together with a flag bit
- * (RUDA__MEMORY_BOUND), added and removed in one atomic operation. So the
- * release that leaves exactly "flag + 1" is, atomically, the one that left
- * the pool alone: it pushes, exactly once per binding. (A check of the
- * owner pointer after the decrement would race with a bind happening in
- * between, and push twice.)
+ * their free slices in an offset-ordered tree, so "coalesce, then first
+ * fit" gives the same slice with no scan of the page.
  */
 #ifndef RUDA_MEMORY_INTERNAL_H
 #define RUDA_MEMORY_INTERNAL_H
@@ -31,7 +42,10 @@
 
 /* ---- Descriptor ---- */
 
-#define RUDA__MEMORY_BOUND (1ull << 63)
+#define RUDA__MEMORY_BOUND (1ull << 31)
+#define RUDA__MEMORY_COUNT_MASK (RUDA__MEMORY_BOUND - 1)
+#define RUDA__MEMORY_GEN(state) ((uint32_t)((state) >> 32))
+#define RUDA__MEMORY_COUNT(state) ((state) & RUDA__MEMORY_COUNT_MASK)
 
 typedef struct ruda__memory_location {
   uint32_t pool;  /* index in the manager's pools; npools = persistent */
@@ -41,15 +55,33 @@ typedef struct ruda__memory_location {
 } ruda__memory_location_t;
 
 struct ruda_memory {
-  _Atomic uint64_t total_refs;  /* handles + bindings (+ BOUND + 1 for the pool) */
-  _Atomic uint64_t handle_refs; /* handles (+1 for the pool) */
-  uint64_t id;
+  _Atomic uint64_t state;       /* generation | BOUND | references (see above) */
+  _Atomic uint32_t handle_refs; /* user handles (bindings and the pool not counted) */
+  _Atomic uint32_t free_next;   /* table free list: next slot + 1 (0: end) */
+  /* What the handles of this generation were made for, written before the
+   * id is handed out; atomics only so that a stale reader on another thread
+   * is not a data race. */
+  _Atomic uint64_t size;
+  _Atomic uint64_t stream;
+  _Atomic uint64_t device;      /* RUDA__DEVICE_SET | type << 16 | index; 0: none */
+  uint32_t slot;                /* own slot in the table (constant) */
   /* The manager holding the binding; NULL while unbound. Stored with
    * release ordering after `loc` is written (device thread only). */
   _Atomic(struct ruda__memory_manager *) owner;
   struct ruda_memory *freed_next; /* inbox link */
   ruda__memory_location_t loc;    /* device thread only */
 };
+
+#define RUDA__DEVICE_SET (1ull << 32)
+static inline uint64_t ruda__device_pack(ruda_device_id_t d) {
+  return RUDA__DEVICE_SET | (uint64_t)d.type_id << 16 | d.index_id;
+}
+
+/* The generation of a live descriptor (the caller holds a reference). */
+static inline uint32_t ruda__memory_gen(const ruda_memory_t *m) {
+  return RUDA__MEMORY_GEN(atomic_load_explicit(&((ruda_memory_t *)m)->state,
+                                               memory_order_relaxed));
+}
 
 /* ---- Slices, pages, pools ---- */
 
@@ -125,6 +157,16 @@ struct ruda__memory_manager {
   uint32_t *free_slots;
   uint32_t nfree_slots;
   ruda__slice_t *spare_slices; /* recycled slice structs, linked through next */
+  /* Set when the storage refused a page during the current reservation
+   * (the error then becomes the detailed OutOfMemory). */
+  bool storage_refused;
+  /* Set for the last try of a reservation the storage refused: new pages
+   * are exactly the request's effective size (a limit below the page size
+   * must not fail a request that fits). */
+  bool exact_pages;
+  ruda__memory_group_t *group;       /* the device's managers; NULL: none */
+  ruda__memory_manager_t *group_next;
+  uint64_t stream_id;                /* for messages, once in a group */
   char name[64];
 };
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
+#include "base/status_internal.h"
 #include "memory/memory_internal.h"
 #include "ruda/log.h"
 
@@ -80,7 +82,7 @@ ruda__slice_t *ruda__slice_get(ruda__memory_manager_t *mm) {
   if (s) {
     mm->spare_slices = s->next;
   } else {
-    s = malloc(sizeof *s);
+    s = ruda__malloc(sizeof *s);
     if (!s) return NULL;
   }
   memset(s, 0, sizeof *s);
@@ -95,10 +97,10 @@ void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s) {
 static bool ruda__slot_reserve_one(ruda__memory_manager_t *mm) {
   if (mm->nfree_slots || mm->nslots < mm->slot_cap) return true;
   uint32_t cap = mm->slot_cap ? mm->slot_cap * 2 : 256;
-  ruda__slice_t **ns = realloc(mm->slots, cap * sizeof *ns);
+  ruda__slice_t **ns = ruda__realloc(mm->slots, cap * sizeof *ns);
   if (!ns) return false;
   mm->slots = ns;
-  uint32_t *nf = realloc(mm->free_slots, cap * sizeof *nf);
+  uint32_t *nf = ruda__realloc(mm->free_slots, cap * sizeof *nf);
   if (!nf) return false;
   mm->free_slots = nf;
   mm->slot_cap = cap;
@@ -144,20 +146,21 @@ ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, u
                                   ruda__page_t **out) {
   if (p->npages == p->cap) {
     uint32_t cap = p->cap ? p->cap * 2 : 8;
-    ruda__page_t **np = realloc(p->pages, cap * sizeof *np);
+    ruda__page_t **np = ruda__realloc(p->pages, cap * sizeof *np);
     if (!np) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
     p->pages = np;
-    uint64_t *nm = realloc(p->page_max, cap * sizeof *nm);
+    uint64_t *nm = ruda__realloc(p->page_max, cap * sizeof *nm);
     if (!nm) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
     p->page_max = nm;
     p->cap = cap;
   }
-  ruda__page_t *pg = calloc(1, sizeof *pg);
+  ruda__page_t *pg = ruda__calloc(1, sizeof *pg);
   if (!pg) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__mm_reclaim_empty_pages(mm);
   ruda_status_t st = mm->storage.vt->alloc(mm->storage.self, size, &pg->storage);
   if (st) {
-    free(pg);
+    mm->storage_refused = true;
+    ruda__free(pg);
     return st;
   }
   pg->index = p->npages;
@@ -181,7 +184,7 @@ void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__pag
   p->usage.bytes_reserved -= pg->storage.size;
   p->empty_pages--;
   mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
-  free(pg);
+  ruda__free(pg);
 }
 
 /* ---- The inbox of freed descriptors ---- */
@@ -285,7 +288,7 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
       goto fail_storage;
     }
   }
-  ruda__memory_manager_t *mm = calloc(1, sizeof *mm);
+  ruda__memory_manager_t *mm = ruda__calloc(1, sizeof *mm);
   if (!mm) {
     st = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *mm);
     goto fail_storage;
@@ -320,6 +323,26 @@ fail_storage:
   return st;
 }
 
+void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device) {
+  memset(g, 0, sizeof *g);
+  ruda_device_id_format(device, g->device, sizeof g->device);
+}
+
+void ruda__memory_manager_join(ruda__memory_manager_t *mm, ruda__memory_group_t *g,
+                               uint64_t stream) {
+  mm->group = g;
+  mm->stream_id = stream;
+  mm->group_next = g->first;
+  g->first = mm;
+}
+
+ruda_memory_usage_t ruda__memory_group_usage(ruda__memory_group_t *g) {
+  ruda_memory_usage_t u = {0, 0, 0, 0};
+  for (ruda__memory_manager_t *mm = g->first; mm; mm = mm->group_next)
+    u = ruda_memory_usage_combine(u, ruda__memory_usage(mm));
+  return u;
+}
+
 static void ruda__pool_destroy(ruda__memory_manager_t *mm, ruda__pool_t *p) {
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
@@ -335,19 +358,24 @@ static void ruda__pool_destroy(ruda__memory_manager_t *mm, ruda__pool_t *p) {
         m->loc.init = 0;
         ruda__memory_pool_release(m);
       }
-      free(s);
+      ruda__free(s);
       s = n;
     }
     mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
-    free(pg);
+    ruda__free(pg);
   }
-  free(p->pages);
-  free(p->page_max);
+  ruda__free(p->pages);
+  ruda__free(p->page_max);
   if (p->persistent) ruda__persistent_deinit(p);
 }
 
 void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
   if (!mm) return;
+  if (mm->group) {
+    ruda__memory_manager_t **pp = &mm->group->first;
+    while (*pp && *pp != mm) pp = &(*pp)->group_next;
+    if (*pp) *pp = mm->group_next;
+  }
   ruda__mm_drain(mm);
   for (uint32_t i = 0; i < mm->npools; i++) ruda__pool_destroy(mm, &mm->pools[i]);
   ruda__pool_destroy(mm, &mm->persistent);
@@ -356,12 +384,12 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
   ruda__slice_t *s = mm->spare_slices;
   while (s) {
     ruda__slice_t *n = s->next;
-    free(s);
+    ruda__free(s);
     s = n;
   }
-  free(mm->slots);
-  free(mm->free_slots);
-  free(mm);
+  ruda__free(mm->slots);
+  ruda__free(mm->free_slots);
+  ruda__free(mm);
 }
 
 /* ---- Reserve + bind ---- */
@@ -393,18 +421,73 @@ static bool ruda__mm_has_free_pages(const ruda__memory_manager_t *mm) {
   return mm->persistent.empty_pages != 0;
 }
 
+/* The largest free block of the manager: a free slice of a sliced page,
+ * a free exclusive page or a free persistent slice. */
+static uint64_t ruda__mm_largest_free(const ruda__memory_manager_t *mm) {
+  uint64_t best = 0;
+  for (uint32_t i = 0; i <= mm->npools; i++) {
+    const ruda__pool_t *p = i < mm->npools ? &mm->pools[i] : &mm->persistent;
+    for (uint32_t k = 0; k < p->npages; k++) {
+      const ruda__page_t *pg = p->pages[k];
+      uint64_t f = pg->first ? p->page_max[k] : (pg->slice->used ? 0 : pg->storage.size);
+      if (f > best) best = f;
+    }
+  }
+  return best;
+}
+
+/* Replaces a storage refusal by the error a user can act on. Cold. */
+static ruda_status_t ruda__mm_out_of_memory(ruda__memory_manager_t *mm, uint64_t size,
+                                            ruda_status_t cause) {
+  ruda_memory_usage_t own = ruda__memory_usage(mm);
+  ruda_memory_usage_t dev = mm->group ? ruda__memory_group_usage(mm->group) : own;
+  char req[32], lim[48], su[32], sr[32], du[32], dr[32], fr[32], where[96], vendor[160] = "";
+  ruda_bytes_format(size, req, sizeof req);
+  if (mm->storage.limit) {
+    char l[32];
+    ruda_bytes_format(mm->storage.limit, l, sizeof l);
+    snprintf(lim, sizeof lim, "a limit of %s", l);
+  } else {
+    snprintf(lim, sizeof lim, "no known limit");
+  }
+  ruda_bytes_format(own.bytes_in_use, su, sizeof su);
+  ruda_bytes_format(own.bytes_reserved, sr, sizeof sr);
+  ruda_bytes_format(dev.bytes_in_use, du, sizeof du);
+  ruda_bytes_format(dev.bytes_reserved, dr, sizeof dr);
+  ruda_bytes_format(ruda__mm_largest_free(mm), fr, sizeof fr);
+  if (mm->group)
+    snprintf(where, sizeof where, "%s stream %llu", mm->group->device,
+             (unsigned long long)mm->stream_id);
+  else
+    snprintf(where, sizeof where, "%s", mm->name);
+  if (ruda_status_vendor_call(cause))
+    snprintf(vendor, sizeof vendor, "; %s: %s", ruda_status_vendor_call(cause),
+             ruda_status_vendor_code_name(cause) ? ruda_status_vendor_code_name(cause) : "");
+  ruda_status_t st = ruda__status_size_reason(
+      RUDA_ERR_IO_OUT_OF_MEMORY, size,
+      "%s: tried to allocate %s (%llu bytes) with %s; %s in use and %s reserved on this "
+      "stream, %s in use and %s reserved on the device; largest free block %s%s",
+      where, req, (unsigned long long)size, lim, su, sr, du, dr, fr, vendor);
+  ruda_status_free(cause);
+  return st;
+}
+
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
                                  uint64_t size, uint64_t cursor) {
   if (!assigned)
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "no descriptor to bind");
   if (assigned->loc.init || atomic_load_explicit(&assigned->owner, memory_order_relaxed))
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "memory %llu is already bound",
-                              (unsigned long long)assigned->id);
+                              "memory #%u.%u is already bound", assigned->slot,
+                              ruda__memory_gen(assigned));
+  /* No pool holds a size whose padding would wrap past 2^64. */
+  if (size > UINT64_MAX - mm->props.alignment)
+    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   ruda__mm_drain(mm);
   /* Reserve the slot first: after the slice is taken nothing may fail. */
   if (!ruda__slot_reserve_one(mm)) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda__slice_t *s;
+  ruda__slice_t *s = NULL;
+  mm->storage_refused = false;
   ruda_status_t st = ruda__mm_reserve(mm, size, &s);
   if (st && ruda_status_kind(st) == RUDA_ERR_IO_OUT_OF_MEMORY && ruda__mm_has_free_pages(mm)) {
     /* Before failing, give whole free pages (of any pool) back to the
@@ -416,6 +499,16 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
     ruda__memory_cleanup(mm, true);
     mm->alloc_reserve_count--;
     st = ruda__mm_reserve(mm, size, &s);
+  }
+  if (st && mm->storage_refused) {
+    /* Last try: a page of the request's own size, for a storage whose
+     * limit (or what is left of it) is below the pool's page size. */
+    ruda_status_free(st);
+    mm->exact_pages = true;
+    mm->alloc_reserve_count--;
+    st = ruda__mm_reserve(mm, size, &s);
+    mm->exact_pages = false;
+    if (st && mm->storage_refused) st = ruda__mm_out_of_memory(mm, size, st);
   }
   if (st) return st;
   s->cursor = cursor;
@@ -438,37 +531,69 @@ static ruda_status_t ruda__mm_find(ruda__memory_manager_t *mm, const ruda_memory
   if (!m) return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
   if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
-                              "Memory %llu isn't bound in this memory management (%s)",
-                              (unsigned long long)m->id, mm->name);
+                              "Memory #%u.%u isn't bound in this memory management (%s)",
+                              m->slot, ruda__memory_gen(m), mm->name);
   if (!m->loc.init || m->loc.slice >= mm->nslots)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "Reserved memory isn't initialized");
   ruda__slice_t *s = mm->slots[m->loc.slice];
   if (!s || s->memory != m)
-    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "Memory %llu is stale",
-                              (unsigned long long)m->id);
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "Memory #%u.%u is stale", m->slot,
+                              ruda__memory_gen(m));
   *out = s;
   return NULL;
 }
 
-ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
+static ruda_status_t ruda__mm_view(const ruda_memory_t *m, const ruda__slice_t *s,
                                    uint64_t offset_start, uint64_t offset_end,
                                    ruda__storage_handle_t *out) {
-  ruda__slice_t *s;
-  ruda_status_t st = ruda__mm_find(mm, m, &s);
-  if (st) return st;
   if (offset_start > s->size || offset_end > s->size - offset_start)
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "view [+%llu, -%llu] is outside the %llu bytes of memory %llu",
+                              "view [+%llu, -%llu] is outside the %llu bytes of memory #%u.%u",
                               (unsigned long long)offset_start, (unsigned long long)offset_end,
-                              (unsigned long long)s->size, (unsigned long long)m->id);
+                              (unsigned long long)s->size, m->slot, ruda__memory_gen(m));
   *out = s->page->storage;
   out->offset += s->offset + offset_start;
   out->size = s->size - offset_start - offset_end;
   return NULL;
 }
 
+ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
+                                   uint64_t offset_start, uint64_t offset_end,
+                                   ruda__storage_handle_t *out) {
+  ruda__slice_t *s = NULL;
+  ruda_status_t st = ruda__mm_find(mm, m, &s);
+  if (st) return st;
+  return ruda__mm_view(m, s, offset_start, offset_end, out);
+}
+
+ruda_status_t ruda__memory_resolve_binding(ruda__memory_manager_t *mm, const ruda_binding_t *b,
+                                           ruda__storage_handle_t *out) {
+  ruda_memory_t *m = ruda__binding_memory(b);
+  if (!m) {
+    if (ruda_binding_is_empty(b))
+      return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "handle #%u.%u was released",
+                              (unsigned)b->id, (unsigned)(b->id >> 32));
+  }
+  ruda__slice_t *s = NULL;
+  ruda_status_t st = ruda__mm_find(mm, m, &s);
+  if (st) return st;
+  if (b->size != s->size)
+    return ruda_status_create(RUDA_ERR_INVALID_HANDLE,
+                              "handle #%u.%u says its allocation holds %llu bytes; the device "
+                              "allocated %llu",
+                              m->slot, ruda__memory_gen(m), (unsigned long long)b->size,
+                              (unsigned long long)s->size);
+  if (b->offset_start > s->size || b->offset_end > s->size - b->offset_start)
+    return ruda_status_create(RUDA_ERR_INVALID_HANDLE,
+                              "handle #%u.%u views [+%llu, -%llu] of an allocation of %llu bytes",
+                              m->slot, ruda__memory_gen(m), (unsigned long long)b->offset_start,
+                              (unsigned long long)b->offset_end, (unsigned long long)s->size);
+  return ruda__mm_view(m, s, b->offset_start, b->offset_end, out);
+}
+
 ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m, uint64_t *out) {
-  ruda__slice_t *s;
+  ruda__slice_t *s = NULL;
   ruda_status_t st = ruda__mm_find(mm, m, &s);
   if (st) return st;
   *out = s->cursor;
@@ -476,7 +601,7 @@ ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m, 
 }
 
 bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m) {
-  ruda__slice_t *s;
+  ruda__slice_t *s = NULL;
   ruda_status_t st = ruda__mm_find(mm, m, &s);
   if (st) {
     ruda_status_free(st);

@@ -24,22 +24,58 @@
 #include "ruda/memory.h"
 #include "ruda/types.h"
 
-/* ---- Descriptors (the seed's ManagedMemoryHandle internals) ---- */
+/* ---- Descriptors and handles (the seed's ManagedMemoryHandle internals) ---- */
 
 /* A new unbound descriptor holding one handle reference (the caller's), or
- * NULL when memory is exhausted. Thread-safe. The retain/release functions
- * below are thread-safe too; the last release frees the descriptor. */
+ * NULL when memory (or the table's 2^32 slots) is exhausted. Its size,
+ * stream and device are unset until ruda__handle_wrap/ruda__handle_create.
+ * Thread-safe. The retain/release functions below are thread-safe too and
+ * trust the caller to hold a reference (no generation check); the last
+ * release recycles the descriptor's slot. */
 ruda_memory_t *ruda__memory_new(void);
 /* Whether `m` (NULL: false) is bound to a slice. Reads the location, which
  * only the device thread writes: call it there. Never fails. */
 bool ruda__memory_is_bound(const ruda_memory_t *m);
-/* The process-unique id (0 for NULL). Thread-safe; never fails. */
+/* The id handles of `m` carry (slot + generation; 0 for NULL). Thread-safe;
+ * never fails. */
 uint64_t ruda__memory_id(const ruda_memory_t *m);
 /* Raw reference counting (handles count in both, bindings only in total). */
 void ruda__memory_retain_handle(ruda_memory_t *m);
 void ruda__memory_retain_binding(ruda_memory_t *m);
 void ruda__memory_release_handle(ruda_memory_t *m);
 void ruda__memory_release_binding(ruda_memory_t *m);
+
+/* A new handle of `size` bytes on (device, stream), unbound, holding the
+ * only reference of a new descriptor that records all three (the client's
+ * ruda_client_empty and friends). OutOfMemory when no descriptor can be
+ * made (*out is then empty). Thread-safe. */
+ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
+                                  ruda_stream_id_t stream, ruda_handle_t *out);
+/* Wraps the caller's reference to `m` (from ruda__memory_new) into a handle
+ * of `size` bytes on `stream` with no device (tests, benchmarks and
+ * internal pools). Takes the reference; NULL gives an empty handle. */
+ruda_handle_t ruda__handle_wrap(ruda_memory_t *m, uint64_t size, ruda_stream_id_t stream);
+/* The descriptor a handle or binding names while it is live (generation
+ * current, a user reference left), else NULL (empty, stale, forged). The
+ * pointer stays valid for as long as the caller holds the handle or
+ * binding. A table index and a compare; thread-safe. */
+ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h);
+ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b);
+/* The check the client runs on every handle argument before anything is
+ * queued: NULL when `h` is live, belongs to `device`, and its size,
+ * stream and offsets agree with its descriptor; otherwise
+ * RUDA_ERR_INVALID_HANDLE whose reason starts with "<who>: " ("write:
+ * handle #12.3 was released", "read: handle #12.3 belongs to cuda:0, not
+ * cpu:0"). A table index and a few compares; thread-safe. */
+ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device,
+                                 const char *who);
+/* ruda__handle_check, then a new binding of the view in *out (owned by the
+ * caller). On error *out is empty. Thread-safe. */
+ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
+                                const char *who, ruda_binding_t *out);
+/* ruda__handle_check for a binding, against the device its memory
+ * records. Thread-safe. */
+ruda_status_t ruda__binding_check(const ruda_binding_t *b, const char *who);
 
 /* ---- Pool configuration ---- */
 
@@ -94,6 +130,7 @@ uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
 /* ---- The manager ---- */
 
 typedef struct ruda__memory_manager ruda__memory_manager_t;
+typedef struct ruda__memory_group ruda__memory_group_t;
 
 /* Takes ownership of `storage` (destroyed with the manager, or right away
  * when creation fails). `name` is copied and used in log lines ("Main CPU",
@@ -108,6 +145,24 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
                                           const ruda__memory_config_t *cfg,
                                           const char *name,
                                           ruda__memory_manager_t **out);
+/* The managers of one device (one per stream), so that an out-of-memory
+ * error can name what the whole device holds, and a device-wide usage can
+ * be summed. Owned by the server (zeroed storage, or ruda__memory_group_init);
+ * used on the device's worker thread only, like its managers. */
+struct ruda__memory_group {
+  char device[32]; /* "cpu:0", "cuda:1" */
+  ruda__memory_manager_t *first;
+};
+
+void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device);
+/* Adds `mm` (which must not be in a group) to `g` as the manager of stream
+ * `stream`; ruda__memory_manager_destroy takes it out again. */
+void ruda__memory_manager_join(ruda__memory_manager_t *mm, ruda__memory_group_t *g,
+                               uint64_t stream);
+/* Usage summed over the group's managers (taking in released frees).
+ * Worker thread only; never fails. */
+ruda_memory_usage_t ruda__memory_group_usage(ruda__memory_group_t *g);
+
 /* Frees every page and the storage. Live descriptors stay valid as objects
  * but become unbound (lookups give NotFound). NULL is a no-op. Must not run
  * while another thread releases handles or bindings bound in this manager
@@ -121,13 +176,17 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
  * new page from the storage, every empty sliced page goes back to it
  * (flushed); and a sliced pool gives a slice larger than a quarter of its
  * page (up to max_slice_size) a new page of the slice's effective size
- * instead of page_size. Errors: BufferTooBig
- * when no pool accepts the size (or the storage can never hold the page),
- * OutOfMemory when the storage is exhausted even after whole free pages of
- * every pool were given back to it (one retry; the reference fails
- * without it); `assigned` stays unbound then and the manager stays usable.
- * Binding NULL or an already bound descriptor gives
- * RUDA_ERR_INVALID_ARGUMENT. */
+ * instead of page_size. When the storage refuses a page larger than the
+ * request (a limit below the page size), the pool falls back to a page of
+ * the request's own size before failing. Errors: BufferTooBig{size} when
+ * no pool accepts the size (above the max page size, or within the
+ * alignment of 2^64); OutOfMemory{size} when the storage refuses even
+ * after whole free pages of every pool were given back to it (one retry;
+ * the reference fails without it), its reason naming the request, the
+ * storage's limit, what the stream and the device (the manager's group)
+ * hold in use and reserved, and the stream's largest free block;
+ * `assigned` stays unbound then and the manager stays usable. Binding NULL
+ * or an already bound descriptor gives RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
                                  uint64_t size, uint64_t cursor);
 
@@ -138,6 +197,16 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
 ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
                                    uint64_t offset_start, uint64_t offset_end,
                                    ruda__storage_handle_t *out);
+/* Resolves a binding (what every backend copy and launch goes through):
+ * IoError::NotFound when the binding is empty, stale ("handle #12.3 was
+ * released"), unbound or bound in another manager, as above; and, whatever
+ * the binding's fields say, the view is bounded by what the device really
+ * allocated: RUDA_ERR_INVALID_HANDLE when the binding's size is not its
+ * slice's ("handle #12.3 says its allocation holds 1073741824 bytes; the
+ * device allocated 64") or its offsets leave the slice. out->size is the
+ * view's size in bytes: copies must fit in it. */
+ruda_status_t ruda__memory_resolve_binding(ruda__memory_manager_t *mm, const ruda_binding_t *b,
+                                           ruda__storage_handle_t *out);
 /* The cursor recorded when `m` was bound; NotFound as above. */
 ruda_status_t ruda__memory_cursor(ruda__memory_manager_t *mm, ruda_memory_t *m,
                                   uint64_t *out);
@@ -177,12 +246,14 @@ typedef struct ruda__layout_policy {
 } ruda__layout_policy_t;
 
 /* Applies the policy to `count` descriptors: creates one new unbound base
- * handle (*out_base, sized for all of them, on `stream`) and one offset view
- * per descriptor (out_layouts[i].memory is a handle clone narrowed to the
- * descriptor, out_layouts[i].strides its strides). The caller owns every
- * returned handle. RUDA_ERR_INVALID_ARGUMENT for a zero elem_size;
- * IoError::BufferTooBig when the total overflows 64 bits. */
-ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy,
+ * handle (*out_base, on `device` and `stream`, sized to end where the last
+ * view ends) and one offset view per descriptor (out_layouts[i].memory is a
+ * handle clone narrowed to the descriptor, out_layouts[i].strides its
+ * strides); views start at multiples of the policy's alignment. The caller
+ * owns every returned handle. RUDA_ERR_INVALID_ARGUMENT for a zero
+ * elem_size or a rank above RUDA_MAX_RANK; IoError::BufferTooBig when a
+ * size, stride or the total overflows 64 bits; OutOfMemory. Thread-safe. */
+ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
                                  ruda_stream_id_t stream,
                                  const ruda_memory_layout_descriptor_t *descs,
                                  size_t count, ruda_handle_t *out_base,

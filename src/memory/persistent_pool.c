@@ -6,10 +6,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "memory/memory_internal.h"
 
+/* The effective size, or 0 when it does not fit in 64 bits. 0 is never a
+ * key otherwise (size 0 has key 0 too, but only sizes near 2^64 wrap, and
+ * those are refused before they reach a bucket). */
 static uint64_t ruda__persistent_key(const ruda__pool_t *p, uint64_t size) {
-  return size + ruda__padding(size, p->alignment);
+  uint64_t pad = ruda__padding(size, p->alignment);
+  return size > UINT64_MAX - pad ? 0 : size + pad;
+}
+
+/* Sizes the pool can hold at all: a key that does not wrap, at most the
+ * pool's max_alloc_size. Before this check a request of UINT64_MAX wrapped
+ * to key 0 and was served the free slice of a 0-byte reservation. */
+static bool ruda__persistent_fits(const ruda__pool_t *p, uint64_t size) {
+  return size <= p->opt.max_alloc_size &&
+         size <= UINT64_MAX - ruda__padding(size, p->alignment);
 }
 
 static uint64_t ruda__hash64(uint64_t x) {
@@ -50,7 +63,7 @@ static ruda__bucket_t *ruda__bucket_get(ruda__pool_t *p, uint64_t key) {
 }
 
 static bool ruda__bucket_table_grow(ruda__pool_t *p, uint32_t cap) {
-  ruda__bucket_t *nb = calloc(cap, sizeof *nb);
+  ruda__bucket_t *nb = ruda__calloc(cap, sizeof *nb);
   if (!nb) return false;
   ruda__bucket_t *old = p->buckets;
   uint32_t old_cap = p->bucket_cap;
@@ -63,17 +76,19 @@ static bool ruda__bucket_table_grow(ruda__pool_t *p, uint32_t cap) {
     b->free = old[i].free;
     b->count = old[i].count;
   }
-  free(old);
+  ruda__free(old);
   return true;
 }
 
 bool ruda__persistent_has_size(const ruda__pool_t *p, uint64_t size) {
-  return ruda__bucket_find(p, ruda__persistent_key(p, size)) != NULL;
+  return ruda__persistent_fits(p, size) &&
+         ruda__bucket_find(p, ruda__persistent_key(p, size)) != NULL;
 }
 
 ruda__slice_t *ruda__persistent_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                             uint64_t size) {
   (void)mm;
+  if (!ruda__persistent_fits(p, size)) return NULL;
   ruda__bucket_t *b = ruda__bucket_find(p, ruda__persistent_key(p, size));
   if (!b || !b->free) return NULL;
   ruda__slice_t *s = b->free;
@@ -85,9 +100,8 @@ ruda__slice_t *ruda__persistent_try_reserve(ruda__memory_manager_t *mm, ruda__po
 
 ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
                                      uint64_t size, ruda__slice_t **out) {
+  if (!ruda__persistent_fits(p, size)) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   uint64_t key = ruda__persistent_key(p, size);
-  if (key < size || size > p->opt.max_alloc_size)
-    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   ruda__slice_t *s = ruda__slice_get(mm);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__page_t *pg;
@@ -145,7 +159,7 @@ void ruda__persistent_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p) {
 }
 
 void ruda__persistent_deinit(ruda__pool_t *p) {
-  free(p->buckets);
+  ruda__free(p->buckets);
   p->buckets = NULL;
   p->bucket_cap = p->nbuckets = 0;
 }

@@ -90,6 +90,7 @@ ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t
 static uint64_t ruda__sliced_page_size(const ruda__memory_manager_t *mm, const ruda__pool_t *p,
                                        uint64_t size) {
   uint64_t page = p->opt.page_size, eff = size + ruda__padding(size, p->alignment);
+  if (mm->exact_pages) return eff;        /* the storage refused a whole page */
   if (mm->keep_empty_pages) return page; /* the reference's fixed pages */
   return size <= p->opt.max_slice_size && eff > page / 4 ? eff : page;
 }

@@ -46,6 +46,9 @@ typedef struct ruda__storage {
   const ruda__storage_vtable_t *vt;
   void *self;
   uint64_t alignment; /* alignment of every allocation's base */
+  /* Bytes the storage may hold at once (0: no limit known), named in
+   * out-of-memory errors. */
+  uint64_t limit;
 } ruda__storage_t;
 
 /* Host storage: zeroed, `alignment`-aligned memory from the system (mmap

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/alloc.h"
 #include "client/collective.h"
 #include "comm/cpu_collective.h"
 #include "mpi/mpi_internal.h"
@@ -72,7 +73,7 @@ typedef struct mpi_job {
 static void job_free(void *ctx) {
   mpi_job_t *j = ctx;
   ruda_group_release(j->g);
-  free(j);
+  ruda__free(j);
 }
 
 static ruda_status_t mpi_failed(int rc, const char *call, const mpi_job_t *j) {
@@ -101,7 +102,7 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
                              (unsigned long long)src_bytes, (unsigned long long)dst_bytes,
                              (unsigned long long)j->src_need, (unsigned long long)j->dst_need);
     uint64_t need = j->src_need + j->dst_need;
-    scratch = calloc(1, need ? (size_t)need : 1);
+    scratch = ruda__calloc(1, need ? (size_t)need : 1);
     if (!scratch) return own; /* cannot take part: the peers time out */
     src = scratch;
     dst = (uint8_t *)scratch + j->src_need;
@@ -161,7 +162,7 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
         if (rc == MPI_SUCCESS && MPI_Get_count(&st, type, &got) == MPI_SUCCESS &&
             (uint64_t)got != n) {
           ruda__mpi_watch_end();
-          free(scratch);
+          ruda__free(scratch);
           ruda_status_free(own);
           return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
                                     "recv: rank %u sent %d bytes where rank %u expected %llu",
@@ -188,7 +189,7 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
              (j->kind == RUDA__COLL_ALL_REDUCE || j->kind == RUDA__COLL_REDUCE_SCATTER)) {
     ruda__cpu_divide(j->dtype, dst, (size_t)j->count, g->size);
   }
-  free(scratch);
+  ruda__free(scratch);
   if (own) {
     ruda_status_free(err);
     return own;
@@ -209,7 +210,7 @@ typedef struct op_args {
   ruda_handle_t *out; /* recv */
 } op_args_t;
 
-static bool handle_empty(const ruda_handle_t *h) { return !h || !h->memory; }
+static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_empty(h); }
 
 static ruda_status_t invalid(const char *fn, const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s", fn, what);
@@ -300,7 +301,7 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
   uint64_t sn = src ? ruda_handle_size_in_used(src) : 0;
   uint64_t dn = dst ? ruda_handle_size_in_used(dst) : 0;
   if (sn > SIZE_MAX / 2 || dn > SIZE_MAX / 2) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sn + dn);
-  uint8_t *host = malloc((size_t)(sn + dn) + 1);
+  uint8_t *host = ruda__malloc((size_t)(sn + dn) + 1);
   if (!host) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sn + dn);
   /* Separate host copies: an in-place operation reads src and writes dst
    * back over it. Broadcast's root sends what dst holds. */
@@ -308,7 +309,7 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
   if (!s && dst && j->kind == RUDA__COLL_BROADCAST) s = ruda_client_read(c, dst, host + sn, dn);
   if (!s) s = run_job(j, src ? host : NULL, sn, dst ? host + sn : NULL, dn);
   if (!s && dst) s = ruda_client_write(c, dst, host + sn, dn);
-  free(host);
+  ruda__free(host);
   return s;
 }
 
@@ -323,6 +324,10 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
     return invalid(fn, "NULL or empty handle");
   }
   if (a->kind == RUDA__COLL_RECV && !a->out) return invalid(fn, "NULL out");
+  /* Live handles of this client's device (InvalidHandle otherwise). */
+  ruda_device_id_t dev = ruda_client_device(c);
+  if (needs_src && (s = ruda__handle_check(a->src, dev, fn))) return s;
+  if (needs_dst && (s = ruda__handle_check(a->dst, dev, fn))) return s;
   ruda__comm_caps_t caps;
   s = ruda__client_comm_caps(c, &caps);
   if (s) return s;
@@ -419,7 +424,7 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
     return s;
   }
 
-  mpi_job_t *j = calloc(1, sizeof *j);
+  mpi_job_t *j = ruda__calloc(1, sizeof *j);
   if (!j) {
     if (a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *j);

@@ -8,9 +8,29 @@
 
 struct ruda_kernel {
   atomic_uint refs;
-  ruda_kernel_desc_t desc; /* strings below are owned copies */
+  ruda_kernel_desc_t desc; /* desc.name and desc.code point at owned copies */
   ruda_hash128_t hash;
-  char **options;          /* owned copies of desc.compile_options */
+  ruda_kernel_code_t *code; /* owned: data, entry, origin and options copied */
 };
+
+/* The kernel's code entry of `format`, or NULL when it has none. The entry
+ * lives as long as the kernel; its `size` is the exact byte count (text
+ * entries are NUL-terminated past it) and its `entry` is never NULL.
+ * Thread-safe. */
+const ruda_kernel_code_t *ruda__kernel_code(const ruda_kernel_t *k, ruda_kernel_format_t format);
+
+/* The first of `formats[0..n)` the kernel carries, or NULL. Thread-safe. */
+const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
+                                                 const ruda_kernel_format_t *formats, size_t n);
+
+/* A stable hash of what one code entry compiles to: the kernel's name, dims,
+ * shared memory and cluster, plus the entry's format, data, entry point and
+ * options (not the other entries). Disk caches key compiled code by it, so
+ * adding an entry of another format keeps a cached binary valid.
+ * Thread-safe. */
+ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code);
+
+/* "CPU", "CUDA C", "PTX", "CUBIN", "OpenCL C", "portable"; "unknown". */
+const char *ruda__kernel_format_name(ruda_kernel_format_t format);
 
 #endif

@@ -1,4 +1,5 @@
 /* The profiling summary table (see profile_summary.h). */
+#include "base/alloc.h"
 #include "server/profile_summary.h"
 
 #include <pthread.h>
@@ -100,7 +101,7 @@ static summary_row_t *find_row_short(const char *short_name) {
 
 static char *dup_text(const char *s) {
   size_t n = strlen(s) + 1;
-  char *copy = malloc(n);
+  char *copy = ruda__malloc(n);
   if (copy) memcpy(copy, s, n);
   return copy;
 }
@@ -133,15 +134,15 @@ void ruda__profile_summary_record(const char *name, uint64_t duration_ns) {
   }
   if (g_len == g_cap) {
     size_t cap = g_cap ? g_cap * 2 : 16;
-    summary_row_t *rows = realloc(g_rows, cap * sizeof *rows);
+    summary_row_t *rows = ruda__realloc(g_rows, cap * sizeof *rows);
     if (!rows) goto out_unlock;
     g_rows = rows;
     g_cap = cap;
   }
   char *copy = dup_text(short_name), *raw = dup_text(name);
   if (!copy || !raw) {
-    free(copy);
-    free(raw);
+    ruda__free(copy);
+    ruda__free(raw);
     goto out_unlock;
   }
   g_rows[g_len++] = (summary_row_t){copy, raw, raw_hash, duration_ns, 1};
@@ -151,10 +152,10 @@ out_unlock:
 
 static void free_rows(summary_row_t *rows, size_t n) {
   for (size_t i = 0; i < n; ++i) {
-    free(rows[i].name);
-    free(rows[i].raw);
+    ruda__free(rows[i].name);
+    ruda__free(rows[i].raw);
   }
-  free(rows);
+  ruda__free(rows);
 }
 
 static void reset_locked(void) {
@@ -288,7 +289,7 @@ void ruda__profile_summary_print_and_reset(void) {
   pthread_mutex_unlock(&g_lock);
 
   size_t need = format_rows(rows, n, NULL, 0) + 1;
-  char *text = malloc(need);
+  char *text = ruda__malloc(need);
   if (text) {
     format_rows(rows, n, text, need);
     if (sink) {
@@ -305,7 +306,7 @@ void ruda__profile_summary_print_and_reset(void) {
       fputs(text, stdout);
       fflush(stdout);
     }
-    free(text);
+    ruda__free(text);
   }
   free_rows(rows, n);
 }

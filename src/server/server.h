@@ -5,10 +5,16 @@
  * device's worker thread (src/client/device.c), in submission order.
  * Backends assume valid input: the client validates arguments once.
  *
- * Errors of non-blocking methods (void return) are queued by the backend on
- * the stream's error list (ruda__stream_errors_push); blocking methods
- * return their status. Which methods drain queued errors follows the seed's
- * StreamErrorMode table; ruda__stream_errors_check() implements it.
+ * Per-stream state (errors, profiles, cursor, the backend's memory managers)
+ * lives in the server's stream table (stream_table.h, ruda__server_t.streams),
+ * keyed by the real stream id. Errors of non-blocking methods (void return)
+ * are queued on the stream's state with ruda__stream_push_error; blocking
+ * methods return their status. Which methods drain queued errors follows the
+ * StreamErrorMode table; ruda__stream_check() implements it.
+ *
+ * Settings come from the server layer (ruda__server_utilities_t.settings,
+ * built from the configuration once): a backend reads them, never the
+ * configuration.
  *
  * Ownership: arguments are borrowed unless a comment says "takes". Bindings
  * inside descriptors are borrowed: a backend that keeps memory alive past the
@@ -31,6 +37,8 @@
 #include "ruda/memory.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
+#include "server/device_settings.h"
+#include "server/stream_table.h"
 
 typedef struct ruda__server ruda__server_t;
 typedef struct ruda__future ruda__future_t;
@@ -118,7 +126,10 @@ typedef struct ruda__server_vtable {
   ruda_status_t (*get_resource)(ruda__server_t *s, const ruda_binding_t *b,
                                 ruda_stream_id_t stream, ruda_resource_t *out);
 
-  /* Validates and runs/queues the kernel. Errors queued. */
+  /* Runs/queues the kernel. The server layer (ruda__server_launch) has
+   * checked the kernel's dim and shared memory and a static count; the
+   * backend checks a dynamic count's values (ruda__validate_count) and
+   * what only it knows. Errors queued (ruda__stream_push_error). */
   void (*launch)(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                  const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                  ruda_stream_id_t stream);
@@ -129,13 +140,20 @@ typedef struct ruda__server_vtable {
   /* Fails while errors are queued (no drain). */
   ruda_status_t (*memory_usage)(ruda__server_t *s, ruda_stream_id_t stream,
                                 ruda_memory_usage_t *out);
+  /* Optional (NULL: the sum of the stream table's usage hook). Usage of the
+   * whole device; never fails for queued errors. */
+  ruda_status_t (*memory_usage_device)(ruda__server_t *s, ruda_memory_usage_t *out);
   void (*memory_cleanup)(ruda__server_t *s, ruda_stream_id_t stream);
   void (*allocation_mode)(ruda__server_t *s, ruda_memory_allocation_mode_t mode,
                           ruda_stream_id_t stream);
 
+  /* Opens a profile on the stream (ignore, no flush). */
   ruda_status_t (*start_profile)(ruda__server_t *s, ruda_stream_id_t stream,
                                  ruda_profiling_token_t *out);
-  /* Errors are of the ProfileError family. */
+  /* Closes it: its duration, or a ProfileError: NotRegistered for a token
+   * not open on this stream, the stream's failure when an error was queued
+   * on it while the profile was open. Observing never drains: the stream's
+   * queued errors stay for its next read, flush or sync. */
   ruda_status_t (*end_profile)(ruda__server_t *s, ruda_stream_id_t stream,
                                ruda_profiling_token_t token,
                                ruda_profile_duration_t *out);
@@ -204,13 +222,16 @@ typedef struct ruda__server_utilities {
   uint64_t properties_hash;
   char info[256];
   ruda__layout_policy_t layout_policy;
-  ruda_bounds_check_mode_t check_mode;
+  ruda_bounds_check_mode_t check_mode; /* settings.check_mode */
+  ruda__device_settings_t settings;
   /* Communication ids already initialized (hash of the sorted device ids). */
   pthread_mutex_t comms_lock;
   uint64_t comms[RUDA_MAX_COMMS];
   size_t num_comms;
 } ruda__server_utilities_t;
 
+/* Fills `u`; its settings (and check_mode) come from
+ * ruda__device_settings(). */
 void ruda__server_utilities_init(ruda__server_utilities_t *u,
                                  const ruda_device_properties_t *props,
                                  const char *info, ruda__layout_policy_t policy);
@@ -221,85 +242,60 @@ struct ruda__server {
   const ruda__server_vtable_t *vt;
   ruda__server_utilities_t utilities;
   ruda_device_id_t device;
-  /* Errors queued on all streams, for servers that count them (see
-   * ruda__stream_errors_t.counter). Written by the worker, read anywhere. */
+  /* Errors queued on all streams (kept by the stream table). Written by the
+   * worker, read anywhere. */
   atomic_size_t queued_errors;
+  /* The state of every stream (stream_table.h); ruda__server_streams_init. */
+  ruda__stream_table_t streams;
 };
 
-/* ---- Backends: registered at link time ---- */
+/* Initialises s->streams for the backend's per-stream extension `ops`,
+ * keeping up to settings.max_streams idle states (call after
+ * ruda__server_utilities_init). Errors: RUDA_ERR_UNAVAILABLE (host memory). */
+ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_table_ops_t *ops);
+
+/* The server layer's launch: validates what does not depend on the backend
+ * (the kernel's dim and shared memory against the properties, a static
+ * count against max_ruda_count and the 64-bit ruda total, a dynamic count
+ * view of at least 12 bytes) and queues a launch error on `stream` for a
+ * launch that cannot run; otherwise calls s->vt->launch. Worker thread. */
+void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
+                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                         ruda_stream_id_t stream);
+
+/* The memory usage of every stream of the device together (s->vt's
+ * memory_usage_device, else the sum over the stream table). Queued errors
+ * do not make it fail. Worker thread. */
+ruda_status_t ruda__server_memory_usage_device(ruda__server_t *s, ruda_memory_usage_t *out);
+
+/* ---- Backends and their registry ---- */
 
 typedef struct ruda__backend {
-  uint16_t type_id;
-  const char *name;
-  /* Number of devices; RUDA_ERR_UNAVAILABLE with the reason when none can
-   * be used. Thread-safe. */
+  uint16_t type_id;  /* RUDA_DEVICE_TYPE_* (a new backend picks an unused id) */
+  const char *name;  /* "cpu", "cuda", "opencl": device names are "<name>:N" */
+  /* Number of devices; RUDA_ERR_UNAVAILABLE with the reason (library not
+   * found, no platform, driver error) when none can be used. Thread-safe. */
   ruda_status_t (*device_count)(uint32_t *out);
   /* Creates the server of device `index`. Called once per device, on the
    * device's worker thread. */
   ruda_status_t (*create_server)(uint16_t index, ruda__server_t **out);
 } ruda__backend_t;
 
-extern const ruda__backend_t ruda__backend_cpu;
-extern const ruda__backend_t ruda__backend_cuda;
+/* Most backends one library holds (the device registry's bound). */
+#define RUDA__MAX_BACKENDS 8
 
-/* ---- Per-stream error lists (StreamErrorMode) ---- */
+/* The backends built into this library, cpu first, NULL-terminated. The
+ * list is generated at build time from the folders under src/backends/
+ * (each defines `ruda__backend_<folder>`), so a new backend is one new
+ * folder. Immutable; thread-safe. */
+extern const ruda__backend_t *const ruda__backend_list[];
 
-typedef struct ruda__stream_errors {
-  ruda_status_t *items;
-  size_t len, cap;
-  /* Optional: a device-wide count of queued errors kept in step with `len`
-   * (ruda__server_t.queued_errors), read by clients without a round trip. */
-  atomic_size_t *counter;
-} ruda__stream_errors_t;
-
-typedef struct ruda__stream_error_mode {
-  bool ignore; /* run even if the stream has errors */
-  bool flush;  /* drain the stream's errors */
-} ruda__stream_error_mode_t;
-
-/* The seed's table. */
-extern const ruda__stream_error_mode_t RUDA__MODE_IGNORE;   /* (true, false)  */
-extern const ruda__stream_error_mode_t RUDA__MODE_DRAIN;    /* (false, true)  */
-extern const ruda__stream_error_mode_t RUDA__MODE_CHECK;    /* (false, false) */
-
-/* Queues `err` (taken) on the list, converted into a ServerError. */
-void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err);
-/* Applies `mode` at the start of an operation: with flush the errors are
- * drained; without ignore the operation must fail: returns
- * ServerUnhealthy{drained errors} or, when errors remain queued,
- * ServerError::Generic("Can't resolve the stream since it is currently in an
- * error state"). NULL when the operation may proceed. */
-ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
-                                        ruda__stream_error_mode_t mode);
-bool ruda__stream_errors_empty(const ruda__stream_errors_t *e);
-void ruda__stream_errors_deinit(ruda__stream_errors_t *e);
-
-/* ---- Timestamp profiler (the seed's TimestampProfiler) ---- */
-
-typedef struct ruda__profiler_entry {
-  uint64_t token;
-  uint64_t start_ns;
-  ruda_status_t error; /* set by ruda__profiler_error */
-} ruda__profiler_entry_t;
-
-typedef struct ruda__profiler {
-  ruda__profiler_entry_t *entries;
-  size_t len, cap;
-  uint64_t next_token;
-} ruda__profiler_t;
-
-/* Registers a new token starting at `start_ns`. */
-ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t start_ns,
-                                   ruda_profiling_token_t *out);
-/* Ends `token` at `end_ns`: its duration, its recorded error, or
- * ProfileError::NotRegistered. */
-ruda_status_t ruda__profiler_stop(ruda__profiler_t *p, ruda_profiling_token_t token,
-                                  uint64_t end_ns, ruda_timing_method_t method,
-                                  ruda_profile_duration_t *out);
-/* Marks every active profile failed with a copy of `err` (borrowed). */
-void ruda__profiler_error(ruda__profiler_t *p, ruda_status_t err);
-bool ruda__profiler_is_empty(const ruda__profiler_t *p);
-void ruda__profiler_deinit(ruda__profiler_t *p);
+/* The backend of a device type, or NULL when none is built in. */
+const ruda__backend_t *ruda__backend_for(uint16_t type_id);
+/* The backend named `name[0..len)`, or NULL. */
+const ruda__backend_t *ruda__backend_named(const char *name, size_t len);
+/* Position of `b` in ruda__backend_list (< RUDA__MAX_BACKENDS). */
+size_t ruda__backend_index(const ruda__backend_t *b);
 
 /* Monotonic host clock in nanoseconds. */
 uint64_t ruda__now_ns(void);
@@ -379,7 +375,14 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
  * seed's LaunchError::TooManyResources(ResourceLimitError::...). */
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes);
-/* Checks a dispatch count against max_ruda_count. */
-ruda_status_t ruda__validate_count(const ruda_device_properties_t *p, ruda_count3_t c);
+/* Checks a dispatch count of kernel `desc` against max_ruda_count and that
+ * its total number of rudas (x * y * z) fits in 64 bits;
+ * LaunchError::Unknown naming the kernel, the limit and the value. Backends
+ * call it for dynamic counts (static ones were checked by
+ * ruda__server_launch). */
+ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
+                                   const ruda_kernel_desc_t *desc, ruda_count3_t c);
+/* Smallest view a dynamic count is read from (three uint32). */
+#define RUDA__DYNAMIC_COUNT_BYTES 12u
 
 #endif /* RUDA_SERVER_H */

@@ -1,10 +1,12 @@
-/* ServerUtilities, per-stream error lists, the timestamp profiler, launch
- * validation and ready futures: the pieces every backend shares. */
+/* ServerUtilities, the server layer's launch validation and entry point,
+ * device-wide usage, ready futures and the helpers of collectives: the
+ * pieces every backend shares. Per-stream state is in stream_table.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "base/alloc.h"
 #include "server/server.h"
 
 uint64_t ruda__now_ns(void) {
@@ -25,132 +27,13 @@ void ruda__server_utilities_init(ruda__server_utilities_t *u,
     strncpy(u->info, info, sizeof u->info - 1);
   }
   u->layout_policy = policy;
-  u->check_mode = RUDA_BOUNDS_AUTO;
+  u->settings = *ruda__device_settings();
+  u->check_mode = u->settings.check_mode;
   pthread_mutex_init(&u->comms_lock, NULL);
 }
 
 void ruda__server_utilities_deinit(ruda__server_utilities_t *u) {
   pthread_mutex_destroy(&u->comms_lock);
-}
-
-/* ---- Stream errors ---- */
-
-const ruda__stream_error_mode_t RUDA__MODE_IGNORE = {true, false};
-const ruda__stream_error_mode_t RUDA__MODE_DRAIN = {false, true};
-const ruda__stream_error_mode_t RUDA__MODE_CHECK = {false, false};
-
-void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err) {
-  if (!err) return;
-  err = ruda_status_into_server(err);
-  if (e->len == e->cap) {
-    size_t cap = e->cap ? e->cap * 2 : 4;
-    ruda_status_t *items = realloc(e->items, cap * sizeof *items);
-    if (!items) {
-      /* Keep the newest error visible: replace the last one. */
-      if (e->len) {
-        ruda_status_free(e->items[e->len - 1]);
-        e->items[e->len - 1] = err;
-      } else {
-        ruda_status_free(err);
-      }
-      return;
-    }
-    e->items = items;
-    e->cap = cap;
-  }
-  e->items[e->len++] = err;
-  if (e->counter) atomic_fetch_add_explicit(e->counter, 1, memory_order_relaxed);
-}
-
-bool ruda__stream_errors_empty(const ruda__stream_errors_t *e) { return e->len == 0; }
-
-ruda_status_t ruda__stream_errors_check(ruda__stream_errors_t *e,
-                                        ruda__stream_error_mode_t mode) {
-  if (e->len == 0) return NULL;
-  if (mode.flush) {
-    ruda_status_t s = ruda_status_unhealthy(e->items, e->len);
-    if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
-    e->len = 0;
-    if (mode.ignore) {
-      ruda_status_free(s);
-      return NULL;
-    }
-    return s;
-  }
-  if (mode.ignore) return NULL;
-  /* Errors stay queued; report them without draining. */
-  ruda_status_t copies[16];
-  size_t n = e->len < 16 ? e->len : 16;
-  for (size_t i = 0; i < n; i++) copies[i] = ruda_status_clone(e->items[i]);
-  return ruda_status_unhealthy(copies, n);
-}
-
-void ruda__stream_errors_deinit(ruda__stream_errors_t *e) {
-  if (e->counter) atomic_fetch_sub_explicit(e->counter, e->len, memory_order_relaxed);
-  for (size_t i = 0; i < e->len; i++) ruda_status_free(e->items[i]);
-  free(e->items);
-  memset(e, 0, sizeof *e);
-}
-
-/* ---- Profiler ---- */
-
-ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t start_ns,
-                                   ruda_profiling_token_t *out) {
-  if (p->len == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 4;
-    ruda__profiler_entry_t *e = realloc(p->entries, cap * sizeof *e);
-    if (!e) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory starting a profile");
-    p->entries = e;
-    p->cap = cap;
-  }
-  ruda__profiler_entry_t *e = &p->entries[p->len++];
-  e->token = p->next_token++;
-  e->start_ns = start_ns;
-  e->error = NULL;
-  out->id = e->token;
-  return NULL;
-}
-
-ruda_status_t ruda__profiler_stop(ruda__profiler_t *p, ruda_profiling_token_t token,
-                                  uint64_t end_ns, ruda_timing_method_t method,
-                                  ruda_profile_duration_t *out) {
-  for (size_t i = 0; i < p->len; i++) {
-    if (p->entries[i].token != token.id) continue;
-    ruda__profiler_entry_t e = p->entries[i];
-    p->entries[i] = p->entries[--p->len];
-    if (e.error) return e.error;
-    out->start_ns = e.start_ns;
-    out->end_ns = end_ns;
-    out->method = method;
-    return NULL;
-  }
-  return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED, "token %llu",
-                            (unsigned long long)token.id);
-}
-
-void ruda__profiler_error(ruda__profiler_t *p, ruda_status_t err) {
-  for (size_t i = 0; i < p->len; i++) {
-    if (p->entries[i].error) continue;
-    ruda_status_t copy = ruda_status_clone(err);
-    if (ruda_status_family(copy) == RUDA_FAMILY_SERVER) {
-      p->entries[i].error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, copy);
-    } else if (ruda_status_family(copy) == RUDA_FAMILY_LAUNCH) {
-      p->entries[i].error = ruda_status_wrap(RUDA_ERR_PROFILE_LAUNCH, copy);
-    } else if (ruda_status_family(copy) == RUDA_FAMILY_PROFILE) {
-      p->entries[i].error = copy;
-    } else {
-      p->entries[i].error =
-          ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_into_server(copy));
-    }
-  }
-}
-
-bool ruda__profiler_is_empty(const ruda__profiler_t *p) { return p->len == 0; }
-
-void ruda__profiler_deinit(ruda__profiler_t *p) {
-  for (size_t i = 0; i < p->len; i++) ruda_status_free(p->entries[i].error);
-  free(p->entries);
-  memset(p, 0, sizeof *p);
 }
 
 /* ---- Collectives ---- */
@@ -231,14 +114,72 @@ ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_
   return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, limit);
 }
 
-ruda_status_t ruda__validate_count(const ruda_device_properties_t *p, ruda_count3_t c) {
+ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
+                                   const ruda_kernel_desc_t *desc, ruda_count3_t c) {
   const uint32_t *m = p->hardware.max_ruda_count;
+  const char *name = desc && desc->name ? desc->name : "(unnamed)";
   if (c.x > m[0] || c.y > m[1] || c.z > m[2]) {
     return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                              "Ruda count exceeds maximum bounds.\nRequested (%u, %u, %u), "
-                              "max is (%u, %u, %u).",
-                              c.x, c.y, c.z, m[0], m[1], m[2]);
+                              "kernel '%s': Ruda count exceeds maximum bounds.\nRequested (%u, %u, "
+                              "%u), max is (%u, %u, %u).",
+                              name, c.x, c.y, c.z, m[0], m[1], m[2]);
   }
+  /* Rudas are numbered with 64 bits: a dispatch whose ruda total wraps
+   * would run the wrong number of rudas (or none). */
+  uint64_t rudas = 0;
+  if (__builtin_mul_overflow((uint64_t)c.x, (uint64_t)c.y, &rudas) ||
+      __builtin_mul_overflow(rudas, (uint64_t)c.z, &rudas)) {
+    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                              "kernel '%s': a dispatch of (%u, %u, %u) rudas has more than %llu "
+                              "rudas, the most one launch can run",
+                              name, c.x, c.y, c.z, (unsigned long long)UINT64_MAX);
+  }
+  return NULL;
+}
+
+/* ---- The server layer's entry points ---- */
+
+ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_table_ops_t *ops) {
+  return ruda__stream_table_init(&s->streams, s->utilities.settings.max_streams, ops,
+                                 &s->queued_errors);
+}
+
+static ruda_status_t check_launch(ruda__server_t *s, const ruda_kernel_desc_t *d,
+                                  const ruda__count_t *count) {
+  const ruda_device_properties_t *p = &s->utilities.properties;
+  ruda_status_t err = ruda__validate_launch(p, d->ruda_dim, d->shared_mem_bytes);
+  if (err) return err;
+  if (!count->dynamic) return ruda__validate_count(p, d, count->fixed);
+  uint64_t view = ruda_binding_size_in_used(&count->buffer);
+  if (view < RUDA__DYNAMIC_COUNT_BYTES) {
+    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                              "kernel '%s': a dynamic count is read from %u bytes (three "
+                              "uint32), its buffer view has %llu",
+                              d->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)view);
+  }
+  return NULL;
+}
+
+void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
+                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                         ruda_stream_id_t stream) {
+  ruda_status_t err = check_launch(s, ruda_kernel_desc(kernel), count);
+  if (!err) {
+    s->vt->launch(s, kernel, count, args, mode, stream);
+    return;
+  }
+  ruda__stream_t *st = ruda__stream_get(&s->streams, stream);
+  if (st) {
+    ruda__stream_advance(&s->streams, st);
+    ruda__stream_push_error(st, err);
+  } else {
+    ruda_status_free(err);
+  }
+}
+
+ruda_status_t ruda__server_memory_usage_device(ruda__server_t *s, ruda_memory_usage_t *out) {
+  if (s->vt->memory_usage_device) return s->vt->memory_usage_device(s, out);
+  *out = ruda__stream_table_usage(&s->streams);
   return NULL;
 }
 
@@ -259,12 +200,12 @@ static bool ready_poll(ruda__future_t *f) { (void)f; return true; }
 static void ready_destroy(ruda__future_t *f) {
   ready_future_t *r = (ready_future_t *)f;
   ruda_status_free(r->status);
-  free(r);
+  ruda__free(r);
 }
 static const ruda__future_vtable_t ready_vt = {ready_wait, ready_poll, ready_destroy};
 
 ruda__future_t *ruda__future_ready(ruda_status_t status) {
-  ready_future_t *r = malloc(sizeof *r);
+  ready_future_t *r = ruda__malloc(sizeof *r);
   if (!r) return NULL;
   r->base.vt = &ready_vt;
   r->status = status;

@@ -1,4 +1,5 @@
 /* The timeline trace (see trace.h). */
+#include "base/alloc.h"
 #include "server/trace.h"
 
 #include "base/json.h"
@@ -86,7 +87,7 @@ static bool out_reserve(size_t n) {
   if (g_out_len + n <= g_out_cap) return true;
   size_t cap = g_out_cap ? g_out_cap : 1 << 16;
   while (cap < g_out_len + n) cap *= 2;
-  char *grown = realloc(g_out, cap);
+  char *grown = ruda__realloc(g_out, cap);
   if (!grown) {
     g_out_failed = true;
     return false;
@@ -263,7 +264,7 @@ static void recycle_locked(trace_event_t *batch) {
   if (!g_closed && g_num_spares < TRACE_MAX_SPARES) {
     g_spares[g_num_spares++] = batch;
   } else {
-    free(batch);
+    ruda__free(batch);
   }
 }
 
@@ -277,7 +278,7 @@ static void push(uint8_t kind, ruda_device_id_t dev, uint64_t stream, const char
   if (g_closed) goto out_unlock;
   if (!g_events) {
     g_events = g_num_spares ? g_spares[--g_num_spares]
-                            : malloc(TRACE_BATCH * sizeof *g_events);
+                            : ruda__malloc(TRACE_BATCH * sizeof *g_events);
     if (!g_events) {
       ++g_dropped;
       goto out_unlock;
@@ -404,10 +405,10 @@ void ruda__trace_shutdown(void) {
 
   if (join) pthread_join(g_writer, NULL); /* it drains the queue first */
   if (rest) write_batch(rest, rest_len);
-  free(rest);
+  ruda__free(rest);
 
   pthread_mutex_lock(&g_ev_lock);
-  while (g_num_spares) free(g_spares[--g_num_spares]);
+  while (g_num_spares) ruda__free(g_spares[--g_num_spares]);
   pthread_mutex_unlock(&g_ev_lock);
 
   pthread_mutex_lock(&g_io_lock);
@@ -419,7 +420,7 @@ void ruda__trace_shutdown(void) {
     fclose(g_file);
     g_file = NULL;
   }
-  free(g_out);
+  ruda__free(g_out);
   g_out = NULL;
   g_out_len = g_out_cap = 0;
   pthread_mutex_unlock(&g_io_lock);

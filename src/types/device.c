@@ -1,7 +1,37 @@
 /* Device ids and per-thread stream ids. */
 #include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "ruda/types.h"
+#include "types/device_names.h"
+
+static const struct {
+  uint16_t type;
+  const char *name;
+} builtin_types[] = {
+    {RUDA_DEVICE_TYPE_CPU, "cpu"},
+    {RUDA_DEVICE_TYPE_CUDA, "cuda"},
+    {RUDA_DEVICE_TYPE_OPENCL, "opencl"},
+};
+
+const char *ruda__device_type_builtin_name(uint16_t type_id) {
+  for (size_t i = 0; i < sizeof builtin_types / sizeof builtin_types[0]; i++) {
+    if (builtin_types[i].type == type_id) return builtin_types[i].name;
+  }
+  return NULL;
+}
+
+bool ruda__device_type_builtin_id(const char *name, size_t len, uint16_t *out) {
+  for (size_t i = 0; i < sizeof builtin_types / sizeof builtin_types[0]; i++) {
+    const char *n = builtin_types[i].name;
+    if (strlen(n) == len && memcmp(n, name, len) == 0) {
+      *out = builtin_types[i].type;
+      return true;
+    }
+  }
+  return false;
+}
 
 int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
   if (a.type_id != b.type_id) return a.type_id < b.type_id ? -1 : 1;
@@ -11,6 +41,14 @@ int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
 
 bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b) {
   return a.type_id == b.type_id && a.index_id == b.index_id;
+}
+
+size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap) {
+  const char *name = ruda__device_type_builtin_name(id.type_id);
+  int n = name ? snprintf(buf, cap, "%s:%u", name, (unsigned)id.index_id)
+               : snprintf(buf, cap, "device-type-%u:%u", (unsigned)id.type_id,
+                          (unsigned)id.index_id);
+  return n < 0 ? 0 : (size_t)n;
 }
 
 /* The process-wide stream counter: the documented, lazily used global that

@@ -110,3 +110,39 @@ bool ruda_strides_is_pitched(const ruda_shape_t *s, const ruda_strides_t *st) {
   }
   return true;
 }
+
+bool ruda_shape_num_bytes(const ruda_shape_t *s, uint64_t elem_size, uint64_t *out) {
+  if (s == NULL) return false;
+  uint64_t n = ruda_shape_num_elems(s), bytes;
+  /* num_elems saturates at UINT64_MAX; a real count that large times an
+   * element size of at least 1 is refused below or is exactly UINT64_MAX
+   * bytes, which no memory holds either. */
+  if (n == UINT64_MAX && elem_size != 0) return false;
+  if (!mul_u64(n, elem_size, &bytes)) return false;
+  *out = bytes;
+  return true;
+}
+
+bool ruda_shape_extent(const ruda_shape_t *s, const ruda_strides_t *st, uint64_t elem_size,
+                       uint64_t *out) {
+  if (s == NULL || st == NULL) return false;
+  if (s->rank != st->rank || s->rank > RUDA_MAX_RANK) return false;
+  for (uint32_t i = 0; i < s->rank; i++) {
+    if (s->dims[i] == 0) {
+      *out = 0;
+      return true;
+    }
+  }
+  uint64_t last = 0; /* offset of the furthest element, in elements */
+  for (uint32_t i = 0; i < s->rank; i++) {
+    uint64_t term;
+    if (!mul_u64(s->dims[i] - 1, st->values[i], &term)) return false;
+    if (last > UINT64_MAX - term) return false;
+    last += term;
+  }
+  if (last == UINT64_MAX) return false;
+  uint64_t bytes;
+  if (!mul_u64(last + 1, elem_size, &bytes)) return false;
+  *out = bytes;
+  return true;
+}

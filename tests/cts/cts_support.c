@@ -16,6 +16,7 @@ static const unsupported_t cts_unsupported[] = {
     {"cpu", "staging", "the CPU backend has no pinned staging buffers (host memory is already host memory)"},
     {"cuda", "arbitrary_strides", "CUDA copies only row-major pitched layouts (cuMemcpy2D)"},
     {"cuda", "cpu_kernel_fail", "ruda_cpu_kernel_fail is the CPU backend's failure channel"},
+    {"cpu", "disk_cache", "the CPU backend runs natively compiled C functions: nothing is compiled at run time, so there is no disk cache"},
 };
 
 static ruda_client_t *g_client;
@@ -146,9 +147,10 @@ static ruda_kernel_t *make(const char *name, ruda_cpu_kernel_fn fn, const char *
   d.name = name;
   d.ruda_dim = dim;
   d.shared_mem_bytes = shared;
-  d.cpu_fn = fn;
-  d.source_kind = cuda ? RUDA_SOURCE_CUDA_C : RUDA_SOURCE_NONE;
-  d.source = cuda;
+  ruda_kernel_code_t code[2] = {ruda_kernel_code_cpu(fn),
+                                ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, cuda)};
+  d.code = code;
+  d.num_code = cuda ? 2 : 1;
   ruda_kernel_t *k = NULL;
   ruda_status_t s = ruda_kernel_create(&d, &k);
   if (s) {

@@ -172,12 +172,12 @@ TEST(launch_without_code_for_the_backend) {
   d.name = "only_elsewhere";
   d.ruda_dim = ruda_dim_new_1d(1);
   ruda_kernel_t *k = NULL;
-  if (cts_is_cpu()) {
-    d.source_kind = RUDA_SOURCE_CUDA_C;
-    d.source = "extern \"C\" __global__ void only_elsewhere() {}";
-  } else {
-    d.cpu_fn = never_called;
-  }
+  ruda_kernel_code_t code = cts_is_cpu()
+      ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
+                              "extern \"C\" __global__ void only_elsewhere() {}")
+      : ruda_kernel_code_cpu(never_called);
+  d.code = &code;
+  d.num_code = 1;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
   ruda_status_t s = ruda_client_flush(c);
@@ -195,10 +195,10 @@ TEST(invalid_launch_arguments_return_at_once) {
   ruda_handle_t empty = {0};
   ruda_kernel_args_t args = {.buffers = &empty, .num_buffers = 1};
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
-                  RUDA_ERR_INVALID_ARGUMENT);
+                  RUDA_ERR_INVALID_HANDLE);
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_dynamic(NULL), NULL),
                   RUDA_ERR_INVALID_ARGUMENT);
-  ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}, .cpu_fn = NULL};
+  ruda_kernel_desc_t bad = {.name = "x", .ruda_dim = {0, 1, 1}};
   ruda_kernel_t *kb = NULL;
   ASSERT_ERR_KIND(ruda_kernel_create(&bad, &kb), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_OK(ruda_client_sync(c));
@@ -286,6 +286,12 @@ TEST(profile_with_a_failing_launch_reports_a_profile_error) {
   ruda_status_t s = ruda_client_profile(c, "failing", failing_launch, NULL, &d);
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ruda_status_free(s);
+  /* Observing took nothing away: the stream still reports its error, once. */
+  s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_UEQ(ruda_status_error_count(s), 1);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
   ruda_status_free(s);
   ASSERT_OK(ruda_client_sync(c));

@@ -17,7 +17,7 @@ static void roundtrip(size_t n) {
   ASSERT_OK(ruda_client_read(c, &h, dst, n));
   ASSERT_MEM_EQ(src, dst, n);
   ruda_handle_release(&h);
-  ASSERT_NULL(h.memory);
+  ASSERT_TRUE(ruda_handle_is_empty(&h));
   free(src);
   free(dst);
 }
@@ -79,7 +79,7 @@ TEST(read_into_too_small_buffer_is_invalid) {
   ASSERT_ERR_KIND(ruda_client_read(c, &h, dst, sizeof dst), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_ERR_KIND(ruda_client_write(c, &h, src, 65), RUDA_ERR_INVALID_ARGUMENT);
   ruda_handle_t empty = {0};
-  ASSERT_ERR_KIND(ruda_client_read(c, &empty, dst, sizeof dst), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_client_read(c, &empty, dst, sizeof dst), RUDA_ERR_INVALID_HANDLE);
   /* still usable */
   ASSERT_OK(ruda_client_read(c, &h, src, sizeof src));
   ruda_handle_release(&h);
@@ -196,6 +196,43 @@ TEST(memory_usage_after_release_and_cleanup) {
   ruda_memory_usage_format(&u, report, sizeof report);
   ASSERT_STR_CONTAINS(report, "Memory Usage Report");
   ruda_client_release(c);
+}
+
+/* One definition of usage on every backend: bytes_in_use is what the
+ * layout uses (rows x pitch, the last row's padding included), padding is
+ * the pool's alignment padding after it, reserved covers both. A pitched
+ * [3, 5] f32 tensor on a 512-byte-aligned device uses 96 bytes with 416 of
+ * padding; contiguous it uses 60. */
+static void check_layout_usage(ruda_memory_layout_descriptor_t d) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  uint64_t align = ruda_client_properties(c)->memory.alignment;
+  ruda_memory_usage_t u0, u1, u2;
+  ASSERT_OK(ruda_client_memory_usage(c, &u0));
+  ruda_memory_layout_t t;
+  ASSERT_OK(ruda_client_empty_tensors(c, &d, 1, &t));
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_memory_usage(c, &u1));
+  uint64_t used = d.shape.dims[0] * t.strides.values[0] * d.elem_size;
+  if (d.strategy == RUDA_LAYOUT_CONTIGUOUS) ASSERT_UEQ(used, 3 * 5 * 4);
+  ASSERT_UEQ(ruda_handle_size_in_used(&t.memory), used);
+  ASSERT_UEQ(u1.number_allocs - u0.number_allocs, 1);
+  ASSERT_UEQ(u1.bytes_in_use - u0.bytes_in_use, used);
+  ASSERT_UEQ(u1.bytes_padding - u0.bytes_padding, (align - used % align) % align);
+  ASSERT_UGE(u1.bytes_reserved - u0.bytes_reserved, used + (align - used % align) % align);
+  ruda_handle_release(&t.memory);
+  ASSERT_OK(ruda_client_memory_usage(c, &u2));
+  ASSERT_UEQ(u2.number_allocs, u0.number_allocs);
+  ASSERT_UEQ(u2.bytes_in_use, u0.bytes_in_use);
+  ASSERT_UEQ(u2.bytes_padding, u0.bytes_padding);
+  ruda_client_release(c);
+}
+
+TEST(usage_of_an_optimized_possibly_pitched_tensor) {
+  check_layout_usage(ruda_memory_layout_optimized(ruda_shape_2d(3, 5), sizeof(float)));
+}
+
+TEST(usage_of_a_contiguous_tensor) {
+  check_layout_usage(ruda_memory_layout_contiguous(ruda_shape_2d(3, 5), sizeof(float)));
 }
 
 TEST(freed_memory_is_reused_on_the_same_stream) {

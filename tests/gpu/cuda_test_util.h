@@ -37,8 +37,9 @@ static inline ruda_kernel_t *cuda_kernel(const char *name, const char *src, ruda
   d.name = name;
   d.ruda_dim = dim;
   d.shared_mem_bytes = shared;
-  d.source_kind = RUDA_SOURCE_CUDA_C;
-  d.source = src;
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, src);
+  d.code = &code;
+  d.num_code = 1;
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   return k;

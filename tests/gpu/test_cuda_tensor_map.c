@@ -6,7 +6,7 @@
 
 static const char tma_src[] =
     "struct __align__(64) TensorMap { unsigned long long v[16]; };\n"
-    "extern \"C\" __global__ void tma_tile(const __grid_constant__ TensorMap map, float *out,\n"
+    "extern \"C\" __global__ void tma_tile(float *out, const __grid_constant__ TensorMap map,\n"
     "                                      const unsigned long long *info) {\n"
     "  __shared__ __align__(128) float tile[8 * 16];\n"
     "  __shared__ __align__(8) unsigned long long bar;\n"

@@ -36,7 +36,11 @@ static void setup(void) {
   ruda_device_id_t dev;
   ASSERT_OK(ruda_group_device(world, "cpu:0", &dev));
   ASSERT_OK(ruda_client_create(dev, &client));
+  /* The last rank's cpu:1 gets a 1 MiB memory limit (read when its server
+   * is made): a larger buffer fails there while running. */
+  if (rank == size - 1) setenv("RUDA_CPU_MEMORY_LIMIT", "1048576", 1);
   ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 1}, &client2));
+  unsetenv("RUDA_CPU_MEMORY_LIMIT");
 }
 
 static const ruda_elem_type_t mpi_types[] = {RUDA_ELEM_F64, RUDA_ELEM_F32, RUDA_ELEM_F16,
@@ -333,7 +337,7 @@ TEST(bad_inputs_and_a_size_mismatch) {
                       "or this rank");
   expect_error_naming(ruda_group_recv(world, client, 8, rank, &out), RUDA_ERR_INVALID_ARGUMENT,
                       "or this rank");
-  ASSERT_TRUE(out.memory == NULL);
+  ASSERT_TRUE(ruda_handle_is_empty(&out));
   expect_error_naming(ruda_group_all_reduce(NULL, client, &a, &b, RUDA_ELEM_F32, RUDA_REDUCE_SUM),
                       RUDA_ERR_INVALID_ARGUMENT, "NULL group");
   ruda_handle_t empty = {0};
@@ -362,25 +366,37 @@ TEST(bad_inputs_and_a_size_mismatch) {
   ruda_handle_release(&big);
 }
 
-/* A buffer of another device fails on this rank's stream only; the rank
- * still takes part, so its peers finish and get the right answer from the
- * others' data. */
+/* A buffer of another device is refused at once (InvalidHandle). A buffer
+ * that cannot be allocated (over the last rank's memory limit on cpu:1)
+ * fails on that rank's stream only; the rank still takes part with scratch
+ * memory, so its peers finish with the sum of the others' data. */
 TEST(failed_buffer_still_takes_part) {
   setup();
-  float v[4] = {1, 1, 1, 1}, got[4];
+  float v[4] = {1, 1, 1, 1};
   ruda_handle_t foreign, mine;
   ASSERT_OK(ruda_client_create_buffer(client2, v, sizeof v, &foreign));
   ASSERT_OK(ruda_client_create_buffer(client, v, sizeof v, &mine));
-  bool bad = rank == size - 1;
-  ASSERT_OK(ruda_group_all_reduce(world, client, bad ? &foreign : &mine, &mine, RUDA_ELEM_F32,
-                                  RUDA_REDUCE_SUM));
-  if (bad) {
-    expect_error_naming(ruda_client_sync(client), RUDA_ERR_SERVER_UNHEALTHY, "scratch memory");
-  } else {
-    ASSERT_OK(ruda_client_read(client, &mine, got, sizeof got));
-    ASSERT_DBL_NEAR(got[0], (double)(size - 1), 1e-6); /* the failed rank gave zeros */
-  }
+  expect_error_naming(ruda_group_all_reduce(world, client, &foreign, &mine, RUDA_ELEM_F32,
+                                            RUDA_REDUCE_SUM),
+                      RUDA_ERR_INVALID_HANDLE, "belongs to cpu:1, not cpu:0");
   ruda_handle_release(&foreign);
   ruda_handle_release(&mine);
+
+  size_t n = (2u << 20) / sizeof(float);
+  float *ones = malloc(n * sizeof *ones);
+  ASSERT_TRUE(ones != NULL);
+  for (size_t i = 0; i < n; i++) ones[i] = 1;
+  ruda_handle_t big;
+  ASSERT_OK(ruda_client_create_buffer(client2, ones, n * sizeof *ones, &big));
+  ASSERT_OK(ruda_group_all_reduce(world, client2, &big, &big, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  if (rank == size - 1) {
+    expect_error_naming(ruda_client_sync(client2), RUDA_ERR_SERVER_UNHEALTHY, "scratch memory");
+  } else {
+    ASSERT_OK(ruda_client_read(client2, &big, ones, n * sizeof *ones));
+    ASSERT_DBL_NEAR(ones[0], (double)(size - 1), 1e-6); /* the failed rank gave zeros */
+    ASSERT_DBL_NEAR(ones[n - 1], (double)(size - 1), 1e-6);
+  }
+  free(ones);
+  ruda_handle_release(&big);
   ASSERT_OK(ruda_group_barrier(world));
 }

@@ -134,14 +134,6 @@ static void load_settings(void) {
   /* Spinning helpers pay off only when they do not take the core of the
    * thread they wait for: with two cores or fewer they sleep at once. */
   settings.spin = env_u32("RUDA_CPU_SPIN", cores > 2 ? 20000 : 0, 0, 100000000);
-  settings.max_streams = cfg->streaming.max_streams ? cfg->streaming.max_streams : 128;
-  settings.check_mode = cfg->compilation.check_mode;
-  settings.memory.configuration = RUDA_MEMORY_SUBSLICES;
-  switch (cfg->memory.persistent_memory) {
-    case RUDA_PERSISTENT_MEMORY_DISABLED: settings.memory.persistent = RUDA_PERSISTENT_DISABLED; break;
-    case RUDA_PERSISTENT_MEMORY_ENFORCED: settings.memory.persistent = RUDA_PERSISTENT_ENFORCED; break;
-    default: settings.memory.persistent = RUDA_PERSISTENT_ENABLED; break;
-  }
 }
 
 const ruda__cpu_settings_t *ruda__cpu_settings(void) {

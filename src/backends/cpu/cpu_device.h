@@ -13,12 +13,11 @@ typedef struct ruda__cpu_settings {
   uint32_t devices;     /* CPU devices exposed (RUDA_CPU_DEVICES, default 1) */
   uint32_t threads;     /* participants per launch (config cpu.threads; 0: cores) */
   uint32_t spin;        /* polls before an idle pool thread sleeps */
-  uint32_t max_streams; /* stream slots (config streaming.max_streams) */
-  ruda_bounds_check_mode_t check_mode;
-  ruda__memory_config_t memory;
 } ruda__cpu_settings_t;
 
-/* Read once from the configuration; thread-safe. */
+/* The CPU backend's own settings, read once; thread-safe. The settings
+ * every backend shares (memory, check mode, streams) come from the server
+ * layer (ruda__server_utilities_t.settings). */
 const ruda__cpu_settings_t *ruda__cpu_settings(void);
 
 #endif

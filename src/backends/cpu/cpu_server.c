@@ -1,7 +1,9 @@
 /* The CPU backend: a ComputeServer whose device is the host.
  *
  * Memory lives in host storage through the memory layer, one memory manager
- * per stream slot (stream id modulo max_streams). Operations run on the
+ * per stream, kept in the stream's state in the server's stream table
+ * (src/server/stream_table.h; idle streams are reclaimed beyond
+ * max_streams). Operations run on the
  * device's worker thread in submission order; a kernel launch runs there
  * too, spread over the thread pool, so every stream is ordered after all
  * earlier work of every stream (cross-stream ordering needs no events) and a
@@ -18,16 +20,16 @@
 
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/thread_pool.h"
+#include "base/alloc.h"
 #include "comm/cpu_collective.h"
 #include "server/kernel_object.h"
 #include "server/server.h"
 #include "server/trace.h"
 
+/* The CPU part of a stream's state: its memory manager, created on the
+ * stream's first use. */
 typedef struct cpu_stream {
   ruda__memory_manager_t *mm;
-  ruda__stream_errors_t errors;
-  ruda__profiler_t profiler;
-  uint64_t cursor;
 } cpu_stream_t;
 
 typedef struct cpu_server {
@@ -35,63 +37,95 @@ typedef struct cpu_server {
   ruda__thread_pool_t *pool;
   void **shared;          /* one shared-memory block per participant */
   uint64_t shared_cap;
-  uint32_t max_streams;
-  cpu_stream_t **streams; /* max_streams lazily created slots */
-  ruda__memory_config_t memory_config;
   uint64_t memory_limit;
+  ruda__memory_group_t memory_group; /* every stream's manager (OOM reports) */
 } cpu_server_t;
 
 static cpu_server_t *cpu(ruda__server_t *s) { return (cpu_server_t *)s; }
 
-/* The slot of a stream, created on first use. NULL only when memory ran
- * out; the caller then reports an error. */
-static cpu_stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id) {
-  uint32_t slot = (uint32_t)(id.value % s->max_streams);
-  cpu_stream_t *st = s->streams[slot];
-  if (st) return st;
-  st = calloc(1, sizeof *st);
-  if (!st) return NULL;
-  ruda__storage_t storage;
-  ruda_status_t err = ruda__host_storage_create(s->base.utilities.properties.memory.alignment,
-                                                s->memory_limit, &storage);
-  if (!err) {
-    err = ruda__memory_manager_create(storage, s->base.utilities.properties.memory,
-                                      &s->memory_config, "Main CPU", &st->mm);
-  }
-  if (err) {
-    ruda_status_free(err);
-    free(st);
-    return NULL;
-  }
-  st->errors.counter = &s->base.queued_errors;
-  s->streams[slot] = st;
-  return st;
-}
-
-/* Device-wide memory counters for the timeline (only while tracing). */
-static void trace_memory(cpu_server_t *s) {
-  ruda_memory_usage_t total = {0};
-  for (uint32_t i = 0; i < s->max_streams; i++) {
-    if (s->streams[i]) total = ruda_memory_usage_combine(total, ruda__memory_usage(s->streams[i]->mm));
-  }
-  uint64_t now = ruda__now_ns();
-  ruda__trace_counter(s->base.device, "memory in use", now, total.bytes_in_use);
-  ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);
-}
+static cpu_stream_t *ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }
 
 static ruda_status_t no_stream(void) {
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
 }
 
+/* The state of a stream and (*out) its memory manager, created on first
+ * use. *out is NULL when host memory ran out: the error is then queued on
+ * the stream, whose state is returned; NULL when even that could not be
+ * made. */
+static ruda__stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id, cpu_stream_t **out) {
+  *out = NULL;
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
+  if (!rs) return NULL;
+  cpu_stream_t *st = ext(rs);
+  if (!st->mm) {
+    ruda__storage_t storage;
+    ruda_status_t err = ruda__host_storage_create(s->base.utilities.properties.memory.alignment,
+                                                  s->memory_limit, &storage);
+    if (!err) {
+      err = ruda__memory_manager_create(storage, s->base.utilities.properties.memory,
+                                        &s->base.utilities.settings.memory, "Main CPU", &st->mm);
+    }
+    if (err) {
+      ruda__stream_push_error(rs, err);
+      return rs;
+    }
+    if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+    ruda__memory_manager_join(st->mm, &s->memory_group, id.value);
+  }
+  *out = st;
+  return rs;
+}
+
+/* ---- Stream table hooks ---- */
+
+static bool cpu_stream_quiesce(void *ctx, ruda__stream_t *rs) {
+  cpu_server_t *s = ctx;
+  cpu_stream_t *st = ext(rs);
+  if (!st->mm) return true;
+  /* Work completes before the worker moves on: only memory can be held. */
+  return ruda__memory_usage(st->mm).number_allocs == 0 &&
+         ruda__memory_mode(st->mm) ==
+             ruda__device_settings_initial_mode(&s->base.utilities.settings);
+}
+
+static void cpu_stream_release(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  cpu_stream_t *st = ext(rs);
+  ruda__memory_manager_destroy(st->mm);
+  st->mm = NULL;
+}
+
+static ruda_memory_usage_t cpu_stream_usage(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  cpu_stream_t *st = ext(rs);
+  ruda_memory_usage_t none = {0, 0, 0, 0};
+  return st->mm ? ruda__memory_usage(st->mm) : none;
+}
+
+/* Device-wide memory counters for the timeline (only while tracing). */
+static void trace_memory(cpu_server_t *s) {
+  ruda_memory_usage_t total = ruda__stream_table_usage(&s->base.streams);
+  uint64_t now = ruda__now_ns();
+  ruda__trace_counter(s->base.device, "memory in use", now, total.bytes_in_use);
+  ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);
+}
+
 /* Resolves a binding to a host pointer through the pool of the stream that
- * owns the memory. */
+ * owns the memory (never creating that stream's state: memory can only be
+ * bound in a state that exists). */
 static ruda_status_t resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t **out_ptr,
                              uint64_t *out_size) {
-  cpu_stream_t *owner = stream_get(s, b->stream);
-  if (!owner) return no_stream();
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, b->stream);
+  cpu_stream_t *owner = rs ? ext(rs) : NULL;
+  if (!owner || !owner->mm) {
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
+                              "the buffer is not bound on this device (its stream %llu holds "
+                              "no memory)",
+                              (unsigned long long)b->stream.value);
+  }
   ruda__storage_handle_t h;
-  ruda_status_t err = ruda__memory_resolve(owner->mm, b->memory, b->offset_start,
-                                           b->offset_end, &h);
+  ruda_status_t err = ruda__memory_resolve_binding(owner->mm, b, &h);
   if (err) return err;
   *out_ptr = (uint8_t *)(uintptr_t)ruda__storage_handle_addr(&h);
   *out_size = h.size;
@@ -103,10 +137,12 @@ static ruda_status_t resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t *
 static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
                                   ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
-  cpu_stream_t *st = stream_get(s, stream);
+  cpu_stream_t *st;
+  ruda__stream_t *rs = stream_get(s, stream, &st);
   if (!st) return; /* the handle stays unbound: later uses report NotFound */
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
-  ruda__stream_errors_push(&st->errors, ruda__memory_alloc(st->mm, memory, size, ++st->cursor));
+  ruda__stream_push_error(
+      rs, ruda__memory_alloc(st->mm, memory, size, ruda__stream_advance(&s->base.streams, rs)));
   if (t0) {
     ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
     trace_memory(s);
@@ -145,12 +181,9 @@ static void strided_copy(uint8_t *view, const ruda_shape_t *shape, const ruda_st
 }
 
 static ruda_status_t check_extent(const ruda__copy_desc_t *d, uint64_t view_size) {
-  uint64_t last = 0;
-  for (uint32_t i = 0; i < d->shape.rank; i++) {
-    if (d->shape.dims[i] == 0) return NULL;
-    last += (d->shape.dims[i] - 1) * d->strides.values[i];
-  }
-  uint64_t need = ruda_shape_num_elems(&d->shape) ? (last + 1) * d->elem_size : 0;
+  uint64_t need;
+  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "copy whose strides reach past 2^64 bytes");
   if (need > view_size) {
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
                               "copy of %llu bytes exceeds the view of %llu bytes",
@@ -162,7 +195,7 @@ static ruda_status_t check_extent(const ruda__copy_desc_t *d, uint64_t view_size
 static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                       size_t count, ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
-  cpu_stream_t *st = stream_get(s, stream);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0, bytes = 0;
   for (size_t i = 0; i < count; i++) {
     bytes += srcs[i].size;
@@ -171,8 +204,9 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     ruda_status_t err = resolve(s, &descs[i].binding, &ptr, &size);
     if (!err) err = check_extent(&descs[i], size);
     if (!err) {
-      uint64_t n = ruda_shape_num_elems(&descs[i].shape) * descs[i].elem_size;
-      if (n > srcs[i].size) {
+      uint64_t n = UINT64_MAX;
+      (void)ruda_shape_num_bytes(&descs[i].shape, descs[i].elem_size, &n);
+      if (n > srcs[i].size || (n && !srcs[i].data)) {
         err = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write of %llu bytes from a %llu-byte buffer",
                                  (unsigned long long)n, (unsigned long long)srcs[i].size);
       } else {
@@ -180,7 +214,7 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
                      srcs[i].data, true);
       }
     }
-    if (st) ruda__stream_errors_push(&st->errors, err);
+    if (rs) ruda__stream_push_error(rs, err);
     else ruda_status_free(err);
     ruda_bytes_release(&srcs[i]);
   }
@@ -192,9 +226,8 @@ static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *des
                               ruda__future_t **out) {
   cpu_server_t *s = cpu(base);
   *out = NULL;
-  cpu_stream_t *st = stream_get(s, stream);
-  if (!st) return no_stream();
-  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
+  ruda_status_t err = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (err) return err;
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0, bytes = 0;
   for (size_t i = 0; i < count; i++) {
@@ -224,31 +257,33 @@ static ruda_status_t cpu_get_resource(ruda__server_t *base, const ruda_binding_t
 
 static ruda_status_t cpu_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
                                       ruda_memory_usage_t *out) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
-  if (!st) return no_stream();
-  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_CHECK);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  memset(out, 0, sizeof *out);
+  if (!rs) return NULL; /* a stream without state holds nothing */
+  ruda_status_t err = ruda__stream_check(rs, RUDA__MODE_CHECK);
   if (err) return err;
-  *out = ruda__memory_usage(st->mm);
+  *out = cpu_stream_usage(base, rs);
   return NULL;
 }
 
 static void cpu_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
-  if (st) ruda__memory_cleanup(st->mm, true);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  cpu_stream_t *st = rs ? ext(rs) : NULL;
+  if (st && st->mm) ruda__memory_cleanup(st->mm, true);
 }
 
 static void cpu_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
                                 ruda_stream_id_t stream) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
+  cpu_stream_t *st;
+  stream_get(cpu(base), stream, &st);
   if (st) ruda__memory_set_mode(st->mm, mode);
 }
 
 /* ---- Synchronisation ---- */
 
 static ruda_status_t cpu_flush(ruda__server_t *base, ruda_stream_id_t stream) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
-  if (!st) return no_stream();
-  return ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  return rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
 }
 
 static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
@@ -267,31 +302,35 @@ static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
 
 /* ---- Profiling ---- */
 
+/* Work runs on the worker in order, so the host clock read there brackets
+ * exactly the work submitted between start and end. An error queued on the
+ * stream while a profile is open fails it (ruda__stream_push_error); the
+ * error stays queued for the stream's next read, flush or sync. */
 static ruda_status_t cpu_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                        ruda_profiling_token_t *out) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
-  if (!st) return no_stream();
-  return ruda__profiler_start(&st->profiler, ruda__now_ns(), out);
+  ruda__stream_t *rs = ruda__stream_get(&base->streams, stream);
+  if (!rs) return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory");
+  return ruda__stream_profile_start(&base->streams, rs, ruda__now_ns(), NULL, out);
 }
 
 static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                      ruda_profiling_token_t token,
                                      ruda_profile_duration_t *out) {
-  cpu_stream_t *st = stream_get(cpu(base), stream);
-  if (!st) return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory");
   uint64_t end = ruda__now_ns();
-  ruda_status_t err = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
-  if (err) {
-    ruda__profiler_error(&st->profiler, err);
-    ruda_status_free(err);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  if (!rs) {
+    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
+                              "token %llu is not open on this stream",
+                              (unsigned long long)token.id);
   }
-  return ruda__profiler_stop(&st->profiler, token, end, RUDA_TIMING_DEVICE, out);
+  return ruda__profiler_stop(&rs->profiler, token, end, RUDA_TIMING_DEVICE, out);
 }
 
 /* ---- Launch ---- */
 
 typedef struct cpu_launch {
   const ruda_kernel_desc_t *desc;
+  ruda_cpu_kernel_fn fn;
   ruda_cpu_kernel_ctx_t proto;
   uint64_t total;
   uint64_t chunk;
@@ -320,7 +359,7 @@ static void launch_job(void *arg, uint32_t participant) {
   ctx.shared = l->shared ? l->shared[participant] : NULL;
   const ruda_count3_t c = ctx.ruda_count;
   const uint64_t xy = (uint64_t)c.x * c.y;
-  ruda_cpu_kernel_fn fn = l->desc->cpu_fn;
+  ruda_cpu_kernel_fn fn = l->fn;
   for (;;) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
@@ -346,7 +385,7 @@ static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
                                 "cannot allocate %llu bytes of shared memory",
                                 (unsigned long long)bytes);
     }
-    free(s->shared[i]);
+    ruda__free(s->shared[i]);
     s->shared[i] = p;
   }
   s->shared_cap = bytes;
@@ -360,14 +399,18 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
                                       const ruda__launch_args_t *args) {
   const ruda_kernel_desc_t *desc = ruda_kernel_desc(kernel);
   const ruda_device_properties_t *p = &s->base.utilities.properties;
-  if (!desc->cpu_fn) {
+  /* A CPU entry, else the natively compiled form of a portable kernel. */
+  static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CPU,
+                                                 RUDA_KERNEL_FORMAT_PORTABLE};
+  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 2);
+  if (!code || !code->cpu_fn) {
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
         ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
-                           "kernel '%s' has no CPU function", desc->name));
+                           "kernel '%s' has no CPU function (a CPU entry, or a portable "
+                           "entry compiled into the program)", desc->name));
   }
-  ruda_status_t err = ruda__validate_launch(p, desc->ruda_dim, desc->shared_mem_bytes);
-  if (err) return err;
+  ruda_status_t err = NULL;
   if (args->num_tensor_maps) {
     return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
                               "kernel '%s': tensor maps are not supported by the CPU backend",
@@ -379,17 +422,20 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     uint64_t size = 0;
     err = resolve(s, &count->buffer, &ptr, &size);
     if (err) return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, err);
-    if (size < 3 * sizeof(uint32_t)) {
+    /* The view was checked by the server layer; the resolved slice bounds
+     * what may be read, whatever the view says. */
+    if (size < RUDA__DYNAMIC_COUNT_BYTES) {
       return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                                "kernel '%s': a dynamic count buffer needs 12 bytes, it has %llu",
-                                desc->name, (unsigned long long)size);
+                                "kernel '%s': a dynamic count is read from %u bytes, its buffer "
+                                "has %llu",
+                                desc->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)size);
     }
     uint32_t xyz[3];
     memcpy(xyz, ptr, sizeof xyz);
     c = (ruda_count3_t){xyz[0], xyz[1], xyz[2]};
+    err = ruda__validate_count(p, desc, c);
+    if (err) return err;
   }
-  err = ruda__validate_count(p, c);
-  if (err) return err;
   if (ruda_count3_is_empty(c)) return NULL;
 
   void *ptr_inline[MAX_INLINE_BUFFERS];
@@ -397,11 +443,11 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
   void **ptrs = ptr_inline;
   uint64_t *sizes = size_inline;
   if (args->num_buffers > MAX_INLINE_BUFFERS) {
-    ptrs = malloc(args->num_buffers * sizeof *ptrs);
-    sizes = malloc(args->num_buffers * sizeof *sizes);
+    ptrs = ruda__malloc(args->num_buffers * sizeof *ptrs);
+    sizes = ruda__malloc(args->num_buffers * sizeof *sizes);
     if (!ptrs || !sizes) {
-      free(ptrs == ptr_inline ? NULL : ptrs);
-      free(sizes == size_inline ? NULL : sizes);
+      ruda__free(ptrs == ptr_inline ? NULL : ptrs);
+      ruda__free(sizes == size_inline ? NULL : sizes);
       return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "binding %zu buffers",
                                 args->num_buffers);
     }
@@ -418,6 +464,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     cpu_launch_t l;
     memset(&l, 0, sizeof l);
     l.desc = desc;
+    l.fn = code->cpu_fn;
     l.proto.ruda_count = c;
     l.proto.ruda_dim = desc->ruda_dim;
     l.proto.buffers = ptrs;
@@ -447,8 +494,8 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     }
     err = l.failure;
   }
-  if (ptrs != ptr_inline) free(ptrs);
-  if (sizes != size_inline) free(sizes);
+  if (ptrs != ptr_inline) ruda__free(ptrs);
+  if (sizes != size_inline) ruda__free(sizes);
   return err;
 }
 
@@ -457,22 +504,19 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
                        ruda_stream_id_t stream) {
   (void)mode; /* C kernels check their own bounds */
   cpu_server_t *s = cpu(base);
-  cpu_stream_t *st = stream_get(s, stream);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda_status_t err = cpu_launch_inner(s, kernel, count, args);
   if (t0) {
     ruda__trace_slice(s->base.device, stream.value, "kernel", ruda_kernel_desc(kernel)->name, t0,
                       ruda__now_ns(), 0);
   }
-  if (err) {
-    if (st) {
-      ruda__profiler_error(&st->profiler, err);
-      ruda__stream_errors_push(&st->errors, err);
-    } else {
-      ruda_status_free(err);
-    }
+  if (rs) {
+    ruda__stream_advance(&s->base.streams, rs);
+    ruda__stream_push_error(rs, err);
+  } else {
+    ruda_status_free(err);
   }
-  if (st) st->cursor++;
 }
 
 /* ---- Lifetime ---- */
@@ -487,22 +531,27 @@ static ruda_status_t cpu_comm_init(ruda__server_t *base, const ruda__comm_peers_
   return ruda__cpu_comm_init(peers);
 }
 
-static void push_or_free(cpu_stream_t *st, ruda_status_t err) {
-  if (!err) return;
-  if (st) ruda__stream_errors_push(&st->errors, err);
-  else ruda_status_free(err);
+static void stream_done(cpu_server_t *s, ruda__stream_t *rs, ruda_status_t err) {
+  if (rs) {
+    ruda__stream_advance(&s->base.streams, rs);
+    ruda__stream_push_error(rs, err);
+  } else {
+    ruda_status_free(err);
+  }
 }
 
 /* Reaches the rendezvous even when this device's part failed: the peers
  * wait for every participant. */
 static void cpu_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
-  cpu_stream_t *st = stream_get(s, stream);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
   ruda__cpu_part_t part = {.coll = c};
   uint8_t *sp = NULL, *dp = NULL;
-  ruda_status_t own = st ? NULL : no_stream();
-  if (!own && c->src.binding.memory) own = resolve(s, &c->src.binding, &sp, &part.src_bytes);
-  if (!own && c->dst.memory) own = resolve(s, &c->dst, &dp, &part.dst_bytes);
+  ruda_status_t own = rs ? NULL : no_stream();
+  if (!own && !ruda_binding_is_empty(&c->src.binding)) {
+    own = resolve(s, &c->src.binding, &sp, &part.src_bytes);
+  }
+  if (!own && !ruda_binding_is_empty(&c->dst)) own = resolve(s, &c->dst, &dp, &part.dst_bytes);
   part.src = sp;
   part.dst = dp;
   part.error = own;
@@ -516,8 +565,7 @@ static void cpu_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
     ruda_status_free(err);
     err = own;
   }
-  push_or_free(st, err);
-  if (st) st->cursor++;
+  stream_done(s, rs, err);
 }
 
 /* Collectives run on the worker in submission order: nothing to order. */
@@ -531,12 +579,12 @@ static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
                                               void *dst, uint64_t dst_bytes),
                           void *ctx, ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
-  cpu_stream_t *st = stream_get(s, stream);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
   uint8_t *sp = NULL, *dp = NULL;
   uint64_t sn = 0, dn = 0;
-  ruda_status_t err = st ? NULL : no_stream();
-  if (!err && src && src->memory) err = resolve(s, src, &sp, &sn);
-  if (!err && dst && dst->memory) err = resolve(s, dst, &dp, &dn);
+  ruda_status_t err = rs ? NULL : no_stream();
+  if (!err && src && !ruda_binding_is_empty(src)) err = resolve(s, src, &sp, &sn);
+  if (!err && dst && !ruda_binding_is_empty(dst)) err = resolve(s, dst, &dp, &dn);
   /* fn runs even when a buffer failed (with NULL for it): a transport
    * across processes must still take part, or its peers would wait. */
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
@@ -553,28 +601,19 @@ static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
   } else if (!err) {
     err = ferr;
   }
-  push_or_free(st, err);
-  if (st) st->cursor++;
+  stream_done(s, rs, err);
 }
 
 static void cpu_destroy(ruda__server_t *base) {
   cpu_server_t *s = cpu(base);
-  for (uint32_t i = 0; i < s->max_streams; i++) {
-    cpu_stream_t *st = s->streams[i];
-    if (!st) continue;
-    ruda__memory_manager_destroy(st->mm);
-    ruda__stream_errors_deinit(&st->errors);
-    ruda__profiler_deinit(&st->profiler);
-    free(st);
-  }
-  free(s->streams);
+  ruda__stream_table_deinit(&s->base.streams);
   if (s->shared) {
-    for (uint32_t i = 0; i < ruda__thread_pool_size(s->pool); i++) free(s->shared[i]);
-    free(s->shared);
+    for (uint32_t i = 0; i < ruda__thread_pool_size(s->pool); i++) ruda__free(s->shared[i]);
+    ruda__free(s->shared);
   }
   ruda__thread_pool_destroy(s->pool);
   ruda__server_utilities_deinit(&s->base.utilities);
-  free(s);
+  ruda__free(s);
 }
 
 static const ruda__server_vtable_t cpu_vtable = {
@@ -615,7 +654,7 @@ static uint64_t env_u64(const char *name, uint64_t fallback) {
 
 static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
-  cpu_server_t *s = calloc(1, sizeof *s);
+  cpu_server_t *s = ruda__calloc(1, sizeof *s);
   if (!s) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating cpu:%u", index);
   ruda_device_properties_t props;
   ruda__cpu_device_properties(&props);
@@ -625,23 +664,20 @@ static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {
   ruda__server_utilities_init(&s->base.utilities, &props, info, policy);
   s->base.vt = &cpu_vtable;
   const ruda__cpu_settings_t *settings = ruda__cpu_settings();
-  s->base.utilities.check_mode = settings->check_mode;
-  s->max_streams = settings->max_streams;
-  s->memory_config = settings->memory;
   s->memory_limit = env_u64("RUDA_CPU_MEMORY_LIMIT", 0);
-  s->streams = calloc(s->max_streams, sizeof *s->streams);
-  ruda_status_t err = s->streams ? NULL
-                                 : ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  ruda__stream_table_ops_t ops = {sizeof(cpu_stream_t), cpu_stream_quiesce, cpu_stream_release,
+                                  cpu_stream_usage, s};
+  ruda_status_t err = ruda__server_streams_init(&s->base, &ops);
   if (!err) err = ruda__thread_pool_create(settings->threads, settings->spin, &s->pool);
   if (!err) {
-    s->shared = calloc(ruda__thread_pool_size(s->pool), sizeof *s->shared);
+    s->shared = ruda__calloc(ruda__thread_pool_size(s->pool), sizeof *s->shared);
     if (!s->shared) err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   }
   if (err) {
-    free(s->streams);
+    ruda__stream_table_deinit(&s->base.streams);
     ruda__thread_pool_destroy(s->pool);
     ruda__server_utilities_deinit(&s->base.utilities);
-    free(s);
+    ruda__free(s);
     return err;
   }
   *out = &s->base;

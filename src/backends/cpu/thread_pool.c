@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
+#include "base/alloc.h"
 #include "client/sync_primitives.h"
 
 /* Jobs are "join if you can": the driving thread publishes the job and
@@ -75,14 +76,14 @@ ruda_status_t ruda__thread_pool_create(uint32_t participants, uint32_t spin,
                                        ruda__thread_pool_t **out) {
   *out = NULL;
   if (participants == 0) participants = 1;
-  ruda__thread_pool_t *p = calloc(1, sizeof *p);
+  ruda__thread_pool_t *p = ruda__calloc(1, sizeof *p);
   if (!p) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating the CPU pool");
   p->participants = participants;
   p->spin = spin;
   if (participants > 1) {
-    p->helpers = calloc(participants - 1, sizeof *p->helpers);
+    p->helpers = ruda__calloc(participants - 1, sizeof *p->helpers);
     if (!p->helpers) {
-      free(p);
+      ruda__free(p);
       return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating the CPU pool");
     }
   }
@@ -133,6 +134,6 @@ void ruda__thread_pool_destroy(ruda__thread_pool_t *p) {
     ruda__futex_wake(&p->generation, (int)p->participants);
     for (uint32_t i = 1; i < p->participants; i++) pthread_join(p->helpers[i - 1].thread, NULL);
   }
-  free(p->helpers);
-  free(p);
+  ruda__free(p->helpers);
+  ruda__free(p);
 }

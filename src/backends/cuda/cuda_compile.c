@@ -3,7 +3,7 @@
  *  - In memory: one table per device (server) from the kernel's stable id
  *    hash to its loaded CUfunction.
  *  - On disk: CUBINs under {cache root}/cuda/{key}.cubin, where the key
- *    hashes the kernel's stable hash, the NVRTC options, the device
+ *    hashes the CUDA code entry (ruda__kernel_code_hash), the NVRTC options, the device
  *    properties checksum and the NVRTC and driver versions. A file is a
  *    small header (magic, format version, payload size, payload hash) and
  *    the CUBIN; it is written to a temporary name and renamed, so readers
@@ -25,20 +25,17 @@
 
 #include "backends/cuda/cuda_internal.h"
 #include "base/alloc.h"
+#include "server/kernel_object.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
+#include "server/device_settings.h"
 
 bool ruda__cuda_cache_root(char *buf, size_t cap) {
-  const char *env = getenv("RUDA_CACHE_DIR");
-  if (env != NULL && env[0] != '\0') return (size_t)snprintf(buf, cap, "%s", env) < cap;
-  /* The configured location ([compilation] cache) when one is set. */
-  if (ruda_config_cache_dir(ruda_config_get(), buf, cap) > 0 && buf[0] != '\0') return true;
-  const char *xdg = getenv("XDG_CACHE_HOME");
-  if (xdg != NULL && xdg[0] != '\0') return (size_t)snprintf(buf, cap, "%s/ruda", xdg) < cap;
-  const char *home = getenv("HOME");
-  if (home != NULL && home[0] != '\0')
-    return (size_t)snprintf(buf, cap, "%s/.cache/ruda", home) < cap;
-  return false;
+  /* The server layer's settings: [compilation] cache, the user's cache
+   * directory by default, "" for "none". */
+  const char *dir = ruda__device_settings()->cache_dir;
+  if (cap) buf[0] = '\0';
+  return dir[0] != '\0' && (size_t)snprintf(buf, cap, "%s", dir) < cap;
 }
 
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
@@ -76,6 +73,7 @@ struct ruda__cuda_module_cache {
   entry_t **slots; /* open addressing, power-of-two capacity */
   size_t cap, len;
   bool disk_disabled;
+  char root[RUDA_CONFIG_PATH_MAX]; /* the disk cache directory */
 };
 
 static const char *cuda_root(void) {
@@ -86,7 +84,8 @@ static const char *cuda_root(void) {
 
 ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t *api,
                                                           uint32_t cc,
-                                                          uint64_t properties_checksum) {
+                                                          uint64_t properties_checksum,
+                                                          const char *cache_dir) {
   ruda__cuda_module_cache_t *c = ruda__calloc(1, sizeof *c);
   if (c == NULL) return NULL;
   c->api = api;
@@ -98,8 +97,11 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
     ruda__free(c);
     return NULL;
   }
-  const char *off = getenv("RUDA_CACHE_DISABLE");
-  c->disk_disabled = off != NULL && off[0] != '\0' && strcmp(off, "0") != 0;
+  if (cache_dir == NULL ||
+      (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root) {
+    c->root[0] = '\0';
+  }
+  c->disk_disabled = c->root[0] == '\0';
   return c;
 }
 
@@ -265,7 +267,8 @@ ruda_status_t ruda__cuda_nvrtc_compile(const char *name, const char *source, siz
 
 /* ---- Disk cache ---- */
 
-static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_kernel_t *k) {
+static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_kernel_t *k,
+                               const ruda_kernel_code_t *code) {
   const ruda__nvrtc_api_t *nv = NULL;
   ruda_status_t s = ruda__nvrtc_api_get(&nv);
   int nv_major = 0, nv_minor = 0;
@@ -274,8 +277,7 @@ static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_ke
     nv_minor = nv->minor;
   }
   ruda_status_free(s);
-  const ruda_kernel_desc_t *d = ruda_kernel_desc(k);
-  ruda_hash128_t kh = ruda_kernel_hash(k);
+  ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
   char arch[64], inc[600], inc2[640];
   const char *opts[8];
   size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
@@ -290,16 +292,13 @@ static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_ke
                                  c->api->driver_version, c->cc);
   for (size_t i = 0; i < nopt && used < sizeof buf; i++)
     used += (size_t)snprintf(buf + used, sizeof buf - used, "opt=%s;", opts[i]);
-  for (size_t i = 0; i < d->num_compile_options && used < sizeof buf; i++)
-    used += (size_t)snprintf(buf + used, sizeof buf - used, "xopt=%s;", d->compile_options[i]);
   if (used > sizeof buf) used = sizeof buf;
   return ruda_hash128(buf, used, CACHE_SEED);
 }
 
-static bool cache_path(ruda_hash128_t key, char *dir, size_t dcap, char *path, size_t pcap) {
-  char root[768];
-  if (!ruda__cuda_cache_root(root, sizeof root)) return false;
-  if ((size_t)snprintf(dir, dcap, "%s/cuda", root) >= dcap) return false;
+static bool cache_path(const ruda__cuda_module_cache_t *c, ruda_hash128_t key, char *dir,
+                       size_t dcap, char *path, size_t pcap) {
+  if ((size_t)snprintf(dir, dcap, "%s/cuda", c->root) >= dcap) return false;
   return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.cubin", dir,
                           (unsigned long long)key.hi, (unsigned long long)key.lo) < pcap;
 }
@@ -439,36 +438,31 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
     return NULL;
   }
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  /* Binaries first: they need no compiler. */
+  static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CUBIN, RUDA_KERNEL_FORMAT_PTX,
+                                                 RUDA_KERNEL_FORMAT_CUDA_C};
+  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 3);
+  if (code == NULL) goto unsupported;
   CUmodule mod = NULL;
   CUfunction fn = NULL;
   bool from_disk = false;
   ruda_status_t s = NULL;
-  size_t len = d->source_len;
-  switch (d->source_kind) {
-    case RUDA_SOURCE_CUBIN:
-      if (d->source == NULL || len == 0) goto unsupported;
-      s = load_module(c->api, d->source, d->name, &mod, &fn);
+  switch (code->format) {
+    case RUDA_KERNEL_FORMAT_CUBIN:
+    case RUDA_KERNEL_FORMAT_PTX:
+      /* Text entries are stored NUL-terminated, as cuModuleLoadData wants
+       * for PTX. */
+      s = load_module(c->api, code->data, code->entry, &mod, &fn);
       break;
-    case RUDA_SOURCE_PTX: {
-      if (d->source == NULL) goto unsupported;
-      if (len == 0) len = strlen(d->source);
-      char *ptx = ruda__strndup(d->source, len);
-      if (ptx == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "copying PTX");
-      s = load_module(c->api, ptx, d->name, &mod, &fn);
-      ruda__free(ptx);
-      break;
-    }
-    case RUDA_SOURCE_CUDA_C: {
-      if (d->source == NULL) goto unsupported;
-      if (len == 0) len = strlen(d->source);
+    default: {
       char dir[1024], path[1100];
-      ruda_hash128_t dk = disk_key(c, kernel);
-      bool use_disk = !c->disk_disabled && cache_path(dk, dir, sizeof dir, path, sizeof path);
+      ruda_hash128_t dk = disk_key(c, kernel, code);
+      bool use_disk = !c->disk_disabled && cache_path(c, dk, dir, sizeof dir, path, sizeof path);
       if (use_disk) {
         size_t size = 0;
         void *bin = disk_read(path, &size);
         if (bin != NULL) {
-          s = load_module(c->api, bin, d->name, &mod, &fn);
+          s = load_module(c->api, bin, code->entry, &mod, &fn);
           ruda__free(bin);
           if (s == NULL) {
             from_disk = true;
@@ -483,17 +477,15 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       }
       void *bin = NULL;
       size_t size = 0;
-      s = ruda__cuda_nvrtc_compile(d->name, d->source, len, c->cc, d->compile_options,
-                                   d->num_compile_options, &bin, &size);
+      s = ruda__cuda_nvrtc_compile(d->name, code->data, code->size, c->cc, code->options,
+                                   code->num_options, &bin, &size);
       if (s != NULL) return s;
       ruda__cuda_log("compilation", "[Compiling kernel] %s (%zu bytes)", d->name, size);
-      s = load_module(c->api, bin, d->name, &mod, &fn);
+      s = load_module(c->api, bin, code->entry, &mod, &fn);
       if (s == NULL && use_disk) disk_write(c, dir, path, bin, size);
       ruda__free(bin);
       break;
     }
-    default:
-      goto unsupported;
   }
   if (s != NULL) return s;
   e = ruda__calloc(1, sizeof *e);

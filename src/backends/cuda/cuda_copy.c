@@ -23,8 +23,8 @@ void ruda__cuda_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, u
   ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
-  ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, st->cursor);
-  if (e) ruda__stream_errors_push(&st->errors, e);
+  ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, cuda_rs(st)->cursor);
+  if (e) ruda__stream_push_error(cuda_rs(st), e);
 }
 
 static void staging_release(ruda_bytes_t *b) {
@@ -60,30 +60,43 @@ ruda_status_t ruda__cuda_get_resource(ruda__server_t *base, const ruda_binding_t
   cuda_server_t *s = as_cuda(base);
   ruda__cuda_settle_poison(s, stream);
   CUdeviceptr p = 0;
-  ruda_status_t e = ruda__cuda_resolve(s, b, &p);
+  uint64_t held = 0;
+  ruda_status_t e = ruda__cuda_resolve(s, b, &p, &held);
   if (e) return e;
   out->address = (uint64_t)p;
-  out->size = ruda_binding_size_in_used(b);
+  uint64_t view = ruda_binding_size_in_used(b);
+  out->size = view < held ? view : held;
   return NULL;
 }
 
 ruda_status_t ruda__cuda_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
                                       ruda_memory_usage_t *out) {
   cuda_server_t *s = as_cuda(base);
-  cuda_stream_t *st = slot_for(s, stream);
-  ruda_status_t e = ruda__stream_errors_check(&st->errors, RUDA__MODE_CHECK);
-  if (e) return e;
   memset(out, 0, sizeof *out);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  if (rs == NULL) return NULL; /* a stream without state holds nothing */
+  ruda_status_t e = ruda__stream_check(rs, RUDA__MODE_CHECK);
+  if (e) return e;
+  /* Memory of this stream that other streams kept for finished work is
+   * free again. */
+  ruda__cuda_gc_poll_all(s);
+  cuda_stream_t *st = cuda_ext(rs);
   if (st->init) *out = ruda__memory_usage(st->gpu);
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_memory_usage_device(ruda__server_t *base, ruda_memory_usage_t *out) {
+  ruda__cuda_gc_poll_all(as_cuda(base));
+  *out = ruda__stream_table_usage(&base->streams);
   return NULL;
 }
 
 void ruda__cuda_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   ruda__cuda_settle_poison(s, stream);
-  cuda_stream_t *st = slot_for(s, stream);
-  if (!st->init) return;
-  ruda__cuda_gc_poll(s, st, false);
+  ruda__cuda_gc_poll_all(s);
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (st == NULL) return;
   ruda__drop_queue_flush(st->drops);
   ruda__memory_cleanup(st->gpu, true);
   ruda__memory_cleanup(st->pinned, true);
@@ -96,6 +109,7 @@ void ruda__cuda_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
 void ruda__cuda_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
                                 ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
+  ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
   ruda__memory_set_mode(st->gpu, mode);
@@ -120,6 +134,23 @@ static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t 
   *height = rank >= 2 ? n / (d->shape.dims[rank - 1] ? d->shape.dims[rank - 1] : 1) : 1;
   *pitch = d->strides.values[rank - 2] * d->elem_size;
   return true;
+}
+
+/* The device address of a copy's view, with the copy bounded by what the
+ * device allocated for it (not by what the binding claims): the furthest
+ * byte the shape and strides reach, overflow-checked, must lie inside. */
+static ruda_status_t copy_target(cuda_server_t *s, const ruda__copy_desc_t *d, const char *what,
+                                 CUdeviceptr *out) {
+  uint64_t view = 0, need = 0;
+  ruda_status_t e = ruda__cuda_resolve(s, &d->binding, out, &view);
+  if (e) return e;
+  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
+  if (need > view)
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
+                              "%s: the copy reaches %llu bytes, the view holds %llu", what,
+                              (unsigned long long)need, (unsigned long long)view);
+  return NULL;
 }
 
 /* Copies `height` rows of `width` bytes between host memory, where the rows
@@ -178,21 +209,21 @@ void ruda__cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     ruda_bytes_t *src = &srcs[i];
     uint64_t width, height, pitch;
     if (!copy_geometry(d, &width, &height, &pitch)) {
-      ruda__stream_errors_push(&st->errors,
-                               ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                                                  "write: only contiguous and row-pitched "
-                                                  "layouts can be copied"));
+      ruda__stream_push_error(cuda_rs(st),
+                              ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                                                 "write: only contiguous and row-pitched "
+                                                 "layouts can be copied"));
       ruda_bytes_release(src);
       continue;
     }
     uint64_t bytes = width * height;
     CUdeviceptr dst = 0;
-    ruda_status_t e = ruda__cuda_resolve(s, &d->binding, &dst);
+    ruda_status_t e = copy_target(s, d, "write", &dst);
     if (e == NULL && src->size < bytes)
       e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
                              (unsigned long long)src->size, (unsigned long long)bytes);
     if (e) {
-      ruda__stream_errors_push(&st->errors, e);
+      ruda__stream_push_error(cuda_rs(st), e);
       ruda_bytes_release(src);
       continue;
     }
@@ -258,9 +289,9 @@ void ruda__cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r))
         ruda__cuda_poison(s, r, "a copy failed after a device fault", true);
-      ruda__stream_errors_push(&st->errors,
-                               ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync",
-                                              "writing %llu bytes", (unsigned long long)bytes));
+      ruda__stream_push_error(cuda_rs(st),
+                              ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync",
+                                             "writing %llu bytes", (unsigned long long)bytes));
     }
   }
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
@@ -583,8 +614,8 @@ ruda_status_t ruda__cuda_read(ruda__server_t *base, const ruda__copy_desc_t *des
   ruda__cuda_comms_settle(s, stream, true);
 #endif
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  cuda_stream_t *slot = slot_for(s, stream);
-  ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   if (st->ngc || st->ntrace) ruda__cuda_gc_poll(s, st, false);
@@ -612,7 +643,7 @@ ruda_status_t ruda__cuda_read(ruda__server_t *base, const ruda__copy_desc_t *des
     uint64_t bytes = width * height;
     if (bytes == 0) continue;
     CUdeviceptr src = 0;
-    e = ruda__cuda_resolve(s, &d->binding, &src);
+    e = copy_target(s, d, "read", &src);
     if (e) {
       f->early = e;
       break;
@@ -679,15 +710,18 @@ ruda_status_t ruda__cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
 #if defined(RUDA_HAVE_NCCL_HEADERS)
   ruda__cuda_comms_settle(s, stream, true);
 #endif
-  cuda_stream_t *slot = slot_for(s, stream);
-  ruda_status_t e = ruda__stream_errors_check(&slot->errors, RUDA__MODE_DRAIN);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
-  if (!slot->init) {
+  /* Bindings kept for finished work of any stream go back first: a sync is
+   * where a caller expects memory to return. */
+  ruda__cuda_gc_poll_all(s);
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (st == NULL) {
     *out = ruda__future_ready(NULL);
     return NULL;
   }
-  cuda_stream_t *st = slot;
-  if (st->ngc || st->ntrace) ruda__cuda_gc_poll(s, st, false);
+  if (st->ntrace) ruda__cuda_gc_poll(s, st, false);
   cuda_future_t *f = future_new(s, st, 0);
   if (f == NULL) {
     CUresult r = s->api->cuStreamSynchronize(st->cu);
@@ -706,8 +740,8 @@ ruda_status_t ruda__cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
 #if defined(RUDA_HAVE_NCCL_HEADERS)
   ruda__cuda_comms_settle(s, stream, false);
 #endif
-  cuda_stream_t *st = slot_for(s, stream);
-  if (st->init) {
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (st != NULL) {
     CUresult r = s->api->cuStreamQuery(st->cu);
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
       char names[300];
@@ -716,16 +750,15 @@ ruda_status_t ruda__cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
       ruda__cuda_settle_poison(s, stream); /* resets the device: st is empty after it */
     }
   }
-  if (st->init) {
-    ruda__cuda_gc_poll(s, st, false);
+  ruda__cuda_gc_poll_all(s);
+  st = ruda__cuda_stream_find(s, stream);
+  if (st != NULL) {
     ruda__drop_queue_flush(st->drops);
     ruda__cuda_gpu_flush(st->gpu_store);
   }
-  ruda_status_t e = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
-  if (e) {
-    ruda__profiler_error(&s->profiler, e);
-    if (st->init) ruda__memory_cleanup(st->gpu, false);
-  }
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
+  if (e && st != NULL) ruda__memory_cleanup(st->gpu, false);
   return e;
 }
 

@@ -32,9 +32,10 @@ void ruda__cuda_loader_test_override(const char *libcuda, const char *libnvrtc);
 ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *meta,
                                           uint64_t address, int cuda_version);
 
-/* Default on-disk compilation cache root: $RUDA_CACHE_DIR, else
- * $XDG_CACHE_HOME/ruda, else $HOME/.cache/ruda. Writes into buf (snprintf
- * semantics); returns false when no location can be found. */
+/* The on-disk compilation cache root of this process's devices (the server
+ * layer's settings: [compilation] cache, by default the user's cache
+ * directory). Writes into buf; false when the disk cache is off ("none") or
+ * the path does not fit. */
 bool ruda__cuda_cache_root(char *buf, size_t cap);
 
 /* Test hooks that work with or without the CUDA headers. */
@@ -129,11 +130,13 @@ typedef struct ruda__cuda_function {
   bool from_disk;          /* the CUBIN came from the disk cache */
 } ruda__cuda_function_t;
 
-/* A cache for one device (compute capability `cc`, properties checksum).
- * NULL when memory is exhausted. */
+/* A cache for one device (compute capability `cc`, properties checksum)
+ * whose disk part lives under `cache_dir` ("" or NULL: no disk cache;
+ * copied). NULL when memory is exhausted. */
 ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t *api,
                                                           uint32_t cc,
-                                                          uint64_t properties_checksum);
+                                                          uint64_t properties_checksum,
+                                                          const char *cache_dir);
 /* Unloads every module (skip_unload: the context is gone). */
 void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload);
 /* The function of `kernel`: from memory, else from the disk cache, else

@@ -54,11 +54,6 @@ static void note_kernel(cuda_stream_t *st, const char *name) {
   slot[len] = '\0';
 }
 
-static void push_launch_error(cuda_server_t *s, cuda_stream_t *st, ruda_status_t e) {
-  if (!ruda__profiler_is_empty(&s->profiler)) ruda__profiler_error(&s->profiler, e);
-  ruda__stream_errors_push(&st->errors, e);
-}
-
 #define PARAMS_INLINE 32
 
 void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
@@ -71,17 +66,14 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
   if (st->ngc) ruda__cuda_gc_poll(s, st, false);
+  /* The server layer checked the dim, shared memory and a static count
+   * (ruda__server_launch). */
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
-  ruda_status_t e = ruda__validate_launch(&s->base.utilities.properties, d->ruda_dim,
-                                          d->shared_mem_bytes);
-  if (e) {
-    push_launch_error(s, st, e);
-    return;
-  }
   ruda__cuda_function_t *fn = NULL;
-  e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
+  ruda_status_t e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
   if (e) {
-    push_launch_error(s, st, e);
+    ruda__stream_push_error(cuda_rs(st), e);
+    ruda__cuda_op_end(s, st, &(keep_list_t){0});
     return;
   }
 
@@ -108,8 +100,20 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
 
   if (count->dynamic) {
     CUdeviceptr cp = 0;
-    e = ruda__cuda_resolve(s, &count->buffer, &cp);
-    if (e) goto fail;
+    uint64_t held = 0;
+    e = ruda__cuda_resolve(s, &count->buffer, &cp, &held);
+    if (e) {
+      e = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
+      goto fail;
+    }
+    /* Never read past what the device holds, whatever the view says. */
+    if (held < RUDA__DYNAMIC_COUNT_BYTES) {
+      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                             "kernel '%s': a dynamic count is read from %u bytes, its buffer "
+                             "has %llu",
+                             d->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)held);
+      goto fail;
+    }
     uint32_t local[3];
     uint32_t *host = st->count_host ? st->count_host : local;
     CUresult r = api->cuMemcpyDtoHAsync(host, cp, 3 * sizeof(uint32_t), st->cu);
@@ -123,24 +127,25 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
     grid.x = host[0];
     grid.y = host[1];
     grid.z = host[2];
+    e = ruda__validate_count(&s->base.utilities.properties, d, grid);
+    if (e) goto fail;
   }
-  e = ruda__validate_count(&s->base.utilities.properties, grid);
-  if (e) goto fail;
   if (ruda_count3_is_empty(grid)) goto done;
 
+  /* Parameter order, as on every backend: buffers, tensor maps, info. */
   size_t np = 0;
+  for (size_t i = 0; i < nb; i++) {
+    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i], NULL);
+    if (e) goto fail;
+    params[np++] = &vals[i];
+  }
   for (size_t i = 0; i < nt; i++) {
     CUdeviceptr tp = 0;
-    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp);
+    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp, NULL);
     if (e) goto fail;
     e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
     if (e) goto fail;
     params[np++] = &maps[i];
-  }
-  for (size_t i = 0; i < nb; i++) {
-    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i]);
-    if (e) goto fail;
-    params[np++] = &vals[i];
   }
   vals[nb] = 0;
   if (args->info.len > 0) {
@@ -214,7 +219,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:
-  push_launch_error(s, st, e);
+  ruda__stream_push_error(cuda_rs(st), e);
 done:
   if (params != psmall) ruda__free(params);
   if (vals != vsmall) ruda__free(vals);

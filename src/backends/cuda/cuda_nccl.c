@@ -297,7 +297,6 @@ struct ruda__cuda_comms {
   /* The stream of the last operation, for sync_collective. */
   bool has_last;
   ruda_stream_id_t last_id;
-  CUstream last_cu;
 };
 
 static comm_entry_t *find_comm(struct ruda__cuda_comms *c, uint64_t id) {
@@ -650,10 +649,12 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
                              ruda_elem_type_name(c->dtype));
   }
   if (!own) {
-    if (c->src.binding.memory) ruda__cuda_order_binding(s, st, &c->src.binding, &keep);
-    if (c->dst.memory) ruda__cuda_order_binding(s, st, &c->dst, &keep);
-    if (c->src.binding.memory) own = ruda__cuda_resolve(s, &c->src.binding, &part.send);
-    if (!own && c->dst.memory) own = ruda__cuda_resolve(s, &c->dst, &part.recv);
+    bool has_src = !ruda_binding_is_empty(&c->src.binding);
+    bool has_dst = !ruda_binding_is_empty(&c->dst);
+    if (has_src) ruda__cuda_order_binding(s, st, &c->src.binding, &keep);
+    if (has_dst) ruda__cuda_order_binding(s, st, &c->dst, &keep);
+    if (has_src) own = ruda__cuda_resolve(s, &c->src.binding, &part.send, NULL);
+    if (!own && has_dst) own = ruda__cuda_resolve(s, &c->dst, &part.recv, NULL);
   }
   part.api = comms ? comms->api : NULL;
   part.comm = entry && !entry->aborted ? entry->comm : NULL;
@@ -720,14 +721,13 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
     note_pending(comms, stream);
     comms->has_last = true;
     comms->last_id = stream;
-    comms->last_cu = st->cu;
   }
   if (own) {
     ruda_status_free(err);
     err = own;
   }
   if (st) {
-    if (err) ruda__stream_errors_push(&st->errors, err);
+    if (err) ruda__stream_push_error(cuda_rs(st), err);
     ruda__cuda_op_end(s, st, &keep);
   } else {
     ruda_status_free(err);
@@ -738,11 +738,14 @@ ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t 
   cuda_server_t *s = as_cuda(base);
   struct ruda__cuda_comms *c = s->comms;
   if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
+  /* A stream reclaimed since (idle) has nothing left to wait for. */
+  cuda_stream_t *last = ruda__cuda_stream_find(s, c->last_id);
+  if (!last) return NULL;
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (!st) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
   CUevent ev = NULL;
   CUresult r = ruda__cuda_event_get(s, &ev);
-  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, c->last_cu);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, last->cu);
   if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(st->cu, ev, 0);
   ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
   if (r != CUDA_SUCCESS) {
@@ -770,7 +773,7 @@ static void poll_async_errors(cuda_server_t *s, cuda_stream_t *st) {
                                          "aborted",
                                          s->base.device.index_id, e->rank, e->size);
     comm_abort(c->api, e, ruda_status_reason(err) ? ruda_status_reason(err) : "async error");
-    ruda__stream_errors_push(&st->errors, err);
+    ruda__stream_push_error(cuda_rs(st), err);
   }
 }
 
@@ -782,8 +785,11 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
     if (c->pending[i].id.value == stream.value) idx = i;
   }
   if (idx == c->npending) return;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  if (!st) return;
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (!st) { /* reclaimed: idle, its work finished */
+    c->pending[idx] = c->pending[--c->npending];
+    return;
+  }
   poll_async_errors(s, st);
   if (!wait) return;
   CUevent ev = NULL;
@@ -808,9 +814,9 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
       for (size_t i = 0; i < c->n; i++) {
         if (c->items[i].used && !c->items[i].aborted) comm_abort(c->api, &c->items[i], why);
       }
-      ruda__stream_errors_push(&st->errors,
-                               ruda_status_create(RUDA_ERR_SERVER_GENERIC, "cuda:%u: %s",
-                                                  s->base.device.index_id, why));
+      ruda__stream_push_error(cuda_rs(st), ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                                              "cuda:%u: %s",
+                                                              s->base.device.index_id, why));
       break;
     }
     poll_pause(t - t0);

@@ -4,18 +4,26 @@
  * streams, copies and launches are in cuda_stream.c, cuda_copy.c and
  * cuda_launch.c (shared declarations: cuda_server.h).
  *
- * Streams. Each ruda stream id maps to a slot (id mod max_streams, 128 by
- * default, RUDA_CUDA_MAX_STREAMS). A slot is created on first use and owns
- * a non-blocking CUstream with the configured priority, a memory manager
- * for device memory (cuMemAllocAsync on the stream, cuMemAlloc fallback,
- * frees deferred to flush), a pinned host manager for staging, the
- * stream's error list and a drop queue for host buffers in flight.
+ * Streams. Each ruda stream id has its own state in the server layer's
+ * stream table (errors, profiles, cursor; src/server/stream_table.h) with a
+ * CUDA extension (cuda_stream_t), initialised on first use: a non-blocking
+ * CUstream with the configured priority, a memory manager for device
+ * memory (cuMemAllocAsync on the stream, cuMemAlloc fallback, frees
+ * deferred to flush) with the configured persistent_memory, a pinned host
+ * manager for staging and a drop queue for host buffers in flight. Beyond
+ * streaming.max_streams states, idle ones (no live allocation, nothing in
+ * flight) are reclaimed, least recently used first.
  *
  * Cross-stream use. A binding whose stream differs from the operation's
  * makes the operation's stream wait on an event recorded on the origin
  * (when the origin has had work since the last such wait), and the binding
  * is kept (cloned) until an event recorded after the consuming work has
- * completed (polled on the device thread; no GC thread is needed).
+ * completed: polled on the device thread at the consumer's next operation,
+ * and on every stream at any sync, flush, memory report or cleanup, so
+ * that memory returns once the consumer's work is known complete.
+ *
+ * Profiles are per stream: an event recorded on the stream at start and
+ * end (device time).
  *
  * Faults. A kernel fault (illegal address, ...) poisons the CUDA context.
  * It is reported at the next sync/flush/read as
@@ -90,10 +98,10 @@ void ruda__cuda_settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   int code = atomic_load(&s->poisoned);
   if (code == 0 && s->dead == 0) return;
   if (s->dead != 0) {
-    cuda_stream_t *slot = slot_for(s, stream);
-    if (!ruda__stream_errors_empty(&slot->errors)) return;
-    ruda__stream_errors_push(
-        &slot->errors,
+    ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
+    if (rs == NULL || !ruda__stream_errors_empty(&rs->errors)) return;
+    ruda__stream_push_error(
+        rs,
         ruda_status_into_server(ruda_status_set_vendor(
             ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
                                "the CUDA device is lost after a kernel fault (%s) and could "
@@ -115,11 +123,20 @@ void ruda__cuda_settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
         "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
   }
   server_recover(s);
-  if (e) ruda__stream_errors_push(&slot_for(s, stream)->errors, e);
+  if (e) {
+    ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
+    if (rs != NULL) ruda__stream_push_error(rs, e);
+    else ruda_status_free(e);
+  }
 }
 
-/* ---- Profiling (device timestamps) ---- */
+/* ---- Profiling (device timestamps, per stream) ---- */
 
+/* A profile's start event is its entry's mark in the stream's profiler. An
+ * error queued on the stream while the profile is open fails it
+ * (ruda__stream_push_error); a fault seen while waiting for its end is
+ * queued on the stream too, so it also reaches the stream's next sync:
+ * observing never takes an error away from the stream. */
 static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                         ruda_profiling_token_t *out) {
   cuda_server_t *s = as_cuda(base);
@@ -127,13 +144,6 @@ static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t s
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
-  if (s->nmarks == s->capmarks) {
-    size_t cap = s->capmarks ? s->capmarks * 2 : 8;
-    profile_mark_t *nm = ruda__realloc(s->marks, cap * sizeof *nm);
-    if (nm == NULL) return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory");
-    s->marks = nm;
-    s->capmarks = cap;
-  }
   CUevent ev = NULL;
   CUresult r = s->api->cuEventCreate(&ev, CU_EVENT_DEFAULT);
   if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, st->cu);
@@ -141,57 +151,71 @@ static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t s
     if (ev) s->api->cuEventDestroy(ev);
     return ruda__cu_error(RUDA_ERR_PROFILE_UNKNOWN, r, "cuEventRecord", "starting a profile");
   }
-  uint64_t now = ruda__now_ns();
-  ruda_status_t e = ruda__profiler_start(&s->profiler, now, out);
-  if (e) {
-    s->api->cuEventDestroy(ev);
-    return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, e);
-  }
-  s->marks[s->nmarks++] = (profile_mark_t){out->id, ev, now};
-  return NULL;
+  ruda_status_t e =
+      ruda__stream_profile_start(&base->streams, cuda_rs(st), ruda__now_ns(), ev, out);
+  if (e) s->api->cuEventDestroy(ev);
+  return e;
 }
 
 static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                       ruda_profiling_token_t token, ruda_profile_duration_t *out) {
   cuda_server_t *s = as_cuda(base);
-  cuda_stream_t *st = slot_for(s, stream);
-  profile_mark_t mark = {0, NULL, 0};
-  bool found = false;
-  for (size_t i = 0; i < s->nmarks; i++) {
-    if (s->marks[i].token != token.id) continue;
-    mark = s->marks[i];
-    s->marks[i] = s->marks[--s->nmarks];
-    found = true;
-    break;
+  ruda__cuda_settle_poison(s, stream);
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  ruda__profiler_entry_t mark;
+  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark)) {
+    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
+                              "token %llu is not open on this stream",
+                              (unsigned long long)token.id);
   }
-  if (!found) return ruda__profiler_stop(&s->profiler, token, ruda__now_ns(), RUDA_TIMING_DEVICE, out);
+  cuda_stream_t *st = cuda_ext(rs);
   uint64_t elapsed_ns = 0;
-  if (st->init) {
+  /* A start event that went with a device reset leaves the host clock. */
+  bool timed = st->init && mark.mark != NULL;
+  if (timed) {
     CUevent end = NULL;
     CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
     if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
     if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
     float ms = 0.0f;
-    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, mark.start, end);
+    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, (CUevent)mark.mark, end);
     if (end) s->api->cuEventDestroy(end);
     if (r != CUDA_SUCCESS) {
       char names[300];
       ruda__cuda_recent_names(&st->recent, names, sizeof names);
       ruda_status_t fe = ruda__cuda_stream_fault(s, r, "cuEventSynchronize", names);
-      ruda__profiler_error(&s->profiler, fe);
-      ruda_status_free(fe);
+      if (mark.error == NULL) {
+        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
+      }
+      ruda__stream_push_error(rs, fe);
     } else {
       elapsed_ns = (uint64_t)((double)ms * 1e6);
     }
   }
-  s->api->cuEventDestroy(mark.start);
-  ruda_status_t q = ruda__stream_errors_check(&st->errors, RUDA__MODE_DRAIN);
-  if (q) {
-    ruda__profiler_error(&s->profiler, q);
-    ruda_status_free(q);
+  if (mark.mark != NULL) s->api->cuEventDestroy((CUevent)mark.mark);
+  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
+  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
+                               out);
+}
+
+/* A device reset took every event with it: open profiles lose their start
+ * marks and report that they were interrupted. */
+static void forget_profile_marks(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  for (size_t i = 0; i < rs->profiler.len; i++) {
+    ruda__profiler_entry_t *e = &rs->profiler.entries[i];
+    e->mark = NULL;
+    if (e->error == NULL) {
+      e->error = ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN,
+                                    "the CUDA device was reset after a fault while this "
+                                    "profile was open");
+    }
   }
-  return ruda__profiler_stop(&s->profiler, token, mark.start_ns + elapsed_ns, RUDA_TIMING_DEVICE,
-                             out);
+}
+
+static void free_stream_part(void *ctx, ruda__stream_t *rs) {
+  cuda_stream_t *st = cuda_ext(rs);
+  if (st->init) ruda__cuda_stream_free(ctx, st, false);
 }
 
 /* ---- Lifetime ---- */
@@ -201,12 +225,11 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
  * (their lookups give NotFound). Errors queued on streams are kept. */
 static void server_recover(cuda_server_t *s) {
   const ruda__cuda_api_t *api = s->api;
-  for (uint32_t i = 0; i < s->max_streams; i++) {
-    if (s->streams[i].init) ruda__cuda_stream_free(s, &s->streams[i], false);
-  }
+  ruda__stream_table_foreach(&s->base.streams, free_stream_part, s);
+  ruda__stream_table_foreach(&s->base.streams, forget_profile_marks, s);
   ruda__cuda_module_cache_destroy(s->modules, true);
-  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
-  s->nmarks = 0; /* their events died with the context */
+  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
+                                              s->base.utilities.settings.cache_dir);
   pthread_mutex_lock(&s->home->lock);
   s->nevents = 0; /* events and blocks die with the context */
   s->nblocks = 0;
@@ -260,19 +283,15 @@ static void cuda_destroy(ruda__server_t *base) {
 #if defined(RUDA_HAVE_NCCL_HEADERS)
   ruda__cuda_comms_destroy(s, alive);
 #endif
-  for (uint32_t i = 0; i < s->max_streams; i++)
-    ruda__cuda_stream_teardown(s, &s->streams[i], alive);
+  s->context_alive = alive;
+  ruda__stream_table_deinit(&s->base.streams);
   ruda__cuda_module_cache_destroy(s->modules, !alive);
-  for (size_t i = 0; i < s->nmarks; i++) s->api->cuEventDestroy(s->marks[i].start);
-  ruda__free(s->marks);
-  ruda__profiler_deinit(&s->profiler);
   ruda__copy_pool_destroy(s->copies);
   for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
   for (size_t i = 0; i < s->nblocks; i++) s->api->cuMemFreeHost(s->blocks[i]);
   for (size_t i = 0; i < s->nfutures; i++) ruda__cuda_future_free(s->futures[i]);
   s->api->cuDevicePrimaryCtxRelease(s->dev);
   ruda__server_utilities_deinit(&s->base.utilities);
-  ruda__free(s->streams);
   future_home_t *h = s->home;
   ruda__free(s);
   pthread_mutex_lock(&h->lock);
@@ -291,6 +310,7 @@ static const ruda__server_vtable_t cuda_vtable = {
     .launch = ruda__cuda_launch,
     .flush = ruda__cuda_flush,
     .memory_usage = ruda__cuda_memory_usage,
+    .memory_usage_device = ruda__cuda_memory_usage_device,
     .memory_cleanup = ruda__cuda_memory_cleanup,
     .allocation_mode = ruda__cuda_allocation_mode,
     .start_profile = cuda_start_profile,
@@ -373,24 +393,26 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   s->base.device.type_id = RUDA_DEVICE_TYPE_CUDA;
   s->base.device.index_id = index;
 
-  /* Priority and stream count from the configuration ([streaming]). */
+  /* Stream priority and count, pools, check mode and the disk cache come
+   * from the server layer's settings. */
+  const ruda__device_settings_t *set = &s->base.utilities.settings;
   int least = 0, greatest = 0;
   api->cuCtxGetStreamPriorityRange(&least, &greatest);
-  const ruda_config_t *cfg = ruda_config_get();
   s->priority = 0;
-  if (cfg->streaming.priority == RUDA_STREAM_PRIORITY_LOW) s->priority = least;
-  if (cfg->streaming.priority == RUDA_STREAM_PRIORITY_HIGH) s->priority = greatest;
+  if (set->priority == RUDA_STREAM_PRIORITY_LOW) s->priority = least;
+  if (set->priority == RUDA_STREAM_PRIORITY_HIGH) s->priority = greatest;
+  s->context_alive = true;
 
-  int ms = env_int("RUDA_CUDA_MAX_STREAMS", (int)cfg->streaming.max_streams);
-  if (ms < 1) ms = 1;
-  if (ms > MAX_SLOTS) ms = MAX_SLOTS;
-  s->max_streams = (uint32_t)ms;
-  s->streams = ruda__calloc(s->max_streams, sizeof *s->streams);
-  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash);
+  ruda__stream_table_ops_t ops = ruda__cuda_stream_ops;
+  ops.ctx = s;
+  e = ruda__server_streams_init(&s->base, &ops);
+  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
+                                              set->cache_dir);
   s->home = ruda__calloc(1, sizeof *s->home);
-  if (s->streams == NULL || s->modules == NULL || s->home == NULL) {
+  if (e != NULL || s->modules == NULL || s->home == NULL) {
+    ruda_status_free(e);
     ruda__free(s->home);
-    ruda__free(s->streams);
+    ruda__stream_table_deinit(&s->base.streams);
     ruda__cuda_module_cache_destroy(s->modules, false);
     ruda__server_utilities_deinit(&s->base.utilities);
     api->cuDevicePrimaryCtxRelease(dev);
@@ -399,7 +421,6 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   }
   pthread_mutex_init(&s->home->lock, NULL);
   s->home->refs = 1; /* the server's */
-  for (uint32_t i = 0; i < s->max_streams; i++) s->streams[i].index = i;
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int threads = env_int("RUDA_CUDA_COPY_THREADS", cores >= 8 ? 6 : (int)(cores / 2));
   if (threads < 0) threads = 0;

@@ -2,9 +2,11 @@
  *
  *   cuda_server.c  the vtable, creation and destruction, fault poisoning and
  *                  recovery, device-timed profiling
- *   cuda_stream.c  stream slots: device and pinned storages, the event and
- *                  block pools, cross-stream ordering and deferred releases
- *                  (gc, drop queue), the timeline trace, fault reports
+ *   cuda_stream.c  the CUDA part of a stream's state (the server layer's
+ *                  stream table holds one per stream id): device and pinned
+ *                  storages, the event and block pools, cross-stream
+ *                  ordering and deferred releases (gc, drop queue), the
+ *                  timeline trace, fault reports
  *   cuda_copy.c    the memory methods, writes, reads, futures, sync, flush
  *   cuda_launch.c  kernel launches (dynamic counts, info words, clusters)
  *
@@ -30,7 +32,6 @@
 #include "base/alloc.h"
 #include "server/server.h"
 
-#define MAX_SLOTS 256
 #define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
 #define STAGE_CHUNK (4u * 1024u * 1024u)
 #define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
@@ -84,19 +85,27 @@ typedef struct recent_kernels {
   uint32_t n, total;
 } recent_kernels_t;
 
+/* The CUDA extension of a stream's state (ruda__stream_ext): zeroed when
+ * the state is created, initialised on first use (`init`), freed when the
+ * state is reclaimed or after a device reset (then re-initialised on the
+ * next use). The state itself (errors, profiles, cursor, index) is
+ * cuda_rs(st). */
 typedef struct cuda_stream {
   bool init;
-  uint32_t index;
   CUstream cu;
   gpu_storage_t *gpu_store;
   pinned_storage_t *pin_store;
   ruda__memory_manager_t *gpu;
   ruda__memory_manager_t *pinned;
-  ruda__stream_errors_t errors;
   ruda__drop_queue_t *drops;
   fence_ctx_t fence; /* the drop queue's context */
-  uint64_t cursor;
-  uint64_t *last_synced; /* per origin slot: origin cursor at the last wait */
+  /* Per origin stream (by state index): the origin's cursor when this
+   * stream last waited on it. Grown on demand; cursors come from one
+   * server-wide clock, so an entry left by a reclaimed origin whose index
+   * was reused is always older than the new origin's cursor (a wait too
+   * many, never one too few). */
+  uint64_t *last_synced;
+  uint32_t nlast_synced;
   gc_batch_t *gc;
   size_t ngc, gccap;
   /* Kernel info words: one device buffer per stream is enough, because
@@ -124,12 +133,6 @@ typedef struct future_home {
   struct cuda_future *live; /* futures not yet destroyed, doubly linked */
 } future_home_t;
 
-typedef struct profile_mark {
-  uint64_t token;
-  CUevent start;
-  uint64_t start_ns;
-} profile_mark_t;
-
 struct cuda_server {
   ruda__server_t base;
   const ruda__cuda_api_t *api;
@@ -137,12 +140,13 @@ struct cuda_server {
   CUcontext ctx;
   uint32_t cc;
   int priority;
-  uint32_t max_streams;
-  cuda_stream_t *streams;
+  /* Streams whose gc list is not empty (kept bindings of cross-stream use),
+   * so that memory reports and syncs can release finished ones. */
+  uint32_t gc_streams;
+  /* The stream table's release hook frees CUDA objects only while the
+   * context is usable (false during destroy after a fault). */
+  bool context_alive;
   ruda__cuda_module_cache_t *modules;
-  ruda__profiler_t profiler;
-  profile_mark_t *marks;
-  size_t nmarks, capmarks;
   ruda__copy_pool_t *copies;
   /* Events without timing and pinned blocks for small reads, reused; futures
    * return theirs from any thread, hence home->lock over them. Both belong
@@ -172,6 +176,8 @@ struct cuda_server {
   /* NCCL: the comm stream and communicators (cuda_nccl.c); NULL until the
    * first collective. */
   struct ruda__cuda_comms *comms;
+  /* The device memory managers of every stream (out-of-memory reports). */
+  ruda__memory_group_t memory_group;
 };
 
 /* The bindings an operation uses from other streams' slots, cloned to keep
@@ -184,9 +190,8 @@ typedef struct keep_list {
 
 static inline cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
 
-static inline cuda_stream_t *slot_for(cuda_server_t *s, ruda_stream_id_t id) {
-  return &s->streams[id.value % s->max_streams];
-}
+static inline ruda__stream_t *cuda_rs(cuda_stream_t *st) { return ruda__stream_of_ext(st); }
+static inline cuda_stream_t *cuda_ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }
 
 struct cuda_future;
 
@@ -203,17 +208,33 @@ CUresult ruda__cuda_event_get(cuda_server_t *s, CUevent *out);
 void ruda__cuda_event_put(cuda_server_t *s, CUevent ev, uint64_t gen);
 void *ruda__cuda_block_get(cuda_server_t *s);
 
+/* The CUDA part of stream `id`, initialised on first use; NULL when it
+ * cannot be (the reason is queued on the stream when its state exists). */
 cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id);
+/* The CUDA part of a stream that exists and was initialised, or NULL
+ * (never creates anything). */
+cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id);
+/* Frees what `st` holds, whether fully or partly initialised, and leaves it
+ * uninitialised (the stream's state, errors and profiles, stays). */
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
-void ruda__cuda_stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
+/* The stream table's hooks (cuda_stream.c). */
+extern const ruda__stream_table_ops_t ruda__cuda_stream_ops;
+/* Releases the kept bindings of finished work on every stream (no wait). */
+void ruda__cuda_gc_poll_all(cuda_server_t *s);
 
 void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
                               keep_list_t *keep);
 void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep);
 void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out);
+/* The device address of a binding's view, looked up in the pool of the
+ * stream that owns the memory; *out_size (may be NULL) receives the bytes
+ * the device really holds from that address on, whatever the view says.
+ * IoError::NotFound when the memory is not bound on this device. */
+ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
+                                 uint64_t *out_size);
 ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                         void **out_ptr);
+ruda_status_t ruda__cuda_memory_usage_device(ruda__server_t *base, ruda_memory_usage_t *out);
 void ruda__cuda_drop_memory(void *item);
 void ruda__cuda_drop_bytes(void *item);
 void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, uint64_t bytes,

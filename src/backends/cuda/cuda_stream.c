@@ -1,9 +1,10 @@
-/* Stream slots of the CUDA server: the device and pinned storages under
- * each slot's memory managers, the pools of events and small-read blocks,
- * slot creation and teardown, cross-stream ordering and the deferred
- * releases that go with it (gc batches, the drop queue), the timeline
- * trace, and the kernel names and errors of fault reports. See
- * cuda_server.c for the design. */
+/* Streams of the CUDA server: the CUDA part of each stream's state (in the
+ * server layer's stream table): the device and pinned storages under its
+ * memory managers, its creation, reclaim and teardown; the pools of events
+ * and small-read blocks; cross-stream ordering and the deferred releases
+ * that go with it (gc batches, the drop queue); the timeline trace; and
+ * the kernel names and errors of fault reports. See cuda_server.c for the
+ * design. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -219,7 +220,7 @@ ruda_status_t ruda__cuda_stream_fault(cuda_server_t *s, CUresult r, const char *
   return ruda__cuda_fault_error(r, call, kernels);
 }
 
-/* ---- Slots ---- */
+/* ---- Streams ---- */
 
 static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   const ruda__cuda_api_t *api = s->api;
@@ -227,24 +228,21 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   if (r != CUDA_SUCCESS)
     return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamCreateWithPriority", NULL);
   ruda_status_t e = NULL;
-  st->last_synced = ruda__calloc(s->max_streams, sizeof *st->last_synced);
   st->gpu_store = ruda__calloc(1, sizeof *st->gpu_store);
   st->pin_store = ruda__calloc(1, sizeof *st->pin_store);
-  if (!st->last_synced || !st->gpu_store || !st->pin_store) goto no_memory;
+  if (!st->gpu_store || !st->pin_store) goto no_memory;
   st->gpu_store->api = api;
   st->gpu_store->stream = st->cu;
   st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
                              getenv("RUDA_CUDA_NO_ASYNC_ALLOC") == NULL;
   st->pin_store->api = api;
   const ruda_device_properties_t *props = &s->base.utilities.properties;
-  ruda__memory_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.configuration = RUDA_MEMORY_SUBSLICES;
-  cfg.persistent = RUDA_PERSISTENT_ENABLED;
+  /* The configured pools and persistent_memory (server layer settings). */
+  ruda__memory_config_t cfg = s->base.utilities.settings.memory;
   /* Device pages stay until an explicit cleanup, as in the reference:
    * cuMemAllocAsync/cuMemFreeAsync churn costs far more than it saves. */
   cfg.keep_empty_pages = true;
-  ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment};
+  ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment, 0};
   /* A manager takes its storage, even when it fails (and frees it then). */
   e = ruda__memory_manager_create(gs, props->memory, &cfg, "Main GPU Memory", &st->gpu);
   if (e) {
@@ -252,9 +250,10 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
     goto fail;
   }
   ruda_memory_properties_t pprops = {PINNED_PAGE, 16};
+  /* Staging is short-lived: its pool never keeps persistent slices. */
   ruda__memory_config_t pcfg = cfg;
   pcfg.persistent = RUDA_PERSISTENT_DISABLED;
-  ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16};
+  ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16, 0};
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned CPU Memory", &st->pinned);
   if (e) {
     st->pin_store = NULL;
@@ -266,7 +265,6 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   if (st->drops == NULL) goto no_memory;
   void *ch = NULL;
   if (api->cuMemAllocHost(&ch, 4 * sizeof(uint32_t)) == CUDA_SUCCESS) st->count_host = ch;
-  st->cursor = 1;
   st->init = true;
   return NULL;
 no_memory:
@@ -276,24 +274,34 @@ fail:
   return e;
 }
 
-/* The slot of `id`, created on first use. On failure the error is queued
- * on the slot (whose error list always exists) and NULL is returned. */
 cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
-  cuda_stream_t *st = slot_for(s, id);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
+  if (rs == NULL) return NULL;
+  cuda_stream_t *st = cuda_ext(rs);
   if (st->init) return st;
   if (s->dead != 0) return NULL; /* ruda__cuda_settle_poison queued the reason */
   ruda_status_t e = stream_init(s, st);
   if (e) {
-    ruda__stream_errors_push(&st->errors, e);
+    ruda__stream_push_error(rs, e);
     return NULL;
   }
+  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+  ruda__memory_manager_join(st->gpu, &s->memory_group, id.value);
   return st;
+}
+
+cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, id);
+  if (rs == NULL) return NULL;
+  cuda_stream_t *st = cuda_ext(rs);
+  return st->init ? st : NULL;
 }
 
 static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
 
 void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
   if (st->ntrace) trace_poll(s, st, wait);
+  if (st->ngc == 0) return;
   size_t w = 0;
   for (size_t i = 0; i < st->ngc; i++) {
     gc_batch_t *b = &st->gc[i];
@@ -307,6 +315,19 @@ void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
     ruda__cuda_event_put(s, b->event, atomic_load(&s->generation));
   }
   st->ngc = w;
+  if (w == 0) s->gc_streams--;
+}
+
+static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
+  cuda_stream_t *st = cuda_ext(rs);
+  if (st->init && st->ngc) ruda__cuda_gc_poll(ctx, st, false);
+}
+
+/* Kept bindings pin memory of their origin stream; a report or a cleanup
+ * of any stream should not count memory that only finished work holds. */
+void ruda__cuda_gc_poll_all(cuda_server_t *s) {
+  if (s->gc_streams == 0 || atomic_load(&s->poisoned) != 0 || s->dead != 0) return;
+  ruda__stream_table_foreach(&s->base.streams, gc_poll_one, s);
 }
 
 /* ---- Timeline trace ---- */
@@ -364,7 +385,8 @@ static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
     if (r == CUDA_SUCCESS && s->api->cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS) {
       uint64_t start = t->enqueued_ns > st->trace_last_end ? t->enqueued_ns : st->trace_last_end;
       uint64_t end = start + (uint64_t)((double)ms * 1e6);
-      ruda__trace_slice(s->base.device, st->index, t->category, t->name, start, end, t->bytes);
+      ruda__trace_slice(s->base.device, cuda_rs(st)->id, t->category, t->name, start, end,
+                        t->bytes);
       st->trace_last_end = end;
     }
     s->api->cuEventDestroy(t->start);
@@ -378,15 +400,33 @@ static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
 
 /* ---- Cross-stream ordering, deferred releases ---- */
 
-/* Orders `st` after the work on `b`'s stream when that is another slot (an
- * event, recorded when the origin has had work since the last wait), and
- * keeps a clone of `b` in `keep`. */
+/* The origin cursor `st` last waited on, growing the array to cover
+ * `index`; NULL when it cannot grow (the caller then always waits). */
+static uint64_t *last_synced_slot(cuda_stream_t *st, uint32_t index) {
+  if (index >= st->nlast_synced) {
+    uint32_t n = st->nlast_synced ? st->nlast_synced : 16;
+    while (n <= index) n *= 2;
+    uint64_t *a = ruda__realloc(st->last_synced, n * sizeof *a);
+    if (a == NULL) return NULL;
+    memset(a + st->nlast_synced, 0, (n - st->nlast_synced) * sizeof *a);
+    st->last_synced = a;
+    st->nlast_synced = n;
+  }
+  return &st->last_synced[index];
+}
+
+/* Orders `st` after the work on `b`'s stream when that is another stream
+ * (an event, recorded when the origin has had work since the last wait),
+ * and keeps a clone of `b` in `keep`. */
 void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
                               keep_list_t *keep) {
-  if (b->memory == NULL) return;
-  cuda_stream_t *origin = slot_for(s, b->stream);
+  if (ruda_binding_is_empty(b)) return;
+  ruda__stream_t *ors = ruda__stream_find(&s->base.streams, b->stream);
+  if (ors == NULL) return; /* no state: the memory is not bound here */
+  cuda_stream_t *origin = cuda_ext(ors);
   if (origin == st || !origin->init) return;
-  if (st->last_synced[origin->index] < origin->cursor) {
+  uint64_t *seen = last_synced_slot(st, ors->index);
+  if (seen == NULL || *seen < ors->cursor) {
     CUevent ev = NULL;
     if (ruda__cuda_event_get(s, &ev) == CUDA_SUCCESS) {
       /* The wait captures the record made now; the event can be reused. */
@@ -396,9 +436,9 @@ void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_bi
     } else {
       s->api->cuStreamSynchronize(origin->cu);
     }
-    st->last_synced[origin->index] = origin->cursor;
-    ruda__cuda_log("stream", "Waiting on stream slot %u from slot %u", origin->index,
-                   st->index);
+    if (seen != NULL) *seen = ors->cursor;
+    ruda__cuda_log("stream", "Waiting on stream %llu from stream %llu",
+                   (unsigned long long)ors->id, (unsigned long long)cuda_rs(st)->id);
   }
   if (keep->n == keep->cap) {
     size_t cap = keep->cap ? keep->cap * 2 : 4;
@@ -421,7 +461,7 @@ static void keep_release(keep_list_t *keep) {
 /* Ends an operation on `st` (other slots now see it as new work) and keeps
  * `keep` (taken) alive until the work enqueued so far has completed. */
 void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
-  st->cursor++;
+  ruda__stream_advance(&s->base.streams, cuda_rs(st));
   if (keep->n == 0 && !keep->sync) return;
   CUevent ev = NULL;
   if (st->ngc == st->gccap) {
@@ -438,17 +478,20 @@ void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
     return;
   }
   s->api->cuEventRecord(ev, st->cu);
+  if (st->ngc == 0) s->gc_streams++;
   st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
 }
 
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out) {
-  cuda_stream_t *origin = slot_for(s, b->stream);
-  if (!origin->init || b->memory == NULL)
+ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
+                                 uint64_t *out_size) {
+  cuda_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__cuda_stream_find(s, b->stream) : NULL;
+  if (origin == NULL)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
   ruda__storage_handle_t h;
-  ruda_status_t e = ruda__memory_resolve(origin->gpu, b->memory, b->offset_start, b->offset_end, &h);
+  ruda_status_t e = ruda__memory_resolve_binding(origin->gpu, b, &h);
   if (e) return e;
   *out = (CUdeviceptr)ruda__storage_handle_addr(&h);
+  if (out_size != NULL) *out_size = h.size;
   return NULL;
 }
 
@@ -457,7 +500,7 @@ ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_m
                                         void **out_ptr) {
   ruda_memory_t *m = ruda__memory_new();
   if (m == NULL) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda_status_t e = ruda__memory_alloc(st->pinned, m, size, st->cursor);
+  ruda_status_t e = ruda__memory_alloc(st->pinned, m, size, cuda_rs(st)->cursor);
   if (e) {
     ruda__memory_release_handle(m);
     return e;
@@ -492,14 +535,24 @@ void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, 
   drop(item);
 }
 
-/* ---- Slot teardown ---- */
+/* ---- Teardown and reclaim ---- */
 
-/* Frees what `st` holds, whether fully or partly initialized, and leaves the
- * slot empty (its index and error list kept). */
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
   const ruda__cuda_api_t *api = s->api;
   if (st->cu != NULL && context_alive) api->cuStreamSynchronize(st->cu);
-  ruda__cuda_gc_poll(s, st, true);
+  if (context_alive) {
+    ruda__cuda_gc_poll(s, st, true);
+  } else {
+    /* The events went with the context: release the bindings only. */
+    for (size_t i = 0; i < st->ngc; i++) {
+      for (size_t k = 0; k < st->gc[i].n; k++) ruda_binding_release(&st->gc[i].bindings[k]);
+      ruda__free(st->gc[i].bindings);
+    }
+    if (st->ngc) s->gc_streams--;
+    st->ngc = 0;
+    for (size_t i = 0; i < st->ntrace; i++) st->trace[i].start = st->trace[i].end = NULL;
+    st->ntrace = 0;
+  }
   ruda__free(st->gc);
   ruda__free(st->trace);
   ruda__drop_queue_destroy(st->drops);
@@ -512,16 +565,52 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   if (st->count_host) api->cuMemFreeHost(st->count_host);
   if (st->cu != NULL) api->cuStreamDestroy(st->cu);
   ruda__free(st->last_synced);
-  ruda__stream_errors_t errors = st->errors;
-  uint32_t index = st->index;
   memset(st, 0, sizeof *st);
-  st->index = index;
-  st->errors = errors;
 }
 
-void ruda__cuda_stream_teardown(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
-  if (st->init) ruda__cuda_stream_free(s, st, context_alive);
-  ruda__stream_errors_deinit(&st->errors);
+/* Whether the CUDA part of a stream holds nothing: no work in flight, no
+ * kept binding, no staged host buffer, no live allocation, the default
+ * allocation mode. Finished work is released on the way. */
+static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
+  cuda_server_t *s = ctx;
+  cuda_stream_t *st = cuda_ext(rs);
+  if (!st->init) return true;
+  /* After a fault only the reset may touch the context. */
+  if (atomic_load(&s->poisoned) != 0 || s->dead != 0) return false;
+  if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;
+  /* Everything enqueued has completed: these do not wait. */
+  ruda__cuda_gc_poll(s, st, false);
+  if (st->ngc != 0 || st->ntrace != 0) return false;
+  ruda__drop_queue_flush(st->drops);
+  ruda__drop_queue_flush(st->drops);
+  return ruda__memory_usage(st->gpu).number_allocs == 0 &&
+         ruda__memory_usage(st->pinned).number_allocs == 0 &&
+         ruda__memory_mode(st->gpu) ==
+             ruda__device_settings_initial_mode(&s->base.utilities.settings);
 }
+
+/* Frees the CUDA part and the start events of the stream's open profiles. */
+static void cuda_stream_release(void *ctx, ruda__stream_t *rs) {
+  cuda_server_t *s = ctx;
+  cuda_stream_t *st = cuda_ext(rs);
+  for (size_t i = 0; i < rs->profiler.len; i++) {
+    if (rs->profiler.entries[i].mark != NULL && s->context_alive)
+      s->api->cuEventDestroy((CUevent)rs->profiler.entries[i].mark);
+    rs->profiler.entries[i].mark = NULL;
+  }
+  if (st->init) ruda__cuda_stream_free(s, st, s->context_alive);
+}
+
+static ruda_memory_usage_t cuda_stream_usage(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  cuda_stream_t *st = cuda_ext(rs);
+  ruda_memory_usage_t none = {0, 0, 0, 0};
+  return st->init ? ruda__memory_usage(st->gpu) : none;
+}
+
+/* ctx is set per server in cuda_create_server. */
+const ruda__stream_table_ops_t ruda__cuda_stream_ops = {sizeof(cuda_stream_t), cuda_stream_quiesce,
+                                                        cuda_stream_release, cuda_stream_usage,
+                                                        NULL};
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -76,7 +76,8 @@ TEST(defaults_follow_the_reference) {
   }
   ASSERT_NULL(ruda_config_logger(&c, RUDA_LOG_CHANNEL_COUNT_));
   ASSERT_NULL(ruda_config_logger(NULL, RUDA_LOG_CHANNEL_MEMORY));
-  ASSERT_EQ(c.compilation.cache.location, RUDA_CACHE_LOCATION_NONE);
+  /* The disk cache is on by default, in the user's cache directory. */
+  ASSERT_EQ(c.compilation.cache.location, RUDA_CACHE_LOCATION_USER);
   ASSERT_EQ(c.compilation.check_mode, RUDA_BOUNDS_AUTO);
   ASSERT_EQ(c.streaming.max_streams, 128);
   ASSERT_EQ(c.streaming.priority, RUDA_STREAM_PRIORITY_DEFAULT);
@@ -198,6 +199,10 @@ TEST(schema_errors) {
   expect_error("[compilation]\ncheck_mode = \"strict\"\n", 2, "compilation.check_mode",
                "expected \"enforce\", \"validate\" or \"auto\", found \"strict\"");
   expect_error("[compilation]\ncache = \"remote\"\n", 2, "compilation.cache", "found \"remote\"");
+  ASSERT_EQ(parse_ok("[compilation]\ncache = \"none\"").compilation.cache.location,
+            RUDA_CACHE_LOCATION_NONE);
+  ASSERT_EQ(parse_ok("[compilation]\ncache = \"user\"").compilation.cache.location,
+            RUDA_CACHE_LOCATION_USER);
   expect_error("[compilation]\ncache = 5\n", 2, "compilation.cache", "or { file = \"path\" }, found an integer");
   expect_error("[compilation]\ncache = {}\n", 2, "compilation.cache", "needs a `file` key");
   expect_error("[compilation]\ncache = { dir = \"x\" }\n", 2, "compilation.cache.dir", "unknown key (expected file)");
@@ -519,6 +524,7 @@ TEST(cache_directory) {
   ruda_config_default(&c);
   char buf[2048], cwd[PATH_MAX], want[PATH_MAX + 64];
   ASSERT_NOT_NULL(getcwd(cwd, sizeof cwd));
+  c.compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
   ASSERT_UEQ(ruda_config_cache_dir(&c, buf, sizeof buf), 0);
   ASSERT_STR_EQ(buf, "");
   c.compilation.cache.location = RUDA_CACHE_LOCATION_LOCAL;
@@ -533,6 +539,10 @@ TEST(cache_directory) {
   char *old_xdg_cache = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
   char *old_xdg_config = getenv("XDG_CONFIG_HOME") ? strdup(getenv("XDG_CONFIG_HOME")) : NULL;
   setenv("XDG_CACHE_HOME", "/xdg/cache", 1);
+  ruda_config_cache_dir(&c, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "/xdg/cache/ruda");
+  /* The default: the user's cache directory. */
+  c.compilation.cache.location = RUDA_CACHE_LOCATION_USER;
   ruda_config_cache_dir(&c, buf, sizeof buf);
   ASSERT_STR_EQ(buf, "/xdg/cache/ruda");
   c.compilation.cache.location = RUDA_CACHE_LOCATION_GLOBAL;

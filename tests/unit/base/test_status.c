@@ -580,6 +580,7 @@ TEST(kind_names_and_families) {
       {RUDA_ERR_INVALID_ARGUMENT, "RudaError::InvalidArgument", RUDA_FAMILY_RUDA},
       {RUDA_ERR_UNAVAILABLE, "RudaError::Unavailable", RUDA_FAMILY_RUDA},
       {RUDA_ERR_CONFIG, "RudaError::Config", RUDA_FAMILY_RUDA},
+      {RUDA_ERR_INVALID_HANDLE, "RudaError::InvalidHandle", RUDA_FAMILY_RUDA},
   };
   for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
     ASSERT_STR_EQ(ruda_error_kind_name(rows[i].kind), rows[i].name);

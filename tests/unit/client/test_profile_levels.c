@@ -22,8 +22,8 @@ TEST(basic_level_summarises_launches_at_sync) {
   ruda__profile_summary_set_sink(capture, NULL);
   ruda_client_t *c = NULL;
   ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, &c));
-  ruda_kernel_desc_t d = {.name = "my_kernel", .ruda_dim = {1, 1, 1}, .cpu_fn = noop};
-  ruda_kernel_desc_t d2 = {.name = "other_kernel", .ruda_dim = {1, 1, 1}, .cpu_fn = noop};
+  ruda_kernel_desc_t d = {.name = "my_kernel", .ruda_dim = {1, 1, 1}, .code = &(ruda_kernel_code_t){RUDA_KERNEL_FORMAT_CPU, .cpu_fn = noop}, .num_code = 1};
+  ruda_kernel_desc_t d2 = {.name = "other_kernel", .ruda_dim = {1, 1, 1}, .code = &(ruda_kernel_code_t){RUDA_KERNEL_FORMAT_CPU, .cpu_fn = noop}, .num_code = 1};
   ruda_kernel_t *k = NULL, *k2 = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_kernel_create(&d2, &k2));

@@ -14,7 +14,7 @@ TEST(calls_after_shutdown_report_unavailable) {
   uint32_t v[16] = {1, 2, 3};
   ruda_handle_t h;
   ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
-  ruda_kernel_desc_t d = {.name = "noop", .ruda_dim = {1, 1, 1}, .cpu_fn = noop};
+  ruda_kernel_desc_t d = {.name = "noop", .ruda_dim = {1, 1, 1}, .code = &(ruda_kernel_code_t){RUDA_KERNEL_FORMAT_CPU, .cpu_fn = noop}, .num_code = 1};
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_client_sync(c));

@@ -24,11 +24,17 @@ __attribute__((constructor)) static void four_cpu_devices(void) {
   setenv("RUDA_CPU_DEVICES", "4", 1);
 }
 
+/* cpu:3 gets a 64 MiB memory limit (read when its server is made), so
+ * that a buffer can fail on one participant only. */
+#define CPU3_LIMIT (64u << 20)
+
 static void open_clients(void) {
   for (uint16_t i = 0; i < NDEV; i++) {
     if (clients[i]) continue;
     ruda_device_id_t id = {RUDA_DEVICE_TYPE_CPU, i};
+    if (i == 3) setenv("RUDA_CPU_MEMORY_LIMIT", "67108864", 1);
     ruda_status_t s = ruda_client_create(id, &clients[i]);
+    if (i == 3) unsetenv("RUDA_CPU_MEMORY_LIMIT");
     if (s) {
       ruda_status_free(s);
       SKIP("cannot create 4 CPU devices");
@@ -288,7 +294,7 @@ TEST(bad_inputs_answered_at_once) {
   expect_invalid_naming(ruda_client_send_recv(clients[0], &b[0], &huge, &strides, RUDA_ELEM_F32,
                                               clients[1], &out),
                         "overflows");
-  ASSERT_TRUE(out.memory == NULL);
+  ASSERT_TRUE(ruda_handle_is_empty(&out));
   /* nothing was queued: the streams are healthy and the devices work */
   for (int i = 0; i < 2; i++) ASSERT_OK(ruda_client_sync(clients[i]));
   cc_all_reduce(clients, 2, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 33, false);
@@ -325,9 +331,11 @@ TEST(devices_of_different_types) {
   ruda_client_release(gpu);
 }
 
-/* A handle of cpu:0 given as cpu:1's buffer cannot be resolved there (a
- * buffer outside its device): cpu:1 fails, cpu:0 fails with it, both
- * errors surface on their streams, and the communicator still works. */
+/* A handle of cpu:0 given as cpu:1's buffer is refused before anything
+ * is queued (InvalidHandle naming both devices). A buffer that cannot be
+ * allocated on cpu:3 (over its memory limit) fails there while running:
+ * cpu:3 still takes part, the round fails on every participant's stream
+ * naming cpu:3, and the devices and the communicator work afterwards. */
 TEST(failed_participant_errors_on_every_stream) {
   open_clients();
   ruda_handle_t h0, foreign, out[2];
@@ -335,33 +343,50 @@ TEST(failed_participant_errors_on_every_stream) {
   ASSERT_OK(ruda_client_create_buffer(clients[0], v, sizeof v, &h0));
   ASSERT_OK(ruda_client_create_buffer(clients[0], v, sizeof v, &foreign));
   ASSERT_OK(ruda_client_empty(clients[0], sizeof v, &out[0]));
-  ASSERT_OK(ruda_client_empty(clients[0], sizeof v, &out[1]));
+  ASSERT_OK(ruda_client_empty(clients[1], sizeof v, &out[1]));
   ruda_handle_t src[2] = {h0, foreign};
-  ASSERT_OK(ruda_client_all_reduce(clients, 2, src, out, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
-  ruda_status_t e0 = ruda_client_sync(clients[0]);
-  ruda_status_t e1 = ruda_client_sync(clients[1]);
-  ASSERT_TRUE(e0 != NULL);
-  ASSERT_TRUE(e1 != NULL);
-  char *m0 = ruda_status_to_string(e0);
-  ASSERT_STR_CONTAINS(m0, "all-reduce: cpu:1 failed"); /* cpu:0 names its peer */
-  free(m0);
-  ruda_status_free(e0);
-  ruda_status_free(e1);
-  /* the same through send/recv: the receiver's error reaches the sender */
+  ruda_status_t e = ruda_client_all_reduce(clients, 2, src, out, RUDA_ELEM_F32, RUDA_REDUCE_SUM);
+  ASSERT_EQ(ruda_status_kind(e), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_STR_CONTAINS(ruda_status_reason(e), "belongs to cpu:0, not cpu:1");
+  ruda_status_free(e);
   ruda_handle_t got;
-  ASSERT_OK(ruda_client_send_recv(clients[1], &foreign, NULL, NULL, RUDA_ELEM_U8, clients[2], &got));
-  ASSERT_TRUE((e1 = ruda_client_sync(clients[2])) != NULL);
-  char *m2 = ruda_status_to_string(e1);
-  ASSERT_STR_CONTAINS(m2, "send: cpu:1 failed");
-  free(m2);
-  ruda_status_free(e1);
-  ASSERT_ERR_KIND(ruda_client_sync(clients[1]), RUDA_ERR_SERVER_UNHEALTHY);
-  /* drained: healthy again, and the communicators still work */
+  e = ruda_client_send_recv(clients[1], &foreign, NULL, NULL, RUDA_ELEM_U8, clients[2], &got);
+  ASSERT_EQ(ruda_status_kind(e), RUDA_ERR_INVALID_HANDLE);
+  ruda_status_free(e);
   ASSERT_OK(ruda_client_sync(clients[0]));
   ASSERT_OK(ruda_client_sync(clients[1]));
-  cc_all_reduce(clients, 2, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 33, false);
-  cc_send_recv_round_trip(clients[1], 1, clients[2], RUDA_ELEM_U8, 10);
+
+  uint64_t big = CPU3_LIMIT + (1u << 20);
+  ruda_handle_t b[2];
+  ruda_client_t *pair[2] = {clients[0], clients[3]};
+  ASSERT_OK(ruda_client_empty(clients[0], big, &b[0]));
+  ASSERT_OK(ruda_client_empty(clients[3], big, &b[1])); /* fails on cpu:3's worker */
+  ASSERT_OK(ruda_client_all_reduce(pair, 2, b, b, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  ruda_status_t e0 = ruda_client_sync(clients[0]);
+  ruda_status_t e3 = ruda_client_sync(clients[3]);
+  ASSERT_TRUE(e0 != NULL);
+  ASSERT_TRUE(e3 != NULL);
+  char *m0 = ruda_status_to_string(e0);
+  ASSERT_STR_CONTAINS(m0, "all-reduce: cpu:3 failed"); /* cpu:0 names its peer */
+  free(m0);
+  ruda_status_free(e0);
+  ruda_status_free(e3);
+  /* the same through send/recv: the sender's failure reaches the receiver */
+  ASSERT_OK(ruda_client_send_recv(clients[3], &b[1], NULL, NULL, RUDA_ELEM_U8, clients[0], &got));
+  ASSERT_TRUE((e0 = ruda_client_sync(clients[0])) != NULL);
+  m0 = ruda_status_to_string(e0);
+  ASSERT_STR_CONTAINS(m0, "send: cpu:3 failed");
+  free(m0);
+  ruda_status_free(e0);
+  ASSERT_ERR_KIND(ruda_client_sync(clients[3]), RUDA_ERR_SERVER_UNHEALTHY);
+  /* drained: healthy again, and the communicators still work */
+  ASSERT_OK(ruda_client_sync(clients[0]));
+  ASSERT_OK(ruda_client_sync(clients[3]));
+  cc_all_reduce(pair, 2, RUDA_ELEM_F32, RUDA_REDUCE_SUM, 33, false);
+  cc_send_recv_round_trip(clients[3], 3, clients[0], RUDA_ELEM_U8, 10);
   ruda_handle_release(&got);
+  ruda_handle_release(&b[0]);
+  ruda_handle_release(&b[1]);
   ruda_handle_release(&h0);
   ruda_handle_release(&foreign);
   ruda_handle_release(&out[0]);

@@ -61,7 +61,7 @@ static inline ruda__storage_t counting_storage(counting_storage_t *cs, uint64_t 
     ruda_status_free(st);
     abort();
   }
-  ruda__storage_t s = {&cs_vt, cs, align};
+  ruda__storage_t s = {&cs_vt, cs, align, limit};
   return s;
 }
 
@@ -91,18 +91,22 @@ static inline ruda_status_t try_alloc(ruda__memory_manager_t *mm, uint64_t size,
   ruda_memory_t *m = ruda__memory_new();
   if (!m) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, 0);
   ruda_status_t st = ruda__memory_alloc(mm, m, size, 0);
-  out->memory = m;
-  out->size = size;
+  *out = ruda__handle_wrap(m, size, (ruda_stream_id_t){0});
   if (st) ruda_handle_release(out);
   return st;
 }
 
 #define ALLOC(mm, size, h) ASSERT_OK(try_alloc((mm), (size), (h)))
 
+/* The descriptor of a live handle (NULL when stale or empty). */
+#define MEM(h) ruda__handle_memory(&(h))
+
 static inline ruda__storage_handle_t resolve(ruda__memory_manager_t *mm, const ruda_handle_t *h) {
   ruda__storage_handle_t sh;
   memset(&sh, 0, sizeof sh);
-  ruda_status_t st = ruda__memory_resolve(mm, h->memory, h->offset_start, h->offset_end, &sh);
+  ruda_binding_t b = ruda_handle_binding(h);
+  ruda_status_t st = ruda__memory_resolve_binding(mm, &b, &sh);
+  ruda_binding_release(&b);
   if (st) ruda_status_free(st);
   return sh;
 }

@@ -24,21 +24,27 @@ TEST(pitched_2d_f32_align_512) {
   ruda_handle_t base;
   ruda_memory_layout_t l;
   ruda_stream_id_t stream = {9};
-  ASSERT_OK(ruda__layout_apply(&pol, stream, &d, 1, &base, &l));
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CUDA, 1};
+  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l));
   ASSERT_EQ(l.strides.rank, 2);
   ASSERT_UEQ(l.strides.values[0], 8);
   ASSERT_UEQ(l.strides.values[1], 1);
   ASSERT_UEQ(ruda_handle_size_in_used(&l.memory), 96);
-  ASSERT_UEQ(base.size, 512);
-  ASSERT_UEQ(l.memory.size, 512);
+  /* The allocation ends where the view does: the pool's alignment padding
+   * is padding in the usage report, not bytes in use. */
+  ASSERT_UEQ(base.size, 96);
+  ASSERT_UEQ(l.memory.size, 96);
   ASSERT_UEQ(l.memory.offset_start, 0);
-  ASSERT_UEQ(l.memory.offset_end, 512 - 96);
-  ASSERT_UEQ(l.memory.stream.value, 9);
-  ASSERT_PTR_EQ(l.memory.memory, base.memory);
-  /* Base and view are two handles on one descriptor: unbound, that is still
-   * "<= 2 handle references" (the reference's rule counts the pool's copy). */
-  ASSERT_UEQ(atomic_load(&base.memory->handle_refs), 2);
-  ASSERT_FALSE(ruda__memory_is_bound(base.memory));
+  ASSERT_UEQ(l.memory.offset_end, 0);
+  ASSERT_UEQ(ruda_handle_stream(&l.memory).value, 9);
+  ASSERT_TRUE(ruda_device_id_eq(ruda_handle_device(&l.memory), dev));
+  ASSERT_UEQ(ruda_handle_memory_id(&l.memory), ruda_handle_memory_id(&base));
+  ASSERT_OK(ruda_handle_validate(&l.memory));
+  /* Base and view are two handles on one descriptor: neither may mutate. */
+  ASSERT_UEQ(atomic_load(&MEM(base)->handle_refs), 2);
+  ASSERT_FALSE(ruda_handle_can_mut(&base));
+  ASSERT_FALSE(ruda__memory_is_bound(MEM(base)));
+  ASSERT_FALSE(ruda_handle_is_bound(&base));
   release_all(&base, &l, 1);
 }
 
@@ -49,7 +55,8 @@ TEST(pitched_3d_strides) {
   ruda_handle_t base;
   ruda_memory_layout_t l;
   ruda_stream_id_t stream = {0};
-  ASSERT_OK(ruda__layout_apply(&pol, stream, &d, 1, &base, &l));
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
+  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l));
   ASSERT_UEQ(l.strides.values[0], 24);
   ASSERT_UEQ(l.strides.values[1], 8);
   ASSERT_UEQ(l.strides.values[2], 1);
@@ -60,6 +67,7 @@ TEST(pitched_3d_strides) {
 TEST(pitched_contiguous_strategy_and_edge_widths) {
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   ruda_stream_id_t stream = {0};
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
   ruda_handle_t base;
   ruda_memory_layout_t l[4];
   uint64_t d35[] = {3, 5}, d41[] = {4, 1}, d2x100[] = {2, 100};
@@ -69,7 +77,7 @@ TEST(pitched_contiguous_strategy_and_edge_widths) {
       desc(RUDA_LAYOUT_OPTIMIZED, 2, d2x100, 8),/* 800 B rows: clamped to 512 */
       desc(RUDA_LAYOUT_OPTIMIZED, 0, NULL, 4),  /* a scalar */
   };
-  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 4, &base, l));
+  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, ds, 4, &base, l));
   ASSERT_UEQ(l[0].strides.values[0], 5);
   ASSERT_UEQ(ruda_handle_size_in_used(&l[0].memory), 60);
   ASSERT_UEQ(l[1].strides.values[0], 1);
@@ -82,7 +90,7 @@ TEST(pitched_contiguous_strategy_and_edge_widths) {
   ASSERT_UEQ(l[1].memory.offset_start, 512);
   ASSERT_UEQ(l[2].memory.offset_start, 1024);
   ASSERT_UEQ(l[3].memory.offset_start, 3072);
-  ASSERT_UEQ(base.size, 3584);
+  ASSERT_UEQ(base.size, 3072 + 4);
   for (int i = 0; i < 4; i++)
     ASSERT_UEQ(l[i].memory.offset_start + ruda_handle_size_in_used(&l[i].memory) +
                    l[i].memory.offset_end,
@@ -93,12 +101,13 @@ TEST(pitched_contiguous_strategy_and_edge_widths) {
 TEST(contiguous_policy) {
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_CONTIGUOUS, 8};
   ruda_stream_id_t stream = {1};
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
   uint64_t a[] = {3, 5}, b[] = {2, 3, 7};
   ruda_memory_layout_descriptor_t ds[2] = {desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4),
                                            desc(RUDA_LAYOUT_CONTIGUOUS, 3, b, 1)};
   ruda_handle_t base;
   ruda_memory_layout_t l[2];
-  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 2, &base, l));
+  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, ds, 2, &base, l));
   ASSERT_UEQ(l[0].strides.values[0], 5); /* no pitch even when optimized */
   ASSERT_UEQ(ruda_handle_size_in_used(&l[0].memory), 60);
   ASSERT_UEQ(l[1].memory.offset_start, 64);
@@ -106,7 +115,7 @@ TEST(contiguous_policy) {
   ASSERT_UEQ(l[1].strides.values[1], 7);
   ASSERT_UEQ(l[1].strides.values[2], 1);
   ASSERT_UEQ(ruda_handle_size_in_used(&l[1].memory), 42);
-  ASSERT_UEQ(base.size, 64 + 48);
+  ASSERT_UEQ(base.size, 64 + 42);
   release_all(&base, l, 2);
 }
 
@@ -115,13 +124,14 @@ TEST(layout_views_resolve_into_one_allocation) {
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   ruda_stream_id_t stream = {0};
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
   uint64_t a[] = {3, 5};
   ruda_memory_layout_descriptor_t ds[2] = {desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4),
                                            desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4)};
   ruda_handle_t base;
   ruda_memory_layout_t l[2];
-  ASSERT_OK(ruda__layout_apply(&pol, stream, ds, 2, &base, l));
-  ASSERT_OK(ruda__memory_alloc(mm, base.memory, base.size, 0));
+  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, ds, 2, &base, l));
+  ASSERT_OK(ruda__memory_alloc(mm, MEM(base), base.size, 0));
   ruda__storage_handle_t s0 = resolve(mm, &l[0].memory), s1 = resolve(mm, &l[1].memory);
   ASSERT_UEQ(s0.id, s1.id);
   ASSERT_UEQ(s1.offset - s0.offset, 512);
@@ -135,20 +145,44 @@ TEST(layout_views_resolve_into_one_allocation) {
   ruda__memory_manager_destroy(mm);
 }
 
+TEST(pitched_usage_counts_used_bytes_and_padding_apart) {
+  /* Issue 16: a pitched [3, 5] f32 tensor with 512-byte alignment uses 96
+   * bytes of a 512-byte slice: 96 in use, 416 of padding. */
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 512, 0, NULL);
+  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  uint64_t a[] = {3, 5};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 4);
+  ruda_handle_t base;
+  ruda_memory_layout_t l;
+  ASSERT_OK(ruda__layout_apply(&pol, (ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 0},
+                               (ruda_stream_id_t){0}, &d, 1, &base, &l));
+  ASSERT_OK(ruda__memory_alloc(mm, MEM(base), base.size, 0));
+  ruda_memory_usage_t u = ruda__memory_usage(mm);
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 96);
+  ASSERT_UEQ(u.bytes_padding, 416);
+  ASSERT_UGE(u.bytes_reserved, 512);
+  release_all(&base, &l, 1);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_in_use, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
 TEST(layout_errors) {
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   ruda_stream_id_t stream = {0};
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
   ruda_handle_t base;
   ruda_memory_layout_t l;
   uint64_t a[] = {3, 5};
   ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, a, 0);
-  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
   uint64_t huge[] = {UINT64_MAX / 2, 4};
   d = desc(RUDA_LAYOUT_OPTIMIZED, 2, huge, 4);
-  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
   pol.kind = RUDA_LAYOUT_POLICY_CONTIGUOUS;
-  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
-  ASSERT_NULL(base.memory);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  ASSERT_TRUE(ruda_handle_is_empty(&base));
   d.shape.rank = RUDA_MAX_RANK + 1;
-  ASSERT_ERR_KIND(ruda__layout_apply(&pol, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l), RUDA_ERR_INVALID_ARGUMENT);
 }

@@ -77,7 +77,7 @@ static void check(ruda__memory_manager_t *mm, counting_storage_t *cs, model_t *m
   for (size_t i = 0; i < md->n; i++) {
     live_t *l = &md->live[i];
     ruda__storage_handle_t sh;
-    ASSERT_OK(ruda__memory_resolve(mm, l->h.memory, 0, 0, &sh));
+    ASSERT_OK(ruda__memory_resolve(mm, ruda__handle_memory(&l->h), 0, 0, &sh));
     ASSERT_UEQ(ruda__storage_handle_addr(&sh), l->addr);
     ASSERT_UEQ(sh.size, l->size);
     ASSERT_UEQ(sh.id, l->id);

@@ -1,4 +1,6 @@
 /* Pools, routing, reuse, cleanup, modes and errors of the memory manager. */
+#include <stdio.h>
+
 #include "memory_test_util.h"
 
 /* ---- Presets (reference section 3.2) ---- */
@@ -77,7 +79,7 @@ TEST(handle_mutability) {
   ASSERT_FALSE(ruda_handle_can_mut(&c));
   ruda_binding_t b = ruda_handle_binding(&h);
   ruda_handle_release(&c);
-  ASSERT_NULL(c.memory);
+  ASSERT_TRUE(ruda_handle_is_empty(&c));
   ASSERT_TRUE(ruda_handle_can_mut(&h)); /* bindings do not count */
   ruda_binding_release(&b);
   ASSERT_TRUE(ruda_handle_can_mut(&h));
@@ -111,11 +113,11 @@ TEST(binding_keeps_slice_busy) {
   ALLOC(mm, 1024, &a);
   uint64_t addr = addr_of(mm, &a);
   ruda_binding_t bind = ruda_handle_into_binding(&a);
-  ASSERT_NULL(a.memory);
+  ASSERT_TRUE(ruda_handle_is_empty(&a));
   ALLOC(mm, 1024, &b);
   ASSERT_UNE(addr_of(mm, &b), addr); /* still in use through the binding */
   ruda__storage_handle_t sh;
-  ASSERT_OK(ruda__memory_resolve(mm, bind.memory, 0, 0, &sh));
+  ASSERT_OK(ruda__memory_resolve_binding(mm, &bind, &sh));
   ASSERT_UEQ(ruda__storage_handle_addr(&sh), addr);
   ruda_binding_release(&bind);
   ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 1);
@@ -188,7 +190,7 @@ TEST(right_pool_per_size) {
   ruda_handle_t h[10];
   for (size_t i = 0; i < 10; i++) {
     ALLOC(mm, cases[i].size, &h[i]);
-    ASSERT_UEQ(h[i].memory->loc.pool, cases[i].pool);
+    ASSERT_UEQ(MEM(h[i])->loc.pool, cases[i].pool);
     ASSERT_UEQ(resolve(mm, &h[i]).size, cases[i].size);
   }
   for (size_t i = 0; i < 10; i++) ruda_handle_release(&h[i]);
@@ -310,12 +312,12 @@ TEST(not_found_for_unbound_foreign_and_destroyed) {
   ASSERT_ERR_KIND(ruda__memory_resolve(mm1, NULL, 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
   ruda_handle_t h;
   ALLOC(mm1, 64, &h);
-  ASSERT_ERR_KIND(ruda__memory_resolve(mm2, h.memory, 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
-  ASSERT_FALSE(ruda__memory_owns(mm2, h.memory));
+  ASSERT_ERR_KIND(ruda__memory_resolve(mm2, MEM(h), 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
+  ASSERT_FALSE(ruda__memory_owns(mm2, MEM(h)));
   ruda__memory_manager_destroy(mm1);
   /* The handle outlives its manager: unbound now, NotFound everywhere. */
-  ASSERT_FALSE(ruda__memory_is_bound(h.memory));
-  ASSERT_ERR_KIND(ruda__memory_resolve(mm2, h.memory, 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
+  ASSERT_FALSE(ruda__memory_is_bound(MEM(h)));
+  ASSERT_ERR_KIND(ruda__memory_resolve(mm2, MEM(h), 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
   ASSERT_TRUE(ruda_handle_can_mut(&h));
   ruda_handle_release(&h);
   ruda__memory_release_handle(unbound);
@@ -349,14 +351,32 @@ TEST(out_of_memory_then_usable) {
   ruda_memory_t *m = ruda__memory_new();
   ruda_status_t st = ruda__memory_alloc(mm, m, 7 * MIB, 0);
   ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_IO_OUT_OF_MEMORY);
-  ASSERT_UEQ(ruda_status_size_field(st), 8 * MIB);
+  /* The request, not the page it needed (nor the smaller page tried next),
+   * and what a user needs to act on it. */
+  ASSERT_UEQ(ruda_status_size_field(st), 7 * MIB);
+  char b7[32], b20[32], b9[32], b16[32], b6[32], want[512];
+  ruda_bytes_format(7 * MIB, b7, sizeof b7);
+  ruda_bytes_format(20 * MIB, b20, sizeof b20);
+  ruda_bytes_format(9 * MIB, b9, sizeof b9);
+  ruda_bytes_format(16 * MIB, b16, sizeof b16);
+  ruda_bytes_format(6 * MIB, b6, sizeof b6);
+  snprintf(want, sizeof want,
+           "test: tried to allocate %s (7340032 bytes) with a limit of %s; %s in use and %s "
+           "reserved on this stream, %s in use and %s reserved on the device; largest free "
+           "block %s",
+           b7, b20, b9, b16, b9, b16, b6);
+  ASSERT_STR_EQ(ruda_status_reason(st), want);
   ruda_status_free(st);
   ASSERT_FALSE(ruda__memory_is_bound(m));
   ruda__storage_handle_t sh;
   ASSERT_ERR_KIND(ruda__memory_resolve(mm, m, 0, 0, &sh), RUDA_ERR_IO_NOT_FOUND);
   /* A 32 MiB page can never fit 20 MiB of storage (26 MiB is accepted by
-   * the 20% rule, so it takes a whole page). */
-  ASSERT_ERR_KIND(try_alloc(mm, 26 * MIB, &c), RUDA_ERR_IO_BUFFER_TOO_BIG);
+   * the 20% rule, so it takes a whole page), nor can a page of the
+   * request's own size: out of memory, the request named. */
+  st = try_alloc(mm, 26 * MIB, &c);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_UEQ(ruda_status_size_field(st), 26 * MIB);
+  ruda_status_free(st);
   ruda_memory_usage_t u = ruda__memory_usage(mm);
   ASSERT_UEQ(u.number_allocs, 2);
   ASSERT_UEQ(u.bytes_reserved, 16 * MIB);
@@ -371,6 +391,39 @@ TEST(out_of_memory_then_usable) {
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 0);
   ALLOC(mm, 1000, &a);
   ruda_handle_release(&a);
+  ruda__memory_manager_destroy(mm);
+}
+
+TEST(persistent_key_of_2_pow_64_minus_1_does_not_wrap) {
+  /* Issue 9: reserve 0, release, reserve UINT64_MAX in persistent mode.
+   * UINT64_MAX + padding wrapped to the 0-byte bucket's key: the request
+   * got the 0-byte slice, and a 64-byte write through it crashed. */
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__memory_set_mode(mm, RUDA_ALLOCATION_PERSISTENT);
+  ruda_handle_t z, h;
+  ALLOC(mm, 0, &z);
+  ruda_handle_release(&z);
+  ruda_memory_usage_t before = ruda__memory_usage(mm);
+  for (uint64_t size = UINT64_MAX; size > UINT64_MAX - 300; size -= 37) {
+    ruda_status_t st = try_alloc(mm, size, &h);
+    ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_IO_BUFFER_TOO_BIG);
+    ASSERT_UEQ(ruda_status_size_field(st), size);
+    ruda_status_free(st);
+  }
+  ASSERT_ERR_KIND(try_alloc(mm, 128 * MIB + 1, &h), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  /* Consistent: same usage, and the 0-byte slice is still there for reuse. */
+  ruda_memory_usage_t after = ruda__memory_usage(mm);
+  ASSERT_UEQ(after.number_allocs, before.number_allocs);
+  ASSERT_UEQ(after.bytes_in_use, before.bytes_in_use);
+  ASSERT_UEQ(after.bytes_reserved, before.bytes_reserved);
+  uint64_t allocs = cs.allocs;
+  ALLOC(mm, 0, &z);
+  ASSERT_UEQ(cs.allocs, allocs);
+  ALLOC(mm, 64, &h);
+  ASSERT_UEQ(resolve(mm, &h).size, 64);
+  ruda_handle_release(&z);
+  ruda_handle_release(&h);
   ruda__memory_manager_destroy(mm);
 }
 
@@ -470,7 +523,7 @@ TEST(persistent_mode_exact_buckets) {
   ASSERT_EQ(ruda__memory_mode(mm), RUDA_ALLOCATION_PERSISTENT);
   ruda_handle_t a, b, c;
   ALLOC(mm, 1000, &a);
-  ASSERT_UEQ(a.memory->loc.pool, mm->npools); /* the persistent pool */
+  ASSERT_UEQ(MEM(a)->loc.pool, mm->npools); /* the persistent pool */
   ASSERT_UEQ(resolve(mm, &a).size, 1000);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 1024); /* exact effective size */
   uint64_t addr = addr_of(mm, &a);
@@ -481,11 +534,11 @@ TEST(persistent_mode_exact_buckets) {
   ASSERT_UEQ(addr_of(mm, &b), addr);
   /* ... and allocates persistently while the bucket exists, even when busy. */
   ALLOC(mm, 1020, &c);
-  ASSERT_UEQ(c.memory->loc.pool, mm->npools);
+  ASSERT_UEQ(MEM(c)->loc.pool, mm->npools);
   ASSERT_UEQ(cs.allocs, 2);
   /* Another size goes to the dynamic pools. */
   ALLOC(mm, 5000, &a);
-  ASSERT_ULT(a.memory->loc.pool, mm->npools);
+  ASSERT_ULT(MEM(a)->loc.pool, mm->npools);
   ruda_handle_release(&a);
   ruda_handle_release(&b);
   ruda__memory_cleanup(mm, true); /* frees b's slice, keeps c's */
@@ -496,7 +549,7 @@ TEST(persistent_mode_exact_buckets) {
   ASSERT_UEQ(cs.outstanding, 0);
   /* The bucket is gone after cleanup: the size routes to the dynamic pools. */
   ALLOC(mm, 1000, &a);
-  ASSERT_ULT(a.memory->loc.pool, mm->npools);
+  ASSERT_ULT(MEM(a)->loc.pool, mm->npools);
   ruda_handle_release(&a);
   ruda__memory_manager_destroy(mm);
 }
@@ -517,7 +570,7 @@ TEST(mode_setter_disabled_and_enforced) {
   ASSERT_EQ(ruda__memory_mode(mm), RUDA_ALLOCATION_PERSISTENT);
   ruda_handle_t a;
   ALLOC(mm, 77, &a);
-  ASSERT_UEQ(a.memory->loc.pool, mm->npools);
+  ASSERT_UEQ(MEM(a)->loc.pool, mm->npools);
   ruda_handle_release(&a);
   /* Persistent allocations beyond the max page size are refused too. */
   ASSERT_ERR_KIND(try_alloc(mm, 129 * MIB, &a), RUDA_ERR_IO_BUFFER_TOO_BIG);
@@ -601,7 +654,7 @@ TEST(out_of_memory_reclaims_free_pages_of_other_pools) {
   ruda__memory_set_mode(mm, RUDA_ALLOCATION_AUTO);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
   ALLOC(mm, 1 * MIB, &b);
-  ASSERT_UEQ(b.memory->loc.pool, 1);
+  ASSERT_UEQ(MEM(b)->loc.pool, 1);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 8 * MIB);
   ASSERT_UEQ(cs.deallocs, 1);
   ASSERT_UEQ(cs.failed, 1);
@@ -625,11 +678,11 @@ TEST(new_page_reclaims_empty_pages_of_other_pools) {
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 36 * MIB, NULL);
   ruda_handle_t a, b;
   ALLOC(mm, 30 * MIB, &a);
-  ASSERT_UEQ(a.memory->loc.pool, 2);
+  ASSERT_UEQ(MEM(a)->loc.pool, 2);
   ruda_handle_release(&a);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 32 * MIB);
   ALLOC(mm, 1 * MIB, &b);
-  ASSERT_UEQ(b.memory->loc.pool, 1);
+  ASSERT_UEQ(MEM(b)->loc.pool, 1);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 8 * MIB);
   ASSERT_UEQ(cs.deallocs, 1);
   ASSERT_UEQ(cs.failed, 0);
@@ -657,15 +710,15 @@ TEST(reclaim_keeps_busy_bound_persistent_and_exclusive_pages) {
   ASSERT_UEQ(cs.allocs, 4);
   /* A new page for pool 3: only pool 2's empty page goes back. */
   ALLOC(mm, 20 * MIB, &big);
-  ASSERT_UEQ(big.memory->loc.pool, 3);
+  ASSERT_UEQ(MEM(big)->loc.pool, 3);
   ASSERT_UEQ(cs.deallocs, 1);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (8 + 128) * MIB + 1024);
   ruda__storage_handle_t sh;
-  ASSERT_OK(ruda__memory_resolve(mm, bind.memory, 0, 0, &sh));
+  ASSERT_OK(ruda__memory_resolve_binding(mm, &bind, &sh));
   ASSERT_UEQ(ruda__storage_handle_addr(&sh), addr_a);
   /* The persistent and exclusive free slices are still reused. */
   ALLOC(mm, 1000, &p);
-  ASSERT_UEQ(p.memory->loc.pool, mm->npools);
+  ASSERT_UEQ(MEM(p)->loc.pool, mm->npools);
   ALLOC(mm, 0, &z);
   ASSERT_UEQ(cs.allocs, 5);
   ruda_handle_release(&p);
@@ -683,20 +736,20 @@ TEST(large_slices_get_pages_of_their_own_size) {
   ruda_handle_t a, b, c, d, e;
   /* Over a quarter of S(32 MiB, 16 MiB)'s page: a page of 10 MiB + padding. */
   ALLOC(mm, 10 * MIB + 1, &a);
-  ASSERT_UEQ(a.memory->loc.pool, 2);
+  ASSERT_UEQ(MEM(a)->loc.pool, 2);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, 10 * MIB + 256);
   /* Up to a quarter: a whole page, shared as before. */
   ALLOC(mm, 4 * MIB, &b);
   ALLOC(mm, 4 * MIB, &c);
-  ASSERT_UEQ(c.memory->loc.pool, 2);
+  ASSERT_UEQ(MEM(c)->loc.pool, 2);
   ASSERT_UEQ(resolve(mm, &b).id, resolve(mm, &c).id);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (10 + 32) * MIB + 256);
   /* The catch-all pool S(128 MiB, 128 MiB) too; the 20% rule's sizes above
    * max_slice_size keep whole pages (7 MiB in S(8 MiB, 2 MiB)). */
   ALLOC(mm, 100 * MIB, &d);
-  ASSERT_UEQ(d.memory->loc.pool, 3);
+  ASSERT_UEQ(MEM(d)->loc.pool, 3);
   ALLOC(mm, 7 * MIB, &e);
-  ASSERT_UEQ(e.memory->loc.pool, 1);
+  ASSERT_UEQ(MEM(e)->loc.pool, 1);
   ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (10 + 32 + 100 + 8) * MIB + 256);
   /* Once free, the own-size page is an ordinary page: first fit puts a
    * smaller request at its start, on the same storage allocation. */

@@ -104,3 +104,18 @@ TEST(stream_id_differs_between_threads) {
   /* The id it drew came from the counter, so a later one is larger. */
   ASSERT_ULT(s.swapped_prev, ruda_stream_id_next().value);
 }
+
+TEST(device_id_format) {
+  char buf[32];
+  ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, buf, sizeof buf), 5);
+  ASSERT_STR_EQ(buf, "cpu:0");
+  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 3}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "cuda:3");
+  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_OPENCL, 1}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "opencl:1");
+  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "device-type-77:2");
+  char tiny[4];
+  ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 12}, tiny, sizeof tiny), 7);
+  ASSERT_STR_EQ(tiny, "cud");
+}

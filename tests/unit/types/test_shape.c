@@ -167,3 +167,77 @@ TEST(memory_layout_descriptors) {
   ASSERT_UEQ(c.elem_size, 2);
   ASSERT_UEQ(c.shape.dims[0], 3);
 }
+
+TEST(num_bytes_is_overflow_checked) {
+  uint64_t out = 7;
+  ruda_shape_t s = ruda_shape_2d(3, 5);
+  ASSERT_TRUE(ruda_shape_num_bytes(&s, 4, &out));
+  ASSERT_UEQ(out, 60);
+  ruda_shape_t empty = ruda_shape_2d(0, UINT64_MAX);
+  ASSERT_TRUE(ruda_shape_num_bytes(&empty, 8, &out));
+  ASSERT_UEQ(out, 0);
+  out = 7;
+  ruda_shape_t big = ruda_shape_1d(UINT64_C(1) << 62);
+  ASSERT_FALSE(ruda_shape_num_bytes(&big, 8, &out)); /* 2^65 bytes */
+  ASSERT_UEQ(out, 7);
+  ASSERT_TRUE(ruda_shape_num_bytes(&big, 2, &out));
+  ASSERT_UEQ(out, UINT64_C(1) << 63);
+  ruda_shape_t wraps = ruda_shape_2d(UINT64_C(1) << 33, UINT64_C(1) << 33);
+  ASSERT_FALSE(ruda_shape_num_bytes(&wraps, 1, &out)); /* num_elems saturates */
+  ASSERT_FALSE(ruda_shape_num_bytes(NULL, 1, &out));
+}
+
+TEST(extent_of_strided_views) {
+  uint64_t out = 0;
+  ruda_shape_t s = ruda_shape_2d(3, 5);
+  ruda_strides_t contiguous = ruda_strides_contiguous(&s);
+  ASSERT_TRUE(ruda_shape_extent(&s, &contiguous, 4, &out));
+  ASSERT_UEQ(out, 60);
+  const uint64_t pitched[2] = {8, 1};
+  ruda_strides_t st = strides_of(2, pitched);
+  ASSERT_TRUE(ruda_shape_extent(&s, &st, 4, &out));
+  ASSERT_UEQ(out, (2 * 8 + 4 + 1) * 4); /* the last row ends at its width */
+  const uint64_t transposed[2] = {1, 3};
+  st = strides_of(2, transposed);
+  ASSERT_TRUE(ruda_shape_extent(&s, &st, 4, &out));
+  ASSERT_UEQ(out, (2 + 12 + 1) * 4);
+  ruda_shape_t scalar;
+  ASSERT_OK(ruda_shape_init(&scalar, 0, NULL));
+  ruda_strides_t none = strides_of(0, NULL);
+  ASSERT_TRUE(ruda_shape_extent(&scalar, &none, 8, &out));
+  ASSERT_UEQ(out, 8);
+  ruda_shape_t empty = ruda_shape_2d(0, 5);
+  const uint64_t any[2] = {UINT64_MAX, UINT64_MAX};
+  st = strides_of(2, any);
+  ASSERT_TRUE(ruda_shape_extent(&empty, &st, 4, &out));
+  ASSERT_UEQ(out, 0);
+}
+
+TEST(extent_overflow_is_refused) {
+  /* Issue 9: [2, 2] with strides {2^30, 2^64 - 1 - 2^30} wrapped to a
+   * small extent: 2^30 + 2^64 - 1 - 2^30 + 1 = 2^64. */
+  uint64_t out = 12345;
+  ruda_shape_t s = ruda_shape_2d(2, 2);
+  const uint64_t evil[2] = {UINT64_C(1) << 30, UINT64_MAX - (UINT64_C(1) << 30)};
+  ruda_strides_t st = strides_of(2, evil);
+  ASSERT_FALSE(ruda_shape_extent(&s, &st, 1, &out));
+  ASSERT_UEQ(out, 12345);
+  /* A single term that overflows, the +1, and the element size. */
+  const uint64_t big[2] = {UINT64_C(1) << 63, 1};
+  st = strides_of(2, big);
+  ruda_shape_t three = ruda_shape_2d(3, 1);
+  ASSERT_FALSE(ruda_shape_extent(&three, &st, 1, &out));
+  const uint64_t max1[1] = {UINT64_MAX};
+  st = strides_of(1, max1);
+  ruda_shape_t two = ruda_shape_1d(2);
+  ASSERT_FALSE(ruda_shape_extent(&two, &st, 1, &out));
+  const uint64_t half[1] = {UINT64_C(1) << 62};
+  st = strides_of(1, half);
+  ASSERT_TRUE(ruda_shape_extent(&two, &st, 1, &out));
+  ASSERT_FALSE(ruda_shape_extent(&two, &st, 4, &out));
+  /* Rank mismatch, rank too large, NULL. */
+  st = strides_of(1, half);
+  ASSERT_FALSE(ruda_shape_extent(&s, &st, 1, &out));
+  ASSERT_FALSE(ruda_shape_extent(NULL, &st, 1, &out));
+  ASSERT_FALSE(ruda_shape_extent(&s, NULL, 1, &out));
+}

@@ -1,0 +1,32 @@
+/* Per-device settings built from the configuration (device_settings.h). */
+#include "server/device_settings.h"
+
+#include <pthread.h>
+#include <string.h>
+
+void ruda__device_settings_from_config(const ruda_config_t *cfg, ruda__device_settings_t *out) {
+  memset(out, 0, sizeof *out);
+  out->memory.configuration = RUDA_MEMORY_SUBSLICES;
+  switch (cfg->memory.persistent_memory) {
+    case RUDA_PERSISTENT_MEMORY_DISABLED: out->memory.persistent = RUDA_PERSISTENT_DISABLED; break;
+    case RUDA_PERSISTENT_MEMORY_ENFORCED: out->memory.persistent = RUDA_PERSISTENT_ENFORCED; break;
+    default: out->memory.persistent = RUDA_PERSISTENT_ENABLED; break;
+  }
+  out->check_mode = cfg->compilation.check_mode;
+  out->max_streams = cfg->streaming.max_streams ? cfg->streaming.max_streams : 128;
+  out->priority = cfg->streaming.priority;
+  size_t n = ruda_config_cache_dir(cfg, out->cache_dir, sizeof out->cache_dir);
+  /* A directory whose path does not fit is no directory: the cache is off
+   * rather than pointed at a truncated path. */
+  if (n >= sizeof out->cache_dir) out->cache_dir[0] = '\0';
+}
+
+static ruda__device_settings_t g_settings;
+static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+
+static void load(void) { ruda__device_settings_from_config(ruda_config_get(), &g_settings); }
+
+const ruda__device_settings_t *ruda__device_settings(void) {
+  pthread_once(&g_once, load);
+  return &g_settings;
+}

@@ -1,0 +1,301 @@
+/* Conformance: bad handles and bad input never touch memory they should
+ * not, fail with the documented error, and leave the runtime usable.
+ *
+ * Stale copies of released handles, handles of another device, handles
+ * whose recorded size exceeds their allocation, strides whose extent
+ * overflows 64 bits, NULL data with a non-zero size, and the persistent
+ * pool's key wrap. Every case ends by checking that the client still
+ * reads back what it writes. */
+#include <stdio.h>
+
+#include "cts.h"
+
+/* A second CPU device, so that cpu:0 has a foreign device to refuse. Only
+ * this program's environment; a variable already set wins. */
+__attribute__((constructor)) static void two_cpu_devices(void) {
+  setenv("RUDA_CPU_DEVICES", "2", 0);
+}
+
+#define expect_invalid_handle(expr, needle)                       \
+  do {                                                            \
+    ruda_status_t s_ = (expr);                                    \
+    ASSERT_EQ(ruda_status_kind(s_), RUDA_ERR_INVALID_HANDLE);     \
+    const char *n_ = (needle);                                    \
+    if (n_) ASSERT_STR_CONTAINS(ruda_status_reason(s_), n_);      \
+    ruda_status_free(s_);                                         \
+  } while (0)
+
+/* The client still round-trips data on its stream. */
+static void still_usable(ruda_client_t *c) {
+  ASSERT_OK(ruda_client_sync(c));
+  uint32_t src[16], dst[16];
+  for (int i = 0; i < 16; i++) src[i] = (uint32_t)i * 7u + 1u;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ASSERT_OK(ruda_client_read(c, &h, dst, sizeof dst));
+  ASSERT_MEM_EQ(src, dst, sizeof src);
+  ruda_handle_release(&h);
+}
+
+TEST(stale_handle_copy_is_refused_everywhere) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  uint32_t v[16] = {1, 2, 3};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t copy = h; /* a copy kept past the release */
+  ruda_handle_release(&h);
+  char released[64];
+  snprintf(released, sizeof released, "handle #%u.%u was released", (unsigned)copy.id,
+           (unsigned)(copy.id >> 32));
+  uint32_t out[16];
+  ruda_shape_t shape = ruda_shape_1d(16);
+  ruda_strides_t strides = ruda_strides_contiguous(&shape);
+  expect_invalid_handle(ruda_client_read(c, &copy, out, sizeof out), released);
+  expect_invalid_handle(ruda_client_write(c, &copy, v, sizeof v), released);
+  expect_invalid_handle(ruda_client_write_tensor(c, &copy, &shape, &strides, 4, v), released);
+  expect_invalid_handle(ruda_client_read_tensor(c, &copy, &shape, &strides, 4, out), released);
+  ruda_resource_t r;
+  expect_invalid_handle(ruda_client_get_resource(c, &copy, &r), released);
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {16, 9};
+  ruda_kernel_args_t args = {.buffers = &copy, .num_buffers = 1, .info = {info, 2, 0}};
+  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), released);
+  ruda_handle_t clone = ruda_handle_clone(&copy);
+  ASSERT_TRUE(ruda_handle_is_empty(&clone));
+  ASSERT_FALSE(ruda_handle_can_mut(&copy));
+  ASSERT_FALSE(ruda_handle_is_bound(&copy));
+  /* The next allocations reuse the memory and, in the handle table, the
+   * slot: the copy still names the old generation only. */
+  ruda_handle_t fresh[4];
+  for (int i = 0; i < 4; i++) ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &fresh[i]));
+  expect_invalid_handle(ruda_client_read(c, &copy, out, sizeof out), released);
+  expect_invalid_handle(ruda_client_write(c, &copy, v, sizeof v), released);
+  ruda_handle_release(&copy); /* a no-op: nothing of the new owners is dropped */
+  for (int i = 0; i < 4; i++) {
+    memset(out, 0, sizeof out);
+    ASSERT_OK(ruda_client_read(c, &fresh[i], out, sizeof out));
+    ASSERT_MEM_EQ(out, v, sizeof v);
+    ASSERT_TRUE(ruda_handle_can_mut(&fresh[i]));
+    ruda_handle_release(&fresh[i]);
+  }
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(handle_of_another_device_is_refused) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_device_id_t self = ruda_client_device(c), other = {RUDA_DEVICE_TYPE_CPU, 0};
+  if (self.type_id == RUDA_DEVICE_TYPE_CPU) other.index_id = self.index_id == 0 ? 1 : 0;
+  ruda_client_t *oc = NULL;
+  ruda_status_t s = ruda_client_create(other, &oc);
+  if (s) {
+    ruda_status_free(s);
+    SKIP("no second device to take a foreign handle from");
+  }
+  uint32_t v[16] = {5, 6, 7};
+  ruda_handle_t foreign;
+  ASSERT_OK(ruda_client_create_buffer(oc, v, sizeof v, &foreign));
+  char a[32], b[32], want[96];
+  ruda_device_id_format(other, a, sizeof a);
+  ruda_device_id_format(self, b, sizeof b);
+  snprintf(want, sizeof want, "belongs to %s, not %s", a, b);
+  uint32_t out[16];
+  expect_invalid_handle(ruda_client_read(c, &foreign, out, sizeof out), want);
+  expect_invalid_handle(ruda_client_write(c, &foreign, v, sizeof v), want);
+  ruda_resource_t r;
+  expect_invalid_handle(ruda_client_get_resource(c, &foreign, &r), want);
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {16, 9};
+  ruda_kernel_args_t args = {.buffers = &foreign, .num_buffers = 1, .info = {info, 2, 0}};
+  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), want);
+  /* Editing the struct's device field does not make it ours. */
+  ruda_handle_t edited = foreign;
+  edited.device = self;
+  expect_invalid_handle(ruda_client_read(c, &edited, out, sizeof out), want);
+  /* Its own device still reads it. */
+  ASSERT_OK(ruda_client_read(oc, &foreign, out, sizeof out));
+  ASSERT_MEM_EQ(out, v, sizeof v);
+  ruda_handle_release(&foreign);
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(oc);
+  ruda_client_release(c);
+}
+
+TEST(handle_claiming_more_than_its_allocation_is_refused) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  uint8_t v[64];
+  for (int i = 0; i < 64; i++) v[i] = (uint8_t)i;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t big = h;
+  big.size = 1ull << 30;
+  static uint8_t out[1 << 16];
+  const char *want = "says its allocation holds 1073741824 bytes; it holds 64";
+  expect_invalid_handle(ruda_client_read(c, &big, out, sizeof out), want);
+  expect_invalid_handle(ruda_client_write(c, &big, out, sizeof out), want);
+  ruda_resource_t r;
+  expect_invalid_handle(ruda_client_get_resource(c, &big, &r), want);
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {16, 9};
+  ruda_kernel_args_t args = {.buffers = &big, .num_buffers = 1, .info = {info, 2, 0}};
+  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), want);
+  /* Offsets past the allocation, and offsets that wrap. */
+  ruda_handle_t off = h;
+  off.offset_start = 60;
+  off.offset_end = 10;
+  expect_invalid_handle(ruda_client_read(c, &off, out, sizeof out), "views [+60, -10]");
+  off.offset_start = UINT64_MAX - 3;
+  off.offset_end = 8;
+  expect_invalid_handle(ruda_client_write(c, &off, v, 4), NULL);
+  /* The real handle is untouched and exact. */
+  ASSERT_OK(ruda_client_get_resource(c, &h, &r));
+  ASSERT_UEQ(r.size, 64);
+  ruda_resource_release(&r);
+  memset(out, 0, 64);
+  ASSERT_OK(ruda_client_read(c, &h, out, 64));
+  ASSERT_MEM_EQ(out, v, 64);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(stride_extent_overflow_is_refused) {
+  /* shape [2, 2] with strides {2^30, 2^64 - 1 - 2^30} on 64 bytes: the
+   * extent wraps to a small number without overflow checks, and the copy
+   * lands a GiB away. */
+  ruda_client_t *c = cts_fresh_stream_client();
+  uint8_t v[64] = {1, 2, 3, 4};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_shape_t shape = ruda_shape_2d(2, 2);
+  ruda_strides_t strides = {2, {1ull << 30, UINT64_MAX - (1ull << 30)}};
+  uint8_t data[4] = {9, 9, 9, 9}, out[4];
+  ASSERT_ERR_KIND(ruda_client_write_tensor(c, &h, &shape, &strides, 1, data),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_client_read_tensor(c, &h, &shape, &strides, 1, out),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  /* A shape whose byte count overflows, with zero strides that keep the
+   * extent small. */
+  ruda_shape_t huge = ruda_shape_1d(1ull << 62);
+  ruda_strides_t zero = {1, {0}};
+  ASSERT_ERR_KIND(ruda_client_write_tensor(c, &h, &huge, &zero, 8, data),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_client_read_tensor(c, &h, &huge, &zero, 8, out),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ruda_memory_layout_t t;
+  ASSERT_ERR_KIND(ruda_client_create_tensor(c, data, &huge, 8, &t), RUDA_ERR_IO_BUFFER_TOO_BIG);
+  /* The bytes are untouched. */
+  uint8_t back[64];
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  ASSERT_MEM_EQ(back, v, sizeof v);
+  ruda_handle_release(&h);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(null_bytes_with_a_size_are_refused) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_bytes_t b;
+  memset(&b, 0, sizeof b);
+  b.size = 64;
+  ruda_handle_t h;
+  ASSERT_ERR_KIND(ruda_client_create_buffer_from_bytes(c, &b, &h), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(ruda_handle_is_empty(&h));
+  ASSERT_ERR_KIND(ruda_client_create_buffer(c, NULL, 64, &h), RUDA_ERR_INVALID_ARGUMENT);
+  /* Empty bytes are fine. */
+  memset(&b, 0, sizeof b);
+  ASSERT_OK(ruda_client_create_buffer_from_bytes(c, &b, &h));
+  ASSERT_UEQ(ruda_handle_size_in_used(&h), 0);
+  ruda_handle_release(&h);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(persistent_reservation_of_2_pow_64_minus_1_fails_cleanly) {
+  /* Reserve 0, release, reserve UINT64_MAX: the effective size used to
+   * wrap to the 0-byte bucket, the huge handle got the 0-byte slice and a
+   * 64-byte write crashed. */
+  ruda_client_t *c = cts_fresh_stream_client();
+  ASSERT_OK(ruda_client_allocation_mode(c, RUDA_ALLOCATION_PERSISTENT));
+  ruda_handle_t z, huge;
+  ASSERT_OK(ruda_client_empty(c, 0, &z));
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&z);
+  ASSERT_OK(ruda_client_empty(c, UINT64_MAX, &huge));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_TRUE(ruda_status_find(s, RUDA_ERR_IO_BUFFER_TOO_BIG) != NULL ||
+              ruda_status_find(s, RUDA_ERR_IO_OUT_OF_MEMORY) != NULL);
+  ruda_status_free(s);
+  ASSERT_FALSE(ruda_handle_is_bound(&huge));
+  uint8_t v[64] = {1};
+  ASSERT_OK(ruda_client_write(c, &huge, v, sizeof v)); /* queued; fails on the device */
+  s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s); /* NotFound: the handle was never bound */
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_IO_NOT_FOUND));
+  ruda_status_free(s);
+  ruda_handle_release(&huge);
+  /* The pool is consistent: a 0-byte and a 64-byte reservation work. */
+  ASSERT_OK(ruda_client_empty(c, 0, &z));
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  uint8_t back[64];
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  ASSERT_MEM_EQ(back, v, sizeof v);
+  ASSERT_TRUE(ruda_handle_is_bound(&h));
+  ruda_handle_release(&h);
+  ruda_handle_release(&z);
+  ASSERT_OK(ruda_client_allocation_mode(c, RUDA_ALLOCATION_AUTO));
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(small_dynamic_count_buffer_is_a_launch_error) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *k = cts_kernel_empty();
+  uint32_t xy[2] = {1, 1};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, xy, sizeof xy, &h));
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_dynamic(&h), NULL);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "needs 12 bytes");
+  ruda_status_free(s);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(is_bound_reflects_the_last_sync) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  uint64_t huge = p->hardware.total_memory ? p->hardware.total_memory * 4 : (1ull << 50);
+  ruda_handle_t ok, bad;
+  ASSERT_OK(ruda_client_empty(c, 256, &ok));
+  ASSERT_OK(ruda_client_empty(c, huge, &bad));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ruda_status_free(s);
+  ASSERT_TRUE(ruda_handle_is_bound(&ok));
+  ASSERT_FALSE(ruda_handle_is_bound(&bad));
+  ruda_handle_release(&bad);
+  ruda_handle_release(&ok);
+  still_usable(c);
+  ruda_client_release(c);
+}
+
+TEST(launch_sizes_that_wrap_are_refused) {
+  /* An info length whose byte count wraps the launch block's size. */
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *k = cts_kernel_empty();
+  uint64_t info[2] = {1, 2};
+  ruda_kernel_args_t args = {.info = {info, SIZE_MAX / 8 + 2, 0}};
+  ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ruda_kernel_release(k);
+  still_usable(c);
+  ruda_client_release(c);
+}

@@ -1,0 +1,188 @@
+/* The server layer around a backend: per-device settings built from the
+ * configuration, launch validation done once before a backend sees a
+ * launch (queued as a launch error on the right stream), count checks, and
+ * the device-wide usage. Driven with a fake backend server. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "server/server.h"
+#include "test.h"
+
+/* ---- Settings ---- */
+
+TEST(settings_follow_the_configuration) {
+  ruda_config_t cfg;
+  ruda_config_default(&cfg);
+  ruda__device_settings_t s;
+  ruda__device_settings_from_config(&cfg, &s);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_ENABLED);
+  ASSERT_EQ(s.memory.configuration, RUDA_MEMORY_SUBSLICES);
+  ASSERT_EQ(s.check_mode, RUDA_BOUNDS_AUTO);
+  ASSERT_UEQ(s.max_streams, 128);
+  ASSERT_EQ(s.priority, RUDA_STREAM_PRIORITY_DEFAULT);
+  /* The cache is on by default, in the user's cache directory. */
+  char want[2048];
+  ruda_config_cache_dir(&cfg, want, sizeof want);
+  ASSERT_UGT(strlen(s.cache_dir), 0);
+  ASSERT_STR_EQ(s.cache_dir, want);
+
+  cfg.memory.persistent_memory = RUDA_PERSISTENT_MEMORY_DISABLED;
+  cfg.compilation.check_mode = RUDA_BOUNDS_VALIDATE;
+  cfg.streaming.max_streams = 7;
+  cfg.streaming.priority = RUDA_STREAM_PRIORITY_HIGH;
+  cfg.compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
+  ruda__device_settings_from_config(&cfg, &s);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_DISABLED);
+  ASSERT_EQ(s.check_mode, RUDA_BOUNDS_VALIDATE);
+  ASSERT_UEQ(s.max_streams, 7);
+  ASSERT_EQ(s.priority, RUDA_STREAM_PRIORITY_HIGH);
+  ASSERT_STR_EQ(s.cache_dir, "");
+
+  cfg.memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENFORCED;
+  cfg.compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
+  strcpy(cfg.compilation.cache.file, "/var/tmp/kernels");
+  ruda__device_settings_from_config(&cfg, &s);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_ENFORCED);
+  ASSERT_STR_EQ(s.cache_dir, "/var/tmp/kernels");
+}
+
+/* ---- A fake backend ---- */
+
+typedef struct fake_server {
+  ruda__server_t base;
+  int launches;
+} fake_server_t;
+
+static void fake_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
+                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                        ruda_stream_id_t stream) {
+  (void)kernel, (void)count, (void)args, (void)mode, (void)stream;
+  ((fake_server_t *)s)->launches++;
+}
+
+static ruda_memory_usage_t fake_usage(void *ctx, ruda__stream_t *st) {
+  (void)ctx;
+  ruda_memory_usage_t u = {1, st->id, 0, 2 * st->id};
+  return u;
+}
+
+static const ruda__server_vtable_t fake_vt = {.name = "fake", .launch = fake_launch};
+
+static void fake_init(fake_server_t *f) {
+  memset(f, 0, sizeof *f);
+  ruda_device_properties_t props;
+  memset(&props, 0, sizeof props);
+  props.hardware.max_ruda_count[0] = props.hardware.max_ruda_count[1] =
+      props.hardware.max_ruda_count[2] = UINT32_MAX;
+  props.hardware.max_ruda_dim[0] = props.hardware.max_ruda_dim[1] = 1024;
+  props.hardware.max_ruda_dim[2] = 64;
+  props.hardware.max_units_per_ruda = 1024;
+  props.hardware.max_shared_memory_size = 4096;
+  ruda__layout_policy_t policy = {RUDA_LAYOUT_POLICY_CONTIGUOUS, 64};
+  ruda__server_utilities_init(&f->base.utilities, &props, "fake", policy);
+  f->base.vt = &fake_vt;
+  ruda__stream_table_ops_t ops = {0, NULL, NULL, fake_usage, f};
+  ASSERT_OK(ruda__server_streams_init(&f->base, &ops));
+}
+
+static void fake_deinit(fake_server_t *f) {
+  ruda__stream_table_deinit(&f->base.streams);
+  ruda__server_utilities_deinit(&f->base.utilities);
+}
+
+static void noop(const ruda_cpu_kernel_ctx_t *k) { (void)k; }
+
+static ruda_kernel_t *kernel(const char *name, uint32_t units, uint64_t shared) {
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(noop);
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.ruda_dim = ruda_dim_new_1d(units);
+  d.shared_mem_bytes = shared;
+  d.code = &code;
+  d.num_code = 1;
+  ruda_kernel_t *k = NULL;
+  ruda_status_t s = ruda_kernel_create(&d, &k);
+  if (s) ruda_status_free(s);
+  return k;
+}
+
+static ruda_status_t drain(fake_server_t *f, uint64_t stream) {
+  ruda__stream_t *st = ruda__stream_find(&f->base.streams, (ruda_stream_id_t){stream});
+  return st ? ruda__stream_check(st, RUDA__MODE_DRAIN) : NULL;
+}
+
+TEST(the_server_layer_rejects_launches_that_cannot_run_on_their_stream) {
+  fake_server_t f;
+  fake_init(&f);
+  ruda_kernel_t *k = kernel("wide", 64, 0);
+  ruda_kernel_t *big = kernel("greedy", 1, 8192);
+  ASSERT_NOT_NULL(k);
+  ASSERT_NOT_NULL(big);
+  ruda__launch_args_t args;
+  memset(&args, 0, sizeof args);
+  ruda__count_t ok = {false, {4, 1, 1}, {0}};
+  ruda__count_t wraps = {false, {1u << 22, 1u << 21, 1u << 21}, {0}};
+  ruda__server_launch(&f.base, k, &ok, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1});
+  ASSERT_EQ(f.launches, 1);
+  /* (2^22, 2^21, 2^21) = 2^64 rudas (the total wraps) never reach the
+   * backend, and the error names the kernel, the value and the limit. */
+  ruda__server_launch(&f.base, k, &wraps, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1128});
+  ruda__server_launch(&f.base, big, &ok, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1000});
+  ASSERT_EQ(f.launches, 1);
+  ASSERT_OK(drain(&f, 1));
+  ruda_status_t s = drain(&f, 1128);
+  ASSERT_NOT_NULL(s);
+  ASSERT_UEQ(ruda_status_error_count(s), 1);
+  char text[1024];
+  ruda_status_format(s, text, sizeof text);
+  ASSERT_STR_CONTAINS(text, "kernel 'wide'");
+  ASSERT_STR_CONTAINS(text, "(4194304, 2097152, 2097152)");
+  ASSERT_STR_CONTAINS(text, "18446744073709551615");
+  ruda_status_free(s);
+  s = drain(&f, 1000);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+  ruda_kernel_release(big);
+  fake_deinit(&f);
+}
+
+TEST(count_checks_name_the_kernel_limit_and_value) {
+  ruda_device_properties_t p;
+  memset(&p, 0, sizeof p);
+  p.hardware.max_ruda_count[0] = 2147483647;
+  p.hardware.max_ruda_count[1] = p.hardware.max_ruda_count[2] = 65535;
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "k";
+  d.ruda_dim = ruda_dim_new_1d(256);
+  ASSERT_OK(ruda__validate_count(&p, &d, (ruda_count3_t){2147483647, 65535, 65535}));
+  ruda_status_t s = ruda__validate_count(&p, &d, (ruda_count3_t){1, 65536, 1});
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "kernel 'k'");
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "Requested (1, 65536, 1), max is (2147483647, 65535, 65535)");
+  ruda_status_free(s);
+  /* Within every axis, more rudas in all than 64 bits count. */
+  p.hardware.max_ruda_count[1] = p.hardware.max_ruda_count[2] = UINT32_MAX;
+  p.hardware.max_ruda_count[0] = UINT32_MAX;
+  ASSERT_OK(ruda__validate_count(&p, &d, (ruda_count3_t){UINT32_MAX, UINT32_MAX, 1}));
+  s = ruda__validate_count(&p, &d, (ruda_count3_t){UINT32_MAX, UINT32_MAX, 2});
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "(4294967295, 4294967295, 2)");
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "18446744073709551615 rudas");
+  ruda_status_free(s);
+}
+
+TEST(device_usage_sums_every_stream) {
+  fake_server_t f;
+  fake_init(&f);
+  for (uint64_t id = 1; id <= 4; id++) ASSERT_NOT_NULL(ruda__stream_get(&f.base.streams, (ruda_stream_id_t){id}));
+  ruda_memory_usage_t u;
+  ASSERT_OK(ruda__server_memory_usage_device(&f.base, &u));
+  ASSERT_UEQ(u.number_allocs, 4);
+  ASSERT_UEQ(u.bytes_in_use, 10);
+  ASSERT_UEQ(u.bytes_reserved, 20);
+  fake_deinit(&f);
+}
