@@ -98,6 +98,7 @@ void ruda_bench_copy(ruda_bench_t *b);
 void ruda_bench_compile(ruda_bench_t *b);
 void ruda_bench_allreduce(ruda_bench_t *b);
 void ruda_bench_kernels(ruda_bench_t *b);
+void ruda_bench_comm(ruda_bench_t *b);
 
 /* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
 

@@ -22,9 +22,11 @@ static const bench_group_t groups[] = {
     {"triad", ruda_bench_triad, "a = b + s*c bandwidth on the CPU backend against OpenMP"},
     {"copy", ruda_bench_copy, "create + read bandwidth against memcpy"},
     {"compile", ruda_bench_compile, "warm kernel load from the disk cache against NVRTC (CUDA)"},
-    {"allreduce", ruda_bench_allreduce, "all-reduce against NCCL / MPI"},
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
+    {"allreduce", ruda_bench_allreduce, "all-reduce of 2 devices against NCCL / a C loop"},
+    {"comm", ruda_bench_comm,
+     "collectives and send/recv against NCCL, against MPI under mpirun, CPU vs triad"},
 };
 #define NUM_GROUPS (sizeof groups / sizeof groups[0])
 
@@ -82,7 +84,7 @@ int ruda_cmd_bench(int argc, char **argv) {
     }
   }
   if (!group) {
-    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, kernels, all)\n");
+    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, kernels, comm, all)\n");
     ruda_cmd_bench_help(stderr);
     return RUDA_EXIT_USAGE;
   }
@@ -94,6 +96,12 @@ int ruda_cmd_bench(int argc, char **argv) {
     fprintf(stderr, "ruda bench: unknown group '%s'\n", group);
     ruda_cmd_bench_help(stderr);
     return RUDA_EXIT_USAGE;
+  }
+
+  /* The collectives' cases between CPU devices need two of them; the count
+   * is read when the first CPU device is made (the probe below). */
+  if (all || strcmp(group, "comm") == 0 || strcmp(group, "allreduce") == 0) {
+    setenv("RUDA_CPU_DEVICES", "2", 0);
   }
 
   /* An unusable device is an error of the whole command, not a skip. */

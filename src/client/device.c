@@ -202,11 +202,40 @@ static void wait_for_users(ruda__device_t *d) {
 
 enum { MAX_DEVICES = RUDA__MAX_BACKENDS * RUDA_MAX_DEVICES_PER_TYPE };
 
+typedef struct comm_shutdown_op {
+  ruda__op_t base;
+  ruda__completion_t done;
+} comm_shutdown_op_t;
+
+static void run_comm_shutdown(ruda__device_t *d, ruda__op_t *op) {
+  if (d->server && d->server->vt->comm_shutdown) d->server->vt->comm_shutdown(d->server);
+  ruda__completion_signal(&((comm_shutdown_op_t *)op)->done);
+}
+
+/* Communicators may span devices, and finalizing one may wait for its
+ * peers: every device finalizes its communicators at once, while every
+ * worker still runs. */
+static void comm_shutdown_all(ruda__device_t *const *devs, size_t n) {
+  static comm_shutdown_op_t ops[MAX_DEVICES];
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    ruda__device_t *d = devs[i];
+    if (d->init_error || !d->server || !d->server->vt->comm_shutdown) continue;
+    ops[m] = (comm_shutdown_op_t){.base = {.run = run_comm_shutdown}};
+    ruda__completion_init(&ops[m].done);
+    ruda__device_submit(d, &ops[m].base);
+    m++;
+  }
+  for (size_t k = 0; k < m; k++) ruda__completion_wait(&ops[k].done);
+}
+
+
 /* The devices stop in three passes so that none waits for another: every
  * device first refuses new blocking calls; then every call in progress
  * (which may wait for work of any device, a collective's peers included)
- * finishes while all workers still run; only then does each worker get
- * its stop. Work queued before the stop runs; work queued after it is
+ * finishes while all workers still run; then every device finalizes its
+ * communicators (which may wait for their peers); only then does each
+ * worker get its stop. Work queued before the stop runs; work queued after it is
  * cancelled (device_drain). The device structs stay in the registry,
  * marked dead, so that clients outliving the shutdown get
  * RUDA_ERR_UNAVAILABLE instead of touching freed memory. */
@@ -241,6 +270,7 @@ ruda_status_t ruda_shutdown(void) {
   pthread_mutex_unlock(&registry_lock);
   for (size_t i = 0; i < n; i++) atomic_store_explicit(&devs[i]->closing, true, memory_order_seq_cst);
   for (size_t i = 0; i < n; i++) wait_for_users(devs[i]);
+  comm_shutdown_all(devs, n);
   for (size_t i = 0; i < n; i++) {
     stops[i] = (stop_op_t){.base = {.run = run_stop}};
     ruda__completion_init(&stops[i].done);

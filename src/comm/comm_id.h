@@ -9,9 +9,6 @@
 
 #include "ruda/types.h"
 
-/* The largest number of participants in one collective. */
-#define RUDA__COMM_MAX_DEVICES 64
-
 static inline int ruda__comm_device_cmp(ruda_device_id_t a, ruda_device_id_t b) {
   if (a.type_id != b.type_id) return a.type_id < b.type_id ? -1 : 1;
   if (a.index_id != b.index_id) return a.index_id < b.index_id ? -1 : 1;

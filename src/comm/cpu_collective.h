@@ -1,14 +1,15 @@
-/* In-process collectives between CPU devices.
+/* In-process collectives and send/recv between CPU devices.
  *
- * Each communicator (one per set of devices) is a rendezvous: every
- * participant's worker thread contributes its buffers and waits for the
- * others; then each participant reduces its own slice of the elements into
- * every participant's destination, and all leave together, so that every
- * dst is complete when any worker moves on to later work.
+ * Each communicator (one per set of devices) is a rendezvous
+ * (comm/rendezvous.h): every participant's worker thread contributes its
+ * resolved buffers and waits for the others; the last to arrive checks the
+ * round; then each participant does its share of the copying or reducing,
+ * and all leave together, so that every dst is complete when any worker
+ * moves on to later work.
  *
- * Communicators live in a process-wide registry, created on first use and
- * freed at exit. Thread-safe: meant to be called from device workers, one
- * call per participant per collective, in the same order on every device.
+ * Element types reduced: RUDA__REDUCE_TYPES_CPU (server/server.h).
+ * Thread-safe: meant to be called from device workers, one call per
+ * participant per operation, in the same order on every device.
  */
 #ifndef RUDA_COMM_CPU_COLLECTIVE_H
 #define RUDA_COMM_CPU_COLLECTIVE_H
@@ -17,35 +18,41 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "ruda/comm.h"
 #include "ruda/status.h"
-#include "ruda/types.h"
+#include "server/server.h"
 
-/* The element types reduced are ruda__reduce_dtype_supported()'s
- * (src/server/server.h). */
+/* Creates the rendezvous of `peers` (in-process: peers->ids set) if it does
+ * not exist yet. Errors: RUDA_ERR_SERVER_GENERIC (out of memory, no ids). */
+ruda_status_t ruda__cpu_comm_init(const ruda__comm_peers_t *peers);
 
-/* Creates the communicator of `ids` (any order, no duplicates, 1..64
- * devices) if it does not exist yet. Errors: RUDA_ERR_INVALID_ARGUMENT,
- * RUDA_ERR_SERVER_GENERIC (out of memory). */
-ruda_status_t ruda__cpu_comm_init(const ruda_device_id_t *ids, size_t n);
-
-/* One participant's part of an all-reduce. */
-typedef struct ruda__cpu_reduce_part {
-  const void *src;
-  void *dst;
-  uint64_t src_bytes, dst_bytes;
-  /* This participant's own failure (borrowed), or NULL. Its peers then fail
-   * too, with a message naming it. */
+/* One participant's part: the operation and its resolved buffers. */
+typedef struct ruda__cpu_part {
+  const ruda__coll_t *coll;
+  const uint8_t *src; /* the view of coll->src.binding; NULL when none */
+  uint64_t src_bytes;
+  uint8_t *dst;       /* the view of coll->dst; NULL when none */
+  uint64_t dst_bytes;
+  /* This participant's own failure (borrowed), or NULL. Its peers then
+   * fail too, with a message naming it. */
   ruda_status_t error;
-} ruda__cpu_reduce_part_t;
+} ruda__cpu_part_t;
 
-/* Contributes `self`'s part and returns when the collective is done on
- * every participant. Every participant must call this, even when its part
+/* Contributes `part` and returns when the operation is done on every
+ * participant. Every participant must call this, even when its part
  * failed. Returns this participant's error (owned by the caller): its own
- * failure, a peer's, or a mismatch in sizes, dtype or op
- * (RUDA_ERR_SERVER_GENERIC). */
-ruda_status_t ruda__cpu_all_reduce(const ruda_device_id_t *ids, size_t n, ruda_device_id_t self,
-                                   const ruda__cpu_reduce_part_t *part, ruda_elem_type_t dtype,
-                                   ruda_reduce_op_t op);
+ * failure, a peer's, a disagreement between the parts (kind, sizes, dtype,
+ * op, root, peers), or the timeout (RUDA_ERR_SERVER_GENERIC). */
+ruda_status_t ruda__cpu_collective(const ruda__cpu_part_t *part);
+
+/* Reduces `nsrc` arrays of `count` elements of `dtype` element-wise with
+ * `op` into each of the `ndst` arrays (which may alias the sources).
+ * Mean divides by nsrc. Types outside RUDA__REDUCE_TYPES_CPU are ignored.
+ * Thread-safe (no shared state); the MPI transport uses it too. */
+void ruda__cpu_reduce(ruda_elem_type_t dtype, ruda_reduce_op_t op, const void *const *src,
+                      size_t nsrc, void *const *dst, size_t ndst, size_t count);
+
+/* Divides each of `count` elements of `dtype` in place by n (integers
+ * truncate toward zero; 64-bit integers as in a wrapped sum). */
+void ruda__cpu_divide(ruda_elem_type_t dtype, void *data, size_t count, uint64_t n);
 
 #endif

@@ -42,6 +42,8 @@
 
 typedef struct ruda__server ruda__server_t;
 typedef struct ruda__future ruda__future_t;
+struct ruda__comm_peers;
+struct ruda__coll;
 
 /* A copy descriptor (the seed's CopyDescriptor). */
 typedef struct ruda__copy_desc {
@@ -163,31 +165,52 @@ typedef struct ruda__server_vtable {
   bool completes_in_order;
 
   /* ---- ServerCommunication (all optional; NULL: unsupported) ----
-   * comm_enabled: the client offers collectives (include/ruda/comm.h) only
-   * when it is true; the client has validated every argument, and queues a
-   * collective on every participant in the same global order.
-   * comm_init: creates this device's member of the communicator of `ids`
-   * (sorted, n >= 1, this device among them). Called once per device set,
-   * on every participant concurrently; may block until all have joined.
-   * all_reduce: every participant must reach the collective even when its
-   * own part failed (its peers wait for it). Errors are queued on `stream`
-   * and NULL returned, like a launch; a non-NULL return is logged and
-   * dropped by the client.
-   * sync_collective: orders `stream` after the collectives; returns its
-   * error (blocking for the caller). */
+   * See "Communication" below and docs/collectives.md.
+   * comm_enabled: the client offers collectives and send/recv
+   * (include/ruda/comm.h) only when it is true. The client validates every
+   * argument (sizes, element types against comm_reduce_types, ranks) and
+   * queues every operation of an in-process communicator on all of its
+   * participants in one global order, so a backend may block its worker
+   * until the peers reach the same operation.
+   * comm_reduce_types: bit (1 << t) set for every element type t that the
+   * backend's reductions take (Sum, Mean, Min, Max).
+   * comm_strided_send: sends may describe any strides; otherwise the client
+   * only passes contiguous descriptors.
+   * comm_init: creates this device's member of the communicator `peers`.
+   * In one process (peers->ids set) it is called on every participant
+   * concurrently and may block until all have joined; across processes
+   * `token` is what comm_token made on rank 0 (NULL/0 in one process).
+   * Blocking; errors are returned. Idempotent for a known id.
+   * comm_token: the bootstrap token of a new communicator across
+   * processes (an ncclUniqueId), made on rank 0 and broadcast by the caller.
+   * collective: this participant's part of `c`; must take part even when
+   * its own buffers fail (the peers wait for it). Errors are queued on
+   * `stream`, like a launch.
+   * sync_collective: orders `stream` after the collectives queued on the
+   * device; returns its error (blocking for the caller).
+   * comm_destroy: finalizes and frees the communicator `id` (a collective
+   * call across its ranks: every member calls it). Blocking.
+   * comm_shutdown: finalizes and frees every communicator of the device;
+   * ruda_shutdown() calls it on every device concurrently, before any
+   * server is destroyed. Bounded by the communication timeout.
+   * host_call: resolves src and dst (either may be NULL) to host addresses
+   * in stream order, after the work queued before, calls fn with them and
+   * queues fn's error on `stream`. Backends whose memory is host memory
+   * only (the CPU backend); the MPI transport uses it for CPU buffers. */
   bool comm_enabled;
+  uint64_t comm_reduce_types;
+  bool comm_strided_send;
   ruda_status_t (*sync_collective)(ruda__server_t *s, ruda_stream_id_t stream);
-  ruda_status_t (*comm_init)(ruda__server_t *s, const ruda_device_id_t *ids, size_t n);
-  ruda_status_t (*all_reduce)(ruda__server_t *s, const ruda_binding_t *src,
-                              const ruda_binding_t *dst, ruda_elem_type_t dtype,
-                              ruda_stream_id_t stream, ruda_reduce_op_t op,
-                              const ruda_device_id_t *ids, size_t n);
-  ruda_status_t (*send)(ruda__server_t *s, const ruda__copy_desc_t *desc,
-                        ruda_elem_type_t dtype, ruda_stream_id_t stream,
-                        ruda_device_id_t dst);
-  ruda_status_t (*recv)(ruda__server_t *s, ruda_memory_t *memory, uint64_t size,
-                        ruda_elem_type_t dtype, ruda_stream_id_t stream,
-                        ruda_device_id_t src);
+  ruda_status_t (*comm_init)(ruda__server_t *s, const struct ruda__comm_peers *peers,
+                             const void *token, size_t token_len);
+  ruda_status_t (*comm_token)(ruda__server_t *s, void *out, size_t cap, size_t *out_len);
+  void (*collective)(ruda__server_t *s, const struct ruda__coll *c, ruda_stream_id_t stream);
+  ruda_status_t (*comm_destroy)(ruda__server_t *s, uint64_t id);
+  void (*comm_shutdown)(ruda__server_t *s);
+  void (*host_call)(ruda__server_t *s, const ruda_binding_t *src, const ruda_binding_t *dst,
+                    ruda_status_t (*fn)(void *ctx, void *src, uint64_t src_bytes, void *dst,
+                                        uint64_t dst_bytes),
+                    void *ctx, ruda_stream_id_t stream);
 } ruda__server_vtable_t;
 
 /* ---- ServerUtilities: shared with every client of the device ---- */
@@ -277,11 +300,74 @@ size_t ruda__backend_index(const ruda__backend_t *b);
 /* Monotonic host clock in nanoseconds. */
 uint64_t ruda__now_ns(void);
 
-/* ---- Collectives shared by the client and the backends ---- */
+/* ---- Communication: collectives and send/recv ---- */
 
-/* Element types every collective backend reduces: f64, f32, f16, bf16, i8,
- * i32, i64, u8, u32, u64. Thread-safe. */
-bool ruda__reduce_dtype_supported(ruda_elem_type_t t);
+/* The largest number of devices in one in-process communicator. */
+#define RUDA__COMM_MAX_DEVICES 64
+
+/* The participants of a communicator, as one of them sees it. */
+typedef struct ruda__comm_peers {
+  uint64_t id;        /* the communicator: ruda__comm_id() of the device set
+                         in one process, the group's id across processes */
+  uint32_t rank;      /* this participant's rank */
+  uint32_t size;      /* number of ranks */
+  /* In one process: the sorted ids of the participants (rank r is ids[r]).
+   * NULL for a communicator across processes (made from a token). */
+  const ruda_device_id_t *ids;
+} ruda__comm_peers_t;
+
+typedef enum ruda__coll_kind {
+  RUDA__COLL_ALL_REDUCE = 0,
+  RUDA__COLL_BROADCAST = 1,
+  RUDA__COLL_ALL_GATHER = 2,
+  RUDA__COLL_REDUCE_SCATTER = 3,
+  RUDA__COLL_SEND = 4,
+  RUDA__COLL_RECV = 5,
+} ruda__coll_kind_t;
+
+/* "all-reduce", "broadcast", "all-gather", "reduce-scatter", "send",
+ * "recv". Thread-safe. */
+const char *ruda__coll_kind_name(ruda__coll_kind_t kind);
+/* "sum", "mean", "min", "max"; "?" otherwise. Thread-safe. */
+const char *ruda__reduce_op_name(ruda_reduce_op_t op);
+
+/* One participant's part of a collective or of a send/recv. Bindings are
+ * borrowed for the call. */
+typedef struct ruda__coll {
+  ruda__coll_kind_t kind;
+  ruda__comm_peers_t peers;
+  /* Input (all-reduce, all-gather, reduce-scatter, send): the data, as a
+   * copy descriptor. Contiguous ([count] of elem_size) except for a send to
+   * a backend with comm_strided_send. Empty binding for broadcast and recv. */
+  ruda__copy_desc_t src;
+  /* Output: every kind but send. Broadcast is in place: the root sends its
+   * dst. */
+  ruda_binding_t dst;
+  /* Elements of dtype. All-reduce, broadcast, send, recv: of the message;
+   * all-gather: of src (dst holds size x count); reduce-scatter: of dst
+   * (src holds size x count). */
+  uint64_t count;
+  ruda_elem_type_t dtype; /* kinds that only move bytes use RUDA_ELEM_U8 */
+  ruda_reduce_op_t op;    /* all-reduce, reduce-scatter */
+  uint32_t root;          /* broadcast: the root's rank */
+  uint32_t peer;          /* send: the receiver's rank; recv: the sender's */
+} ruda__coll_t;
+
+/* The communication timeout in nanoseconds: RUDA_COMM_TIMEOUT (seconds, a
+ * decimal number > 0) read once, default 300 s. A wait for peers longer
+ * than this fails with an error naming what was awaited. Thread-safe. */
+uint64_t ruda__comm_timeout_ns(void);
+
+/* Element types the CPU backend reduces (bits 1 << t): f64, f32, f16,
+ * bf16, i8, i16, i32, i64, u8, u16, u32, u64. */
+#define RUDA__REDUCE_TYPES_CPU                                                            \
+  ((1ull << RUDA_ELEM_F64) | (1ull << RUDA_ELEM_F32) | (1ull << RUDA_ELEM_F16) |           \
+   (1ull << RUDA_ELEM_BF16) | (1ull << RUDA_ELEM_I8) | (1ull << RUDA_ELEM_I16) |           \
+   (1ull << RUDA_ELEM_I32) | (1ull << RUDA_ELEM_I64) | (1ull << RUDA_ELEM_U8) |            \
+   (1ull << RUDA_ELEM_U16) | (1ull << RUDA_ELEM_U32) | (1ull << RUDA_ELEM_U64))
+
+/* "f64, f32, ..." for the bits of `types`; snprintf semantics. Thread-safe. */
+size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
 
 /* ---- Launch validation shared by backends ---- */
 

@@ -1,6 +1,7 @@
 /* ServerUtilities, the server layer's launch validation and entry point,
- * device-wide usage and ready futures: the pieces every backend shares.
- * Per-stream state is in stream_table.c. */
+ * device-wide usage, ready futures and the helpers of collectives: the
+ * pieces every backend shares. Per-stream state is in stream_table.c. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,15 +38,57 @@ void ruda__server_utilities_deinit(ruda__server_utilities_t *u) {
 
 /* ---- Collectives ---- */
 
-bool ruda__reduce_dtype_supported(ruda_elem_type_t t) {
-  switch (t) {
-    case RUDA_ELEM_F64: case RUDA_ELEM_F32: case RUDA_ELEM_F16: case RUDA_ELEM_BF16:
-    case RUDA_ELEM_I8: case RUDA_ELEM_I32: case RUDA_ELEM_I64:
-    case RUDA_ELEM_U8: case RUDA_ELEM_U32: case RUDA_ELEM_U64:
-      return true;
-    default:
-      return false;
+const char *ruda__coll_kind_name(ruda__coll_kind_t kind) {
+  switch (kind) {
+    case RUDA__COLL_ALL_REDUCE: return "all-reduce";
+    case RUDA__COLL_BROADCAST: return "broadcast";
+    case RUDA__COLL_ALL_GATHER: return "all-gather";
+    case RUDA__COLL_REDUCE_SCATTER: return "reduce-scatter";
+    case RUDA__COLL_SEND: return "send";
+    case RUDA__COLL_RECV: return "recv";
   }
+  return "?";
+}
+
+const char *ruda__reduce_op_name(ruda_reduce_op_t op) {
+  switch (op) {
+    case RUDA_REDUCE_SUM: return "sum";
+    case RUDA_REDUCE_MEAN: return "mean";
+    case RUDA_REDUCE_MIN: return "min";
+    case RUDA_REDUCE_MAX: return "max";
+  }
+  return "?";
+}
+
+static pthread_once_t timeout_once = PTHREAD_ONCE_INIT;
+static uint64_t timeout_ns;
+
+static void timeout_read(void) {
+  timeout_ns = 300ull * 1000000000ull;
+  const char *v = getenv("RUDA_COMM_TIMEOUT");
+  if (!v || !*v) return;
+  char *end = NULL;
+  double secs = strtod(v, &end);
+  /* Above ~584 years the nanoseconds would not fit: keep the default. */
+  if (end && *end == '\0' && secs > 0 && secs < 1.8e10) timeout_ns = (uint64_t)(secs * 1e9);
+}
+
+uint64_t ruda__comm_timeout_ns(void) {
+  pthread_once(&timeout_once, timeout_read);
+  return timeout_ns;
+}
+
+size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap) {
+  size_t len = 0;
+  if (cap) buf[0] = '\0';
+  for (unsigned t = 0; t < RUDA_ELEM_COUNT_; t++) {
+    if (!(types & (1ull << t))) continue;
+    const char *name = ruda_elem_type_name((ruda_elem_type_t)t);
+    int w = snprintf(len < cap ? buf + len : NULL, len < cap ? cap - len : 0, "%s%s",
+                     len ? ", " : "", name ? name : "?");
+    if (w > 0) len += (size_t)w;
+  }
+  return len;
 }
 
 /* ---- Validation ---- */

@@ -528,48 +528,87 @@ static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
 
 /* ---- Lifetime ---- */
 
-/* ---- Collectives (src/comm/cpu_collective.c) ---- */
+/* ---- Collectives and send/recv (src/comm/cpu_collective.c) ---- */
 
-static ruda_status_t cpu_comm_init(ruda__server_t *base, const ruda_device_id_t *ids, size_t n) {
-  return ruda__cpu_comm_init(ids, n);
+static ruda_status_t cpu_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+                                   const void *token, size_t token_len) {
+  (void)base;
+  (void)token;
+  (void)token_len;
+  return ruda__cpu_comm_init(peers);
+}
+
+static void stream_done(cpu_server_t *s, ruda__stream_t *rs, ruda_status_t err) {
+  if (rs) {
+    ruda__stream_advance(&s->base.streams, rs);
+    ruda__stream_push_error(rs, err);
+  } else {
+    ruda_status_free(err);
+  }
 }
 
 /* Reaches the rendezvous even when this device's part failed: the peers
  * wait for every participant. */
-static ruda_status_t cpu_all_reduce(ruda__server_t *base, const ruda_binding_t *src,
-                                    const ruda_binding_t *dst, ruda_elem_type_t dtype,
-                                    ruda_stream_id_t stream, ruda_reduce_op_t op,
-                                    const ruda_device_id_t *ids, size_t n) {
+static void cpu_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream) {
   cpu_server_t *s = cpu(base);
   ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
-  ruda__cpu_reduce_part_t part = {0};
+  ruda__cpu_part_t part = {.coll = c};
   uint8_t *sp = NULL, *dp = NULL;
   ruda_status_t own = rs ? NULL : no_stream();
-  if (!own) own = resolve(s, src, &sp, &part.src_bytes);
-  if (!own) own = resolve(s, dst, &dp, &part.dst_bytes);
+  if (!own && !ruda_binding_is_empty(&c->src.binding)) {
+    own = resolve(s, &c->src.binding, &sp, &part.src_bytes);
+  }
+  if (!own && !ruda_binding_is_empty(&c->dst)) own = resolve(s, &c->dst, &dp, &part.dst_bytes);
   part.src = sp;
   part.dst = dp;
   part.error = own;
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
-  ruda_status_t err = ruda__cpu_all_reduce(ids, n, base->device, &part, dtype, op);
+  ruda_status_t err = ruda__cpu_collective(&part);
   if (t0) {
-    ruda__trace_slice(base->device, stream.value, "all_reduce", "comm", t0, ruda__now_ns(),
-                      part.src_bytes);
+    ruda__trace_slice(base->device, stream.value, "comm", ruda__coll_kind_name(c->kind), t0,
+                      ruda__now_ns(), c->count * ruda_elem_type_size(c->dtype));
   }
   if (own) {
     ruda_status_free(err);
     err = own;
   }
-  if (err) {
-    if (rs) ruda__stream_push_error(rs, err);
-    else ruda_status_free(err);
-  }
-  return NULL;
+  stream_done(s, rs, err);
 }
 
 /* Collectives run on the worker in submission order: nothing to order. */
 static ruda_status_t cpu_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
   return NULL;
+}
+
+static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
+                          const ruda_binding_t *dst,
+                          ruda_status_t (*fn)(void *ctx, void *src, uint64_t src_bytes,
+                                              void *dst, uint64_t dst_bytes),
+                          void *ctx, ruda_stream_id_t stream) {
+  cpu_server_t *s = cpu(base);
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
+  uint8_t *sp = NULL, *dp = NULL;
+  uint64_t sn = 0, dn = 0;
+  ruda_status_t err = rs ? NULL : no_stream();
+  if (!err && src && !ruda_binding_is_empty(src)) err = resolve(s, src, &sp, &sn);
+  if (!err && dst && !ruda_binding_is_empty(dst)) err = resolve(s, dst, &dp, &dn);
+  /* fn runs even when a buffer failed (with NULL for it): a transport
+   * across processes must still take part, or its peers would wait. */
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
+  ruda_status_t ferr = fn(ctx, sp, sn, dp, dn);
+  if (t0) ruda__trace_slice(base->device, stream.value, "comm", "host_call", t0, ruda__now_ns(), sn + dn);
+  if (err && ferr) {
+    /* fn says what it did about it; the buffer's own error says why. */
+    const char *a = ruda_status_reason(ferr), *b = ruda_status_reason(err);
+    ruda_status_t both = ruda_status_create(ruda_status_kind(ferr), "%s (the buffer: %s)",
+                                            a ? a : "failed", b ? b : "unusable");
+    ruda_status_free(ferr);
+    ruda_status_free(err);
+    err = both;
+  } else if (!err) {
+    err = ferr;
+  }
+  stream_done(s, rs, err);
 }
 
 static void cpu_destroy(ruda__server_t *base) {
@@ -602,9 +641,12 @@ static const ruda__server_vtable_t cpu_vtable = {
     .end_profile = cpu_end_profile,
     .completes_in_order = true,
     .comm_enabled = true,
+    .comm_reduce_types = RUDA__REDUCE_TYPES_CPU,
+    .comm_strided_send = true,
     .sync_collective = cpu_sync_collective,
     .comm_init = cpu_comm_init,
-    .all_reduce = cpu_all_reduce,
+    .collective = cpu_collective,
+    .host_call = cpu_host_call,
 };
 
 static ruda_status_t cpu_create_server(uint16_t index, ruda__server_t **out) {

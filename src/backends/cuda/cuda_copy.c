@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_server.h"
 #include "server/trace.h"
 
@@ -609,6 +610,9 @@ ruda_status_t ruda__cuda_read(ruda__server_t *base, const ruda__copy_desc_t *des
   const ruda__cuda_api_t *api = s->api;
   *out = NULL;
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
@@ -703,6 +707,9 @@ ruda_status_t ruda__cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
   ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
@@ -730,6 +737,9 @@ ruda_status_t ruda__cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
 ruda_status_t ruda__cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   ruda__cuda_settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, false);
+#endif
   cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
   if (st != NULL) {
     CUresult r = s->api->cuStreamQuery(st->cu);

@@ -1,34 +1,54 @@
-/* NCCL collectives of the CUDA server (runtime_semantics.md 6.1,
- * "Collectives"): the dlopen()ed library, the translation of ncclResult_t,
- * and comm_init / all_reduce / sync_collective.
+/* NCCL collectives and send/recv of the CUDA server (docs/collectives.md):
+ * the dlopen()ed library, the translation of ncclResult_t, and the
+ * ServerCommunication methods.
  *
- * Single process, one worker thread per device: comm_init of a device set
- * runs on every participant's worker at once; each calls ncclCommInitRank
- * with the set's process-wide ncclUniqueId (made once by ncclGetUniqueId)
- * and blocks until all ranks have joined.
+ * Communicators. In one process, comm_init of a device set meets its peers
+ * at the set's rendezvous (comm/rendezvous.h); the last to arrive makes an
+ * ncclUniqueId and creates every member in one NCCL group
+ * (ncclCommInitRankConfig per device), as ncclCommInitAll would. Across
+ * processes a member is created on its own worker from the token that rank
+ * 0 made (comm_token) and the MPI transport broadcast. Communicators are
+ * non-blocking (config.blocking = 0; RUDA_NCCL_BLOCKING=1 makes them
+ * blocking), so every wait for NCCL polls ncclCommGetAsyncError against the
+ * communication timeout instead of hanging.
  *
- * Streams: each server has one comm stream (non-blocking, the configured
- * priority). An all-reduce makes the comm stream wait on an event recorded
- * on the compute stream (src and dst are ready), runs ncclAllReduce there,
- * and makes the compute stream wait on the comm stream again, so later work
- * on the stream (reads of dst, the pool reusing src or dst) is ordered after
- * the collective without a host wait. sync_collective repeats that last
- * step.
+ * Operations run on the compute stream of the caller's ruda stream: later
+ * work there is ordered after them with no event, and buffers from other
+ * streams are ordered like a launch's (ruda__cuda_order_binding). In one
+ * process the participants meet at the rendezvous and the last to arrive
+ * issues every participant's call in one ncclGroupStart/End (the other
+ * workers are parked at the rendezvous meanwhile, so no communicator is
+ * used by two threads); a participant whose buffers failed fails the round
+ * before anything reaches NCCL. RUDA_NCCL_GROUPED=0 makes each worker issue
+ * its own call instead, for comparison. Across processes each rank issues
+ * its own call; a rank whose buffers failed takes part with scratch memory
+ * so its peers finish, and reports the error.
  *
- * Communicators are not destroyed with the server: ncclCommDestroy may wait
- * for its peers, whose workers ruda_shutdown() stops one after the other.
- * They live until process exit, like the unique-id registry.
+ * Errors and hangs. sync and read settle the stream's collectives first
+ * (ruda__cuda_comms_settle): they wait for them polling
+ * ncclCommGetAsyncError; an asynchronous error aborts the communicator
+ * (ncclCommAbort) and becomes an error of the stream; so does a wait past
+ * the communication timeout (a peer that never arrived). flush only polls.
+ * An aborted communicator fails every later operation at once.
+ *
+ * Shutdown: ruda_shutdown() calls comm_shutdown on every device at once,
+ * which finalizes (ncclCommFinalize, polled until done) and destroys every
+ * communicator; one that does not finalize in time is aborted. The server's
+ * destroy aborts whatever is left.
  */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_server.h"
 #include "comm/comm_id.h"
+#include "comm/rendezvous.h"
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
 
@@ -152,6 +172,8 @@ ruda_status_t ruda__nccl_error(ruda_error_kind_t kind, ncclResult_t r, const cha
 }
 
 bool ruda__nccl_dtype(ruda_elem_type_t t, ncclDataType_t *out) {
+  /* Kinds that only move bytes pass RUDA_ELEM_U8; the reductions take
+   * RUDA__REDUCE_TYPES_NCCL. */
   switch (t) {
     case RUDA_ELEM_F64: *out = ncclFloat64; return true;
     case RUDA_ELEM_F32: *out = ncclFloat32; return true;
@@ -167,58 +189,119 @@ bool ruda__nccl_dtype(ruda_elem_type_t t, ncclDataType_t *out) {
   }
 }
 
-/* ---- Process-wide unique ids, one per CommunicationId ---- */
+/* ---- Settings ---- */
 
-typedef struct uid_entry {
-  struct uid_entry *next;
-  uint64_t id;
-  ncclUniqueId uid;
-} uid_entry_t;
+static pthread_once_t settings_once = PTHREAD_ONCE_INIT;
+static bool g_blocking, g_grouped;
 
-static pthread_mutex_t g_uid_lock = PTHREAD_MUTEX_INITIALIZER;
-static uid_entry_t *g_uids;
+static bool env_flag(const char *name, bool fallback) {
+  const char *v = getenv(name);
+  if (!v || !*v) return fallback;
+  return strcmp(v, "0") != 0;
+}
 
-static ruda_status_t unique_id(const ruda__nccl_api_t *api, uint64_t id, ncclUniqueId *out) {
-  pthread_mutex_lock(&g_uid_lock);
-  uid_entry_t *e = g_uids;
-  while (e && e->id != id) e = e->next;
-  if (!e) {
-    e = calloc(1, sizeof *e);
-    if (!e) {
-      pthread_mutex_unlock(&g_uid_lock);
-      return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
-    }
-    ncclResult_t r = api->ncclGetUniqueId(&e->uid);
-    if (r != ncclSuccess) {
-      free(e);
-      pthread_mutex_unlock(&g_uid_lock);
-      return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclGetUniqueId", NULL);
-    }
-    e->id = id;
-    e->next = g_uids;
-    g_uids = e;
+static void settings_read(void) {
+  g_blocking = env_flag("RUDA_NCCL_BLOCKING", false);
+  g_grouped = env_flag("RUDA_NCCL_GROUPED", true);
+}
+
+static ncclConfig_t comm_config(void) {
+  pthread_once(&settings_once, settings_read);
+  ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+  cfg.blocking = g_blocking ? 1 : 0;
+  return cfg;
+}
+
+static bool grouped(void) {
+  pthread_once(&settings_once, settings_read);
+  return g_grouped;
+}
+
+/* ---- Waiting for non-blocking communicators ---- */
+
+static uint64_t now_ns(void) { return ruda__now_ns(); }
+
+/* Waits of up to 20 ms poll with sched_yield (they mostly end within a
+ * kernel's time, and a sleep's wake-up would cost more than it saves);
+ * longer ones sleep 100 us between polls. */
+static void poll_pause(uint64_t waited_ns) {
+  if (waited_ns < 20000000ull) {
+    sched_yield();
+  } else {
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
   }
-  *out = e->uid;
-  pthread_mutex_unlock(&g_uid_lock);
-  return NULL;
+}
+
+/* Polls ncclCommGetAsyncError on comms[0..n) until none is in progress.
+ * Returns the first error (ncclSuccess when all are ready); *timed_out when
+ * the deadline passed first. */
+static ncclResult_t wait_ready(const ruda__nccl_api_t *api, ncclComm_t const *comms, size_t n,
+                               uint64_t deadline, bool *timed_out) {
+  *timed_out = false;
+  uint64_t t0 = now_ns();
+  for (;;) {
+    bool pending = false;
+    for (size_t i = 0; i < n; i++) {
+      if (!comms[i]) continue;
+      ncclResult_t state = ncclSuccess;
+      ncclResult_t r = api->ncclCommGetAsyncError(comms[i], &state);
+      if (r != ncclSuccess) return r;
+      if (state == ncclInProgress) pending = true;
+      else if (state != ncclSuccess) return state;
+    }
+    if (!pending) return ncclSuccess;
+    uint64_t t = now_ns();
+    if (t >= deadline) {
+      *timed_out = true;
+      return ncclInProgress;
+    }
+    poll_pause(t - t0);
+  }
+}
+
+static ncclRedOp_t nccl_op(ruda_reduce_op_t op) {
+  switch (op) {
+    case RUDA_REDUCE_MEAN: return ncclAvg;
+    case RUDA_REDUCE_MIN: return ncclMin;
+    case RUDA_REDUCE_MAX: return ncclMax;
+    default: return ncclSum;
+  }
 }
 
 /* ---- The server's communicators (worker thread only) ---- */
 
+typedef struct comm_entry {
+  uint64_t id;
+  ncclComm_t comm;
+  uint32_t rank, size;
+  bool in_process;
+  bool used;          /* operations issued since the last settle */
+  ruda__rendezvous_t *rv; /* in one process: the device set's rendezvous */
+  bool aborted;       /* unusable: aborted or destroyed */
+  bool destroyed;     /* finalized and destroyed cleanly */
+  char why[384];      /* why it is unusable */
+} comm_entry_t;
+
+/* Streams with operations issued since their last settle. */
+typedef struct pending_stream {
+  ruda_stream_id_t id;
+} pending_stream_t;
+
 struct ruda__cuda_comms {
   const ruda__nccl_api_t *api;
-  CUstream stream; /* the comm stream */
-  CUevent to_comm, to_compute;
+  comm_entry_t *items;
   size_t n, cap;
-  struct {
-    uint64_t id;
-    ncclComm_t comm;
-  } *items;
+  pending_stream_t *pending;
+  size_t npending, cappending;
+  /* The stream of the last operation, for sync_collective. */
+  bool has_last;
+  ruda_stream_id_t last_id;
 };
 
-static ncclComm_t find_comm(const struct ruda__cuda_comms *c, uint64_t id) {
+static comm_entry_t *find_comm(struct ruda__cuda_comms *c, uint64_t id) {
   for (size_t i = 0; c && i < c->n; i++) {
-    if (c->items[i].id == id) return c->items[i].comm;
+    if (c->items[i].id == id) return &c->items[i];
   }
   return NULL;
 }
@@ -232,34 +315,13 @@ static ruda_status_t comms_get(cuda_server_t *s, struct ruda__cuda_comms **out) 
   struct ruda__cuda_comms *c = calloc(1, sizeof *c);
   if (!c) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
   c->api = api;
-  CUresult r = s->api->cuStreamCreateWithPriority(&c->stream, CU_STREAM_NON_BLOCKING, s->priority);
-  if (r == CUDA_SUCCESS) r = s->api->cuEventCreate(&c->to_comm, CU_EVENT_DISABLE_TIMING);
-  if (r == CUDA_SUCCESS) r = s->api->cuEventCreate(&c->to_compute, CU_EVENT_DISABLE_TIMING);
-  if (r != CUDA_SUCCESS) {
-    if (c->to_comm) s->api->cuEventDestroy(c->to_comm);
-    if (c->stream) s->api->cuStreamDestroy(c->stream);
-    free(c);
-    return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamCreateWithPriority",
-                          "creating the comm stream of cuda:%u", s->base.device.index_id);
-  }
   s->comms = c;
   *out = c;
   return NULL;
 }
 
-ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda_device_id_t *ids, size_t n) {
-  cuda_server_t *s = as_cuda(base);
-  s->api->cuCtxSetCurrent(s->ctx);
-  struct ruda__cuda_comms *c = NULL;
-  ruda_status_t e = comms_get(s, &c);
-  if (e) return e;
-  uint64_t id = ruda__comm_id(ids, n);
-  if (find_comm(c, id)) return NULL;
-  size_t rank = ruda__comm_rank(ids, n, base->device);
-  if (rank == n) {
-    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "comm_init: cuda:%u is not a participant",
-                              base->device.index_id);
-  }
+static ruda_status_t comm_add(struct ruda__cuda_comms *c, uint64_t id, ncclComm_t comm,
+                              uint32_t rank, uint32_t size, bool in_process) {
   if (c->n == c->cap) {
     size_t cap = c->cap ? c->cap * 2 : 4;
     void *p = realloc(c->items, cap * sizeof *c->items);
@@ -267,103 +329,425 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda_device_id_t 
     c->items = p;
     c->cap = cap;
   }
-  ncclUniqueId uid;
-  e = unique_id(c->api, id, &uid);
-  if (e) return e;
-  ncclComm_t comm = NULL;
-  ncclResult_t r = c->api->ncclCommInitRank(&comm, (int)n, uid, (int)rank);
-  if (r != ncclSuccess) {
-    return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclCommInitRank",
-                            "cuda:%u as rank %zu of %zu", base->device.index_id, rank, n);
-  }
-  c->items[c->n].id = id;
-  c->items[c->n].comm = comm;
-  c->n++;
+  comm_entry_t *e = &c->items[c->n++];
+  memset(e, 0, sizeof *e);
+  e->id = id;
+  e->comm = comm;
+  e->rank = rank;
+  e->size = size;
+  e->in_process = in_process;
   return NULL;
 }
 
-/* Makes `waiter` wait for the work queued so far on `from`. */
-static CUresult stream_after(cuda_server_t *s, CUevent ev, CUstream from, CUstream waiter) {
-  CUresult r = s->api->cuEventRecord(ev, from);
-  if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(waiter, ev, 0);
-  return r;
+/* Aborts the communicator (local: waits for no peer) and keeps why. */
+static void comm_abort(const ruda__nccl_api_t *api, comm_entry_t *e, const char *why) {
+  if (e->aborted) return;
+  if (e->comm) api->ncclCommAbort(e->comm);
+  e->comm = NULL;
+  e->aborted = true;
+  snprintf(e->why, sizeof e->why, "%s", why);
 }
 
-ruda_status_t ruda__cuda_all_reduce(ruda__server_t *base, const ruda_binding_t *src,
-                                    const ruda_binding_t *dst, ruda_elem_type_t dtype,
-                                    ruda_stream_id_t stream, ruda_reduce_op_t op,
-                                    const ruda_device_id_t *ids, size_t n) {
+static void note_pending(struct ruda__cuda_comms *c, ruda_stream_id_t id) {
+  for (size_t i = 0; i < c->npending; i++) {
+    if (c->pending[i].id.value == id.value) return;
+  }
+  if (c->npending == c->cappending) {
+    size_t cap = c->cappending ? c->cappending * 2 : 4;
+    void *p = realloc(c->pending, cap * sizeof *c->pending);
+    if (!p) return; /* that stream's sync then waits without polling NCCL */
+    c->pending = p;
+    c->cappending = cap;
+  }
+  c->pending[c->npending++].id = id;
+}
+
+/* ---- comm_init ---- */
+
+/* One participant's part of an in-process comm_init. */
+typedef struct init_part {
+  const ruda__cuda_api_t *cu;
+  const ruda__nccl_api_t *api;
+  CUcontext ctx;
+  const char *failed; /* this participant cannot take part: why */
+  unsigned index;     /* cuda:index, for errors */
+  ncclComm_t comm;    /* out */
+} init_part_t;
+
+/* The last participant to arrive creates every member in one group. */
+static void init_all(ruda__round_t *round, void *ctx) {
+  (void)ctx;
+  for (uint32_t i = 0; i < round->size; i++) {
+    init_part_t *p = round->parts[i];
+    if (p->failed) {
+      snprintf(round->error, sizeof round->error,
+               "creating the NCCL communicator: cuda:%u failed: %s", p->index, p->failed);
+      return;
+    }
+  }
+  init_part_t *p0 = round->parts[0];
+  const ruda__nccl_api_t *api = p0->api;
+  ncclUniqueId uid;
+  ncclResult_t r = api->ncclGetUniqueId(&uid);
+  const char *call = "ncclGetUniqueId";
+  ncclComm_t comms[RUDA__COMM_MAX_DEVICES] = {0};
+  bool timed_out = false;
+  if (r == ncclSuccess) {
+    ncclConfig_t cfg = comm_config();
+    call = "ncclCommInitRankConfig";
+    api->ncclGroupStart();
+    for (uint32_t i = 0; i < round->size && r == ncclSuccess; i++) {
+      init_part_t *p = round->parts[i];
+      p->cu->cuCtxSetCurrent(p->ctx);
+      r = api->ncclCommInitRankConfig(&comms[i], (int)round->size, uid, (int)i, &cfg);
+    }
+    ncclResult_t g = api->ncclGroupEnd();
+    if (r == ncclSuccess && g != ncclSuccess && g != ncclInProgress) {
+      r = g;
+      call = "ncclGroupEnd";
+    }
+    if (r == ncclSuccess) {
+      r = wait_ready(api, comms, round->size, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+      call = "ncclCommInitRankConfig (waiting for every rank)";
+    }
+  }
+  if (r != ncclSuccess || timed_out) {
+    for (uint32_t i = 0; i < round->size; i++) {
+      if (comms[i]) api->ncclCommAbort(comms[i]);
+    }
+    ruda_status_t e = timed_out ? NULL : ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, call, NULL);
+    snprintf(round->error, sizeof round->error, "creating the NCCL communicator of %u devices: %s",
+             round->size,
+             timed_out ? "timed out (RUDA_COMM_TIMEOUT)"
+                       : (ruda_status_reason(e) ? ruda_status_reason(e) : call));
+    ruda_status_free(e);
+    return;
+  }
+  for (uint32_t i = 0; i < round->size; i++) ((init_part_t *)round->parts[i])->comm = comms[i];
+}
+
+ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+                                   const void *token, size_t token_len) {
   cuda_server_t *s = as_cuda(base);
-  const ruda__cuda_api_t *api = s->api;
+  s->api->cuCtxSetCurrent(s->ctx);
+  struct ruda__cuda_comms *c = NULL;
+  ruda_status_t e = comms_get(s, &c);
+  if (e && peers->ids) {
+    /* The peers are waiting at the rendezvous: fail the round there. */
+    ruda__rendezvous_t *rv;
+    init_part_t part = {.failed = ruda_status_reason(e) ? ruda_status_reason(e) : "no NCCL",
+                        .index = base->device.index_id};
+    ruda_status_t e2 = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
+    if (!e2) ruda_status_free(ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL,
+                                                    NULL, "creating the NCCL communicator"));
+    ruda_status_free(e2);
+  }
+  if (e) return e;
+  comm_entry_t *known = find_comm(c, peers->id);
+  if (known) {
+    if (!known->aborted) return NULL;
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "the NCCL communicator was aborted: %s",
+                              known->why);
+  }
+  if (peers->ids) {
+    ruda__rendezvous_t *rv;
+    e = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
+    if (e) return e;
+    init_part_t part = {s->api, c->api, s->ctx, NULL, base->device.index_id, NULL};
+    e = ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL, NULL,
+                              "creating the NCCL communicator");
+    s->api->cuCtxSetCurrent(s->ctx);
+    if (e) return e;
+    e = comm_add(c, peers->id, part.comm, peers->rank, peers->size, true);
+    if (e) c->api->ncclCommAbort(part.comm);
+    else c->items[c->n - 1].rv = rv;
+    return e;
+  }
+  /* Across processes, from rank 0's token. */
+  if (!token || token_len != sizeof(ncclUniqueId)) {
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                              "an NCCL communicator across processes needs a %zu-byte token, "
+                              "got %zu bytes",
+                              sizeof(ncclUniqueId), token_len);
+  }
+  ncclUniqueId uid;
+  memcpy(&uid, token, sizeof uid);
+  ncclConfig_t cfg = comm_config();
+  ncclComm_t comm = NULL;
+  ncclResult_t r = c->api->ncclCommInitRankConfig(&comm, (int)peers->size, uid,
+                                                  (int)peers->rank, &cfg);
+  bool timed_out = false;
+  if (r == ncclSuccess || r == ncclInProgress) {
+    r = wait_ready(c->api, &comm, 1, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+  }
+  s->api->cuCtxSetCurrent(s->ctx);
+  if (r != ncclSuccess) {
+    if (comm) c->api->ncclCommAbort(comm);
+    if (timed_out) {
+      return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                "creating the NCCL communicator on cuda:%u (rank %u of %u) "
+                                "timed out after %.1f s (RUDA_COMM_TIMEOUT): a peer never "
+                                "joined",
+                                base->device.index_id, peers->rank, peers->size,
+                                (double)ruda__comm_timeout_ns() * 1e-9);
+    }
+    return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclCommInitRankConfig",
+                            "cuda:%u as rank %u of %u", base->device.index_id, peers->rank,
+                            peers->size);
+  }
+  e = comm_add(c, peers->id, comm, peers->rank, peers->size, false);
+  if (e) c->api->ncclCommAbort(comm);
+  return e;
+}
+
+ruda_status_t ruda__cuda_comm_token(ruda__server_t *base, void *out, size_t cap,
+                                    size_t *out_len) {
+  (void)base;
+  const ruda__nccl_api_t *api = NULL;
+  ruda_status_t e = ruda__nccl_api_get(&api);
+  if (e) return e;
+  if (cap < sizeof(ncclUniqueId)) {
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "an NCCL token needs %zu bytes",
+                              sizeof(ncclUniqueId));
+  }
+  ncclUniqueId uid;
+  ncclResult_t r = api->ncclGetUniqueId(&uid);
+  if (r != ncclSuccess) return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclGetUniqueId", NULL);
+  memcpy(out, &uid, sizeof uid);
+  *out_len = sizeof uid;
+  return NULL;
+}
+
+/* ---- Operations ---- */
+
+/* One participant's call, as the issuing thread needs it. */
+typedef struct op_part {
+  const ruda__nccl_api_t *api;
+  ncclComm_t comm;
+  CUstream stream;
+  ruda__coll_kind_t kind;
+  CUdeviceptr send, recv;
+  size_t count; /* as NCCL counts it (see issue_one) */
+  ncclDataType_t type;
+  ncclRedOp_t op;
+  int root, peer;
+  const char *failed; /* this participant's failure, or NULL */
+  ncclResult_t result;   /* out: the call's result */
+  char device[32];
+} op_part_t;
+
+static ncclResult_t issue_one(op_part_t *p) {
+  const ruda__nccl_api_t *api = p->api;
+  const void *sb = (const void *)(uintptr_t)p->send;
+  void *rb = (void *)(uintptr_t)p->recv;
+  cudaStream_t st = (cudaStream_t)p->stream;
+  switch (p->kind) {
+    case RUDA__COLL_ALL_REDUCE:
+      return api->ncclAllReduce(sb, rb, p->count, p->type, p->op, p->comm, st);
+    case RUDA__COLL_BROADCAST:
+      return api->ncclBroadcast(rb, rb, p->count, p->type, p->root, p->comm, st);
+    case RUDA__COLL_ALL_GATHER:
+      return api->ncclAllGather(sb, rb, p->count, p->type, p->comm, st);
+    case RUDA__COLL_REDUCE_SCATTER:
+      return api->ncclReduceScatter(sb, rb, p->count, p->type, p->op, p->comm, st);
+    case RUDA__COLL_SEND:
+      return api->ncclSend(sb, p->count, p->type, p->peer, p->comm, st);
+    case RUDA__COLL_RECV:
+      return api->ncclRecv(rb, p->count, p->type, p->peer, p->comm, st);
+  }
+  return ncclInvalidArgument;
+}
+
+/* The last participant to arrive issues every call in one group. */
+static void issue_all(ruda__round_t *round, void *ctx) {
+  (void)ctx;
+  for (uint32_t i = 0; i < round->size; i++) {
+    op_part_t *p = round->parts[i];
+    if (p->failed) {
+      snprintf(round->error, sizeof round->error, "%s: %s failed: %s",
+               ruda__coll_kind_name(p->kind), p->device, p->failed);
+      return;
+    }
+  }
+  if (!grouped()) return; /* each issues its own after the rendezvous */
+  op_part_t *p0 = round->parts[0];
+  const ruda__nccl_api_t *api = p0->api;
+  ncclResult_t r = api->ncclGroupStart();
+  for (uint32_t i = 0; i < round->size && r == ncclSuccess; i++) {
+    op_part_t *p = round->parts[i];
+    p->result = issue_one(p);
+    if (p->result != ncclSuccess && p->result != ncclInProgress) r = p->result;
+  }
+  ncclResult_t g = api->ncclGroupEnd();
+  if (r == ncclSuccess && g != ncclSuccess && g != ncclInProgress) r = g;
+  if (r == ncclSuccess && g == ncclInProgress) {
+    ncclComm_t comms[RUDA__COMM_MAX_DEVICES];
+    for (uint32_t i = 0; i < round->size; i++) comms[i] = ((op_part_t *)round->parts[i])->comm;
+    bool timed_out = false;
+    r = wait_ready(api, comms, round->size, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+    if (timed_out) {
+      snprintf(round->error, sizeof round->error,
+               "%s: NCCL did not take the group of calls within %.1f s (RUDA_COMM_TIMEOUT)",
+               ruda__coll_kind_name(p0->kind), (double)ruda__comm_timeout_ns() * 1e-9);
+      return;
+    }
+  }
+  if (r != ncclSuccess) {
+    ruda_status_t e = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclGroupEnd", "%s of %u devices",
+                                       ruda__coll_kind_name(p0->kind), round->size);
+    snprintf(round->error, sizeof round->error, "%s", ruda_status_reason(e) ? ruda_status_reason(e) : "NCCL failed");
+    ruda_status_free(e);
+  }
+}
+
+/* The bytes src and dst need for `c`. */
+static void coll_bytes(const ruda__coll_t *c, uint64_t *src, uint64_t *dst) {
+  uint64_t bytes = c->count * ruda_elem_type_size(c->dtype);
+  *src = *dst = 0;
+  switch (c->kind) {
+    case RUDA__COLL_ALL_REDUCE: *src = *dst = bytes; break;
+    case RUDA__COLL_BROADCAST: *dst = bytes; break;
+    case RUDA__COLL_ALL_GATHER: *src = bytes; *dst = bytes * c->peers.size; break;
+    case RUDA__COLL_REDUCE_SCATTER: *src = bytes * c->peers.size; *dst = bytes; break;
+    case RUDA__COLL_SEND: *src = bytes; break;
+    case RUDA__COLL_RECV: *dst = bytes; break;
+  }
+}
+
+static bool is_reduction(ruda__coll_kind_t k) {
+  return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
+}
+
+void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  const ruda__cuda_api_t *cu = s->api;
   ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  struct ruda__cuda_comms *c = s->comms;
-  ncclComm_t comm = find_comm(c, ruda__comm_id(ids, n));
-  ncclDataType_t type = ncclFloat32;
-  uint64_t bytes = src->size - src->offset_start - src->offset_end;
-  size_t esize = ruda_elem_type_size(dtype);
-  size_t count = esize ? (size_t)(bytes / esize) : 0;
-  ruda_status_t e = NULL;
+  struct ruda__cuda_comms *comms = s->comms;
+  comm_entry_t *entry = find_comm(comms, c->peers.id);
   keep_list_t keep = {0};
-  CUdeviceptr sp = 0, dp = 0, scratch = 0;
-  if (!st) return NULL; /* no slot: nothing can be queued or reported */
-  if (!comm || !ruda__nccl_dtype(dtype, &type)) {
-    e = ruda_status_create(RUDA_ERR_SERVER_GENERIC,
-                           "all-reduce on cuda:%u: no communicator or element type %s",
-                           base->device.index_id, ruda_elem_type_name(dtype));
-    goto done; /* the client never lets this happen: no peer waits */
+  ruda_status_t own = NULL;
+  CUdeviceptr scratch = 0;
+  op_part_t part;
+  memset(&part, 0, sizeof part);
+  snprintf(part.device, sizeof part.device, "cuda:%u", base->device.index_id);
+  uint64_t src_need = 0, dst_need = 0;
+  coll_bytes(c, &src_need, &dst_need);
+
+  if (!st) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
+  else if (!entry) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "no NCCL communicator");
+  else if (entry->aborted) {
+    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "the NCCL communicator was aborted: %s",
+                             entry->why);
   }
-  ruda__cuda_order_binding(s, st, src, &keep);
-  ruda__cuda_order_binding(s, st, dst, &keep);
-  e = ruda__cuda_resolve(s, src, &sp, NULL);
-  if (!e) e = ruda__cuda_resolve(s, dst, &dp, NULL);
-  if (e) {
-    /* The peers wait for this rank inside NCCL: take part with scratch
-     * memory so they finish (with a wrong result, reported here). */
-    if (count && api->cuMemAlloc(&scratch, bytes) != CUDA_SUCCESS) scratch = 0;
-    sp = dp = scratch;
-    if (count && !scratch) goto done;
+  if (!own && !ruda__nccl_dtype(c->dtype, &part.type)) {
+    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL has no type for %s",
+                             ruda_elem_type_name(c->dtype));
   }
-  CUresult r = stream_after(s, c->to_comm, st->cu, c->stream);
-  if (r != CUDA_SUCCESS) {
-    ruda_status_free(e);
-    e = ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                       "ordering the comm stream of cuda:%u", base->device.index_id);
-    goto done;
+  if (!own && is_reduction(c->kind) && !(RUDA__REDUCE_TYPES_NCCL & (1ull << c->dtype))) {
+    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL cannot reduce %s",
+                             ruda_elem_type_name(c->dtype));
   }
-  long tr = ruda__cuda_trace_begin(s, st, "comm", "all_reduce", bytes);
-  ncclResult_t nr = c->api->ncclAllReduce((const void *)(uintptr_t)sp, (void *)(uintptr_t)dp,
-                                          count, type, op == RUDA_REDUCE_MEAN ? ncclAvg : ncclSum,
-                                          comm, (cudaStream_t)c->stream);
-  ruda__cuda_trace_end(s, st, tr);
-  if (nr != ncclSuccess && !e) {
-    e = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, nr, "ncclAllReduce",
-                         "%zu elements of %s on cuda:%u", count, ruda_elem_type_name(dtype),
-                         base->device.index_id);
+  if (!own) {
+    bool has_src = !ruda_binding_is_empty(&c->src.binding);
+    bool has_dst = !ruda_binding_is_empty(&c->dst);
+    if (has_src) ruda__cuda_order_binding(s, st, &c->src.binding, &keep);
+    if (has_dst) ruda__cuda_order_binding(s, st, &c->dst, &keep);
+    if (has_src) own = ruda__cuda_resolve(s, &c->src.binding, &part.send, NULL);
+    if (!own && has_dst) own = ruda__cuda_resolve(s, &c->dst, &part.recv, NULL);
   }
-  r = stream_after(s, c->to_compute, c->stream, st->cu);
-  if (r != CUDA_SUCCESS && !e) {
-    e = ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                       "ordering stream %llu of cuda:%u after the comm stream",
-                       (unsigned long long)stream.value, base->device.index_id);
+  part.api = comms ? comms->api : NULL;
+  part.comm = entry && !entry->aborted ? entry->comm : NULL;
+  part.stream = st ? st->cu : NULL;
+  part.kind = c->kind;
+  part.count = (size_t)c->count;
+  part.op = nccl_op(c->op);
+  part.root = (int)c->root;
+  part.peer = (int)c->peer;
+  if (c->kind == RUDA__COLL_BROADCAST) part.send = part.recv;
+  const char *own_reason = own ? (ruda_status_reason(own) ? ruda_status_reason(own) : "error") : NULL;
+
+  long tr = st ? ruda__cuda_trace_begin(s, st, "comm", ruda__coll_kind_name(c->kind),
+                                        c->count * ruda_elem_type_size(c->dtype))
+               : -1;
+  ruda_status_t err = NULL;
+  if (c->peers.ids) {
+    /* In one process: meet the peers; the last to arrive issues the group
+     * or fails the round for everyone. */
+    part.failed = own_reason;
+    ruda__rendezvous_t *rv = entry ? entry->rv : NULL;
+    if (!rv) err = ruda__rendezvous_get(c->peers.id, c->peers.size, c->peers.ids, &rv);
+    if (!err) {
+      err = ruda__rendezvous_join(rv, c->peers.rank, &part, issue_all, NULL, NULL,
+                                  ruda__coll_kind_name(c->kind));
+    }
+    if (c->peers.size > 1) cu->cuCtxSetCurrent(s->ctx); /* the group switched devices */
+    if (!err && !grouped()) {
+      ncclResult_t r = issue_one(&part);
+      if (r != ncclSuccess && r != ncclInProgress) {
+        err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u",
+                               ruda__coll_kind_name(c->kind), base->device.index_id);
+      }
+    }
+  } else if (part.api && part.comm && part.stream) {
+    /* Across processes: take part even when this rank's buffers failed,
+     * with scratch memory, so the peers are not left waiting. */
+    if (own) {
+      uint64_t need = src_need > dst_need ? src_need : dst_need;
+      if (need && cu->cuMemAlloc(&scratch, need) != CUDA_SUCCESS) scratch = 0;
+      part.send = part.recv = scratch;
+    }
+    if (!own || scratch || (src_need == 0 && dst_need == 0)) {
+      ncclResult_t r = issue_one(&part);
+      if (r == ncclInProgress) {
+        bool timed_out = false;
+        r = wait_ready(part.api, &part.comm, 1, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+      }
+      if (r != ncclSuccess) {
+        err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u (rank %u of %u)",
+                               ruda__coll_kind_name(c->kind), base->device.index_id,
+                               c->peers.rank, c->peers.size);
+        comm_abort(part.api, entry, ruda_status_reason(err) ? ruda_status_reason(err) : "NCCL error");
+      }
+    }
+    if (scratch) {
+      cu->cuStreamSynchronize(part.stream);
+      cu->cuMemFree(scratch);
+    }
   }
-  if (scratch) {
-    api->cuStreamSynchronize(c->stream);
-    api->cuMemFree(scratch);
+  if (st) ruda__cuda_trace_end(s, st, tr);
+  if (entry && st) {
+    entry->used = true;
+    note_pending(comms, stream);
+    comms->has_last = true;
+    comms->last_id = stream;
   }
-done:
-  if (e) ruda__stream_push_error(cuda_rs(st), e);
-  ruda__cuda_op_end(s, st, &keep);
-  return NULL;
+  if (own) {
+    ruda_status_free(err);
+    err = own;
+  }
+  if (st) {
+    if (err) ruda__stream_push_error(cuda_rs(st), err);
+    ruda__cuda_op_end(s, st, &keep);
+  } else {
+    ruda_status_free(err);
+  }
 }
 
 ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   struct ruda__cuda_comms *c = s->comms;
-  if (!c) return NULL; /* no collective ever ran here */
+  if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
+  /* A stream reclaimed since (idle) has nothing left to wait for. */
+  cuda_stream_t *last = ruda__cuda_stream_find(s, c->last_id);
+  if (!last) return NULL;
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (!st) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
-  CUresult r = stream_after(s, c->to_compute, c->stream, st->cu);
+  CUevent ev = NULL;
+  CUresult r = ruda__cuda_event_get(s, &ev);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, last->cu);
+  if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(st->cu, ev, 0);
+  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
   if (r != CUDA_SUCCESS) {
     return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
                           "sync_collective on cuda:%u", base->device.index_id);
@@ -371,15 +755,167 @@ ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t 
   return NULL;
 }
 
+/* ---- Settling: asynchronous errors and timeouts ---- */
+
+/* Polls every used communicator once: an asynchronous error aborts it and
+ * is pushed on `st`. */
+static void poll_async_errors(cuda_server_t *s, cuda_stream_t *st) {
+  struct ruda__cuda_comms *c = s->comms;
+  for (size_t i = 0; i < c->n; i++) {
+    comm_entry_t *e = &c->items[i];
+    if (e->aborted || !e->used) continue;
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t r = c->api->ncclCommGetAsyncError(e->comm, &state);
+    if (r == ncclSuccess && (state == ncclSuccess || state == ncclInProgress)) continue;
+    ruda_status_t err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r != ncclSuccess ? r : state,
+                                         "ncclCommGetAsyncError",
+                                         "on cuda:%u, rank %u of %u; the communicator was "
+                                         "aborted",
+                                         s->base.device.index_id, e->rank, e->size);
+    comm_abort(c->api, e, ruda_status_reason(err) ? ruda_status_reason(err) : "async error");
+    ruda__stream_push_error(cuda_rs(st), err);
+  }
+}
+
+void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
+  struct ruda__cuda_comms *c = s->comms;
+  if (!c || c->npending == 0) return;
+  size_t idx = c->npending;
+  for (size_t i = 0; i < c->npending; i++) {
+    if (c->pending[i].id.value == stream.value) idx = i;
+  }
+  if (idx == c->npending) return;
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (!st) { /* reclaimed: idle, its work finished */
+    c->pending[idx] = c->pending[--c->npending];
+    return;
+  }
+  poll_async_errors(s, st);
+  if (!wait) return;
+  CUevent ev = NULL;
+  if (ruda__cuda_event_get(s, &ev) != CUDA_SUCCESS || s->api->cuEventRecord(ev, st->cu) != CUDA_SUCCESS) {
+    ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+    return; /* the sync itself reports what is wrong with the stream */
+  }
+  uint64_t t0 = now_ns(), deadline = t0 + ruda__comm_timeout_ns();
+  for (;;) {
+    CUresult r = s->api->cuEventQuery(ev);
+    if (r != CUDA_ERROR_NOT_READY) break; /* done, or a fault the sync reports */
+    poll_async_errors(s, st);
+    uint64_t t = now_ns();
+    if (t >= deadline) {
+      /* A peer never arrived: abort what this stream waits on, which ends
+       * the NCCL kernels, and say so. */
+      char why[256];
+      snprintf(why, sizeof why,
+               "timed out after %.1f s waiting for an NCCL operation's peers "
+               "(RUDA_COMM_TIMEOUT); the communicator was aborted",
+               (double)ruda__comm_timeout_ns() * 1e-9);
+      for (size_t i = 0; i < c->n; i++) {
+        if (c->items[i].used && !c->items[i].aborted) comm_abort(c->api, &c->items[i], why);
+      }
+      ruda__stream_push_error(cuda_rs(st), ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                                              "cuda:%u: %s",
+                                                              s->base.device.index_id, why));
+      break;
+    }
+    poll_pause(t - t0);
+  }
+  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+  c->pending[idx] = c->pending[--c->npending];
+  if (c->npending == 0) {
+    for (size_t i = 0; i < c->n; i++) c->items[i].used = false;
+  }
+}
+
+/* ---- Teardown ---- */
+
+/* Finalizes then destroys the entries [0, n) selected by `pick` (polled
+ * together against one deadline; one that does not finish is aborted). */
+static void finalize_entries(cuda_server_t *s, bool (*pick)(const comm_entry_t *e, uint64_t id),
+                             uint64_t id) {
+  struct ruda__cuda_comms *c = s->comms;
+  const ruda__nccl_api_t *api = c->api;
+  ncclComm_t comms[64];
+  size_t idx[64], k = 0;
+  for (size_t i = 0; i < c->n && k < 64; i++) {
+    comm_entry_t *e = &c->items[i];
+    if (e->aborted || !e->comm || !pick(e, id)) continue;
+    ncclResult_t r = api->ncclCommFinalize(e->comm);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      comm_abort(api, e, "ncclCommFinalize failed");
+      continue;
+    }
+    comms[k] = e->comm;
+    idx[k++] = i;
+  }
+  bool timed_out = false;
+  ncclResult_t r = k ? wait_ready(api, comms, k, now_ns() + ruda__comm_timeout_ns(), &timed_out)
+                     : ncclSuccess;
+  for (size_t j = 0; j < k; j++) {
+    comm_entry_t *e = &c->items[idx[j]];
+    if (r != ncclSuccess || timed_out) {
+      comm_abort(api, e, timed_out ? "ncclCommFinalize timed out" : "ncclCommFinalize failed");
+    } else {
+      api->ncclCommDestroy(e->comm);
+      e->comm = NULL;
+      e->aborted = true;
+      e->destroyed = true;
+      snprintf(e->why, sizeof e->why, "it was destroyed");
+    }
+  }
+  s->api->cuCtxSetCurrent(s->ctx);
+}
+
+static bool pick_id(const comm_entry_t *e, uint64_t id) { return e->id == id; }
+static bool pick_all(const comm_entry_t *e, uint64_t id) {
+  (void)id;
+  (void)e;
+  return true;
+}
+
+static void remove_entry(struct ruda__cuda_comms *c, uint64_t id) {
+  for (size_t i = 0; i < c->n; i++) {
+    if (c->items[i].id == id) {
+      c->items[i] = c->items[--c->n];
+      return;
+    }
+  }
+}
+
+ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
+  cuda_server_t *s = as_cuda(base);
+  struct ruda__cuda_comms *c = s->comms;
+  comm_entry_t *e = find_comm(c, id);
+  if (!e) return NULL;
+  finalize_entries(s, pick_id, id);
+  e = find_comm(c, id);
+  bool clean = e && e->destroyed;
+  char why[384];
+  snprintf(why, sizeof why, "%s", e ? e->why : "");
+  remove_entry(c, id);
+  if (clean) return NULL;
+  return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                            "the NCCL communicator of cuda:%u was not finalized cleanly: %s",
+                            base->device.index_id, why);
+}
+
+void ruda__cuda_comm_shutdown(ruda__server_t *base) {
+  cuda_server_t *s = as_cuda(base);
+  if (!s->comms) return;
+  finalize_entries(s, pick_all, 0);
+  s->comms->n = 0;
+}
+
 void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive) {
+  (void)alive;
   struct ruda__cuda_comms *c = s->comms;
   if (!c) return;
-  /* Communicators are kept (see the top of this file). */
-  if (alive) s->api->cuStreamSynchronize(c->stream);
-  s->api->cuEventDestroy(c->to_comm);
-  s->api->cuEventDestroy(c->to_compute);
-  s->api->cuStreamDestroy(c->stream);
+  /* Whatever comm_shutdown did not finalize is aborted: abort waits for no
+   * peer. */
+  for (size_t i = 0; i < c->n; i++) comm_abort(c->api, &c->items[i], "the server was destroyed");
   free(c->items);
+  free(c->pending);
   free(c);
   s->comms = NULL;
 }

@@ -16,6 +16,15 @@
 #endif
 #endif
 
+/* Element types NCCL reduces (bits 1 << t): f64, f32, f16, bf16, i8, i32,
+ * i64, u8, u32, u64 (no i16/u16 in NCCL; fp8 is left out: it needs sm_90
+ * and NCCL >= 2.24). */
+#define RUDA__REDUCE_TYPES_NCCL                                                           \
+  ((1ull << RUDA_ELEM_F64) | (1ull << RUDA_ELEM_F32) | (1ull << RUDA_ELEM_F16) |           \
+   (1ull << RUDA_ELEM_BF16) | (1ull << RUDA_ELEM_I8) | (1ull << RUDA_ELEM_I32) |           \
+   (1ull << RUDA_ELEM_I64) | (1ull << RUDA_ELEM_U8) | (1ull << RUDA_ELEM_U32) |            \
+   (1ull << RUDA_ELEM_U64))
+
 #if defined(RUDA_HAVE_NCCL_HEADERS)
 
 /* nccl.h declares a few functions without a prototype (f()). */

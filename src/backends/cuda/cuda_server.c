@@ -319,9 +319,14 @@ static const ruda__server_vtable_t cuda_vtable = {
     /* NCCL is loaded on the first collective; without it they answer
      * UnsupportedIoOperation (cuda_nccl.c). */
     .comm_enabled = true,
+    .comm_reduce_types = RUDA__REDUCE_TYPES_NCCL,
+    .comm_strided_send = false,
     .sync_collective = ruda__cuda_sync_collective,
     .comm_init = ruda__cuda_comm_init,
-    .all_reduce = ruda__cuda_all_reduce,
+    .comm_token = ruda__cuda_comm_token,
+    .collective = ruda__cuda_collective,
+    .comm_destroy = ruda__cuda_comm_destroy,
+    .comm_shutdown = ruda__cuda_comm_shutdown,
 #else
     .comm_enabled = false,
 #endif

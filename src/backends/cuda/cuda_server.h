@@ -291,14 +291,21 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
 
 /* ---- cuda_nccl.c: ServerCommunication (only with the NCCL headers) ---- */
 
-ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda_device_id_t *ids, size_t n);
-ruda_status_t ruda__cuda_all_reduce(ruda__server_t *base, const ruda_binding_t *src,
-                                    const ruda_binding_t *dst, ruda_elem_type_t dtype,
-                                    ruda_stream_id_t stream, ruda_reduce_op_t op,
-                                    const ruda_device_id_t *ids, size_t n);
+ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+                                   const void *token, size_t token_len);
+ruda_status_t ruda__cuda_comm_token(ruda__server_t *base, void *out, size_t cap,
+                                    size_t *out_len);
+void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream);
 ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream);
-/* Frees the comm stream (after waiting for it when `alive`); the
- * communicators are kept until exit. */
+ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id);
+void ruda__cuda_comm_shutdown(ruda__server_t *base);
+/* Before sync, read (wait) and flush (no wait): the stream's NCCL
+ * operations are waited for, polling their communicators' asynchronous
+ * errors, bounded by the communication timeout; errors and timeouts abort
+ * the communicator and are pushed on the stream. No-op without NCCL work. */
+void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait);
+/* Aborts the communicators comm_shutdown left (waits for no peer) and frees
+ * the table. */
 void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive);
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

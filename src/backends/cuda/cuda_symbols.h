@@ -86,10 +86,19 @@
   X(ncclGetLastError, 0)                    \
   X(ncclGetUniqueId, 1)                     \
   X(ncclCommInitRank, 1)                    \
+  X(ncclCommInitRankConfig, 1)              \
   X(ncclCommInitAll, 1)                     \
+  X(ncclCommFinalize, 1)                    \
   X(ncclCommDestroy, 1)                     \
+  X(ncclCommAbort, 1)                       \
+  X(ncclCommGetAsyncError, 1)               \
   X(ncclGroupStart, 1)                      \
   X(ncclGroupEnd, 1)                        \
-  X(ncclAllReduce, 1)
+  X(ncclAllReduce, 1)                       \
+  X(ncclBroadcast, 1)                       \
+  X(ncclAllGather, 1)                       \
+  X(ncclReduceScatter, 1)                   \
+  X(ncclSend, 1)                            \
+  X(ncclRecv, 1)
 
 #endif /* RUDA_CUDA_SYMBOLS_H */

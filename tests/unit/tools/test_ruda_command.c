@@ -297,7 +297,7 @@ TEST(bench_json_lines_have_every_field) {
 #ifdef RUDA_UNDER_SANITIZER
   /* Sanitizers make the allocator baselines crawl: the CPU runtime's own
    * groups run at smoke sizes. */
-  static const char *groups[] = {"launch", "triad", "copy", "compile", "allreduce"};
+  static const char *groups[] = {"launch", "triad", "copy", "compile", "allreduce", "comm"};
   for (size_t i = 0; i < sizeof groups / sizeof groups[0]; ++i)
     bench_lines(groups[i], "--smoke", &seen);
 #else

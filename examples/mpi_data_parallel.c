@@ -1,0 +1,222 @@
+/* Data-parallel training across MPI ranks (needs the ruda_mpi library):
+ *
+ *   mpirun -np 4 build/examples/example_mpi_data_parallel
+ *
+ * A linear model y = x . w (8 features) is fitted by gradient descent to
+ * 8192 samples. Rank r of N holds samples [r*8192/N, (r+1)*8192/N) on its
+ * device (cpu by default; RUDA_DEVICE=cuda uses a GPU per rank, picked by
+ * the local rank). Every step each rank computes the mean-squared-error
+ * gradient of its shard with a kernel, the group all-reduces the gradients
+ * with MEAN (equal shards: the mean of the shards' gradients is the
+ * gradient of the whole data set), and each rank applies the same update.
+ * At the end every rank gathers all ranks' weights and checks that they
+ * are identical to its own, bit for bit, and close to the true weights.
+ * Exit 0 when they are; rank 0 prints the loss before and after. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ruda/mpi.h>
+#include <ruda/ruda.h>
+
+enum { FEATURES = 8, SAMPLES = 8192, STEPS = 60 };
+static const float LEARNING_RATE = 0.2f;
+
+/* ---- Data: the same on every rank, whatever the number of ranks ---- */
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static float uniform(uint64_t key) { return (float)(mix(key) >> 40) / (float)(1u << 24) * 2.0f - 1.0f; }
+
+static float true_weight(int j) { return (float)(j + 1) * 0.25f * (j % 2 ? -1.0f : 1.0f); }
+
+static void make_sample(uint64_t i, float *x, float *y) {
+  float dot = 0;
+  for (int j = 0; j < FEATURES; j++) {
+    x[j] = uniform(i * FEATURES + (uint64_t)j);
+    dot += x[j] * true_weight(j);
+  }
+  *y = dot + 0.01f * uniform(~i); /* a little noise */
+}
+
+/* ---- Kernels: buffers x[n][F], y[n], w[F], grad[F]; info n ---- */
+
+/* Ruda j computes grad[j] = 2/n sum_i x[i][j] (x[i] . w - y[i]). */
+static void gradient_cpu(const ruda_cpu_kernel_ctx_t *k) {
+  const float *x = k->buffers[0], *y = k->buffers[1], *w = k->buffers[2];
+  float *grad = k->buffers[3];
+  uint64_t n = k->info[0];
+  uint32_t j = k->ruda_pos.x;
+  double g = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    float r = -y[i];
+    for (int f = 0; f < FEATURES; f++) r += x[i * FEATURES + (uint64_t)f] * w[f];
+    g += (double)x[i * FEATURES + j] * r;
+  }
+  grad[j] = (float)(2.0 * g / (double)n);
+}
+
+/* w[j] -= lr * grad[j]; info[1] holds lr's bits. */
+static void update_cpu(const ruda_cpu_kernel_ctx_t *k) {
+  float *w = k->buffers[2];
+  const float *grad = k->buffers[3];
+  float lr;
+  uint32_t bits = (uint32_t)k->info[1];
+  memcpy(&lr, &bits, sizeof lr);
+  w[k->ruda_pos.x] -= lr * grad[k->ruda_pos.x];
+}
+
+static const char kernels_cuda[] =
+    "#define F 8\n"
+    "extern \"C\" __global__ void gradient(const float *x, const float *y, const float *w,\n"
+    "                                      float *grad, const unsigned long long *info) {\n"
+    "  unsigned long long n = info[0];\n"
+    "  unsigned j = blockIdx.x;\n"
+    "  double g = 0;\n"
+    "  for (unsigned long long i = threadIdx.x; i < n; i += blockDim.x) {\n"
+    "    float r = -y[i];\n"
+    "    for (int f = 0; f < F; f++) r += x[i * F + f] * w[f];\n"
+    "    g += (double)x[i * F + j] * r;\n"
+    "  }\n"
+    "  __shared__ double part[128];\n"
+    "  part[threadIdx.x] = g;\n"
+    "  __syncthreads();\n"
+    "  for (unsigned s = blockDim.x / 2; s > 0; s /= 2) {\n"
+    "    if (threadIdx.x < s) part[threadIdx.x] += part[threadIdx.x + s];\n"
+    "    __syncthreads();\n"
+    "  }\n"
+    "  if (threadIdx.x == 0) grad[j] = (float)(2.0 * part[0] / (double)n);\n"
+    "}\n"
+    "extern \"C\" __global__ void update(const float *x, const float *y, float *w,\n"
+    "                                    const float *grad, const unsigned long long *info) {\n"
+    "  if (threadIdx.x == 0) w[blockIdx.x] -= __uint_as_float((unsigned)info[1]) * grad[blockIdx.x];\n"
+    "}\n";
+
+/* ---- The program ---- */
+
+static int fail(const char *what, ruda_status_t s) {
+  char *t = ruda_status_to_string(s);
+  fprintf(stderr, "error: %s: %s\n", what, t ? t : "(no memory)");
+  free(t);
+  ruda_status_free(s);
+  return 1;
+}
+
+/* The mean squared error of this rank's shard (host side). */
+static double shard_loss(const float *x, const float *y, const float *w, uint64_t n) {
+  double loss = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    float r = -y[i];
+    for (int f = 0; f < FEATURES; f++) r += x[i * FEATURES + (uint64_t)f] * w[f];
+    loss += (double)r * r;
+  }
+  return loss / (double)n;
+}
+
+/* The mean of every rank's shard loss, through the group. */
+static ruda_status_t mean_loss(ruda_group_t *g, ruda_client_t *c, double local, double *out) {
+  ruda_handle_t h;
+  ruda_status_t s = ruda_client_create_buffer(c, &local, sizeof local, &h);
+  if (!s) s = ruda_group_all_reduce(g, c, &h, &h, RUDA_ELEM_F64, RUDA_REDUCE_MEAN);
+  if (!s) s = ruda_client_read(c, &h, out, sizeof *out);
+  ruda_handle_release(&h);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  ruda_group_t *world = NULL;
+  ruda_status_t s = ruda_world_init(&argc, &argv, &world);
+  if (s) return fail("ruda_world_init", s);
+  uint32_t rank = ruda_group_rank(world), size = ruda_group_size(world);
+  if (SAMPLES % size) {
+    if (rank == 0) fprintf(stderr, "error: %u ranks do not divide %d samples\n", size, SAMPLES);
+    return 1;
+  }
+  /* cpu, unless RUDA_DEVICE names another (cuda: one GPU per local rank) */
+  ruda_device_id_t dev;
+  ruda_client_t *c = NULL;
+  if ((s = ruda_group_device(world, getenv("RUDA_DEVICE") ? NULL : "cpu", &dev)) ||
+      (s = ruda_client_create(dev, &c))) {
+    return fail("opening the device", s);
+  }
+
+  /* This rank's shard. */
+  uint64_t n = SAMPLES / size, first = rank * n;
+  float *x = malloc(n * FEATURES * sizeof *x), *y = malloc(n * sizeof *y);
+  float w[FEATURES] = {0};
+  if (!x || !y) return fail("shard", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n));
+  for (uint64_t i = 0; i < n; i++) make_sample(first + i, &x[i * FEATURES], &y[i]);
+
+  ruda_handle_t buf[4];
+  ruda_kernel_t *gradient = NULL, *update = NULL;
+  ruda_kernel_code_t gcode[2] = {ruda_kernel_code_cpu(gradient_cpu),
+                                 ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, kernels_cuda)};
+  ruda_kernel_code_t ucode[2] = {ruda_kernel_code_cpu(update_cpu),
+                                 ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, kernels_cuda)};
+  ruda_kernel_desc_t gd = {.name = "gradient", .ruda_dim = {128, 1, 1}, .code = gcode, .num_code = 2};
+  ruda_kernel_desc_t ud = {.name = "update", .ruda_dim = {1, 1, 1}, .code = ucode, .num_code = 2};
+  uint32_t lr_bits;
+  memcpy(&lr_bits, &LEARNING_RATE, sizeof lr_bits);
+  uint64_t info[2] = {n, lr_bits};
+  ruda_kernel_args_t args = {.buffers = buf, .num_buffers = 4, .info = {info, 2, 2}};
+  if ((s = ruda_kernel_create(&gd, &gradient)) || (s = ruda_kernel_create(&ud, &update)) ||
+      (s = ruda_client_create_buffer(c, x, n * FEATURES * sizeof *x, &buf[0])) ||
+      (s = ruda_client_create_buffer(c, y, n * sizeof *y, &buf[1])) ||
+      (s = ruda_client_create_buffer(c, w, sizeof w, &buf[2])) ||
+      (s = ruda_client_empty(c, sizeof w, &buf[3]))) {
+    return fail("setting up", s);
+  }
+  double loss0 = 0, loss1 = 0;
+  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss0))) return fail("loss", s);
+
+  for (int step = 0; step < STEPS; step++) {
+    /* grad of the shard; the group's mean; the same update everywhere */
+    if ((s = ruda_client_launch(c, gradient, ruda_count_static(FEATURES, 1, 1), &args)) ||
+        (s = ruda_group_all_reduce(world, c, &buf[3], &buf[3], RUDA_ELEM_F32, RUDA_REDUCE_MEAN)) ||
+        (s = ruda_client_launch(c, update, ruda_count_static(FEATURES, 1, 1), &args))) {
+      return fail("a training step", s);
+    }
+  }
+  if ((s = ruda_client_read(c, &buf[2], w, sizeof w))) return fail("reading the weights", s);
+  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss1))) return fail("loss", s);
+
+  /* Every rank's weights, next to each other. */
+  ruda_handle_t all;
+  float *gathered = malloc(size * sizeof w);
+  if (!gathered) return fail("gather", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size * sizeof w));
+  if ((s = ruda_client_empty(c, size * sizeof w, &all)) ||
+      (s = ruda_group_all_gather(world, c, &buf[2], &all)) ||
+      (s = ruda_client_read(c, &all, gathered, size * sizeof w))) {
+    return fail("gathering the weights", s);
+  }
+  int bad = 0;
+  for (uint32_t r = 0; r < size; r++) bad += memcmp(&gathered[r * FEATURES], w, sizeof w) != 0;
+  double err = 0;
+  for (int j = 0; j < FEATURES; j++) err = fmax(err, fabs((double)w[j] - true_weight(j)));
+  bool ok = bad == 0 && err < 0.01 && loss1 < loss0 * 1e-3;
+  if (rank == 0 || !ok) {
+    printf("rank %u of %u on %s:%u: loss %.4f -> %.6f after %d steps; weights %s on all %u "
+           "ranks; max |w - w_true| = %.5f: %s\n",
+           rank, size, ruda_device_type_name(dev.type_id), dev.index_id, loss0, loss1, STEPS,
+           bad ? "DIFFER" : "identical", size, err, ok ? "ok" : "FAILED");
+  }
+
+  for (int i = 0; i < 4; i++) ruda_handle_release(&buf[i]);
+  ruda_handle_release(&all);
+  ruda_kernel_release(gradient);
+  ruda_kernel_release(update);
+  ruda_client_release(c);
+  ruda_group_release(world);
+  free(gathered);
+  free(x);
+  free(y);
+  s = ruda_world_finalize();
+  if (s) return fail("ruda_world_finalize", s);
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,494 @@
+/* Group operations (include/ruda/mpi.h): validation on this rank, then one
+ * of three transports, picked from what the client's device offers:
+ *
+ *   host_call (CPU)  an MPI job queued on the device's stream; the worker
+ *                    runs it over the buffers' host addresses;
+ *   tokens (NCCL)    the group's NCCL communicator on this device (made on
+ *                    first use: rank 0 makes the id, MPI broadcasts it) and
+ *                    the operation queued like an in-process one;
+ *   neither          the caller runs the MPI job itself, on device pointers
+ *                    when MPI is CUDA-aware and the device is CUDA, else on
+ *                    host copies of the buffers (blocking).
+ *
+ * An MPI job takes part even when its own buffers failed (a scratch buffer
+ * of the right size stands in), so its peers are not left waiting; the
+ * failure is its stream's error. Counts above INT_MAX go in chunks where
+ * MPI allows (all-reduce, broadcast, send/recv).
+ */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/alloc.h"
+#include "client/collective.h"
+#include "comm/cpu_collective.h"
+#include "mpi/mpi_internal.h"
+#include "ruda/log.h"
+
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>
+#endif
+
+#define CHUNK_ELEMS (1ull << 30)
+#define TAG 0x7275
+
+MPI_Datatype ruda__mpi_type(ruda_elem_type_t t) {
+  switch (t) {
+    case RUDA_ELEM_F64: return MPI_DOUBLE;
+    case RUDA_ELEM_F32: return MPI_FLOAT;
+    case RUDA_ELEM_F16: case RUDA_ELEM_BF16: return MPI_UINT16_T;
+    case RUDA_ELEM_I8: return MPI_INT8_T;
+    case RUDA_ELEM_I16: return MPI_INT16_T;
+    case RUDA_ELEM_I32: return MPI_INT32_T;
+    case RUDA_ELEM_I64: return MPI_INT64_T;
+    case RUDA_ELEM_U8: return MPI_UINT8_T;
+    case RUDA_ELEM_U16: return MPI_UINT16_T;
+    case RUDA_ELEM_U32: return MPI_UINT32_T;
+    case RUDA_ELEM_U64: return MPI_UINT64_T;
+    default: return MPI_DATATYPE_NULL;
+  }
+}
+
+static MPI_Op mpi_op(ruda_elem_type_t t, ruda_reduce_op_t op) {
+  if (t == RUDA_ELEM_F16 || t == RUDA_ELEM_BF16) return ruda__mpi_half_op(t, op);
+  switch (op) {
+    case RUDA_REDUCE_MIN: return MPI_MIN;
+    case RUDA_REDUCE_MAX: return MPI_MAX;
+    default: return MPI_SUM; /* a mean divides afterwards */
+  }
+}
+
+/* ---- MPI jobs ---- */
+
+typedef struct mpi_job {
+  ruda_group_t *g; /* one reference */
+  ruda__coll_kind_t kind;
+  uint64_t count; /* elements, as in ruda__coll_t */
+  ruda_elem_type_t dtype;
+  ruda_reduce_op_t op;
+  uint32_t root, peer;
+  uint64_t src_need, dst_need;
+} mpi_job_t;
+
+static void job_free(void *ctx) {
+  mpi_job_t *j = ctx;
+  ruda_group_release(j->g);
+  ruda__free(j);
+}
+
+static ruda_status_t mpi_failed(int rc, const char *call, const mpi_job_t *j) {
+  return ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, call, "%s of %llu elements, rank %u of %u",
+                         ruda__coll_kind_name(j->kind), (unsigned long long)j->count,
+                         j->g->rank, j->g->size);
+}
+
+/* Runs one job over host (or CUDA-aware device) addresses. */
+static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst,
+                             uint64_t dst_bytes) {
+  mpi_job_t *j = ctx;
+  ruda_group_t *g = j->g;
+  ruda_status_t own = NULL;
+  void *scratch = NULL;
+  if (g->dead) {
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s: the world was finalized before it ran",
+                              ruda__coll_kind_name(j->kind));
+  }
+  if ((j->src_need && (!src || src_bytes < j->src_need)) ||
+      (j->dst_need && (!dst || dst_bytes < j->dst_need))) {
+    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                             "%s: rank %u's buffers could not be used (%llu bytes in src and %llu "
+                             "in dst for %llu and %llu); it took part with scratch memory",
+                             ruda__coll_kind_name(j->kind), g->rank,
+                             (unsigned long long)src_bytes, (unsigned long long)dst_bytes,
+                             (unsigned long long)j->src_need, (unsigned long long)j->dst_need);
+    uint64_t need = j->src_need + j->dst_need;
+    scratch = ruda__calloc(1, need ? (size_t)need : 1);
+    if (!scratch) return own; /* cannot take part: the peers time out */
+    src = scratch;
+    dst = (uint8_t *)scratch + j->src_need;
+  }
+  size_t esize = ruda_elem_type_size(j->dtype);
+  MPI_Datatype type = ruda__mpi_type(j->dtype);
+  MPI_Op op = mpi_op(j->dtype, j->op);
+  int rc = MPI_SUCCESS;
+  const char *call = "";
+  ruda__mpi_watch_begin(ruda__coll_kind_name(j->kind), ruda_elem_type_name(j->dtype), j->count,
+                        g->size);
+  switch (j->kind) {
+    case RUDA__COLL_ALL_REDUCE:
+      call = "MPI_Allreduce";
+      for (uint64_t at = 0; at < j->count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
+        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
+        uint8_t *d = (uint8_t *)dst + at * esize;
+        const uint8_t *s = (const uint8_t *)src + at * esize;
+        rc = MPI_Allreduce(s == d ? MPI_IN_PLACE : s, d, (int)n, type, op, g->comm);
+      }
+      break;
+    case RUDA__COLL_BROADCAST:
+      call = "MPI_Bcast";
+      for (uint64_t at = 0; at < j->count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
+        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
+        rc = MPI_Bcast((uint8_t *)dst + at * esize, (int)n, type, (int)j->root, g->comm);
+      }
+      break;
+    case RUDA__COLL_ALL_GATHER: {
+      call = "MPI_Allgather";
+      uint64_t bytes = j->count * esize;
+      bool in_place = (uint8_t *)src == (uint8_t *)dst + (size_t)g->rank * bytes;
+      rc = MPI_Allgather(in_place ? MPI_IN_PLACE : src, (int)bytes, MPI_BYTE, dst, (int)bytes,
+                         MPI_BYTE, g->comm);
+      break;
+    }
+    case RUDA__COLL_REDUCE_SCATTER:
+      call = "MPI_Reduce_scatter_block";
+      rc = MPI_Reduce_scatter_block(src, dst, (int)j->count, type, op, g->comm);
+      break;
+    case RUDA__COLL_SEND:
+      call = "MPI_Send";
+      for (uint64_t at = 0; at < j->count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
+        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
+        rc = MPI_Send((uint8_t *)src + at * esize, (int)n, type, (int)j->peer, TAG, g->comm);
+      }
+      if (j->count == 0) rc = MPI_Send(src, 0, type, (int)j->peer, TAG, g->comm);
+      break;
+    case RUDA__COLL_RECV:
+      call = "MPI_Recv";
+      for (uint64_t at = 0; (at < j->count || (at == 0 && j->count == 0)) && rc == MPI_SUCCESS;
+           at += CHUNK_ELEMS) {
+        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
+        MPI_Status st;
+        rc = MPI_Recv((uint8_t *)dst + at * esize, (int)n, type, (int)j->peer, TAG, g->comm, &st);
+        int got = 0;
+        if (rc == MPI_SUCCESS && MPI_Get_count(&st, type, &got) == MPI_SUCCESS &&
+            (uint64_t)got != n) {
+          ruda__mpi_watch_end();
+          ruda__free(scratch);
+          ruda_status_free(own);
+          return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                    "recv: rank %u sent %d bytes where rank %u expected %llu",
+                                    j->peer, got, g->rank, (unsigned long long)n);
+        }
+        if (j->count == 0) break;
+      }
+      break;
+  }
+  ruda__mpi_watch_end();
+  ruda_status_t err = NULL;
+  if (rc != MPI_SUCCESS) {
+    int cls = MPI_ERR_OTHER;
+    MPI_Error_class(rc, &cls);
+    if (cls == MPI_ERR_TRUNCATE && j->kind == RUDA__COLL_RECV) {
+      err = ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                               "recv: rank %u sent more than the %llu bytes rank %u expected "
+                               "(MPI_ERR_TRUNCATE)",
+                               j->peer, (unsigned long long)(j->count * esize), g->rank);
+    } else {
+      err = mpi_failed(rc, call, j);
+    }
+  } else if (j->op == RUDA_REDUCE_MEAN &&
+             (j->kind == RUDA__COLL_ALL_REDUCE || j->kind == RUDA__COLL_REDUCE_SCATTER)) {
+    ruda__cpu_divide(j->dtype, dst, (size_t)j->count, g->size);
+  }
+  ruda__free(scratch);
+  if (own) {
+    ruda_status_free(err);
+    return own;
+  }
+  return err;
+}
+
+/* ---- Validation and dispatch ---- */
+
+typedef struct op_args {
+  const char *fn;
+  ruda__coll_kind_t kind;
+  const ruda_handle_t *src, *dst;
+  ruda_elem_type_t dtype;
+  ruda_reduce_op_t op;
+  uint32_t root, peer;
+  uint64_t recv_bytes;
+  ruda_handle_t *out; /* recv */
+} op_args_t;
+
+static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_empty(h); }
+
+static ruda_status_t invalid(const char *fn, const char *what) {
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s", fn, what);
+}
+
+static bool cuda_aware_mpi(void) {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+  return MPIX_Query_cuda_support() == 1;
+#else
+  return false;
+#endif
+}
+
+/* The group's NCCL communicator on device slot `idx`, created on first
+ * use: a collective step of every rank (each calls the same operation).
+ * When rank 0 cannot load NCCL every rank learns it from the broadcast and
+ * the group takes the host path on this device from then on (*out_host). */
+static ruda_status_t ensure_nccl(ruda_group_t *g, ruda_client_t *c, size_t idx, bool *out_host) {
+  *out_host = false;
+  pthread_mutex_lock(&g->lock);
+  if (g->nccl[idx] || g->no_nccl[idx]) {
+    *out_host = g->no_nccl[idx];
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+  }
+  struct {
+    int32_t ok; /* 1: token made; 0: failed; -1: no NCCL on rank 0 */
+    uint32_t len;
+    uint8_t token[256];
+  } msg;
+  memset(&msg, 0, sizeof msg);
+  ruda_status_t s = NULL;
+  if (g->rank == 0) {
+    size_t len = 0;
+    s = ruda__client_comm_token(c, msg.token, sizeof msg.token, &len);
+    msg.ok = !s ? 1 : ruda_status_kind(s) == RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION ? -1 : 0;
+    msg.len = (uint32_t)len;
+  }
+  ruda__mpi_watch_begin("MPI_Bcast of the group's NCCL id", NULL, 0, g->size);
+  int rc = MPI_Bcast(&msg, (int)sizeof msg, MPI_BYTE, 0, g->ctl);
+  ruda__mpi_watch_end();
+  if (rc != MPI_SUCCESS) {
+    ruda_status_free(s);
+    pthread_mutex_unlock(&g->lock);
+    return ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, "MPI_Bcast", "the NCCL id");
+  }
+  if (msg.ok == -1) {
+    ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_MINIMAL,
+             "group of %u ranks: NCCL is unavailable on rank 0; GPU buffers go through the host",
+             g->size);
+    ruda_status_free(s);
+    g->no_nccl[idx] = true;
+    *out_host = true;
+    pthread_mutex_unlock(&g->lock);
+    return NULL;
+  }
+  if (!msg.ok) {
+    pthread_mutex_unlock(&g->lock);
+    if (s) return s;
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                              "rank 0 could not make the group's NCCL id (see its error)");
+  }
+  ruda__comm_peers_t peers = {g->id, g->rank, g->size, NULL};
+  s = ruda__client_comm_init(c, &peers, msg.token, msg.len);
+  if (!s) g->nccl[idx] = true;
+  pthread_mutex_unlock(&g->lock);
+  return s;
+}
+
+/* The blocking path: MPI on host copies (or on CUDA-aware device
+ * pointers) on the caller's thread. */
+static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
+                                   const ruda_handle_t *dst, mpi_job_t *j, const char *backend) {
+  ruda_status_t s = NULL;
+  if (strcmp(backend, "cuda") == 0 && cuda_aware_mpi()) {
+    ruda_resource_t rs = {0}, rd = {0};
+    if (src) s = ruda_client_get_resource(c, src, &rs);
+    if (!s && dst) s = ruda_client_get_resource(c, dst, &rd);
+    if (!s) s = ruda_client_sync(c);
+    if (!s) {
+      s = run_job(j, (void *)(uintptr_t)rs.address, rs.size, (void *)(uintptr_t)rd.address,
+                  rd.size);
+    }
+    ruda_resource_release(&rs);
+    ruda_resource_release(&rd);
+    return s;
+  }
+  uint64_t sn = src ? ruda_handle_size_in_used(src) : 0;
+  uint64_t dn = dst ? ruda_handle_size_in_used(dst) : 0;
+  if (sn > SIZE_MAX / 2 || dn > SIZE_MAX / 2) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sn + dn);
+  uint8_t *host = ruda__malloc((size_t)(sn + dn) + 1);
+  if (!host) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sn + dn);
+  /* Separate host copies: an in-place operation reads src and writes dst
+   * back over it. Broadcast's root sends what dst holds. */
+  if (src) s = ruda_client_read(c, src, host, sn);
+  if (!s && dst && j->kind == RUDA__COLL_BROADCAST) s = ruda_client_read(c, dst, host + sn, dn);
+  if (!s) s = run_job(j, src ? host : NULL, sn, dst ? host + sn : NULL, dn);
+  if (!s && dst) s = ruda_client_write(c, dst, host + sn, dn);
+  ruda__free(host);
+  return s;
+}
+
+static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t *a) {
+  const char *fn = a->fn;
+  ruda_status_t s = ruda__group_check(g, fn);
+  if (s) return s;
+  if (!c) return invalid(fn, "NULL client");
+  bool needs_src = a->kind != RUDA__COLL_BROADCAST && a->kind != RUDA__COLL_RECV;
+  bool needs_dst = a->kind != RUDA__COLL_SEND && a->kind != RUDA__COLL_RECV;
+  if ((needs_src && handle_empty(a->src)) || (needs_dst && handle_empty(a->dst))) {
+    return invalid(fn, "NULL or empty handle");
+  }
+  if (a->kind == RUDA__COLL_RECV && !a->out) return invalid(fn, "NULL out");
+  /* Live handles of this client's device (InvalidHandle otherwise). */
+  ruda_device_id_t dev = ruda_client_device(c);
+  if (needs_src && (s = ruda__handle_check(a->src, dev, fn))) return s;
+  if (needs_dst && (s = ruda__handle_check(a->dst, dev, fn))) return s;
+  ruda__comm_caps_t caps;
+  s = ruda__client_comm_caps(c, &caps);
+  if (s) return s;
+  bool nccl = !caps.host_call && caps.tokens;
+  bool reduces = a->kind == RUDA__COLL_ALL_REDUCE || a->kind == RUDA__COLL_REDUCE_SCATTER;
+  ruda_elem_type_t dtype = reduces ? a->dtype : RUDA_ELEM_U8;
+  if (reduces) {
+    if ((unsigned)a->op > RUDA_REDUCE_MAX) return invalid(fn, "unknown reduce op");
+    uint64_t types = nccl ? caps.reduce_types : RUDA__REDUCE_TYPES_MPI;
+    if ((unsigned)dtype >= RUDA_ELEM_COUNT_ || !(types >> dtype & 1u)) {
+      const char *name = (unsigned)dtype < RUDA_ELEM_COUNT_ ? ruda_elem_type_name(dtype) : NULL;
+      char list[256];
+      ruda__elem_types_format(types, list, sizeof list);
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s cannot reduce %s (it reduces %s)",
+                                fn, nccl ? "NCCL" : "MPI", name ? name : "(unknown element type)",
+                                list);
+    }
+  }
+  if ((a->kind == RUDA__COLL_BROADCAST && a->root >= g->size) ||
+      ((a->kind == RUDA__COLL_SEND || a->kind == RUDA__COLL_RECV) &&
+       (a->peer >= g->size || a->peer == g->rank))) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: rank %u is outside the group of %u ranks, or this rank", fn,
+                              a->kind == RUDA__COLL_BROADCAST ? a->root : a->peer, g->size);
+  }
+  size_t esize = ruda_elem_type_size(dtype);
+  uint64_t in = a->src ? ruda_handle_size_in_used(a->src) : 0;
+  uint64_t out = a->dst ? ruda_handle_size_in_used(a->dst) : 0;
+  if (a->kind == RUDA__COLL_RECV) out = a->recv_bytes;
+  uint64_t unit = a->kind == RUDA__COLL_REDUCE_SCATTER || !needs_src ? out : in, times;
+  bool overflow = __builtin_mul_overflow(unit, (uint64_t)g->size, &times);
+  uint64_t want_in = needs_src ? unit : 0, want_out = needs_dst || a->kind == RUDA__COLL_RECV ? unit : 0;
+  if (a->kind == RUDA__COLL_ALL_GATHER) want_out = times;
+  if (a->kind == RUDA__COLL_REDUCE_SCATTER) want_in = times;
+  if (overflow || in != want_in || (needs_dst && out != want_out) || unit % esize) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: %llu bytes in src and %llu in dst on rank %u; with %llu-byte "
+                              "blocks it needs %llu and %llu, blocks a multiple of %zu (%s)",
+                              fn, (unsigned long long)in, (unsigned long long)out, g->rank,
+                              (unsigned long long)unit, (unsigned long long)want_in,
+                              (unsigned long long)want_out, esize, ruda_elem_type_name(dtype));
+  }
+  uint64_t count = unit / esize;
+  if (!nccl && (a->kind == RUDA__COLL_ALL_GATHER || a->kind == RUDA__COLL_REDUCE_SCATTER) &&
+      (count > INT_MAX || unit > INT_MAX)) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: blocks of %llu bytes are more than MPI counts (INT_MAX)", fn,
+                              (unsigned long long)unit);
+  }
+  size_t idx = 0;
+  s = ruda__group_use(g, c, &idx);
+  if (s) return s;
+  if (a->kind == RUDA__COLL_RECV) {
+    s = ruda_client_empty(c, a->recv_bytes, a->out);
+    if (s) return s;
+  }
+  const ruda_handle_t *dst = a->kind == RUDA__COLL_RECV ? a->out : a->dst;
+
+  bool host = false;
+  if (nccl) {
+    s = ensure_nccl(g, c, idx, &host);
+    if (host) {
+      nccl = false;
+      if (reduces && !(RUDA__REDUCE_TYPES_MPI >> dtype & 1u)) {
+        s = ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: MPI cannot reduce %s", fn,
+                               ruda_elem_type_name(dtype));
+      }
+    }
+  }
+  if (nccl || s) {
+    if (!s) {
+      ruda__coll_t coll;
+      memset(&coll, 0, sizeof coll);
+      coll.kind = a->kind;
+      coll.peers = (ruda__comm_peers_t){g->id, g->rank, g->size, NULL};
+      if (needs_src) {
+        coll.src.binding = ruda_handle_binding(a->src);
+        coll.src.shape.rank = coll.src.strides.rank = 1;
+        coll.src.shape.dims[0] = in / esize;
+        coll.src.strides.values[0] = 1;
+        coll.src.elem_size = esize;
+      }
+      if (dst) coll.dst = ruda_handle_binding(dst);
+      coll.count = count;
+      coll.dtype = dtype;
+      coll.op = a->op;
+      coll.root = a->root;
+      coll.peer = a->peer;
+      s = ruda__client_collective_queue(c, &coll);
+      ruda_binding_release(&coll.src.binding);
+      ruda_binding_release(&coll.dst);
+    }
+    if (s && a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
+    return s;
+  }
+
+  mpi_job_t *j = ruda__calloc(1, sizeof *j);
+  if (!j) {
+    if (a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *j);
+  }
+  j->g = ruda_group_retain(g);
+  j->kind = a->kind;
+  j->count = count;
+  j->dtype = dtype;
+  j->op = a->op;
+  j->root = a->root;
+  j->peer = a->peer;
+  j->src_need = want_in;
+  j->dst_need = needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0;
+  if (caps.host_call) {
+    s = ruda__client_host_call(c, needs_src ? a->src : NULL, dst, run_job, j, job_free);
+    if (s) job_free(j);
+  } else {
+    s = run_on_caller(c, needs_src ? a->src : NULL, dst, j, caps.backend);
+    job_free(j);
+  }
+  if (s && a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
+  return s;
+}
+
+ruda_status_t ruda_group_all_reduce(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                    const ruda_handle_t *dst, ruda_elem_type_t dtype,
+                                    ruda_reduce_op_t op) {
+  op_args_t a = {"ruda_group_all_reduce", RUDA__COLL_ALL_REDUCE, src, dst, dtype, op, 0, 0, 0, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_broadcast(ruda_group_t *g, ruda_client_t *c, uint32_t root,
+                                   const ruda_handle_t *buf) {
+  op_args_t a = {"ruda_group_broadcast", RUDA__COLL_BROADCAST, NULL, buf, RUDA_ELEM_U8,
+                 RUDA_REDUCE_SUM, root, 0, 0, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_all_gather(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                    const ruda_handle_t *dst) {
+  op_args_t a = {"ruda_group_all_gather", RUDA__COLL_ALL_GATHER, src, dst, RUDA_ELEM_U8,
+                 RUDA_REDUCE_SUM, 0, 0, 0, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_reduce_scatter(ruda_group_t *g, ruda_client_t *c,
+                                        const ruda_handle_t *src, const ruda_handle_t *dst,
+                                        ruda_elem_type_t dtype, ruda_reduce_op_t op) {
+  op_args_t a = {"ruda_group_reduce_scatter", RUDA__COLL_REDUCE_SCATTER, src, dst, dtype, op, 0, 0,
+                 0, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                              uint32_t peer) {
+  op_args_t a = {"ruda_group_send", RUDA__COLL_SEND, src, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
+                 peer, 0, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
+                              ruda_handle_t *out) {
+  if (out) memset(out, 0, sizeof *out);
+  op_args_t a = {"ruda_group_recv", RUDA__COLL_RECV, NULL, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
+                 peer, bytes, out};
+  return group_op(g, c, &a);
+}
