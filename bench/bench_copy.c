@@ -47,6 +47,10 @@ void ruda_bench_copy(ruda_bench_t *b) {
     ruda_bench_cuda_copy(b);
     return;
   }
+  if (ruda_bench_on_opencl(b)) {
+    ruda_bench_opencl_copy(b);
+    return;
+  }
   copy_ctx_t c = {0};
   c.bytes = ruda_bench_pick(b, 256u << 20, 16u << 20, 1u << 20);
   size_t reps = ruda_bench_pick(b, 10, 4, 1);

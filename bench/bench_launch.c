@@ -97,6 +97,10 @@ void ruda_bench_launch(ruda_bench_t *b) {
     ruda_bench_cuda_launch(b);
     return;
   }
+  if (ruda_bench_on_opencl(b)) {
+    ruda_bench_opencl_launch(b);
+    return;
+  }
 #ifndef RUDA_HAVE_OPENMP
   ruda_bench_skip(b, "launch", "launch_empty_caller",
                   "built without OpenMP: no baseline (install libgomp / libomp-dev)");

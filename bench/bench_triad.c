@@ -119,7 +119,7 @@ static bool check_sample(triad_ctx_t *t, size_t at, char *why, size_t cap) {
 #endif /* RUDA_HAVE_OPENMP */
 
 void ruda_bench_triad(ruda_bench_t *b) {
-  if (ruda_bench_on_cuda(b)) {
+  if (ruda_bench_on_cuda(b) || ruda_bench_on_opencl(b)) {
     ruda_bench_skip(b, "triad", "triad_bandwidth",
                     "triad compares the CPU backend with OpenMP; it runs with --device cpu");
     return;

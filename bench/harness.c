@@ -51,6 +51,7 @@ bool ruda_bench_smoke(const ruda_bench_t *b) { return b->opts.smoke; }
 bool ruda_bench_json(const ruda_bench_t *b) { return b->opts.json; }
 const char *ruda_bench_device(const ruda_bench_t *b) { return b->device; }
 bool ruda_bench_on_cuda(const ruda_bench_t *b) { return strncmp(b->device, "cuda", 4) == 0; }
+bool ruda_bench_on_opencl(const ruda_bench_t *b) { return strncmp(b->device, "opencl", 6) == 0; }
 size_t ruda_bench_failures(const ruda_bench_t *b) { return b->failures; }
 size_t ruda_bench_reports(const ruda_bench_t *b) { return b->reports; }
 size_t ruda_bench_skips(const ruda_bench_t *b) { return b->skips; }
@@ -407,6 +408,18 @@ __attribute__((weak)) void ruda_bench_cuda_copy(ruda_bench_t *b) {
 }
 __attribute__((weak)) void ruda_bench_cuda_compile(ruda_bench_t *b) {
   ruda_bench_skip(b, "compile", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_opencl_launch(ruda_bench_t *b) {
+  ruda_bench_skip(b, "launch", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_opencl_memory(ruda_bench_t *b) {
+  ruda_bench_skip(b, "memory", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_opencl_copy(ruda_bench_t *b) {
+  ruda_bench_skip(b, "copy", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
+}
+__attribute__((weak)) void ruda_bench_opencl_compile(ruda_bench_t *b) {
+  ruda_bench_skip(b, "compile", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
 }
 __attribute__((weak)) void ruda_bench_memory(ruda_bench_t *b) {
   ruda_bench_skip(b, "memory", "all", "the memory benchmark cases (bench/bench_memory.c) are not built in");

@@ -166,6 +166,15 @@ void ruda_bench_cuda_compile(ruda_bench_t *b);
 /* True when the bench device is a CUDA device. */
 bool ruda_bench_on_cuda(const ruda_bench_t *b);
 
+/* OpenCL cases (bench/bench_opencl.c); the groups call them when the device
+ * is opencl:N. Weak stubs in harness.c report a skip without that file. */
+void ruda_bench_opencl_launch(ruda_bench_t *b);
+void ruda_bench_opencl_memory(ruda_bench_t *b);
+void ruda_bench_opencl_copy(ruda_bench_t *b);
+void ruda_bench_opencl_compile(ruda_bench_t *b);
+/* True when the bench device is an OpenCL device. */
+bool ruda_bench_on_opencl(const ruda_bench_t *b);
+
 /* Opens a client on the bench's device (bench_launch.c). On failure
  * reports the case as skipped when the device is unavailable, as failed
  * otherwise, and returns false. */

@@ -14,14 +14,16 @@ typedef struct bench_group {
 static void run_memory(ruda_bench_t *b) {
   ruda_bench_memory(b);
   if (ruda_bench_on_cuda(b)) ruda_bench_cuda_memory(b);
+  if (ruda_bench_on_opencl(b)) ruda_bench_opencl_memory(b);
 }
 
 static const bench_group_t groups[] = {
-    {"memory", run_memory, "pooled allocate + release against malloc/free (cuMemAlloc on CUDA)"},
+    {"memory", run_memory, "pooled allocate + release against malloc/free (cuMemAlloc on CUDA, clCreateBuffer on OpenCL)"},
     {"launch", ruda_bench_launch, "empty-kernel launch: caller cost and round trip against OpenMP"},
     {"triad", ruda_bench_triad, "a = b + s*c bandwidth on the CPU backend against OpenMP"},
     {"copy", ruda_bench_copy, "create + read bandwidth against memcpy"},
-    {"compile", ruda_bench_compile, "warm kernel load from the disk cache against NVRTC (CUDA)"},
+    {"compile", ruda_bench_compile,
+     "warm kernel load from the disk cache against NVRTC (CUDA) or clBuildProgram (OpenCL)"},
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
     {"allreduce", ruda_bench_allreduce, "all-reduce of 2 devices against NCCL / a C loop"},
@@ -32,7 +34,7 @@ static const bench_group_t groups[] = {
 
 void ruda_cmd_bench_help(FILE *f) {
   fprintf(f,
-          "usage: ruda bench <group> [--device cpu|cuda:N] [--json] [--quick]\n"
+          "usage: ruda bench <group> [--device cpu|cuda:N|opencl:N] [--json] [--quick]\n"
           "\n"
           "Runs benchmark cases, each against a raw baseline in the same process:\n"
           "warm-up, repetitions, median [min .. max], and ratio = ruda / baseline.\n"
@@ -43,7 +45,7 @@ void ruda_cmd_bench_help(FILE *f) {
           "  %-10s every group above\n"
           "\n"
           "options:\n"
-          "  --device D  cpu (default), cpu:N or cuda:N\n"
+          "  --device D  cpu (default), cpu:N, cuda:N or opencl:N\n"
           "  --json      one JSON object per line on stdout:\n"
           "              {\"bench\", \"case\", \"unit\", \"ruda\", \"baseline\",\n"
           "               \"baseline_name\", \"ratio\", \"better\"}\n"

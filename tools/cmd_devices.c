@@ -11,7 +11,7 @@ void ruda_cmd_devices_help(FILE *f) {
   fprintf(f,
           "usage: ruda devices [--json]\n"
           "\n"
-          "Lists every backend (cpu, cuda) and its devices. By default one line per\n"
+          "Lists every backend (cpu, cuda, opencl) and its devices. By default one line per\n"
           "device with the main properties; --json prints every property as one JSON\n"
           "object. A backend that cannot run here (no driver, no GPU) is listed with\n"
           "the reason.\n"
@@ -19,7 +19,8 @@ void ruda_cmd_devices_help(FILE *f) {
           "exit codes: 0 ok, 2 usage error.\n");
 }
 
-static const uint16_t backend_types[] = {RUDA_DEVICE_TYPE_CPU, RUDA_DEVICE_TYPE_CUDA};
+static const uint16_t backend_types[] = {RUDA_DEVICE_TYPE_CPU, RUDA_DEVICE_TYPE_CUDA,
+                                         RUDA_DEVICE_TYPE_OPENCL};
 
 static const struct {
   uint64_t bit;

@@ -58,7 +58,8 @@ static void *worker_main(void *arg) {
       continue;
     }
     bool found = false;
-    for (int i = 0; i < WORKER_SPINS; i++) {
+    int spins = d->server->shares_host_cores ? 0 : WORKER_SPINS;
+    for (int i = 0; i < spins; i++) {
       if (atomic_load_explicit(&d->submitted, memory_order_acquire) != d->executed) {
         found = true;
         break;

@@ -245,6 +245,11 @@ struct ruda__server {
   /* Errors queued on all streams (kept by the stream table). Written by the
    * worker, read anywhere. */
   atomic_size_t queued_errors;
+  /* Set by create_server when the device computes on the host's own cores
+   * (an OpenCL CPU device such as PoCL): the device's worker then sleeps as
+   * soon as it is idle instead of spinning, which would take a core from
+   * the device itself. */
+  bool shares_host_cores;
   /* The state of every stream (stream_table.h); ruda__server_streams_init. */
   ruda__stream_table_t streams;
 };

@@ -16,6 +16,9 @@ static const unsupported_t cts_unsupported[] = {
     {"cpu", "staging", "the CPU backend has no pinned staging buffers (host memory is already host memory)"},
     {"cuda", "arbitrary_strides", "CUDA copies only row-major pitched layouts (cuMemcpy2D)"},
     {"cuda", "cpu_kernel_fail", "ruda_cpu_kernel_fail is the CPU backend's failure channel"},
+    {"opencl", "arbitrary_strides",
+     "OpenCL copies only row-major pitched layouts (clEnqueue{Read,Write}BufferRect)"},
+    {"opencl", "cpu_kernel_fail", "ruda_cpu_kernel_fail is the CPU backend's failure channel"},
     {"cpu", "disk_cache", "the CPU backend runs natively compiled C functions: nothing is compiled at run time, so there is no disk cache"},
 };
 
@@ -71,6 +74,7 @@ void cts_require(const char *feature) {
 /* ---- Kernels ---- */
 
 #include "cts_kernels.c"
+
 
 static void fail_cpu(const ruda_cpu_kernel_ctx_t *k) {
   if (k->ruda_pos.x == 1) ruda_cpu_kernel_fail(k, "ruda %u saw a bad value", k->ruda_pos.x);

@@ -1,0 +1,18 @@
+# Build settings of the OpenCL backend: CL/cl.h is needed at build time only
+# (the ICD loader libOpenCL.so.1 is dlopen()ed at run time). Without the
+# headers, or with -DRUDA_OPENCL=OFF, the backend still builds and reports
+# itself unavailable. RUDA_HAVE_OPENCL_HEADERS and RUDA_OPENCL_INCLUDE_DIR
+# are seen by tests/ and tools/ too (OpenCL tests and benchmark baselines).
+option(RUDA_OPENCL "Build the OpenCL backend with the OpenCL headers when CL/cl.h is found" ON)
+set(RUDA_HAVE_OPENCL_HEADERS OFF)
+if(RUDA_OPENCL)
+  find_path(RUDA_OPENCL_INCLUDE_DIR CL/cl.h)
+  if(RUDA_OPENCL_INCLUDE_DIR)
+    set(RUDA_HAVE_OPENCL_HEADERS ON)
+  endif()
+endif()
+message(STATUS "ruda: OpenCL headers ${RUDA_HAVE_OPENCL_HEADERS} (${RUDA_OPENCL_INCLUDE_DIR})")
+if(RUDA_HAVE_OPENCL_HEADERS)
+  target_include_directories(${RUDA_BACKEND_TARGET} PRIVATE ${RUDA_OPENCL_INCLUDE_DIR})
+  target_compile_definitions(${RUDA_BACKEND_TARGET} PRIVATE RUDA_HAVE_OPENCL_HEADERS=1)
+endif()

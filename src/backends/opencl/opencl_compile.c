@@ -1,0 +1,505 @@
+/* Kernel compilation and the program cache of the OpenCL backend.
+ *
+ *  - In memory: one table per device (server) from the kernel's stable id
+ *    hash to its built program and cl_kernel.
+ *  - On disk: program binaries (CL_PROGRAM_BINARIES) under
+ *    {cache root}/opencl/{key}.clbin, where the key hashes the kernel's id
+ *    hash, the build options, the device properties checksum, and the
+ *    platform, device and driver versions. A file is a small header (magic,
+ *    format version, payload size, payload hash) and the binary; it is
+ *    written to a temporary name and renamed, so readers never see half a
+ *    file. A corrupt, unreadable or unwritable cache is skipped with a log
+ *    line and never fails a launch; a binary the driver refuses is rebuilt
+ *    from source.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "backends/opencl/opencl_internal.h"
+#include "base/alloc.h"
+#include "server/device_settings.h"
+
+bool ruda__opencl_cache_root(char *buf, size_t cap) {
+  /* The server layer's settings: [compilation] cache, the user's cache
+   * directory by default, "" for "none". */
+  const char *dir = ruda__device_settings()->cache_dir;
+  if (cap) buf[0] = '\0';
+  return dir[0] != '\0' && (size_t)snprintf(buf, cap, "%s", dir) < cap;
+}
+
+static _Atomic uint64_t g_memory_hits, g_disk_hits, g_builds, g_disk_writes, g_disk_skips;
+
+ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void) {
+  ruda__opencl_compile_stats_t s = {atomic_load(&g_memory_hits), atomic_load(&g_disk_hits),
+                                    atomic_load(&g_builds), atomic_load(&g_disk_writes),
+                                    atomic_load(&g_disk_skips)};
+  return s;
+}
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+#define CACHE_MAGIC "RUDACLB1"
+#define CACHE_FORMAT 1u
+#define CACHE_SEED 0x6f70656e636c6263ull
+
+/* ---- Building ---- */
+
+/* "[Compilation Error] \n    <log lines>\n[Source]  \n<source>" (the same
+ * shape as the CUDA backend's), ruda__malloc'ed; NULL without memory. */
+static char *compile_text(const char *log, const char *src, size_t src_len) {
+  size_t cap = (log ? strlen(log) * 2 : 0) + src_len + 256;
+  char *text = ruda__malloc(cap);
+  if (text == NULL) return NULL;
+  size_t used = (size_t)snprintf(text, cap, "[Compilation Error] \n");
+  const char *p = log ? log : "";
+  while (*p != '\0' && used < cap) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    if (len > 0) used += (size_t)snprintf(text + used, cap - used, "    %.*s\n", (int)len, p);
+    p += len + (nl ? 1 : 0);
+  }
+  if (used < cap) snprintf(text + used, cap - used, "[Source]  \n%.*s", (int)src_len, src);
+  return text;
+}
+
+static char *build_log(const ruda__opencl_api_t *api, cl_program prog, cl_device_id dev) {
+  size_t n = 0;
+  if (api->clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, 0, NULL, &n) != CL_SUCCESS)
+    return NULL;
+  char *log = ruda__malloc(n + 1);
+  if (log == NULL) return NULL;
+  if (n == 0 || api->clGetProgramBuildInfo(prog, dev, CL_PROGRAM_BUILD_LOG, n, log, NULL) != CL_SUCCESS)
+    n = 0;
+  log[n] = '\0';
+  return log;
+}
+
+static ruda_status_t compile_error(ruda_status_t cause) {
+  return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, cause);
+}
+
+ruda_status_t ruda__opencl_build_source(const ruda__opencl_api_t *api, cl_context ctx,
+                                        cl_device_id dev, const char *name,
+                                        const char *source, size_t len, const char *options,
+                                        cl_program *out) {
+  *out = NULL;
+  if (len == 0) len = strlen(source);
+  cl_int r = CL_SUCCESS;
+  const char *srcs[1] = {source};
+  size_t lens[1] = {len};
+  cl_program prog = api->clCreateProgramWithSource(ctx, 1, srcs, lens, &r);
+  if (r != CL_SUCCESS || prog == NULL)
+    return compile_error(ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, r,
+                                        "clCreateProgramWithSource", "kernel %s", name));
+  r = api->clBuildProgram(prog, 1, &dev, options ? options : "", NULL, NULL);
+  atomic_fetch_add(&g_builds, 1);
+  if (r != CL_SUCCESS) {
+    char *log = build_log(api, prog, dev);
+    char *text = compile_text(log, source, len);
+    ruda_status_t ce = ruda_status_create(
+        RUDA_ERR_COMPILATION_GENERIC, "kernel %s (options \"%s\"): %s", name,
+        options ? options : "", text ? text : "[Compilation Error] (no memory for the log)");
+    ruda_status_set_vendor(ce, "clBuildProgram", ruda__cl_error_name(r), (int64_t)r);
+    ruda__free(text);
+    ruda__free(log);
+    api->clReleaseProgram(prog);
+    return compile_error(ce);
+  }
+  *out = prog;
+  return NULL;
+}
+
+ruda_status_t ruda__opencl_program_binary(const ruda__opencl_api_t *api, cl_program prog,
+                                          void **out, size_t *out_size) {
+  *out = NULL;
+  *out_size = 0;
+  size_t size = 0;
+  cl_int r = api->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, NULL);
+  if (r != CL_SUCCESS)
+    return ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, r, "clGetProgramInfo",
+                          "CL_PROGRAM_BINARY_SIZES");
+  if (size == 0)
+    return ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "the driver gives no program binary");
+  unsigned char *bin = ruda__malloc(size);
+  if (bin == NULL) return ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "no memory for a binary");
+  unsigned char *bins[1] = {bin};
+  r = api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bins, bins, NULL);
+  if (r != CL_SUCCESS) {
+    ruda__free(bin);
+    return ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, r, "clGetProgramInfo",
+                          "CL_PROGRAM_BINARIES");
+  }
+  *out = bin;
+  *out_size = size;
+  return NULL;
+}
+
+/* ---- The cache ---- */
+
+typedef struct entry {
+  ruda_hash128_t key;
+  cl_program program;
+  ruda__opencl_function_t fn;
+} entry_t;
+
+struct ruda__opencl_program_cache {
+  const ruda__opencl_api_t *api;
+  cl_context ctx;
+  const ruda__opencl_device_t *dev;
+  uint64_t props_checksum;
+  char root[1024]; /* "" : no disk cache */
+  entry_t **slots; /* open addressing, power-of-two capacity */
+  size_t cap, len;
+  bool disk_disabled;
+};
+
+ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
+    const ruda__opencl_api_t *api, cl_context ctx, const ruda__opencl_device_t *dev,
+    uint64_t properties_checksum, const char *cache_dir) {
+  ruda__opencl_program_cache_t *c = ruda__calloc(1, sizeof *c);
+  if (c == NULL) return NULL;
+  c->api = api;
+  c->ctx = ctx;
+  c->dev = dev;
+  c->props_checksum = properties_checksum;
+  c->cap = 64;
+  c->slots = ruda__calloc(c->cap, sizeof *c->slots);
+  if (c->slots == NULL) {
+    ruda__free(c);
+    return NULL;
+  }
+  if (cache_dir == NULL ||
+      (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root)
+    c->root[0] = '\0';
+  c->disk_disabled = c->root[0] == '\0';
+  return c;
+}
+
+void ruda__opencl_program_cache_destroy(ruda__opencl_program_cache_t *c) {
+  if (c == NULL) return;
+  for (size_t i = 0; i < c->cap; i++) {
+    entry_t *e = c->slots[i];
+    if (e == NULL) continue;
+    if (e->fn.kernel) c->api->clReleaseKernel(e->fn.kernel);
+    if (e->program) c->api->clReleaseProgram(e->program);
+    ruda__free(e);
+  }
+  ruda__free(c->slots);
+  ruda__free(c);
+}
+
+static size_t slot_of(const ruda__opencl_program_cache_t *c, ruda_hash128_t k) {
+  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (c->cap - 1);
+}
+
+static entry_t *lookup(const ruda__opencl_program_cache_t *c, ruda_hash128_t k) {
+  for (size_t i = slot_of(c, k), n = 0; n < c->cap; i = (i + 1) & (c->cap - 1), n++) {
+    entry_t *e = c->slots[i];
+    if (e == NULL) return NULL;
+    if (e->key.lo == k.lo && e->key.hi == k.hi) return e;
+  }
+  return NULL;
+}
+
+static bool insert(ruda__opencl_program_cache_t *c, entry_t *e) {
+  if ((c->len + 1) * 2 > c->cap) {
+    size_t ncap = c->cap * 2;
+    entry_t **ns = ruda__calloc(ncap, sizeof *ns);
+    if (ns == NULL) return false;
+    entry_t **old = c->slots;
+    size_t ocap = c->cap;
+    c->slots = ns;
+    c->cap = ncap;
+    for (size_t i = 0; i < ocap; i++) {
+      if (old[i] == NULL) continue;
+      size_t j = slot_of(c, old[i]->key);
+      while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
+      c->slots[j] = old[i];
+    }
+    ruda__free(old);
+  }
+  size_t j = slot_of(c, e->key);
+  while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
+  c->slots[j] = e;
+  c->len++;
+  return true;
+}
+
+/* ---- Disk cache ---- */
+
+static ruda_hash128_t disk_key(const ruda__opencl_program_cache_t *c, ruda_hash128_t kh,
+                               const char *entry, const char *options) {
+  const ruda__opencl_device_t *d = c->dev;
+  char buf[4096];
+  int w = snprintf(buf, sizeof buf,
+                   "fmt=%u;kernel=%016llx%016llx;entry=%s;props=%016llx;platform=%s;"
+                   "pversion=%s;device=%s;dversion=%s;driver=%s;opts=%s;",
+                   CACHE_FORMAT, (unsigned long long)kh.hi, (unsigned long long)kh.lo, entry,
+                   (unsigned long long)c->props_checksum, d->platform_name, d->platform_version,
+                   d->props.name, d->device_version, d->driver_version, options);
+  size_t used = w < 0 ? 0 : (size_t)w;
+  if (used > sizeof buf) used = sizeof buf;
+  return ruda_hash128(buf, used, CACHE_SEED);
+}
+
+static bool cache_path(const char *root, ruda_hash128_t key, char *dir, size_t dcap, char *path,
+                       size_t pcap) {
+  if ((size_t)snprintf(dir, dcap, "%s/opencl", root) >= dcap) return false;
+  return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.clbin", dir, (unsigned long long)key.hi,
+                          (unsigned long long)key.lo) < pcap;
+}
+
+static bool mkdir_p(const char *dir) {
+  char tmp[1200];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
+    *p = '/';
+  }
+  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
+}
+
+static void put_u64(unsigned char *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
+}
+static uint64_t get_u64(const unsigned char *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
+  return v;
+}
+
+enum { HEADER = 8 + 8 + 8 + 16 };
+
+/* A cached binary; NULL (with a warning when the file exists but is
+ * unusable) on any problem. */
+static void *disk_read(const char *path, size_t *out_size) {
+  FILE *f = fopen(path, "rb");
+  if (f == NULL) return NULL;
+  unsigned char h[HEADER];
+  void *payload = NULL;
+  const char *why = NULL;
+  if (fread(h, 1, HEADER, f) != HEADER || memcmp(h, CACHE_MAGIC, 8) != 0) {
+    why = "bad header";
+    goto out;
+  }
+  uint64_t fmt = get_u64(h + 8), size = get_u64(h + 16);
+  ruda_hash128_t want = {get_u64(h + 24), get_u64(h + 32)};
+  if (fmt != CACHE_FORMAT || size == 0 || size > (1ull << 31)) {
+    why = "unsupported format or size";
+    goto out;
+  }
+  payload = ruda__malloc((size_t)size);
+  if (payload == NULL) {
+    why = "no memory";
+    goto out;
+  }
+  if (fread(payload, 1, (size_t)size, f) != size) {
+    why = "truncated";
+    goto out;
+  }
+  ruda_hash128_t got = ruda_hash128(payload, (size_t)size, CACHE_SEED);
+  if (got.lo != want.lo || got.hi != want.hi) {
+    why = "checksum mismatch";
+    goto out;
+  }
+  fclose(f);
+  *out_size = (size_t)size;
+  return payload;
+out:
+  fclose(f);
+  ruda__free(payload);
+  atomic_fetch_add(&g_disk_skips, 1);
+  ruda__opencl_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
+  return NULL;
+}
+
+static void disk_write(ruda__opencl_program_cache_t *c, const char *dir, const char *path,
+                       const void *bin, size_t size) {
+  if (!mkdir_p(dir)) {
+    ruda__opencl_warn("compilation cache directory %s cannot be created (%s); disk cache off",
+                      dir, strerror(errno));
+    c->disk_disabled = true;
+    return;
+  }
+  char tmp[1300];
+  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (f == NULL) {
+    ruda__opencl_warn("compilation cache %s is not writable (%s); disk cache off", dir,
+                      strerror(errno));
+    c->disk_disabled = true;
+    return;
+  }
+  unsigned char h[HEADER];
+  memcpy(h, CACHE_MAGIC, 8);
+  put_u64(h + 8, CACHE_FORMAT);
+  put_u64(h + 16, size);
+  ruda_hash128_t sum = ruda_hash128(bin, size, CACHE_SEED);
+  put_u64(h + 24, sum.lo);
+  put_u64(h + 32, sum.hi);
+  bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(bin, 1, size, f) == size;
+  ok = (fclose(f) == 0) && ok;
+  if (!ok || rename(tmp, path) != 0) {
+    ruda__opencl_warn("writing compilation cache entry %s failed (%s); skipping it", path,
+                      strerror(errno));
+    unlink(tmp);
+    return;
+  }
+  atomic_fetch_add(&g_disk_writes, 1);
+  ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
+}
+
+/* A program from a cached binary; NULL (and a warning) when the driver
+ * refuses it. */
+static cl_program load_binary(ruda__opencl_program_cache_t *c, const char *path, const void *bin,
+                              size_t size) {
+  const ruda__opencl_api_t *api = c->api;
+  cl_device_id dev = c->dev->device;
+  const unsigned char *bins[1] = {bin};
+  size_t sizes[1] = {size};
+  cl_int status = CL_SUCCESS, r = CL_SUCCESS;
+  cl_program prog = api->clCreateProgramWithBinary(c->ctx, 1, &dev, sizes, bins, &status, &r);
+  if (r == CL_SUCCESS && status == CL_SUCCESS && prog != NULL)
+    r = api->clBuildProgram(prog, 1, &dev, "", NULL, NULL);
+  if (r != CL_SUCCESS || status != CL_SUCCESS || prog == NULL) {
+    ruda__opencl_warn("cached program binary %s was refused (%s); rebuilding it", path,
+                      ruda__cl_error_name(r != CL_SUCCESS ? r : status));
+    if (prog) api->clReleaseProgram(prog);
+    atomic_fetch_add(&g_disk_skips, 1);
+    return NULL;
+  }
+  return prog;
+}
+
+/* The kernel `entry` of `prog`, and what the driver says about it. */
+static ruda_status_t make_function(const ruda__opencl_api_t *api, cl_program prog,
+                                   cl_device_id dev, const char *entry,
+                                   ruda__opencl_function_t *out) {
+  cl_int r = CL_SUCCESS;
+  cl_kernel k = api->clCreateKernel(prog, entry, &r);
+  if (r != CL_SUCCESS || k == NULL) {
+    char names[512] = "";
+    if (api->clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES, sizeof names, names, NULL) != CL_SUCCESS)
+      names[0] = '\0';
+    names[sizeof names - 1] = '\0';
+    return compile_error(ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, r, "clCreateKernel",
+                                        "entry point \"%s\" not found (the program defines: %s)",
+                                        entry, names[0] ? names : "no kernel"));
+  }
+  memset(out, 0, sizeof *out);
+  out->kernel = k;
+  api->clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof out->num_args, &out->num_args, NULL);
+  cl_ulong lm = 0;
+  if (api->clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL) == CL_SUCCESS)
+    out->static_local_mem = (uint64_t)lm;
+  size_t wg = 0;
+  if (api->clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
+    out->max_work_group = wg;
+  return NULL;
+}
+
+/* Options joined with spaces (ruda__malloc'ed; NULL without memory). */
+static char *join_options(const char *const *options, size_t n) {
+  size_t len = 1;
+  for (size_t i = 0; i < n; i++) len += (options[i] ? strlen(options[i]) : 0) + 1;
+  char *s = ruda__malloc(len);
+  if (s == NULL) return NULL;
+  size_t used = 0;
+  s[0] = '\0';
+  for (size_t i = 0; i < n; i++) {
+    if (options[i] == NULL || options[i][0] == '\0') continue;
+    used += (size_t)snprintf(s + used, len - used, "%s%s", used ? " " : "", options[i]);
+  }
+  return s;
+}
+
+bool ruda__opencl_program_cache_has(const ruda__opencl_program_cache_t *c, ruda_hash128_t key) {
+  return lookup(c, key) != NULL;
+}
+
+ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
+                                             ruda_hash128_t key, const char *entry,
+                                             const char *source, size_t len,
+                                             const char *const *options, size_t num_options,
+                                             ruda__opencl_function_t **out) {
+  entry_t *e = lookup(c, key);
+  if (e != NULL) {
+    atomic_fetch_add(&g_memory_hits, 1);
+    *out = &e->fn;
+    return NULL;
+  }
+  const ruda__opencl_api_t *api = c->api;
+  cl_device_id dev = c->dev->device;
+  if (len == 0) len = strlen(source);
+  char *opts = join_options(options, num_options);
+  if (opts == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
+  char dir[1100], path[1200];
+  ruda_hash128_t dk = disk_key(c, key, entry, opts);
+  bool use_disk = !c->disk_disabled && cache_path(c->root, dk, dir, sizeof dir, path, sizeof path);
+  cl_program prog = NULL;
+  bool from_disk = false;
+  if (use_disk) {
+    size_t size = 0;
+    void *bin = disk_read(path, &size);
+    if (bin != NULL) {
+      prog = load_binary(c, path, bin, size);
+      ruda__free(bin);
+      if (prog != NULL) {
+        from_disk = true;
+        atomic_fetch_add(&g_disk_hits, 1);
+        ruda__opencl_log("compilation", "kernel %s loaded from %s", entry, path);
+      }
+    }
+  }
+  ruda_status_t s = NULL;
+  if (prog == NULL) {
+    s = ruda__opencl_build_source(api, c->ctx, dev, entry, source, len, opts, &prog);
+    if (s) {
+      ruda__free(opts);
+      return s;
+    }
+    ruda__opencl_log("compilation", "[Compiling kernel] %s", entry);
+    if (use_disk) {
+      void *bin = NULL;
+      size_t size = 0;
+      ruda_status_t be = ruda__opencl_program_binary(api, prog, &bin, &size);
+      if (be == NULL) disk_write(c, dir, path, bin, size);
+      else ruda__opencl_warn("no program binary for kernel %s; not cached", entry);
+      ruda_status_free(be);
+      ruda__free(bin);
+    }
+  }
+  ruda__free(opts);
+  e = ruda__calloc(1, sizeof *e);
+  if (e == NULL) {
+    api->clReleaseProgram(prog);
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
+  }
+  s = make_function(api, prog, dev, entry, &e->fn);
+  if (s) {
+    api->clReleaseProgram(prog);
+    ruda__free(e);
+    return s;
+  }
+  e->key = key;
+  e->program = prog;
+  e->fn.from_disk = from_disk;
+  if (!insert(c, e)) {
+    api->clReleaseKernel(e->fn.kernel);
+    api->clReleaseProgram(prog);
+    ruda__free(e);
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
+  }
+  *out = &e->fn;
+  return NULL;
+}
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */

@@ -1,0 +1,273 @@
+/* The OpenCL compute server: the server vtable of src/server/server.h over
+ * the OpenCL API, on any platform's device (PoCL in CI). This file holds
+ * the vtable, creation and destruction, and profiling; streams, copies and
+ * launches are in opencl_stream.c, opencl_copy.c and opencl_launch.c
+ * (shared declarations: opencl_server.h).
+ *
+ * Device. One cl_context per device (server), created on the device's
+ * worker thread; every OpenCL call of the server is made there, except the
+ * waits of futures (clWaitForEvents is thread-safe).
+ *
+ * Streams. Each ruda stream id gets its own state, found by the id itself
+ * (no aliasing of ids onto slots): an in-order command queue with
+ * profiling on, a memory manager for device memory, one for pinned
+ * staging, its error list, and a cursor bumped by every operation. The
+ * host buffer a write copies from is released by the driver's event
+ * callback as soon as that copy has completed. Operations submit their
+ * commands (clFlush) before they return, so work starts promptly.
+ *
+ * Memory. Pools take pages from clCreateBuffer; a slice is (page, offset).
+ * Copies address it directly (clEnqueue{Read,Write}Buffer[Rect] take an
+ * offset). Kernels receive a cl_mem per buffer: the page itself when the
+ * view covers it, else a sub-buffer (clCreateSubBuffer), cached per page by
+ * (offset, size) and released with the page. Sub-buffers must start at a
+ * multiple of CL_DEVICE_MEM_BASE_ADDR_ALIGN, which is why the slice
+ * alignment (ruda_device_properties_t.memory.alignment) is at least that:
+ * every pooled buffer can be a kernel argument; an offset view narrowed to
+ * an unaligned start cannot (LaunchError::Unknown says so). Pinned staging
+ * is CL_MEM_ALLOC_HOST_PTR pages mapped once. Releasing a page never
+ * waits: OpenCL keeps a memory object until the commands using it finish.
+ *
+ * Cross-stream use. A binding of another stream makes the operation's
+ * queue wait (a marker on the origin queue, a barrier with that event on
+ * this one) when the origin has had work since the last such wait, and the
+ * binding is kept (cloned) until a marker after the consuming work has
+ * completed (polled on the worker).
+ *
+ * Reads, syncs. A read enqueues non-blocking copies straight into the
+ * destinations and returns a future fenced by a marker event; the caller
+ * waits on it (no second hand-off from the worker). A command that fails
+ * on the device (an event whose status is an error code) is reported by
+ * the wait as ServerError::Launch(LaunchError::Unknown) naming the kernels
+ * launched on the stream since its last sync; errors of enqueue calls are
+ * queued on the stream and returned by its next flush, sync or read.
+ *
+ * Kernels. OpenCL C built with clBuildProgram (see opencl_compile.c for the
+ * caches). Parameters: one __global pointer per buffer, then
+ * `__global const ulong *info` (NULL without info words), then, when the
+ * kernel declares one more parameter, a `__local` pointer to
+ * shared_mem_bytes of dynamic local memory. The work-group is ruda_dim;
+ * the global size is count x ruda_dim.
+ */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/opencl/opencl_server.h"
+#include "server/server.h"
+
+#if !defined(RUDA_HAVE_OPENCL_HEADERS)
+
+static ruda_status_t opencl_device_count(uint32_t *out) {
+  *out = 0;
+  return ruda__opencl_probe();
+}
+static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
+  (void)index;
+  *out = NULL;
+  return ruda__opencl_probe();
+}
+
+#else /* RUDA_HAVE_OPENCL_HEADERS */
+
+/* ---- Profiling (event timestamps) ---- */
+
+/* The device time of `ev` (CL_PROFILING_COMMAND_END) once it completed. */
+static bool event_end_ns(const ruda__opencl_api_t *api, cl_event ev, uint64_t *out) {
+  if (api->clWaitForEvents(1, &ev) != CL_SUCCESS) return false;
+  cl_ulong t = 0;
+  if (api->clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t, &t, NULL) != CL_SUCCESS)
+    return false;
+  *out = (uint64_t)t;
+  return true;
+}
+
+static ruda_status_t opencl_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                          ruda_profiling_token_t *out) {
+  ocl_server_t *s = as_ocl(base);
+  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  if (st == NULL)
+    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
+  cl_event ev = NULL;
+  cl_int r = s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
+  if (r != CL_SUCCESS)
+    return ruda__cl_error(RUDA_ERR_PROFILE_UNKNOWN, r, "clEnqueueMarkerWithWaitList",
+                          "starting a profile");
+  st->dirty = true;
+  ruda__ocl_submit(s, st);
+  ruda_status_t e =
+      ruda__stream_profile_start(&base->streams, ocl_rs(st), ruda__now_ns(), ev, out);
+  if (e) s->api->clReleaseEvent(ev);
+  return e;
+}
+
+static ruda_status_t opencl_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                        ruda_profiling_token_t token,
+                                        ruda_profile_duration_t *out) {
+  ocl_server_t *s = as_ocl(base);
+  const ruda__opencl_api_t *api = s->api;
+  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
+  ruda__profiler_entry_t mark;
+  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark))
+    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
+                              "token %llu is not open on this stream",
+                              (unsigned long long)token.id);
+  ocl_stream_t *st = ocl_ext(rs);
+  uint64_t elapsed_ns = 0;
+  bool timed = st->init && mark.mark != NULL;
+  if (timed) {
+    cl_event end = NULL;
+    cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);
+    api->clFlush(st->queue);
+    st->dirty = false;
+    uint64_t t0 = 0, t1 = 0;
+    ruda_status_t fe = NULL;
+    if (r != CL_SUCCESS) {
+      fe = ruda_status_into_server(ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r,
+                                                  "clEnqueueMarkerWithWaitList",
+                                                  "ending a profile"));
+    } else {
+      fe = ruda__ocl_event_error(api, end, &st->recent);
+      if (fe == NULL && event_end_ns(api, (cl_event)mark.mark, &t0) &&
+          event_end_ns(api, end, &t1) && t1 >= t0)
+        elapsed_ns = t1 - t0;
+      else if (fe == NULL)
+        timed = false; /* no timestamps: the host clock */
+    }
+    if (end) api->clReleaseEvent(end);
+    if (fe != NULL) {
+      if (mark.error == NULL)
+        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
+      ruda__stream_push_error(rs, fe);
+    }
+  }
+  if (mark.mark != NULL) api->clReleaseEvent((cl_event)mark.mark);
+  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
+  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
+                               out);
+}
+
+/* ---- Lifetime ---- */
+
+static void finish_queue(void *ctx, ruda__stream_t *rs) {
+  ocl_server_t *s = ctx;
+  ocl_stream_t *st = ocl_ext(rs);
+  if (st->init) s->api->clFinish(st->queue);
+}
+
+static void opencl_destroy(ruda__server_t *base) {
+  ocl_server_t *s = as_ocl(base);
+  const ruda__opencl_api_t *api = s->api;
+  ruda__stream_table_foreach(&base->streams, finish_queue, s);
+  /* The queues are finished; the callbacks releasing the host buffers of
+   * their writes (pinned staging among them) may still be running on the
+   * driver's threads. */
+  while (atomic_load(&s->pending_releases) > 0) sched_yield();
+  ruda__stream_table_deinit(&base->streams);
+  ruda__opencl_program_cache_destroy(s->programs);
+  if (s->service) {
+    api->clFinish(s->service);
+    api->clReleaseCommandQueue(s->service);
+  }
+  if (s->ctx) api->clReleaseContext(s->ctx);
+  ruda__server_utilities_deinit(&s->base.utilities);
+  ruda__free(s);
+}
+
+static const ruda__server_vtable_t opencl_vtable = {
+    .name = "opencl",
+    .destroy = opencl_destroy,
+    .initialize_memory = ruda__ocl_initialize_memory,
+    .staging = ruda__ocl_staging,
+    .read = ruda__ocl_read,
+    .write = ruda__ocl_write,
+    .sync = ruda__ocl_sync,
+    .get_resource = ruda__ocl_get_resource,
+    .launch = ruda__ocl_launch,
+    .flush = ruda__ocl_flush,
+    .memory_usage = ruda__ocl_memory_usage,
+    .memory_cleanup = ruda__ocl_memory_cleanup,
+    .allocation_mode = ruda__ocl_allocation_mode,
+    .start_profile = opencl_start_profile,
+    .end_profile = opencl_end_profile,
+    .completes_in_order = false,
+    .comm_enabled = false,
+};
+
+static ruda_status_t opencl_device_count(uint32_t *out) {
+  *out = 0;
+  const ruda__opencl_device_t *devs = NULL;
+  size_t n = 0;
+  ruda_status_t e = ruda__opencl_devices(&devs, &n);
+  if (e) return e;
+  *out = n > UINT16_MAX ? UINT16_MAX : (uint32_t)n;
+  return NULL;
+}
+
+static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
+  *out = NULL;
+  const ruda__opencl_device_t *devs = NULL;
+  size_t n = 0;
+  ruda_status_t e = ruda__opencl_devices(&devs, &n);
+  if (e) return e;
+  if (index >= n)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "opencl:%u does not exist (%zu OpenCL device%s)", index, n,
+                              n == 1 ? "" : "s");
+  const ruda__opencl_api_t *api = NULL;
+  e = ruda__opencl_api_get(&api);
+  if (e) return e;
+  const ruda__opencl_device_t *dev = &devs[index];
+  ocl_server_t *s = ruda__calloc(1, sizeof *s);
+  if (s == NULL) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  s->api = api;
+  s->dev = dev;
+  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
+  cl_int r = CL_SUCCESS;
+  s->ctx = api->clCreateContext(cprops, 1, &dev->device, NULL, NULL, &r);
+  if (r != CL_SUCCESS || s->ctx == NULL) {
+    ruda__free(s);
+    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateContext", "device opencl:%u (%s)",
+                          index, dev->props.name);
+  }
+  if (api->clCreateCommandQueueWithProperties != NULL)
+    s->service = api->clCreateCommandQueueWithProperties(s->ctx, dev->device, NULL, &r);
+  if (s->service == NULL && api->clCreateCommandQueue != NULL)
+    s->service = api->clCreateCommandQueue(s->ctx, dev->device, 0, &r);
+  if (s->service == NULL) {
+    api->clReleaseContext(s->ctx);
+    ruda__free(s);
+    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateCommandQueue",
+                          "device opencl:%u (%s)", index, dev->props.name);
+  }
+  ruda__layout_policy_t policy = {RUDA_LAYOUT_POLICY_PITCHED, dev->props.memory.alignment};
+  ruda__server_utilities_init(&s->base.utilities, &dev->props, dev->info, policy);
+  s->base.vt = &opencl_vtable;
+  s->base.device.type_id = RUDA_DEVICE_TYPE_OPENCL;
+  s->base.device.index_id = index;
+  s->base.shares_host_cores = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
+  atomic_init(&s->pending_releases, 0);
+  ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
+  ops.ctx = s;
+  e = ruda__server_streams_init(&s->base, &ops);
+  s->programs = ruda__opencl_program_cache_create(api, s->ctx, dev,
+                                                  s->base.utilities.properties_hash,
+                                                  s->base.utilities.settings.cache_dir);
+  if (e != NULL || s->programs == NULL) {
+    ruda_status_free(e);
+    opencl_destroy(&s->base);
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  }
+  *out = &s->base;
+  return NULL;
+}
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
+
+const ruda__backend_t ruda__backend_opencl = {
+    .type_id = RUDA_DEVICE_TYPE_OPENCL,
+    .name = "opencl",
+    .device_count = opencl_device_count,
+    .create_server = opencl_create_server,
+};

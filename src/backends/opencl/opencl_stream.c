@@ -1,0 +1,594 @@
+/* Streams of the OpenCL server: the per-stream state (its in-order command
+ * queue, memory managers, errors), the cl_mem storages under the memory
+ * managers and the sub-buffers of their pages, cross-stream ordering and
+ * the deferred releases that go with it, the timeline trace, and the
+ * kernel names of fault reports. See opencl_server.c for the design. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/opencl/opencl_server.h"
+#include "server/device_settings.h"
+#include "server/trace.h"
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+/* ---- Pages and sub-buffers ---- */
+
+static void page_drop_subs(ocl_server_t *s, page_t *p) {
+  for (size_t i = 0; i < p->capsubs; i++)
+    if (p->subs[i].mem != NULL) s->api->clReleaseMemObject(p->subs[i].mem);
+  ruda__free(p->subs);
+  p->subs = NULL;
+  p->nsubs = p->capsubs = 0;
+}
+
+/* Releases a page. OpenCL keeps a memory object alive until the commands
+ * that use it have finished, so nothing waits here. */
+static void page_free(ocl_server_t *s, page_t *p) {
+  page_drop_subs(s, p);
+  if (p->host != NULL) s->api->clEnqueueUnmapMemObject(s->service, p->mem, p->host, 0, NULL, NULL);
+  if (p->mem != NULL) s->api->clReleaseMemObject(p->mem);
+  ruda__free(p);
+}
+
+static size_t sub_slot(uint64_t offset, uint64_t size, size_t cap) {
+  uint64_t h = (offset * 0x9e3779b97f4a7c15ull) ^ (size * 0xc2b2ae3d27d4eb4full);
+  return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+static bool subs_grow(page_t *p) {
+  size_t ncap = p->capsubs ? p->capsubs * 2 : 16;
+  subbuf_t *ns = ruda__calloc(ncap, sizeof *ns);
+  if (ns == NULL) return false;
+  for (size_t i = 0; i < p->capsubs; i++) {
+    if (p->subs[i].mem == NULL) continue;
+    size_t j = sub_slot(p->subs[i].offset, p->subs[i].size, ncap);
+    while (ns[j].mem != NULL) j = (j + 1) & (ncap - 1);
+    ns[j] = p->subs[i];
+  }
+  ruda__free(p->subs);
+  p->subs = ns;
+  p->capsubs = ncap;
+  return true;
+}
+
+ruda_status_t ruda__ocl_view_mem(ocl_server_t *s, page_t *p, uint64_t offset, uint64_t size,
+                                 cl_mem *out) {
+  if ((offset == 0 && size == p->size) || size == 0) {
+    *out = p->mem;
+    return NULL;
+  }
+  if (p->capsubs > 0) {
+    for (size_t i = sub_slot(offset, size, p->capsubs);; i = (i + 1) & (p->capsubs - 1)) {
+      subbuf_t *e = &p->subs[i];
+      if (e->mem == NULL) break;
+      if (e->offset == offset && e->size == size) {
+        *out = e->mem;
+        return NULL;
+      }
+    }
+  }
+  uint64_t align = s->dev->base_align;
+  if (align > 1 && offset % align != 0)
+    return ruda_status_create(
+        RUDA_ERR_LAUNCH_UNKNOWN,
+        "a kernel argument starts %llu bytes into its allocation, which is not a multiple of "
+        "the device's base-address alignment (%llu bytes, CL_DEVICE_MEM_BASE_ADDR_ALIGN): "
+        "OpenCL kernels see buffers as sub-buffers; offset views passed to kernels must be "
+        "aligned",
+        (unsigned long long)offset, (unsigned long long)align);
+  /* Old sub-buffers are dropped rather than letting the table grow without
+   * bound; commands still using them keep them alive. */
+  if (p->nsubs >= SUBBUF_MAX) page_drop_subs(s, p);
+  if ((p->nsubs + 1) * 2 > p->capsubs && !subs_grow(p))
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "no host memory for a sub-buffer");
+  cl_buffer_region region = {(size_t)offset, (size_t)size};
+  cl_int r = CL_SUCCESS;
+  cl_mem sub = s->api->clCreateSubBuffer(p->mem, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                         &region, &r);
+  if (r != CL_SUCCESS || sub == NULL)
+    return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clCreateSubBuffer",
+                          "a view of %llu bytes at offset %llu", (unsigned long long)size,
+                          (unsigned long long)offset);
+  size_t j = sub_slot(offset, size, p->capsubs);
+  while (p->subs[j].mem != NULL) j = (j + 1) & (p->capsubs - 1);
+  p->subs[j] = (subbuf_t){offset, size, sub};
+  p->nsubs++;
+  *out = sub;
+  return NULL;
+}
+
+/* ---- Storages ---- */
+
+static ruda_status_t store_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
+  cl_storage_t *g = self;
+  ocl_server_t *s = g->server;
+  const ruda__opencl_api_t *api = s->api;
+  page_t *p = ruda__calloc(1, sizeof *p);
+  if (p == NULL) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  size_t n = size ? (size_t)size : 1;
+  cl_mem_flags flags = CL_MEM_READ_WRITE | (g->pinned ? CL_MEM_ALLOC_HOST_PTR : 0);
+  cl_int r = CL_SUCCESS;
+  p->mem = api->clCreateBuffer(s->ctx, flags, n, NULL, &r);
+  if (r != CL_SUCCESS || p->mem == NULL) {
+    ruda__free(p);
+    return ruda__cl_alloc_error(r, "clCreateBuffer", size);
+  }
+  p->size = size;
+  if (g->pinned) {
+    p->host = api->clEnqueueMapBuffer(s->service, p->mem, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                                      n, 0, NULL, NULL, &r);
+    if (r != CL_SUCCESS || p->host == NULL) {
+      api->clReleaseMemObject(p->mem);
+      ruda__free(p);
+      return ruda__cl_alloc_error(r, "clEnqueueMapBuffer", size);
+    }
+  }
+  out->id = ++g->next_id;
+  out->base = (uint64_t)(uintptr_t)p;
+  out->offset = 0;
+  out->size = size;
+  ruda__opencl_log("memory", "%s page of %llu bytes", g->pinned ? "pinned" : "device",
+                   (unsigned long long)size);
+  return NULL;
+}
+
+static void store_dealloc(void *self, const ruda__storage_handle_t *h) {
+  cl_storage_t *g = self;
+  page_free(g->server, (page_t *)(uintptr_t)h->base);
+}
+
+static void store_flush(void *self) { (void)self; }
+
+static void store_destroy(void *self) { ruda__free(self); }
+
+static const ruda__storage_vtable_t store_vt = {store_alloc, store_dealloc, store_flush,
+                                                store_destroy};
+
+/* ---- Stream setup ---- */
+
+static cl_command_queue make_queue(ocl_server_t *s, cl_int *r) {
+  const ruda__opencl_api_t *api = s->api;
+  if (api->clCreateCommandQueueWithProperties != NULL) {
+    cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, CL_QUEUE_PROFILING_ENABLE, 0};
+    cl_command_queue q = api->clCreateCommandQueueWithProperties(s->ctx, s->dev->device, props, r);
+    if (*r == CL_SUCCESS || api->clCreateCommandQueue == NULL) return q;
+  }
+  return api->clCreateCommandQueue(s->ctx, s->dev->device, CL_QUEUE_PROFILING_ENABLE, r);
+}
+
+static ruda_status_t stream_init(ocl_server_t *s, ocl_stream_t *st) {
+  cl_int r = CL_SUCCESS;
+  st->api = s->api;
+  st->queue = make_queue(s, &r);
+  if (r != CL_SUCCESS || st->queue == NULL) {
+    st->queue = NULL;
+    return ruda__cl_error(RUDA_ERR_SERVER_GENERIC, r, "clCreateCommandQueueWithProperties",
+                          "creating the queue of stream %llu", (unsigned long long)ocl_rs(st)->id);
+  }
+  st->dev_store = ruda__calloc(1, sizeof *st->dev_store);
+  st->pin_store = ruda__calloc(1, sizeof *st->pin_store);
+  if (st->dev_store == NULL || st->pin_store == NULL)
+    return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
+  st->dev_store->server = s;
+  st->pin_store->server = s;
+  st->pin_store->pinned = true;
+  const ruda_device_properties_t *props = &s->base.utilities.properties;
+  ruda__memory_config_t cfg = s->base.utilities.settings.memory;
+  /* Pages stay until an explicit cleanup: on GPU drivers clCreateBuffer
+   * and a page's first use cost far more than keeping it. */
+  cfg.keep_empty_pages = true;
+  ruda__storage_t ds = {&store_vt, st->dev_store, props->memory.alignment, s->dev->global_mem};
+  /* A manager takes its storage, even when it fails. */
+  ruda_status_t e = ruda__memory_manager_create(ds, props->memory, &cfg, "Main OpenCL Memory",
+                                                &st->dev);
+  st->dev_store = NULL;
+  if (e) return e;
+  ruda_memory_properties_t pprops = {PINNED_PAGE, 64};
+  ruda__memory_config_t pcfg = cfg;
+  pcfg.persistent = RUDA_PERSISTENT_DISABLED;
+  ruda__storage_t ps = {&store_vt, st->pin_store, 64, 0};
+  e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned OpenCL Staging", &st->pinned);
+  st->pin_store = NULL;
+  if (e) return e;
+  return NULL;
+}
+
+static void stream_free(ocl_server_t *s, ocl_stream_t *st);
+
+ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
+  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
+  if (rs == NULL) return NULL;
+  ocl_stream_t *st = ocl_ext(rs);
+  if (st->init) return st;
+  ruda_status_t e = stream_init(s, st);
+  if (e) {
+    stream_free(s, st);
+    ruda__stream_push_error(rs, e);
+    return NULL;
+  }
+  st->init = true;
+  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+  ruda__memory_manager_join(st->dev, &s->memory_group, id.value);
+  ruda__opencl_log("streaming", "stream %llu: command queue created", (unsigned long long)id.value);
+  return st;
+}
+
+ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, id);
+  if (rs == NULL) return NULL;
+  ocl_stream_t *st = ocl_ext(rs);
+  return st->init ? st : NULL;
+}
+
+/* ---- Resolving bindings ---- */
+
+ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t **out_page,
+                                uint64_t *out_offset, uint64_t *out_size) {
+  ocl_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__ocl_stream_find(s, b->stream) : NULL;
+  if (origin == NULL)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
+  ruda__storage_handle_t h;
+  ruda_status_t e = ruda__memory_resolve_binding(origin->dev, b, &h);
+  if (e) return e;
+  *out_page = (page_t *)(uintptr_t)h.base;
+  *out_offset = h.offset;
+  *out_size = h.size;
+  return NULL;
+}
+
+ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
+                                       void **out_ptr) {
+  ruda_memory_t *m = ruda__memory_new();
+  if (m == NULL) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t e = ruda__memory_alloc(st->pinned, m, size, ocl_rs(st)->cursor);
+  ruda__storage_handle_t h;
+  if (e == NULL) e = ruda__memory_resolve(st->pinned, m, 0, 0, &h);
+  if (e) {
+    ruda__memory_release_handle(m);
+    return e;
+  }
+  page_t *p = (page_t *)(uintptr_t)h.base;
+  *out_mem = m;
+  *out_ptr = (char *)p->host + h.offset;
+  return NULL;
+}
+
+/* ---- Cross-stream ordering, deferred releases ---- */
+
+/* Orders `st` after the work on `b`'s stream when that is another stream (a
+ * marker there and a barrier here, when the origin has had work since the
+ * last such wait), and keeps a clone of `b` in `keep`. */
+void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
+                             keep_list_t *keep) {
+  if (ruda_binding_is_empty(b)) return;
+  ocl_stream_t *origin = ruda__ocl_stream_find(s, b->stream);
+  if (origin == NULL || origin == st) return;
+  const ruda__opencl_api_t *api = s->api;
+  ruda__stream_t *ors = ocl_rs(origin);
+  if (st->nlast <= ors->index) {
+    size_t n = (size_t)ors->index + 16;
+    uint64_t *nl = ruda__realloc(st->last_synced, n * sizeof *nl);
+    if (nl != NULL) {
+      memset(nl + st->nlast, 0, (n - st->nlast) * sizeof *nl);
+      st->last_synced = nl;
+      st->nlast = n;
+    }
+  }
+  bool known = st->nlast > ors->index;
+  if (!known || st->last_synced[ors->index] < ors->cursor) {
+    cl_event ev = NULL;
+    cl_int r = api->clEnqueueMarkerWithWaitList(origin->queue, 0, NULL, &ev);
+    if (r == CL_SUCCESS) {
+      /* An event of another queue in a wait list needs that queue flushed. */
+      api->clFlush(origin->queue);
+      origin->dirty = false;
+      r = api->clEnqueueBarrierWithWaitList(st->queue, 1, &ev, NULL);
+      api->clReleaseEvent(ev);
+    }
+    if (r != CL_SUCCESS) api->clFinish(origin->queue);
+    if (known) st->last_synced[ors->index] = ors->cursor;
+    ruda__opencl_log("streaming", "stream %llu waits on stream %llu",
+                     (unsigned long long)ocl_rs(st)->id, (unsigned long long)ors->id);
+  }
+  if (keep->n == keep->cap) {
+    size_t cap = keep->cap ? keep->cap * 2 : 4;
+    ruda_binding_t *ni = ruda__realloc(keep->items, cap * sizeof *ni);
+    if (ni == NULL) {
+      keep->sync = true;
+      return;
+    }
+    keep->items = ni;
+    keep->cap = cap;
+  }
+  keep->items[keep->n++] = ruda_binding_clone(b);
+}
+
+static void keep_release(keep_list_t *keep) {
+  for (size_t i = 0; i < keep->n; i++) ruda_binding_release(&keep->items[i]);
+  ruda__free(keep->items);
+}
+
+void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
+  if (!st->dirty) return;
+  s->api->clFlush(st->queue);
+  st->dirty = false;
+}
+
+/* Ends an operation on `st` (other streams now see it as new work), submits
+ * its commands, and keeps `keep` (taken) alive until they have completed. */
+void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep) {
+  ruda__stream_advance(&s->base.streams, ocl_rs(st));
+  if (keep->n == 0 && !keep->sync) {
+    ruda__ocl_submit(s, st);
+    return;
+  }
+  if (st->ngc == st->capgc) {
+    size_t cap = st->capgc ? st->capgc * 2 : 8;
+    gc_batch_t *ng = ruda__realloc(st->gc, cap * sizeof *ng);
+    if (ng != NULL) {
+      st->gc = ng;
+      st->capgc = cap;
+    }
+  }
+  cl_event ev = NULL;
+  if (keep->sync || st->ngc == st->capgc ||
+      s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) != CL_SUCCESS) {
+    s->api->clFinish(st->queue);
+    st->dirty = false;
+    keep_release(keep);
+    return;
+  }
+  st->dirty = true;
+  ruda__ocl_submit(s, st);
+  st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
+}
+
+static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
+
+static bool event_done(const ruda__opencl_api_t *api, cl_event ev, bool wait) {
+  if (wait) {
+    api->clWaitForEvents(1, &ev);
+    return true;
+  }
+  cl_int status = CL_QUEUED;
+  if (api->clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) !=
+      CL_SUCCESS)
+    return true;
+  return status <= CL_COMPLETE; /* complete or failed */
+}
+
+void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
+  if (st->ntrace) trace_poll(s, st, wait);
+  size_t w = 0;
+  for (size_t i = 0; i < st->ngc; i++) {
+    gc_batch_t *b = &st->gc[i];
+    if (!event_done(s->api, b->event, wait)) {
+      st->gc[w++] = *b;
+      continue;
+    }
+    for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
+    ruda__free(b->bindings);
+    s->api->clReleaseEvent(b->event);
+  }
+  st->ngc = w;
+}
+
+static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
+  ocl_stream_t *st = ocl_ext(rs);
+  if (st->init && (st->ngc || st->ntrace)) ruda__ocl_gc_poll(ctx, st, false);
+}
+
+/* Kept bindings pin memory of their origin stream: a report, a sync or a
+ * cleanup of any stream should not count memory that only finished work
+ * of another stream holds. */
+void ruda__ocl_gc_poll_all(ocl_server_t *s) {
+  ruda__stream_table_foreach(&s->base.streams, gc_poll_one, s);
+}
+
+typedef struct held_bytes {
+  ruda_bytes_t bytes;
+  atomic_size_t *pending;
+} held_bytes_t;
+
+/* Runs on a driver thread once the copy reading the bytes has finished
+ * (or failed). Touches nothing of the server but the counter, last. */
+static void CL_CALLBACK release_bytes_cb(cl_event ev, cl_int status, void *user) {
+  (void)status;
+  held_bytes_t *h = user;
+  atomic_size_t *pending = h->pending;
+  ruda_bytes_release(&h->bytes);
+  ruda__free(h);
+  const ruda__opencl_api_t *api = NULL;
+  ruda_status_t e = ruda__opencl_api_get(&api);
+  if (e == NULL) api->clReleaseEvent(ev);
+  ruda_status_free(e);
+  atomic_fetch_sub(pending, 1);
+}
+
+void ruda__ocl_release_when_done(ocl_server_t *s, ocl_stream_t *st, cl_event ev,
+                                 ruda_bytes_t *bytes) {
+  held_bytes_t *h = ev != NULL ? ruda__malloc(sizeof *h) : NULL;
+  if (h != NULL) {
+    h->bytes = *bytes;
+    h->pending = &s->pending_releases;
+    atomic_fetch_add(&s->pending_releases, 1);
+    if (s->api->clSetEventCallback(ev, CL_COMPLETE, release_bytes_cb, h) == CL_SUCCESS) {
+      memset(bytes, 0, sizeof *bytes);
+      return;
+    }
+    atomic_fetch_sub(&s->pending_releases, 1);
+    ruda__free(h);
+  }
+  s->api->clFinish(st->queue);
+  st->dirty = false;
+  if (ev != NULL) s->api->clReleaseEvent(ev);
+  ruda_bytes_release(bytes);
+}
+
+/* ---- Timeline trace ---- */
+
+bool ruda__ocl_trace_wanted(void) { return ruda__trace_on(); }
+
+void ruda__ocl_trace_add(ocl_server_t *s, ocl_stream_t *st, cl_event ev, const char *category,
+                         const char *name, uint64_t bytes) {
+  if (ev == NULL) return;
+  if (st->ntrace == st->captrace) {
+    size_t cap = st->captrace ? st->captrace * 2 : 64;
+    trace_item_t *nt = ruda__realloc(st->trace, cap * sizeof *nt);
+    if (nt == NULL) {
+      s->api->clReleaseEvent(ev);
+      return;
+    }
+    st->trace = nt;
+    st->captrace = cap;
+  }
+  trace_item_t *t = &st->trace[st->ntrace++];
+  t->event = ev;
+  t->enqueued_ns = ruda__now_ns();
+  t->bytes = bytes;
+  t->category = category;
+  snprintf(t->name, sizeof t->name, "%s", name);
+}
+
+/* Emits the finished slices of `st` in order. Durations come from the
+ * events' device timestamps; a slice is placed at the later of its enqueue
+ * time and the end of the slice before it on the stream (the device clock
+ * has no exact mapping to the host's). */
+static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
+  const ruda__opencl_api_t *api = s->api;
+  size_t done = 0;
+  for (; done < st->ntrace; done++) {
+    trace_item_t *t = &st->trace[done];
+    if (!event_done(api, t->event, wait)) break;
+    cl_ulong t0 = 0, t1 = 0;
+    if (api->clGetEventProfilingInfo(t->event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
+            CL_SUCCESS &&
+        api->clGetEventProfilingInfo(t->event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
+            CL_SUCCESS &&
+        t1 >= t0) {
+      uint64_t start = t->enqueued_ns > st->trace_last_end ? t->enqueued_ns : st->trace_last_end;
+      uint64_t end = start + (uint64_t)(t1 - t0);
+      ruda__trace_slice(s->base.device, ocl_rs(st)->id, t->category, t->name, start, end,
+                        t->bytes);
+      st->trace_last_end = end;
+    }
+    api->clReleaseEvent(t->event);
+  }
+  if (done > 0) {
+    memmove(st->trace, st->trace + done, (st->ntrace - done) * sizeof *st->trace);
+    st->ntrace -= done;
+  }
+}
+
+/* ---- Fault reports ---- */
+
+void ruda__ocl_recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
+  buf[0] = '\0';
+  size_t used = 0;
+  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
+  for (uint32_t i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
+  if (rk->total > n && used < cap) snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
+  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
+}
+
+void ruda__ocl_note_kernel(ocl_stream_t *st, const char *name) {
+  recent_kernels_t *rk = &st->recent;
+  rk->total++;
+  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
+  char *slot;
+  if (rk->n < RECENT_KERNELS) {
+    slot = rk->names[rk->n++];
+  } else {
+    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
+    slot = rk->names[RECENT_KERNELS - 1];
+  }
+  size_t len = strnlen(name, sizeof rk->names[0] - 1);
+  memcpy(slot, name, len);
+  slot[len] = '\0';
+}
+
+ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels) {
+  return ruda_status_into_server(ruda__cl_error(
+      RUDA_ERR_LAUNCH_UNKNOWN, code, call,
+      "a command failed on the device; kernels launched on this stream since its last sync: %s",
+      kernels));
+}
+
+/* ---- Teardown and reclaim ---- */
+
+/* Frees the OpenCL part of a stream, whether fully or partly set up,
+ * after finishing its work. */
+static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
+  const ruda__opencl_api_t *api = s->api;
+  if (st->queue != NULL) api->clFinish(st->queue);
+  ruda__ocl_gc_poll(s, st, true);
+  ruda__free(st->gc);
+  ruda__free(st->trace);
+  for (int i = 0; i < INFO_RING; i++) {
+    if (st->ring[i].done) api->clReleaseEvent(st->ring[i].done);
+    ruda__free(st->ring[i].host);
+  }
+  ruda__free(st->info_last);
+  if (st->info_mem) api->clReleaseMemObject(st->info_mem);
+  /* A manager owns its storage; a storage without one is freed here. */
+  if (st->dev) ruda__memory_manager_destroy(st->dev);
+  else ruda__free(st->dev_store);
+  if (st->pinned) ruda__memory_manager_destroy(st->pinned);
+  else ruda__free(st->pin_store);
+  if (st->queue != NULL) api->clReleaseCommandQueue(st->queue);
+  ruda__free(st->last_synced);
+  memset(st, 0, sizeof *st);
+}
+
+static bool event_complete(const ruda__opencl_api_t *api, cl_event ev) {
+  return ev == NULL || event_done(api, ev, false);
+}
+
+/* Whether the OpenCL part of a stream holds nothing: no kept binding, no
+ * traced command or info upload in flight, no live allocation (staging
+ * held by a write in flight counts as one), the default allocation mode.
+ * Finished work is released on the way. Commands still queued need
+ * nothing from the stream: OpenCL keeps a queue and its memory objects
+ * alive until they complete. */
+static bool ocl_stream_quiesce(void *ctx, ruda__stream_t *rs) {
+  ocl_server_t *s = ctx;
+  ocl_stream_t *st = ocl_ext(rs);
+  if (!st->init) return true;
+  ruda__ocl_gc_poll(s, st, false);
+  if (st->ngc != 0 || st->ntrace != 0) return false;
+  for (int i = 0; i < INFO_RING; i++)
+    if (!event_complete(s->api, st->ring[i].done)) return false;
+  return ruda__memory_usage(st->dev).number_allocs == 0 &&
+         ruda__memory_usage(st->pinned).number_allocs == 0 &&
+         ruda__memory_mode(st->dev) ==
+             ruda__device_settings_initial_mode(&s->base.utilities.settings);
+}
+
+/* Frees the OpenCL part and the start markers of the stream's open
+ * profiles. */
+static void ocl_stream_release(void *ctx, ruda__stream_t *rs) {
+  ocl_server_t *s = ctx;
+  for (size_t i = 0; i < rs->profiler.len; i++) {
+    if (rs->profiler.entries[i].mark != NULL)
+      s->api->clReleaseEvent((cl_event)rs->profiler.entries[i].mark);
+    rs->profiler.entries[i].mark = NULL;
+  }
+  ocl_stream_t *st = ocl_ext(rs);
+  if (st->init) stream_free(s, st);
+}
+
+static ruda_memory_usage_t ocl_stream_usage(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  ocl_stream_t *st = ocl_ext(rs);
+  ruda_memory_usage_t none = {0, 0, 0, 0};
+  return st->init ? ruda__memory_usage(st->dev) : none;
+}
+
+/* ctx is set per server in opencl_create_server. */
+const ruda__stream_table_ops_t ruda__ocl_stream_ops = {sizeof(ocl_stream_t), ocl_stream_quiesce,
+                                                       ocl_stream_release, ocl_stream_usage, NULL};
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */

@@ -1,0 +1,587 @@
+/* The OpenCL backend through the client, on opencl:0 (PoCL in CI): build
+ * errors with their log, the program caches (memory, and disk from a second
+ * process), sub-buffer alignment, enqueue errors and device faults reported
+ * at the next sync naming the kernel, local-memory limits checked before
+ * the driver sees them, out of memory and recovery. Skips without an
+ * OpenCL device. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backends/opencl/opencl_internal.h"
+#include "ruda/ruda.h"
+#include "test.h"
+
+#if !defined(RUDA_HAVE_OPENCL_HEADERS)
+
+TEST(opencl_backend_not_built) { SKIP("ruda was built without the OpenCL headers"); }
+
+#else
+
+#include "backends/opencl/opencl_server.h"
+
+static char g_self[4096];
+
+__attribute__((constructor)) static void remember_self(void) {
+  ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
+  g_self[n > 0 ? n : 0] = '\0';
+}
+
+static ruda_client_t *client(void) {
+  static ruda_client_t *c;
+  static char why[1024];
+  if (c != NULL) return c;
+  if (why[0]) SKIP(why);
+  ruda_device_id_t id = {RUDA_DEVICE_TYPE_OPENCL, 0};
+  ruda_status_t s = ruda_client_create(id, &c);
+  if (s) {
+    ruda_status_format(s, why, sizeof why);
+    ruda_status_free(s);
+    c = NULL;
+    SKIP(why);
+  }
+  return c;
+}
+
+/* A client on a stream of its own (released by the caller). */
+static ruda_client_t *fresh(void) {
+  ruda_client_t *s = NULL;
+  ASSERT_OK(ruda_client_on_stream(client(), ruda_stream_id_next(), &s));
+  return s;
+}
+
+static ruda_kernel_t *ocl_kernel(const char *name, const char *src, ruda_dim_t dim,
+                                uint64_t shared) {
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = name;
+  d.ruda_dim = dim;
+  d.shared_mem_bytes = shared;
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, src);
+  d.code = &code;
+  d.num_code = 1;
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  return k;
+}
+
+static const char fill_src[] =
+    "__kernel void fill(__global uint *out, __global const ulong *info) {\n"
+    "  ulong i = get_global_id(0);\n"
+    "  if (i < info[0]) out[i] = (uint)info[1];\n"
+    "}\n";
+
+/* Fills the first `n` u32 of `h` with `value` (64 units per ruda). */
+static ruda_status_t fill(ruda_client_t *c, ruda_kernel_t *k, const ruda_handle_t *h, uint64_t n,
+                          uint32_t value) {
+  uint64_t info[2] = {n, value};
+  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 2}};
+  return ruda_client_launch(c, k, ruda_count_static((uint32_t)((n + 63) / 64), 1, 1), &args);
+}
+
+/* ---- Build errors ---- */
+
+TEST(build_error_reaches_the_caller_with_log_and_source) {
+  ruda_client_t *c = fresh();
+  ruda_kernel_t *k = ocl_kernel("broken_kernel",
+                               "__kernel void broken_kernel(__global uint *o, __global const ulong *info) {\n"
+                               "  o[0] = no_such_identifier_42;\n"
+                               "}\n",
+                               ruda_dim_new_1d(1), 0);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 64, &h));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
+                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  ruda_status_t ce = ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC);
+  ASSERT_NOT_NULL(ce);
+  ASSERT_STR_EQ(ruda_status_vendor_call(ce), "clBuildProgram");
+  ASSERT_STR_EQ(ruda_status_vendor_code_name(ce), "CL_BUILD_PROGRAM_FAILURE");
+  ASSERT_STR_CONTAINS(ruda_status_reason(ce), "broken_kernel");
+  ASSERT_STR_CONTAINS(ruda_status_reason(ce), "[Compilation Error]");
+  ASSERT_STR_CONTAINS(ruda_status_reason(ce), "[Source]");
+  ASSERT_STR_CONTAINS(ruda_status_reason(ce), "o[0] = no_such_identifier_42;");
+  ruda_status_free(s);
+  /* The stream is healthy again. */
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(kernel_without_opencl_code_is_unsupported) {
+  ruda_client_t *c = fresh();
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "cuda_only";
+  d.ruda_dim = ruda_dim_new_1d(1);
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
+                                                  "extern \"C\" __global__ void cuda_only() {}");
+  d.code = &code;
+  d.num_code = 1;
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_status_t s = ruda_client_flush(c);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "cuda_only");
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(wrong_parameter_list_is_explained) {
+  ruda_client_t *c = fresh();
+  /* Two buffers declared, one passed. */
+  ruda_kernel_t *k = ocl_kernel("two_buffers",
+                               "__kernel void two_buffers(__global uint *a, __global uint *b,\n"
+                               "                          __global const ulong *info) {}\n",
+                               ruda_dim_new_1d(1), 0);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 64, &h));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
+                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
+  ruda_status_t s = ruda_client_sync(c);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "takes 3 parameters");
+  ruda_status_free(s);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+/* ---- Program caches ---- */
+
+/* A kernel whose source is unique to `tag`, so its first build misses. */
+static ruda_kernel_t *tagged_kernel(const char *tag) {
+  static char src[1024];
+  snprintf(src, sizeof src,
+           "// cache test %s\n"
+           "__kernel void cached(__global uint *out, __global const ulong *info) {\n"
+           "  out[get_global_id(0)] = (uint)get_global_id(0) + (uint)info[0];\n"
+           "}\n",
+           tag);
+  return ocl_kernel("cached", src, ruda_dim_new_1d(32), 0);
+}
+
+static void run_tagged(ruda_client_t *c, const char *tag) {
+  ruda_kernel_t *k = tagged_kernel(tag);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 32 * 4, &h));
+  uint64_t info[1] = {1000};
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 1, 1}};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
+  uint32_t back[32];
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  for (uint32_t i = 0; i < 32; i++) ASSERT_UEQ(back[i], 1000 + i);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+}
+
+static int run_child(const char *mode, const char *tag, const char *cache_dir) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    setenv("RUDA_TEST_CACHE_MODE", mode, 1);
+    setenv("RUDA_TEST_CACHE_TAG", tag, 1);
+    setenv("RUDA_CACHE_DIR", cache_dir, 1);
+    execl(g_self, g_self, "cache_child", (char *)NULL);
+    _exit(127);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static bool find_binary(const char *dir, char *out, size_t cap) {
+  char sub[4200];
+  snprintf(sub, sizeof sub, "%s/opencl", dir);
+  DIR *d = opendir(sub);
+  if (!d) return false;
+  struct dirent *e;
+  bool found = false;
+  while ((e = readdir(d)) != NULL) {
+    size_t len = strlen(e->d_name);
+    if (len > 6 && strcmp(e->d_name + len - 6, ".clbin") == 0) {
+      snprintf(out, cap, "%s/%s", sub, e->d_name);
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
+
+/* Runs in a child process with its own cache directory (the settings are
+ * read once per process). */
+TEST(cache_child) {
+  const char *mode = getenv("RUDA_TEST_CACHE_MODE");
+  const char *tag = getenv("RUDA_TEST_CACHE_TAG");
+  if (!mode || !tag) SKIP("runs only as the child of disk_cache_hit_from_a_second_process");
+  ruda_client_t *c = client();
+  run_tagged(c, tag);
+  ruda__opencl_compile_stats_t st = ruda__opencl_compile_stats();
+  printf("  child(%s): disk hits %llu, builds %llu, writes %llu, skips %llu\n", mode,
+         (unsigned long long)st.disk_hits, (unsigned long long)st.builds,
+         (unsigned long long)st.disk_writes, (unsigned long long)st.disk_skips);
+  if (strcmp(mode, "first") == 0) {
+    ASSERT_UEQ(st.disk_hits, 0);
+    ASSERT_UEQ(st.builds, 1);
+    ASSERT_UEQ(st.disk_writes, 1);
+    /* The same kernel again: from memory. */
+    run_tagged(c, tag);
+    ruda__opencl_compile_stats_t again = ruda__opencl_compile_stats();
+    ASSERT_UEQ(again.builds, 1);
+    ASSERT_UGE(again.memory_hits, st.memory_hits + 1);
+  } else if (strcmp(mode, "hit") == 0) {
+    ASSERT_UEQ(st.disk_hits, 1);
+    ASSERT_UEQ(st.builds, 0);
+  } else {
+    ASSERT_UEQ(st.disk_hits, 0);
+    ASSERT_UEQ(st.disk_skips, 1);
+    ASSERT_UEQ(st.builds, 1);
+  }
+}
+
+TEST(disk_cache_hit_from_a_second_process) {
+  if (getenv("RUDA_TEST_CACHE_MODE")) SKIP("child process");
+  client(); /* skips without a device */
+  char dir[2048];
+  snprintf(dir, sizeof dir, "%s/cache-%ld-%ld", rt_tmpdir(), (long)getpid(), (long)time(NULL));
+  char tag[64];
+  snprintf(tag, sizeof tag, "%ld-%ld", (long)getpid(), (long)time(NULL));
+  /* One process builds and writes the binary... */
+  ASSERT_EQ(run_child("first", tag, dir), 0);
+  char bin[4600];
+  ASSERT_TRUE(find_binary(dir, bin, sizeof bin));
+  /* ...a second one finds it on disk. */
+  ASSERT_EQ(run_child("hit", tag, dir), 0);
+  /* A corrupt entry is skipped with a warning and rebuilt. */
+  FILE *f = fopen(bin, "r+b");
+  ASSERT_NOT_NULL(f);
+  fseek(f, 64, SEEK_SET);
+  fputs("garbage garbage garbage", f);
+  fclose(f);
+  ASSERT_EQ(run_child("corrupt", tag, dir), 0);
+}
+
+/* ---- Sub-buffers ---- */
+
+TEST(kernel_views_at_aligned_offsets_are_sub_buffers) {
+  ruda_client_t *c = fresh();
+  uint64_t align = ruda_client_properties(c)->memory.alignment;
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  enum { N = 4096 };
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, N * 4, &h));
+  ASSERT_OK(fill(c, k, &h, N, 1));
+  /* A view starting one alignment unit in: the kernel sees index 0 there. */
+  ruda_handle_t mid = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_start(&mid, align));
+  ASSERT_OK(ruda_handle_offset_end(&mid, align)); /* ends one unit early */
+  uint64_t n_mid = (N * 4 - 2 * align) / 4;
+  ASSERT_OK(fill(c, k, &mid, n_mid, 2));
+  /* A view of the last alignment unit exactly. */
+  ruda_handle_t tail = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_start(&tail, N * 4 - align));
+  ASSERT_OK(fill(c, k, &tail, align / 4, 3));
+  /* The same view again (a cached sub-buffer). */
+  ASSERT_OK(fill(c, k, &tail, align / 4, 4));
+  uint32_t back[N];
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  uint64_t a = align / 4;
+  for (uint64_t i = 0; i < N; i++) {
+    uint32_t want = i < a ? 1 : i < N - a ? 2 : 4;
+    if (back[i] != want) ASSERT_UEQ(back[i], want);
+  }
+  ruda_handle_release(&mid);
+  ruda_handle_release(&tail);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(pooled_slices_are_aligned_for_kernels) {
+  ruda_client_t *c = fresh();
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  /* Odd sizes carved from the same page: each must start at an offset a
+   * sub-buffer accepts. */
+  enum { COUNT = 9 };
+  ruda_handle_t hs[COUNT];
+  for (uint32_t i = 0; i < COUNT; i++) {
+    ASSERT_OK(ruda_client_empty(c, 4 * (37 + 11 * i), &hs[i]));
+    ASSERT_OK(fill(c, k, &hs[i], 37 + 11 * i, 100 + i));
+  }
+  for (uint32_t i = 0; i < COUNT; i++) {
+    uint32_t back[37 + 11 * COUNT];
+    ASSERT_OK(ruda_client_read(c, &hs[i], back, 4 * (37 + 11 * i)));
+    for (uint32_t j = 0; j < 37 + 11 * i; j++) ASSERT_UEQ(back[j], 100 + i);
+    ruda_handle_release(&hs[i]);
+  }
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(unaligned_kernel_view_is_an_error_and_copies_still_work) {
+  ruda_client_t *c = fresh();
+  if (ruda_client_properties(c)->memory.alignment <= 4) SKIP("every 4-byte offset is aligned here");
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  uint32_t src[256];
+  for (int i = 0; i < 256; i++) src[i] = (uint32_t)i;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t odd = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_start(&odd, 4));
+  ASSERT_OK(fill(c, k, &odd, 10, 9));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "base-address alignment");
+  ruda_status_free(s);
+  /* Copies take any offset; the kernel wrote nothing. */
+  uint32_t back[255];
+  ASSERT_OK(ruda_client_read(c, &odd, back, sizeof back));
+  for (int i = 0; i < 255; i++) ASSERT_UEQ(back[i], (uint32_t)i + 1);
+  uint32_t w[3] = {7, 8, 9};
+  ruda_handle_t odd2 = ruda_handle_clone(&odd);
+  ASSERT_OK(ruda_handle_offset_end(&odd2, sizeof back - sizeof w));
+  ASSERT_OK(ruda_client_write(c, &odd2, w, sizeof w));
+  uint32_t all[256];
+  ASSERT_OK(ruda_client_read(c, &h, all, sizeof all));
+  ASSERT_UEQ(all[0], 0);
+  ASSERT_UEQ(all[1], 7);
+  ASSERT_UEQ(all[3], 9);
+  ASSERT_UEQ(all[4], 4);
+  ruda_handle_release(&odd2);
+  ruda_handle_release(&odd);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+/* ---- Errors on the stream ---- */
+
+TEST(enqueue_error_reported_at_the_next_sync_naming_the_kernel) {
+  ruda_client_t *c = fresh();
+  ruda_client_t *other = fresh();
+  /* The kernel demands work-groups of 8; ruda launches 16. The driver
+   * refuses the enqueue (CL_INVALID_WORK_GROUP_SIZE). */
+  ruda_kernel_t *k = ocl_kernel(
+      "needs_eight",
+      "__kernel __attribute__((reqd_work_group_size(8, 1, 1)))\n"
+      "void needs_eight(__global uint *o, __global const ulong *info) { o[get_global_id(0)] = 1; }\n",
+      ruda_dim_new_1d(16), 0);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 64 * 4, &h));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(2, 1, 1),
+                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
+  ASSERT_OK(ruda_client_sync(other)); /* another stream is not affected */
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_UNHEALTHY);
+  char text[2048];
+  ruda_status_format(s, text, sizeof text);
+  ASSERT_STR_CONTAINS(text, "needs_eight");
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_EQ(ruda_status_vendor_call(u), "clEnqueueNDRangeKernel");
+  ASSERT_STR_EQ(ruda_status_vendor_code_name(u), "CL_INVALID_WORK_GROUP_SIZE");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(other);
+  ruda_client_release(c);
+}
+
+TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
+  const ruda__opencl_device_t *devs = NULL;
+  size_t n = 0;
+  ruda_status_t ds = ruda__opencl_devices(&devs, &n);
+  if (ds) {
+    ruda_status_free(ds);
+    SKIP("no OpenCL device");
+  }
+  const ruda__opencl_api_t *api = NULL;
+  ASSERT_OK(ruda__opencl_api_get(&api));
+  cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)devs[0].platform, 0};
+  cl_int r = 0;
+  cl_context ctx = api->clCreateContext(props, 1, &devs[0].device, NULL, NULL, &r);
+  ASSERT_EQ(r, CL_SUCCESS);
+  /* A command that fails on the device: a user event set to an error
+   * (what a driver does to a kernel that faults). */
+  cl_event ev = api->clCreateUserEvent(ctx, &r);
+  ASSERT_EQ(r, CL_SUCCESS);
+  ASSERT_EQ(api->clSetUserEventStatus(ev, CL_OUT_OF_RESOURCES), CL_SUCCESS);
+  recent_kernels_t rk;
+  memset(&rk, 0, sizeof rk);
+  snprintf(rk.names[0], sizeof rk.names[0], "%s", "faulty_kernel");
+  rk.n = 1;
+  rk.total = 3;
+  ruda_status_t s = ruda__ocl_event_error(api, ev, &rk);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_EQ(ruda_status_vendor_code_name(u), "CL_OUT_OF_RESOURCES");
+  ASSERT_STR_CONTAINS(ruda_status_reason(u), "faulty_kernel (and 2 more)");
+  ruda_status_free(s);
+  api->clReleaseEvent(ev);
+  api->clReleaseContext(ctx);
+}
+
+TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
+  ruda_client_t *c = fresh();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  uint64_t words = p->hardware.max_shared_memory_size / 4 + 1024;
+  char src[512];
+  snprintf(src, sizeof src,
+           "__kernel void big_local(__global uint *o, __global const ulong *info) {\n"
+           "  __local uint tile[%llu];\n"
+           "  tile[get_local_id(0)] = 1u;\n"
+           "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+           "  o[get_global_id(0)] = tile[0];\n"
+           "}\n",
+           (unsigned long long)words);
+  ruda_kernel_t *k = ocl_kernel("big_local", src, ruda_dim_new_1d(4), 0);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 64, &h));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
+                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  /* Some compilers refuse the program; those that build it are stopped
+   * before the launch. */
+  ruda_status_t lim = ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY);
+  if (lim == NULL) {
+    ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
+  } else {
+    ASSERT_UGE(ruda_status_requested(lim), words * 4);
+    ASSERT_UEQ(ruda_status_max(lim), p->hardware.max_shared_memory_size);
+  }
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(dynamic_local_memory_is_the_last_parameter) {
+  ruda_client_t *c = fresh();
+  enum { UNITS = 32 };
+  ruda_kernel_t *k = ocl_kernel(
+      "reverse",
+      "__kernel void reverse(__global uint *io, __global const ulong *info, __local uint *tmp) {\n"
+      "  uint u = get_local_id(0), n = get_local_size(0);\n"
+      "  tmp[u] = io[get_global_id(0)];\n"
+      "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+      "  io[get_global_id(0)] = tmp[n - 1 - u] + (uint)info[0];\n"
+      "}\n",
+      ruda_dim_new_1d(UNITS), UNITS * 4);
+  uint32_t v[UNITS * 2];
+  for (uint32_t i = 0; i < UNITS * 2; i++) v[i] = i;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  uint64_t info[1] = {1000};
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 1, 1}};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(2, 1, 1), &args));
+  uint32_t back[UNITS * 2];
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  for (uint32_t g = 0; g < 2; g++)
+    for (uint32_t u = 0; u < UNITS; u++)
+      ASSERT_UEQ(back[g * UNITS + u], g * UNITS + (UNITS - 1 - u) + 1000);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+TEST(info_words_change_between_launches) {
+  ruda_client_t *c = fresh();
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  ruda_handle_t hs[40];
+  /* More launches than the ring of host copies, alternating repeats. */
+  for (uint32_t i = 0; i < 40; i++) {
+    ASSERT_OK(ruda_client_empty(c, 64 * 4, &hs[i]));
+    ASSERT_OK(fill(c, k, &hs[i], 64, i / 2));
+  }
+  for (uint32_t i = 0; i < 40; i++) {
+    uint32_t back[64];
+    ASSERT_OK(ruda_client_read(c, &hs[i], back, sizeof back));
+    ASSERT_UEQ(back[0], i / 2);
+    ASSERT_UEQ(back[63], i / 2);
+    ruda_handle_release(&hs[i]);
+  }
+  ruda_kernel_release(k);
+  ruda_client_release(c);
+}
+
+/* ---- Memory ---- */
+
+TEST(allocation_larger_than_the_device_is_out_of_memory_then_the_next_works) {
+  ruda_client_t *c = fresh();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  uint64_t huge = p->hardware.total_memory + (1ull << 20);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, huge, &h));
+  ruda_status_t s = ruda_client_flush(c);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t oom = ruda_status_find(s, RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_NOT_NULL(oom);
+  ASSERT_UEQ(ruda_status_size_field(oom), huge);
+  ruda_status_free(s);
+  ruda_handle_release(&h);
+  /* Larger than one allocation may be, smaller than the device: too big
+   * for any pool (nothing is touched). */
+  if (p->memory.max_page_size + (1ull << 20) < p->hardware.total_memory) {
+    ASSERT_OK(ruda_client_empty(c, p->memory.max_page_size + (1ull << 20), &h));
+    s = ruda_client_flush(c);
+    ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_IO_BUFFER_TOO_BIG));
+    ruda_status_free(s);
+    ruda_handle_release(&h);
+  }
+  uint32_t v[100], back[100];
+  for (int i = 0; i < 100; i++) v[i] = (uint32_t)i * 7u;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  ASSERT_MEM_EQ(v, back, sizeof v);
+  ruda_handle_release(&h);
+  ruda_client_release(c);
+}
+
+TEST(pinned_staging_round_trip_and_pitched_copies) {
+  ruda_client_t *c = fresh();
+  uint64_t sizes[1] = {6 * 16 * 4};
+  ruda_bytes_t b;
+  ASSERT_OK(ruda_client_staging(c, sizes, 1, &b));
+  ASSERT_EQ(b.property, RUDA_BYTES_PINNED);
+  uint32_t *w = b.data;
+  for (int i = 0; i < 6 * 16; i++) w[i] = 0xAB000000u + (uint32_t)i;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer_from_bytes(c, &b, &h));
+  /* A [6, 5] u32 view with rows 16 elements apart. */
+  ruda_shape_t shape = ruda_shape_2d(6, 5);
+  ruda_strides_t strides = {2, {16, 1}};
+  uint32_t tile[30];
+  ASSERT_OK(ruda_client_read_tensor(c, &h, &shape, &strides, 4, tile));
+  for (int r = 0; r < 6; r++)
+    for (int k = 0; k < 5; k++) ASSERT_UEQ(tile[r * 5 + k], 0xAB000000u + (uint32_t)(r * 16 + k));
+  for (int i = 0; i < 30; i++) tile[i] = (uint32_t)i;
+  ASSERT_OK(ruda_client_write_tensor(c, &h, &shape, &strides, 4, tile));
+  uint32_t all[96];
+  ASSERT_OK(ruda_client_read(c, &h, all, sizeof all));
+  ASSERT_UEQ(all[16 * 2 + 3], 13);
+  ASSERT_UEQ(all[16 * 2 + 5], 0xAB000000u + 37); /* between rows: untouched */
+  ruda_handle_release(&h);
+  ruda_client_release(c);
+}
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
