@@ -102,6 +102,13 @@ bool ruda_bench_comm_mpi(ruda_bench_t *b) {
       r.hsrc = calloc(r.count + 1, sizeof(float));
       r.hdst = calloc(r.count + 1, sizeof(float));
       s = r.hsrc && r.hdst ? NULL : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes);
+      /* Written before use, so both sides work on real pages: calloc'ed
+       * memory that is only read maps the kernel's shared zero page, which
+       * stays in cache and would flatter the direct side. */
+      for (size_t i = 0; !s && i <= r.count; i++) {
+        r.hsrc[i] = (float)(i % 7 + rank);
+        r.hdst[i] = 1.0f;
+      }
       if (!s) s = ruda_client_create_buffer(c, r.hsrc, bytes, &r.src);
       if (!s) s = ruda_client_create_buffer(c, r.hdst, bytes, &r.dst);
       if (!s) s = ruda_client_sync(c);
