@@ -23,9 +23,9 @@
  *     synced and cleaned, memory usage is back to the baseline.
  * Everything is freed, so LeakSanitizer catches leaks on error paths.
  *
- * Stale handles and overflowing strides (FUZZ_STALE_AND_STRIDES) are
- * operations a program may contain; until handles are generation-checked
- * and extents overflow-checked they are skipped. */
+ * Stale handles (a copy used after its release) and strides whose extent
+ * wraps around 2^64 are operations a program may contain: both must give
+ * an error, never touch memory. FUZZ_STALE_AND_STRIDES=0 leaves them out. */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,7 +37,7 @@
 #include "ruda/ruda.h"
 
 #ifndef FUZZ_STALE_AND_STRIDES
-#define FUZZ_STALE_AND_STRIDES 0
+#define FUZZ_STALE_AND_STRIDES 1
 #endif
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
