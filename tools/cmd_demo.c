@@ -16,9 +16,8 @@
 #include <string.h>
 
 #include "ruda/memory.h"
+#include "ruda/profiling.h"
 #include "ruda_tools.h"
-#include "server/profile_summary.h"
-#include "server/trace.h"
 
 #define DEMO_REPEATS 3
 #define RED_UNITS 256
@@ -213,7 +212,7 @@ static bool profiled_launch(demo_t *d, ruda_kernel_t *k, ruda_count_t count,
   ruda_profile_duration_t dur;
   if (failed(d, name, ruda_client_profile(d->client, name, launch_body, &job, &dur)))
     return false;
-  ruda__profile_summary_record(name, ruda_profile_duration_ns(dur));
+  ruda_profile_summary_record(name, ruda_profile_duration_ns(dur));
   return true;
 }
 
@@ -426,7 +425,14 @@ int ruda_cmd_demo(int argc, char **argv) {
       return RUDA_EXIT_USAGE;
     }
   }
-  if (trace && !ruda__trace_start(trace)) return RUDA_EXIT_FAILURE;
+  if (trace) {
+    ruda_status_t ts = ruda_trace_start(trace);
+    if (ts) {
+      ruda_tools_print_status("demo --trace", ts);
+      ruda_status_free(ts);
+      return RUDA_EXIT_FAILURE;
+    }
+  }
 
   demo_t d = {0};
   int code = ruda_tools_open_device(device, &d.client);
@@ -434,7 +440,7 @@ int ruda_cmd_demo(int argc, char **argv) {
   const ruda_device_properties_t *p = ruda_client_properties(d.client);
   printf("ruda demo on %s: %s (%s)\n", device, p->name, ruda_client_info(d.client));
 
-  ruda__profile_summary_reset();
+  ruda_profile_summary_reset();
   ruda_memory_usage_t usage = {0};
   bool have_usage = false;
   run_vector_add(&d);
@@ -447,12 +453,12 @@ int ruda_cmd_demo(int argc, char **argv) {
     printf("\nWhile the matmul buffers were alive:\n%s", report);
   }
   char summary[8192];
-  size_t len = ruda__profile_summary_format(summary, sizeof summary);
+  size_t len = ruda_profile_summary_format(summary, sizeof summary);
   if (len > 0) {
     printf("\nProfiling summary (device time of each launch, %d runs per launch site):\n%s",
            DEMO_REPEATS, summary);
   }
-  ruda__profile_summary_reset();
+  ruda_profile_summary_reset();
   /* After the summary: at profiling level basic the sync prints (and
    * resets) the runtime's own table, which is now empty. */
   if (!d.error) failed(&d, "sync", ruda_client_sync(d.client));

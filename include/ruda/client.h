@@ -68,11 +68,6 @@ RUDA_BEGIN_DECLS
 
 /* ---- Devices ---- */
 
-/* "cpu", "cuda", "opencl"; NULL for an unknown type. */
-const char *ruda_device_type_name(uint16_t type_id);
-/* Parses "cpu", "cpu:0", "cuda", "cuda:1". RUDA_ERR_INVALID_ARGUMENT on a
- * malformed name. */
-ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out);
 /* Number of devices of a backend type. RUDA_ERR_UNAVAILABLE (with the reason:
  * library not found, no device, driver error) when the backend cannot run
  * here; *out is then 0. */
@@ -121,27 +116,6 @@ ruda_status_t ruda_future_wait(ruda_future_t *f);
 /* True once the operation has completed (ruda_future_wait then does not
  * block). */
 bool ruda_future_poll(ruda_future_t *f);
-
-/* ---- Host buffers ---- */
-
-typedef enum ruda_bytes_property {
-  RUDA_BYTES_NATIVE = 0, /* ordinary host memory */
-  RUDA_BYTES_PINNED = 1, /* page-locked; uploads need no staging */
-} ruda_bytes_property_t;
-
-/* An owned host buffer (the seed's Bytes). `release` frees it. */
-typedef struct ruda_bytes {
-  void *data;
-  uint64_t size;
-  ruda_bytes_property_t property;
-  void (*release)(struct ruda_bytes *self);
-  void *owner; /* for `release` */
-} ruda_bytes_t;
-
-/* Frees the buffer through its release function and zeroes *b. */
-void ruda_bytes_release(ruda_bytes_t *b);
-/* A native buffer holding a copy of `data`. RUDA_ERR_IO_OUT_OF_MEMORY. */
-ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out);
 
 /* ---- Allocation ---- */
 
@@ -218,17 +192,8 @@ ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_
 
 /* ---- Raw resources ---- */
 
-/* The backend address of a view (a host pointer on CPU, a CUdeviceptr on
- * CUDA) plus a binding that keeps it alive until ruda_resource_release(). */
-typedef struct ruda_resource {
-  uint64_t address;
-  uint64_t size;
-  ruda_binding_t binding;
-} ruda_resource_t;
-
 ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
                                        ruda_resource_t *out);
-void ruda_resource_release(ruda_resource_t *r);
 
 /* ---- Launching ---- */
 
@@ -262,6 +227,12 @@ ruda_status_t ruda_client_flush(ruda_client_t *c);
 /* Waits until all work submitted on the stream has finished; returns (and
  * drains) the stream's errors. */
 ruda_status_t ruda_client_sync(ruda_client_t *c);
+/* ruda_client_sync without waiting: *out (owned by the caller, freed by
+ * ruda_future_wait) completes when the work submitted before the call has
+ * finished, and its wait returns (and drains) the stream's errors. A call
+ * that cannot start returns its error at once with *out NULL:
+ * RUDA_ERR_INVALID_ARGUMENT (NULL argument, called from inside a kernel),
+ * RUDA_ERR_UNAVAILABLE (after ruda_shutdown). */
 ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
 
 /* ---- Memory management ---- */

@@ -182,6 +182,45 @@ size_t ruda_memory_usage_format(const ruda_memory_usage_t *u, char *buf,
  * ruda's output. snprintf semantics as above. Pure; thread-safe. */
 size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap);
 
+/* ---- Host buffers ---- */
+
+typedef enum ruda_bytes_property {
+  RUDA_BYTES_NATIVE = 0, /* ordinary host memory */
+  RUDA_BYTES_PINNED = 1, /* page-locked; uploads need no staging */
+} ruda_bytes_property_t;
+
+/* An owned host buffer: `release` (called by ruda_bytes_release) frees it
+ * through `owner`. Functions that take a ruda_bytes_t by pointer and say
+ * they take it own it afterwards, also when they fail. */
+typedef struct ruda_bytes {
+  void *data;
+  uint64_t size;
+  ruda_bytes_property_t property;
+  void (*release)(struct ruda_bytes *self);
+  void *owner; /* for `release` */
+} ruda_bytes_t;
+
+/* Frees the buffer through its release function and zeroes *b; NULL and
+ * a zeroed buffer are no-ops. Thread-safe for distinct buffers. */
+void ruda_bytes_release(ruda_bytes_t *b);
+/* A native buffer holding a copy of `size` bytes of `data`; the caller owns
+ * *out (ruda_bytes_release). Errors: RUDA_ERR_INVALID_ARGUMENT (NULL out,
+ * or NULL data with a non-zero size), RUDA_ERR_IO_OUT_OF_MEMORY. Thread-safe. */
+ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out);
+
+/* ---- Raw resources ---- */
+
+/* The backend address of a view (a host pointer on CPU, a CUdeviceptr on
+ * CUDA) plus a binding that keeps it alive until ruda_resource_release(). */
+typedef struct ruda_resource {
+  uint64_t address;
+  uint64_t size;
+  ruda_binding_t binding;
+} ruda_resource_t;
+/* Drops the resource's binding and zeroes *r; NULL is a no-op.
+ * Thread-safe. */
+void ruda_resource_release(ruda_resource_t *r);
+
 RUDA_END_DECLS
 
 #endif /* RUDA_MEMORY_H */

@@ -1,14 +1,15 @@
 /* ruda: memory, kernels and collectives on CPUs and GPUs.
  *
  * The umbrella header. Each header below compiles on its own:
- *   status.h  errors (the seed's taxonomy) and their rendering
+ *   status.h  errors: kinds, fields, causes, texts and JSON
  *   types.h   element types, shapes, ids, properties, dispatch, kernel ids
  *   memory.h  handles, bindings, memory usage
  *   kernel.h  kernels, dispatch counts, launch arguments
  *   client.h  devices, clients, allocation, reads/writes, launches, streams
  *   config.h  ruda.toml and RUDA_* configuration
- *   comm.h    collectives across devices (all-reduce)
+ *   comm.h    collectives and send/recv across devices
  *   log.h     log channels
+ *   profiling.h the profiling summary table and the timeline trace
  *   version.h the version of the headers and of the library
  */
 #ifndef RUDA_RUDA_H
@@ -20,6 +21,7 @@
 #include "ruda/kernel.h"
 #include "ruda/log.h"
 #include "ruda/memory.h"
+#include "ruda/profiling.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
 #include "ruda/version.h"

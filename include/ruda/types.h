@@ -167,6 +167,13 @@ bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b);
  * into the caller's `buf`, returns the length the whole text needs). Pure;
  * thread-safe. */
 size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap);
+/* The name of a device type: "cpu", "cuda", "opencl" or the name of a
+ * backend registered for it; NULL for an unknown type. Static storage;
+ * thread-safe. */
+const char *ruda_device_type_name(uint16_t type_id);
+/* Parses "cpu", "cpu:0", "cuda", "cuda:1", "opencl:0" (no index: 0).
+ * RUDA_ERR_INVALID_ARGUMENT on a malformed name. Thread-safe. */
+ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out);
 
 typedef struct ruda_stream_id {
   uint64_t value;

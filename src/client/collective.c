@@ -20,7 +20,6 @@
 #include "comm/comm_id.h"
 #include "ruda/comm.h"
 #include "ruda/log.h"
-#include "server/kernel_scope.h"
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -28,11 +27,6 @@ static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_e
 
 static ruda_status_t invalid(const char *fn, const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s", fn, what);
-}
-
-static ruda_status_t shut_down(const ruda__device_t *d) {
-  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)",
-                            d->backend->name, d->id.index_id);
 }
 
 /* ---- Queued operations ---- */
@@ -56,52 +50,35 @@ static coll_op_t *coll_op_new(size_t nids) {
   return ruda__calloc(1, sizeof(coll_op_t) + nids * sizeof(ruda_device_id_t));
 }
 
-typedef struct blocking_op {
-  ruda__op_t base;
-  ruda__completion_t done;
-  ruda_status_t status;
+/* ---- Blocking calls on a device's worker ---- */
+
+typedef struct comm_init_call {
   const ruda__comm_peers_t *peers;
   const void *token;
   size_t token_len;
+} comm_init_call_t;
+
+static ruda_status_t do_comm_init(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  comm_init_call_t *c = ctx;
+  return s->vt->comm_init(s, c->peers, c->token, c->token_len);
+}
+
+typedef struct comm_token_call {
   void *out;
   size_t cap, *out_len;
-  uint64_t id;
-} blocking_op_t;
+} comm_token_call_t;
 
-static void run_comm_init(ruda__device_t *d, ruda__op_t *op) {
-  blocking_op_t *b = (blocking_op_t *)op;
-  b->status = d->server ? d->server->vt->comm_init(d->server, b->peers, b->token, b->token_len)
-                        : shut_down(d);
-  ruda__completion_signal(&b->done);
+static ruda_status_t do_comm_token(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  comm_token_call_t *c = ctx;
+  return s->vt->comm_token(s, c->out, c->cap, c->out_len);
 }
 
-static void run_comm_token(ruda__device_t *d, ruda__op_t *op) {
-  blocking_op_t *b = (blocking_op_t *)op;
-  b->status = d->server ? d->server->vt->comm_token(d->server, b->out, b->cap, b->out_len)
-                        : shut_down(d);
-  ruda__completion_signal(&b->done);
+static ruda_status_t do_comm_destroy(ruda__server_t *s, ruda_stream_id_t st, void *id) {
+  return s->vt->comm_destroy(s, *(const uint64_t *)id);
 }
 
-static void run_comm_destroy(ruda__device_t *d, ruda__op_t *op) {
-  blocking_op_t *b = (blocking_op_t *)op;
-  b->status = d->server ? d->server->vt->comm_destroy(d->server, b->id) : shut_down(d);
-  ruda__completion_signal(&b->done);
-}
-
-static void run_sync_collective(ruda__device_t *d, ruda__op_t *op) {
-  blocking_op_t *b = (blocking_op_t *)op;
-  b->status = d->server ? d->server->vt->sync_collective(d->server, op->stream) : shut_down(d);
-  ruda__completion_signal(&b->done);
-}
-
-static ruda_status_t run_blocking(ruda__device_t *d, blocking_op_t *b, ruda__op_run_fn run,
-                                  ruda_stream_id_t stream) {
-  b->base.run = run;
-  b->base.stream = stream;
-  ruda__completion_init(&b->done);
-  ruda__device_submit(d, &b->base);
-  ruda__completion_wait(&b->done);
-  return b->status;
+static ruda_status_t do_sync_collective(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  return s->vt->sync_collective(s, st);
 }
 
 /* ---- Communicators of device sets ---- */
@@ -131,28 +108,30 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
     all_known = comm_known(&devs[i]->server->utilities, id);
   }
   if (all_known) return NULL;
-  blocking_op_t *ops = ruda__calloc(n, sizeof *ops);
+  ruda__call_t *calls = ruda__calloc(n, sizeof *calls);
+  comm_init_call_t *inits = ruda__calloc(n, sizeof *inits);
   ruda__comm_peers_t *peers = ruda__calloc(n, sizeof *peers);
-  if (!ops || !peers) {
-    ruda__free(ops);
+  if (!calls || !inits || !peers) {
+    ruda__free(calls);
+    ruda__free(inits);
     ruda__free(peers);
-    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n * (sizeof *ops + sizeof *peers));
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY,
+                            n * (sizeof *calls + sizeof *inits + sizeof *peers));
   }
   for (size_t i = 0; i < n; i++) {
     peers[i] = (ruda__comm_peers_t){id, (uint32_t)ruda__comm_rank(sorted, n, devs[i]->id),
                                     (uint32_t)n, sorted};
-    ops[i].base.run = run_comm_init;
-    ops[i].peers = &peers[i];
-    ruda__completion_init(&ops[i].done);
-    ruda__device_submit(devs[i], &ops[i].base);
+    inits[i].peers = &peers[i];
+    ruda__device_call_start(devs[i], (ruda_stream_id_t){0}, do_comm_init, &inits[i], &calls[i]);
   }
   ruda_status_t first = NULL;
   for (size_t i = 0; i < n; i++) {
-    ruda__completion_wait(&ops[i].done);
-    if (!first) first = ops[i].status;
-    else ruda_status_free(ops[i].status);
+    ruda_status_t st = ruda__device_call_wait(&calls[i]);
+    if (!first) first = st;
+    else ruda_status_free(st);
   }
-  ruda__free(ops);
+  ruda__free(calls);
+  ruda__free(inits);
   ruda__free(peers);
   if (first) return first;
   for (size_t i = 0; i < n; i++) comm_record(&devs[i]->server->utilities, id);
@@ -164,28 +143,20 @@ static ruda_status_t ensure_comm(ruda__device_t *const *devs, size_t n,
  * that ruda_shutdown() stops no participant half-way through a collective).
  * On error nothing is entered. */
 static ruda_status_t comm_device(const char *fn, ruda_client_t *c, ruda__device_t **out) {
-  const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
-  if (k) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "%s called from inside kernel '%s': a kernel cannot call ruda "
-                              "client functions", fn, k->name);
-  }
-  ruda_status_t s = ruda__device_get(ruda_client_device(c), out);
+  ruda_status_t s = ruda__device_refuse_in_kernel(fn);
+  if (s) return s;
+  s = ruda__device_get(ruda_client_device(c), out);
   if (s) return s;
   ruda__device_t *d = *out;
   if (ruda__device_on_worker(d)) {
     return invalid(fn, "a collective cannot be called from a device worker "
                        "(ruda_client_exclusive or ruda_client_profile)");
   }
-  if (!ruda__device_enter(d)) return shut_down(d);
-  ruda__server_t *srv = d->server;
-  if (!srv) {
-    ruda__device_leave(d);
-    return shut_down(d);
-  }
-  if (!srv->vt->comm_enabled || !srv->vt->collective || !srv->vt->comm_init ||
-      !srv->vt->sync_collective) {
-    ruda__device_leave(d);
+  s = ruda__device_begin(d, fn);
+  if (s) return s;
+  const ruda__server_vtable_t *vt = d->server->vt;
+  if (!vt->comm_enabled || !vt->collective || !vt->comm_init || !vt->sync_collective) {
+    ruda__device_end(d);
     return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
                               "%s: the %s backend has no collectives", fn, d->backend->name);
   }
@@ -207,7 +178,7 @@ static ruda_status_t check_dtype(const char *fn, const ruda__device_t *d, ruda_e
 }
 
 static void leave_all(ruda__device_t *const *devs, size_t n) {
-  for (size_t i = 0; i < n; i++) ruda__device_leave(devs[i]);
+  for (size_t i = 0; i < n; i++) ruda__device_end(devs[i]);
 }
 
 /* The devices of n clients: checked, of one type, none twice, entered
@@ -561,7 +532,8 @@ ruda_status_t ruda_client_to_client(ruda_client_t *from, const ruda_handle_t *sr
   memset(out, 0, sizeof *out);
   if (handle_empty(src)) return invalid(fn, "empty handle");
   ruda_device_id_t a = ruda_client_device(from), b = ruda_client_device(to);
-  ruda_status_t s = ruda__handle_check(src, a, fn);
+  ruda_status_t s = ruda__device_refuse_in_kernel(fn);
+  if (!s) s = ruda__handle_check(src, a, fn);
   if (s) return s;
   ruda__device_t *da, *db;
   s = ruda__device_get(a, &da);
@@ -570,12 +542,25 @@ ruda_status_t ruda_client_to_client(ruda_client_t *from, const ruda_handle_t *sr
   if (ruda__device_on_worker(da) || ruda__device_on_worker(db)) {
     return invalid(fn, "called from a device worker");
   }
-  if (!da->server) return shut_down(da);
-  if (!db->server) return shut_down(db);
+  s = ruda__device_begin(da, fn);
+  if (s) return s;
+  s = ruda__device_begin(db, fn);
+  if (s) {
+    ruda__device_end(da);
+    return s;
+  }
   const ruda__server_vtable_t *va = da->server->vt, *vb = db->server->vt;
   bool comm = a.type_id == b.type_id && ruda__comm_device_cmp(a, b) != 0 && va->comm_enabled &&
               vb->comm_enabled && va->collective && va->comm_init;
-  if (comm) return ruda_client_send_recv(from, src, NULL, NULL, RUDA_ELEM_U8, to, out);
+  ruda__device_end(db);
+  ruda__device_end(da);
+  if (comm) {
+    s = ruda_client_send_recv(from, src, NULL, NULL, RUDA_ELEM_U8, to, out);
+    /* A transport the backend has but this machine lacks (NCCL not
+     * installed): through the host instead. */
+    if (!s || ruda_status_kind(s) != RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION) return s;
+    ruda_status_free(s);
+  }
   /* Through the host. */
   uint64_t bytes = ruda_handle_size_in_used(src);
   if (bytes > SIZE_MAX) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes);
@@ -592,31 +577,32 @@ ruda_status_t ruda_client_sync_collective(ruda_client_t *c) {
   ruda__device_t *d;
   ruda_status_t s = comm_device("ruda_client_sync_collective", c, &d);
   if (s) return s;
-  blocking_op_t op;
-  memset(&op, 0, sizeof op);
-  s = run_blocking(d, &op, run_sync_collective, ruda_client_stream(c));
-  ruda__device_leave(d);
+  s = ruda__device_call(d, ruda_client_stream(c), do_sync_collective, NULL);
+  ruda__device_end(d);
   return s;
 }
 
 /* ---- The MPI transport's entry points (client/collective.h) ---- */
 
-static ruda_status_t usable_device(ruda_client_t *c, ruda__device_t **out) {
-  if (!c) return invalid("collective", "NULL client");
-  ruda_status_t s = ruda__device_get(ruda_client_device(c), out);
+/* The device of `c`, entered (ruda__device_begin: its server stays alive
+ * until the caller's ruda__device_end). On error nothing is entered. */
+static ruda_status_t usable_device(ruda_client_t *c, const char *who, ruda__device_t **out) {
+  if (!c) return invalid(who, "NULL client");
+  ruda_status_t s = ruda__device_refuse_in_kernel(who);
+  if (s) return s;
+  s = ruda__device_get(ruda_client_device(c), out);
   if (s) return s;
   if (ruda__device_on_worker(*out)) {
-    return invalid("collective", "called from a device worker (ruda_client_exclusive or "
-                                 "ruda_client_profile)");
+    return invalid(who, "called from a device worker (ruda_client_exclusive or "
+                        "ruda_client_profile)");
   }
-  if (!(*out)->server) return shut_down(*out);
-  return NULL;
+  return ruda__device_begin(*out, who);
 }
 
 ruda_status_t ruda__client_comm_caps(ruda_client_t *c, ruda__comm_caps_t *out) {
   memset(out, 0, sizeof *out);
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   const ruda__server_vtable_t *vt = d->server->vt;
   out->backend = d->backend->name;
@@ -625,64 +611,66 @@ ruda_status_t ruda__client_comm_caps(ruda_client_t *c, ruda__comm_caps_t *out) {
   out->host_call = vt->host_call != NULL;
   out->strided_send = vt->comm_strided_send;
   out->reduce_types = vt->comm_reduce_types;
+  ruda__device_end(d);
   return NULL;
 }
 
 ruda_status_t ruda__client_comm_token(ruda_client_t *c, void *out, size_t cap, size_t *out_len) {
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->comm_token) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "the %s backend has no communicators across processes",
-                              d->backend->name);
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
+                           "the %s backend has no communicators across processes",
+                           d->backend->name);
+  } else {
+    comm_token_call_t call = {out, cap, out_len};
+    s = ruda__device_call(d, ruda_client_stream(c), do_comm_token, &call);
   }
-  blocking_op_t op;
-  memset(&op, 0, sizeof op);
-  op.out = out;
-  op.cap = cap;
-  op.out_len = out_len;
-  return run_blocking(d, &op, run_comm_token, ruda_client_stream(c));
+  ruda__device_end(d);
+  return s;
 }
 
 ruda_status_t ruda__client_comm_init(ruda_client_t *c, const ruda__comm_peers_t *peers,
                                      const void *token, size_t token_len) {
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->comm_init) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "the %s backend has no collectives", d->backend->name);
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
+                           "the %s backend has no collectives", d->backend->name);
+  } else {
+    comm_init_call_t call = {peers, token, token_len};
+    s = ruda__device_call(d, ruda_client_stream(c), do_comm_init, &call);
   }
-  blocking_op_t op;
-  memset(&op, 0, sizeof op);
-  op.peers = peers;
-  op.token = token;
-  op.token_len = token_len;
-  return run_blocking(d, &op, run_comm_init, ruda_client_stream(c));
+  ruda__device_end(d);
+  return s;
 }
 
 ruda_status_t ruda__client_comm_destroy(ruda_client_t *c, uint64_t id) {
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
-  if (!d->server->vt->comm_destroy) return NULL;
-  blocking_op_t op;
-  memset(&op, 0, sizeof op);
-  op.id = id;
-  return run_blocking(d, &op, run_comm_destroy, ruda_client_stream(c));
+  if (d->server->vt->comm_destroy) s = ruda__device_call(d, ruda_client_stream(c), do_comm_destroy, &id);
+  ruda__device_end(d);
+  return s;
 }
 
 ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t *coll) {
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->collective) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "the %s backend has no collectives", d->backend->name);
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
+                           "the %s backend has no collectives", d->backend->name);
+    ruda__device_end(d);
+    return s;
   }
   coll_op_t *o = coll_op_new(0);
-  if (!o) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *o);
+  if (!o) {
+    ruda__device_end(d);
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *o);
+  }
   o->base.run = run_coll;
   o->base.stream = ruda_client_stream(c);
   o->coll = *coll;
@@ -690,6 +678,7 @@ ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t
   o->coll.src.binding = ruda_binding_clone(&coll->src.binding);
   o->coll.dst = ruda_binding_clone(&coll->dst);
   ruda__device_submit(d, &o->base);
+  ruda__device_end(d);
   return NULL;
 }
 
@@ -719,17 +708,22 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
                                      const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
                                      void (*ctx_free)(void *ctx)) {
   ruda__device_t *d;
-  ruda_status_t s = usable_device(c, &d);
+  ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->host_call) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "the %s backend cannot hand its buffers to host code",
-                              d->backend->name);
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
+                           "the %s backend cannot hand its buffers to host code",
+                           d->backend->name);
+  } else if (!handle_empty(src)) {
+    s = ruda__handle_check(src, d->id, "collective, src");
   }
-  if (!handle_empty(src) && (s = ruda__handle_check(src, d->id, "collective, src"))) return s;
-  if (!handle_empty(dst) && (s = ruda__handle_check(dst, d->id, "collective, dst"))) return s;
-  host_op_t *h = ruda__calloc(1, sizeof *h);
-  if (!h) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *h);
+  if (!s && !handle_empty(dst)) s = ruda__handle_check(dst, d->id, "collective, dst");
+  host_op_t *h = s ? NULL : ruda__calloc(1, sizeof *h);
+  if (!s && !h) s = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *h);
+  if (s) {
+    ruda__device_end(d);
+    return s;
+  }
   h->base.run = run_host;
   h->base.stream = ruda_client_stream(c);
   if (!handle_empty(src)) h->src = ruda_handle_binding(src);
@@ -738,5 +732,6 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
   h->ctx = ctx;
   h->ctx_free = ctx_free;
   ruda__device_submit(d, &h->base);
+  ruda__device_end(d);
   return NULL;
 }

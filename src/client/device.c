@@ -127,6 +127,67 @@ void ruda__device_leave(ruda__device_t *d) {
 
 bool ruda__device_on_any_worker(void) { return tls_worker != NULL; }
 
+/* ---- Blocking calls ---- */
+
+ruda_status_t ruda__device_refuse_in_kernel(const char *who) {
+  const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
+  if (!k) return NULL;
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "%s called from inside kernel '%s' (%s:%u): a kernel cannot call "
+                            "ruda client functions (the call would wait for the launch it is "
+                            "part of)",
+                            who, k->name, ruda_device_type_name(k->device.type_id),
+                            k->device.index_id);
+}
+
+ruda_status_t ruda__device_shut_down_error(const ruda__device_t *d) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)",
+                            d->backend->name, d->id.index_id);
+}
+
+ruda_status_t ruda__device_begin(ruda__device_t *d, const char *who) {
+  ruda_status_t s = ruda__device_refuse_in_kernel(who);
+  if (s) return s;
+  if (!ruda__device_enter(d)) return ruda__device_shut_down_error(d);
+  return NULL;
+}
+
+void ruda__device_end(ruda__device_t *d) { ruda__device_leave(d); }
+
+static void run_call(ruda__device_t *d, ruda__op_t *op) {
+  ruda__call_t *c = (ruda__call_t *)op;
+  c->status = d->server ? c->fn(d->server, op->stream, c->ctx) : ruda__device_shut_down_error(d);
+  ruda__completion_signal(&c->done); /* the caller's memory: last access */
+}
+
+void ruda__device_call_start(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
+                             void *ctx, ruda__call_t *call) {
+  *call = (ruda__call_t){.base = {.run = run_call, .stream = stream}, .fn = fn, .ctx = ctx};
+  ruda__completion_init(&call->done);
+  ruda__device_submit(d, &call->base);
+}
+
+ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
+  ruda__completion_wait(&call->done);
+  return call->status;
+}
+
+ruda_status_t ruda__device_call(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
+                                void *ctx) {
+  ruda__call_t call;
+  ruda__device_call_start(d, stream, fn, ctx, &call);
+  return ruda__device_call_wait(&call);
+}
+
+ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
+                                      ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
+  ruda_status_t s = ruda__device_begin(d, who);
+  if (s) return s;
+  s = ruda__device_call(d, stream, fn, ctx);
+  ruda__device_end(d);
+  return s;
+}
+
 enum { OP_CACHE_MAX = 256 };
 
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {

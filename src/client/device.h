@@ -12,7 +12,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
-#include "client/sync_primitives.h"
+#include "base/sync.h"
 #include "server/server.h"
 
 typedef struct ruda__device ruda__device_t;
@@ -91,6 +91,50 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op);
 bool ruda__device_enter(ruda__device_t *d);
 void ruda__device_leave(ruda__device_t *d);
 bool ruda__device_on_worker(const ruda__device_t *d);
+
+/* ---- Blocking calls ----
+ *
+ * Every client call that waits for the worker, or reads d->server, is
+ * bracketed by ruda__device_begin() and ruda__device_end(); the operation
+ * itself is a function run on the worker by ruda__device_call(). */
+
+/* A client call made from inside a kernel is refused: it would wait for
+ * the launch it is part of, or re-enter the server in the middle of it.
+ * NULL outside kernels; otherwise RUDA_ERR_INVALID_ARGUMENT naming `who`
+ * and the kernel. Non-blocking calls use it too. */
+ruda_status_t ruda__device_refuse_in_kernel(const char *who);
+/* The error of a call made after ruda_shutdown() (RUDA_ERR_UNAVAILABLE). */
+ruda_status_t ruda__device_shut_down_error(const ruda__device_t *d);
+/* Start of a blocking call: ruda__device_refuse_in_kernel(who), then
+ * RUDA_ERR_UNAVAILABLE once ruda_shutdown() has begun; on NULL the server
+ * stays alive until the matching ruda__device_end(). */
+ruda_status_t ruda__device_begin(ruda__device_t *d, const char *who);
+void ruda__device_end(ruda__device_t *d);
+
+/* What a blocking call runs on the worker, in the order of `stream`'s
+ * other operations: `s` is the device's server (never NULL), `ctx` the
+ * caller's. */
+typedef ruda_status_t (*ruda__call_fn)(ruda__server_t *s, ruda_stream_id_t stream, void *ctx);
+/* Runs fn on the worker (inline when called there) and returns its status.
+ * Called between ruda__device_begin() and ruda__device_end(). */
+ruda_status_t ruda__device_call(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
+                                void *ctx);
+/* The same in two steps, for a caller that starts calls on several devices
+ * before it waits for any (a call that waits for its peers): the caller
+ * owns `call` until ruda__device_call_wait() has returned. */
+typedef struct ruda__call {
+  ruda__op_t base;
+  ruda__completion_t done;
+  ruda__call_fn fn;
+  void *ctx;
+  ruda_status_t status;
+} ruda__call_t;
+void ruda__device_call_start(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
+                             void *ctx, ruda__call_t *call);
+ruda_status_t ruda__device_call_wait(ruda__call_t *call);
+/* ruda__device_begin(who), ruda__device_call(), ruda__device_end(). */
+ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
+                                      ruda_stream_id_t stream, ruda__call_fn fn, void *ctx);
 /* True on the worker thread of any device (inside ruda_client_exclusive or
  * ruda_client_profile). */
 bool ruda__device_on_any_worker(void);

@@ -22,7 +22,6 @@
 
 #include "comm/cpu_collective.h"
 #include "comm/rendezvous.h"
-#include "ruda/client.h"
 
 ruda_status_t ruda__cpu_comm_init(const ruda__comm_peers_t *peers) {
   if (!peers->ids) {

@@ -19,7 +19,6 @@
 #include <time.h>
 
 #include "comm/rendezvous.h"
-#include "ruda/client.h"
 
 struct ruda__rendezvous {
   ruda__rendezvous_t *next;

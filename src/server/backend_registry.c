@@ -1,7 +1,11 @@
-/* Lookups in the generated list of built-in backends (backend_list.c). */
+/* Lookups in the generated list of built-in backends (backend_list.c), and
+ * the device names they give: a registered backend names its type, the
+ * built-in type ids keep their names when their backend is not built in. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "server/server.h"
+#include "types/device_names.h"
 
 const ruda__backend_t *ruda__backend_for(uint16_t type_id) {
   for (size_t i = 0; ruda__backend_list[i]; i++) {
@@ -22,4 +26,35 @@ size_t ruda__backend_index(const ruda__backend_t *b) {
   size_t i = 0;
   while (ruda__backend_list[i] && ruda__backend_list[i] != b) i++;
   return i;
+}
+
+const char *ruda_device_type_name(uint16_t type_id) {
+  const ruda__backend_t *b = ruda__backend_for(type_id);
+  return b ? b->name : ruda__device_type_builtin_name(type_id);
+}
+
+ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out) {
+  if (!text || !out) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_device_parse: NULL argument");
+  size_t name_len = strcspn(text, ":");
+  const char *rest = text + name_len;
+  uint16_t type = 0;
+  const ruda__backend_t *b = ruda__backend_named(text, name_len);
+  bool known = b ? (type = b->type_id, true) : ruda__device_type_builtin_id(text, name_len, &type);
+  unsigned long index = 0;
+  bool ok = known && name_len > 0;
+  if (ok && *rest == ':') {
+    char *end = NULL;
+    ok = rest[1] >= '0' && rest[1] <= '9';
+    if (ok) {
+      index = strtoul(rest + 1, &end, 10);
+      ok = !*end && index <= UINT16_MAX;
+    }
+  }
+  if (!ok) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "'%s' is not a device name (cpu, cpu:N, cuda:N, opencl:N)", text);
+  }
+  out->type_id = type;
+  out->index_id = (uint16_t)index;
+  return NULL;
 }

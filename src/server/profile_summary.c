@@ -1,6 +1,7 @@
 /* The profiling summary table (see profile_summary.h). */
 #include "base/alloc.h"
 #include "server/profile_summary.h"
+#include "ruda/profiling.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -310,3 +311,15 @@ void ruda__profile_summary_print_and_reset(void) {
   }
   free_rows(rows, n);
 }
+
+/* ---- The public face (ruda/profiling.h) ---- */
+
+void ruda_profile_summary_record(const char *name, uint64_t duration_ns) {
+  ruda__profile_summary_record(name, duration_ns);
+}
+
+size_t ruda_profile_summary_format(char *buf, size_t cap) {
+  return ruda__profile_summary_format(buf, cap);
+}
+
+void ruda_profile_summary_reset(void) { ruda__profile_summary_reset(); }

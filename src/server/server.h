@@ -31,7 +31,6 @@
 #include <stdint.h>
 
 #include "memory/memory_manager.h"
-#include "ruda/client.h"
 #include "ruda/comm.h" /* ruda_reduce_op_t */
 #include "ruda/kernel.h"
 #include "ruda/memory.h"

@@ -1,9 +1,11 @@
 /* The timeline trace (see trace.h). */
 #include "base/alloc.h"
 #include "server/trace.h"
+#include "ruda/profiling.h"
 
 #include "base/json.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -352,18 +354,19 @@ void ruda__trace_counter(ruda_device_id_t dev, const char *name, uint64_t ts_ns,
 
 /* ---- Lifetime ---- */
 
-bool ruda__trace_start(const char *path) {
-  if (!path || !*path) return false;
+/* Opens the file and starts the writer: 0, or the errno of fopen. A trace
+ * already running is left as it is (0). */
+static int trace_open(const char *path) {
   pthread_mutex_lock(&g_io_lock);
   if (g_file) {
     pthread_mutex_unlock(&g_io_lock);
-    return true;
+    return 0;
   }
   FILE *f = fopen(path, "w");
   if (!f) {
+    int err = errno ? errno : EIO;
     pthread_mutex_unlock(&g_io_lock);
-    fprintf(stderr, "ruda: cannot open the trace file '%s'; tracing stays off\n", path);
-    return false;
+    return err;
   }
   fputs("{\"traceEvents\":[", f);
   g_file = f;
@@ -382,8 +385,35 @@ bool ruda__trace_start(const char *path) {
 
   atomic_store_explicit(&ruda__trace_flag.on, true, memory_order_release);
   pthread_mutex_unlock(&g_io_lock);
-  return true;
+  return 0;
 }
+
+bool ruda__trace_start(const char *path) {
+  if (!path || !*path) return false;
+  int err = trace_open(path);
+  if (err) {
+    fprintf(stderr, "ruda: cannot open the trace file '%s' (%s); tracing stays off\n", path,
+            strerror(err));
+  }
+  return err == 0;
+}
+
+ruda_status_t ruda_trace_start(const char *path) {
+  if (!path || !*path) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_trace_start: no file name");
+  }
+  int err = trace_open(path);
+  if (err) {
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
+                              "cannot open the trace file '%s' (%s); tracing stays off", path,
+                              strerror(err));
+  }
+  return NULL;
+}
+
+void ruda_trace_stop(void) { ruda__trace_shutdown(); }
+
+bool ruda_trace_active(void) { return ruda__trace_on(); }
 
 void ruda__trace_shutdown(void) {
   atomic_store_explicit(&ruda__trace_flag.on, false, memory_order_relaxed);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "base/alloc.h"
-#include "client/sync_primitives.h"
+#include "base/sync.h"
 
 /* Jobs are "join if you can": the driving thread publishes the job and
  * starts working on it at once; helpers that are awake (spinning) or woken

@@ -1,6 +1,8 @@
 /* ruda_shutdown racing every blocking call: worker threads loop over read,
- * sync, flush, memory_usage, get_resource, exclusive and profile (with
- * writes, launches and allocations in between) while two other threads
+ * sync, sync_async, read_async, read_tensor, flush, memory_usage (of the
+ * stream and of the device), get_resource, staging, exclusive, profile and
+ * profiling tokens, to_client and collectives (with writes, launches and
+ * allocations in between) while two other threads
  * call ruda_shutdown at once. Every call returns, with OK or Unavailable;
  * a read that succeeds returns exactly what the thread's own work put
  * there; nothing crashes, hangs or leaks (run under ASan and TSan in CI).
@@ -10,6 +12,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "ruda/comm.h"
 #include "ruda/ruda.h"
 #include "test.h"
 
@@ -80,21 +83,54 @@ static void *worker_main(void *arg) {
         memcmp(got, expect, sizeof got) != 0) {
       atomic_fetch_add(&g_bad_data, 1);
     }
+    ruda_future_t *f = NULL;
+    memset(got, 0, sizeof got);
+    if (check(ruda_client_read_async(c, &w->buf, got, sizeof got, &f)) &&
+        check(ruda_future_wait(f)) && memcmp(got, expect, sizeof got) != 0) {
+      atomic_fetch_add(&g_bad_data, 1);
+    }
+    ruda_shape_t shape = ruda_shape_1d(WORDS);
+    ruda_strides_t strides = ruda_strides_contiguous(&shape);
+    memset(got, 0, sizeof got);
+    if (check(ruda_client_read_tensor(c, &w->buf, &shape, &strides, 4, got)) &&
+        memcmp(got, expect, sizeof got) != 0) {
+      atomic_fetch_add(&g_bad_data, 1);
+    }
+    ruda_memory_usage_t u;
+    check(ruda_client_memory_usage_device(c, &u));
+    ruda_profiling_token_t token;
+    ruda_profile_duration_t d;
+    if (check(ruda_client_profile_start(c, &token))) check(ruda_client_profile_end(c, token, &d));
+    /* No staging buffers on CPU: Unsupported before the shutdown. */
+    uint64_t size = 64;
+    ruda_bytes_t staged = {0};
+    ruda_status_t st = ruda_client_staging(c, &size, 1, &staged);
+    if (ruda_status_kind(st) == RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION) ruda_status_free(st);
+    else check(st);
+    ruda_bytes_release(&staged);
+    ruda_handle_t moved = {0};
+    memset(got, 0, sizeof got);
+    if (check(ruda_client_to_client(c, &w->buf, c, &moved)) &&
+        check(ruda_client_read(c, &moved, got, sizeof got)) && memcmp(got, expect, sizeof got) != 0) {
+      atomic_fetch_add(&g_bad_data, 1);
+    }
+    ruda_handle_release(&moved);
+    ruda_client_t *one[1] = {c};
+    check(ruda_client_all_reduce(one, 1, &w->buf, &w->buf, RUDA_ELEM_U32, RUDA_REDUCE_MAX));
+    check(ruda_client_sync_collective(c));
     check(ruda_client_sync(c));
     check(ruda_client_flush(c));
-    ruda_memory_usage_t u;
     check(ruda_client_memory_usage(c, &u));
     ruda_resource_t r;
     if (check(ruda_client_get_resource(c, &w->buf, &r))) ruda_resource_release(&r);
     check(ruda_client_exclusive(c, exclusive_body, w));
-    ruda_profile_duration_t d;
     check(ruda_client_profile(c, "race", profile_body, w, &d));
     ruda_handle_t tmp = {0};
     if (check(ruda_client_create_buffer(c, expect, sizeof expect, &tmp))) {
       check(ruda_client_read(c, &tmp, got, sizeof got));
     }
     ruda_handle_release(&tmp);
-    ruda_future_t *f = NULL;
+    f = NULL;
     if (check(ruda_client_sync_async(c, &f))) check(ruda_future_wait(f));
     atomic_store(&g_rounds[w->index], round + 1);
     /* A few rounds after the shutdown finished: every call must keep

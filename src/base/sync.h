@@ -1,8 +1,8 @@
-/* Low-level synchronisation used by the client's device workers: a futex
- * word wrapper, a one-shot completion, and an intrusive multi-producer
- * single-consumer queue (Vyukov's design). */
-#ifndef RUDA_CLIENT_SYNC_PRIMITIVES_H
-#define RUDA_CLIENT_SYNC_PRIMITIVES_H
+/* Low-level synchronisation used by the device workers and the CPU thread
+ * pool: a futex word wrapper, a one-shot completion, and an intrusive
+ * multi-producer single-consumer queue (Vyukov's design). */
+#ifndef RUDA_BASE_SYNC_H
+#define RUDA_BASE_SYNC_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

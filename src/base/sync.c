@@ -1,4 +1,4 @@
-#include "client/sync_primitives.h"
+#include "base/sync.h"
 
 #include <limits.h>
 #include <linux/futex.h>

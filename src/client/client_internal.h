@@ -1,0 +1,74 @@
+/* What the files of the client share (src/client):
+ *
+ *   client.c          clients: creation, queries, flush, sync, memory
+ *                     usage, raw resources, staging, exclusive
+ *   client_future.c   public futures over the servers' futures
+ *   client_io.c       allocation, creation from host data, reads, writes,
+ *                     allocation modes and cleanup
+ *   client_launch.c   launches (argument checks, bindings, measured
+ *                     launches at profiling level basic and above)
+ *   client_profile.c  profiles: the closure form and tokens
+ *   collective.c      collectives, send/recv, to_client, the MPI
+ *                     transport's entry points
+ *   device.c          the device registry, the worker threads, blocking
+ *                     calls (ruda__device_call), shutdown
+ *
+ * Each public call validates its arguments on the caller's thread; a
+ * non-blocking one then queues an operation that the worker frees, a
+ * blocking one runs a function on the worker through ruda__device_call().
+ */
+#ifndef RUDA_CLIENT_INTERNAL_H
+#define RUDA_CLIENT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "client/device.h"
+#include "ruda/client.h"
+
+struct ruda_client {
+  atomic_uint refs;
+  ruda__device_t *dev;
+  bool fixed_stream;
+  ruda_stream_id_t stream;
+};
+
+static inline ruda_status_t ruda__client_invalid(const char *what) {
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s", what);
+}
+
+/* Every handle argument goes through this before anything is queued: a
+ * live handle of this client's device whose fields agree with its memory
+ * (RUDA_ERR_INVALID_HANDLE otherwise, see ruda/memory.h). */
+static inline ruda_status_t ruda__client_check_view(ruda_client_t *c, const ruda_handle_t *h,
+                                                    const char *who) {
+  return ruda__handle_check(h, c->dev->id, who);
+}
+
+/* ruda__device_call_gated() on the client's device and stream. */
+static inline ruda_status_t ruda__client_call(ruda_client_t *c, const char *who,
+                                              ruda__call_fn fn, void *ctx) {
+  return ruda__device_call_gated(c->dev, who, ruda_client_stream(c), fn, ctx);
+}
+
+/* ---- client_future.c ---- */
+
+/* Waits for a server future (NULL: nothing to wait for) and destroys it. */
+ruda_status_t ruda__client_future_finish(ruda__future_t *f);
+/* Wraps a server result into a public future. Takes `inner` (may be NULL),
+ * `early` (the status when there is no inner future) and the `bindings`
+ * array (heap, n entries, kept alive until completion). When the future
+ * cannot be allocated it waits for `inner` itself and returns that result
+ * (*out NULL). */
+ruda_status_t ruda__client_future_make(ruda__future_t *inner, ruda_status_t early,
+                                       ruda_binding_t *bindings, size_t n, ruda_future_t **out);
+
+/* ---- client_profile.c ---- */
+
+/* A profile of the calling worker's stream, opened and closed on the
+ * device (called inside ruda_client_exclusive). */
+ruda_status_t ruda__client_profile_open(ruda_client_t *c, ruda_profiling_token_t *out);
+ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_t token,
+                                         ruda_profile_duration_t *out);
+
+#endif /* RUDA_CLIENT_INTERNAL_H */

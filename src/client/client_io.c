@@ -1,0 +1,517 @@
+/* Allocation, creation from host data, reads, writes, allocation modes and
+ * cleanup. The file map of the client is in client_internal.h. */
+#include <string.h>
+
+#include "base/alloc.h"
+#include "client/client_internal.h"
+
+#define invalid ruda__client_invalid
+
+/* ---- Reads ---- */
+
+typedef struct read_call {
+  const ruda__copy_desc_t *desc;
+  void *dsts[1];
+  ruda__future_t *future;
+} read_call_t;
+
+static ruda_status_t do_read(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  read_call_t *r = ctx;
+  return s->vt->read(s, r->desc, r->dsts, 1, st, &r->future);
+}
+
+/* Reads into `dst` through a new binding of `h` (checked by the caller). */
+static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
+                                 const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                 size_t elem_size, void *dst, ruda_future_t **out_future) {
+  ruda__copy_desc_t desc;
+  memset(&desc, 0, sizeof desc);
+  desc.shape = *shape;
+  desc.strides = *strides;
+  desc.elem_size = elem_size;
+  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
+  if (hs) return hs;
+  read_call_t r = {&desc, {dst}, NULL};
+  const char *who = out_future ? "ruda_client_read_async" : "ruda_client_read";
+  ruda_status_t s = ruda__device_begin(c->dev, who);
+  if (s) {
+    ruda_binding_release(&desc.binding);
+    return s;
+  }
+  s = ruda__device_call(c->dev, ruda_client_stream(c), do_read, &r);
+  if (!out_future) {
+    /* Waited for on this thread: the worker serves other streams. */
+    ruda_status_t w = ruda__client_future_finish(r.future);
+    ruda__device_end(c->dev);
+    ruda_binding_release(&desc.binding);
+    if (s) {
+      ruda_status_free(w);
+      return s;
+    }
+    return w;
+  }
+  ruda_binding_t *keep = ruda__malloc(sizeof *keep);
+  if (keep) {
+    *keep = desc.binding;
+  } else {
+    ruda_status_t w = ruda__client_future_finish(r.future);
+    r.future = NULL;
+    ruda_binding_release(&desc.binding);
+    if (!s) s = w; else ruda_status_free(w);
+  }
+  ruda__device_end(c->dev);
+  return ruda__client_future_make(r.future, s, keep, keep ? 1 : 0, out_future);
+}
+
+static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
+                                uint64_t cap, ruda_future_t **out) {
+  ruda_status_t s = ruda__client_check_view(c, h, "read");
+  if (s) return s;
+  uint64_t n = ruda_handle_size_in_used(h);
+  if (n > cap) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "read: the view holds %llu bytes but dst has room for %llu",
+                              (unsigned long long)n, (unsigned long long)cap);
+  }
+  if (n && !dst) return invalid("read: NULL dst");
+  ruda_shape_t shape = ruda_shape_1d(n);
+  ruda_strides_t strides = ruda_strides_contiguous(&shape);
+  return read_common(c, h, &shape, &strides, 1, dst, out);
+}
+
+ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
+                               uint64_t cap) {
+  if (!c) return invalid("ruda_client_read: NULL client");
+  return read_bytes(c, h, dst, cap, NULL);
+}
+
+ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h, void *dst,
+                                     uint64_t cap, ruda_future_t **out) {
+  if (!c || !out) return invalid("ruda_client_read_async: NULL argument");
+  *out = NULL;
+  return read_bytes(c, h, dst, cap, out);
+}
+
+/* Checks a tensor copy: the handle, the shape and strides, and that both
+ * the host side (num_elems x elem_size bytes, *out_bytes) and the furthest
+ * element the strides reach fit, every product overflow-checked. */
+static ruda_status_t check_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                  size_t elem_size, const void *data, const char *who,
+                                  uint64_t *out_bytes) {
+  ruda_status_t s = ruda__client_check_view(c, h, who);
+  if (s) return s;
+  if (!shape || !strides || !elem_size) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL shape/strides or zero elem_size", who);
+  }
+  if (shape->rank > RUDA_MAX_RANK || strides->rank != shape->rank) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: rank %u with %u strides", who,
+                              shape->rank, strides->rank);
+  }
+  uint64_t bytes, need;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape holds more than 2^64 bytes of %zu-byte elements",
+                              who, elem_size);
+  if (bytes && !data) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: NULL data", who);
+  /* The furthest element the strides reach must lie inside the view. */
+  if (!ruda_shape_extent(shape, strides, elem_size, &need))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the shape and strides reach past 2^64 bytes", who);
+  *out_bytes = bytes;
+  if (need > ruda_handle_size_in_used(h)) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: shape and strides reach %llu bytes, the view holds %llu", who,
+                              (unsigned long long)need,
+                              (unsigned long long)ruda_handle_size_in_used(h));
+  }
+  return NULL;
+}
+
+ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                      const ruda_shape_t *shape,
+                                      const ruda_strides_t *strides, size_t elem_size,
+                                      void *dst) {
+  if (!c) return invalid("ruda_client_read_tensor: NULL client");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
+  if (s) return s;
+  return read_common(c, h, shape, strides, elem_size, dst, NULL);
+}
+
+ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_t *h,
+                                            const ruda_shape_t *shape,
+                                            const ruda_strides_t *strides,
+                                            size_t elem_size, void *dst,
+                                            ruda_future_t **out) {
+  if (!c || !out) return invalid("ruda_client_read_tensor_async: NULL argument");
+  *out = NULL;
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
+  if (s) return s;
+  return read_common(c, h, shape, strides, elem_size, dst, out);
+}
+
+/* ---- Allocation ---- */
+
+/* Allocation, optionally followed by writes into views of it. */
+typedef struct alloc_op {
+  ruda__op_t base;
+  size_t block_size; /* for ruda__device_op_free */
+  ruda_binding_t memory; /* keeps the descriptor alive until bound */
+  uint64_t size;
+  size_t num_writes;
+  ruda__copy_desc_t *descs; /* trailing */
+  ruda_bytes_t *bytes;      /* trailing */
+} alloc_op_t;
+
+static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
+  alloc_op_t *a = (alloc_op_t *)op;
+  ruda__server_t *s = d->server;
+  if (s) {
+    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
+    if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
+  } else {
+    for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
+  }
+  for (size_t i = 0; i < a->num_writes; i++) ruda_binding_release(&a->descs[i].binding);
+  ruda_binding_release(&a->memory);
+  ruda__device_op_free(d, a, a->block_size);
+}
+
+static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
+  size_t bytes = sizeof(alloc_op_t) + num_writes * (sizeof(ruda__copy_desc_t) + sizeof(ruda_bytes_t));
+  alloc_op_t *a = ruda__device_op_alloc(c->dev, bytes);
+  if (!a) return NULL;
+  memset(a, 0, bytes);
+  a->block_size = bytes;
+  a->base.run = run_alloc;
+  a->base.stream = ruda_client_stream(c);
+  a->num_writes = num_writes;
+  a->descs = (ruda__copy_desc_t *)(a + 1);
+  a->bytes = (ruda_bytes_t *)(a->descs + num_writes);
+  return a;
+}
+
+ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
+  if (!c || !out) return invalid("ruda_client_empty: NULL argument");
+  memset(out, 0, sizeof *out);
+  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_empty");
+  if (refused) return refused;
+  alloc_op_t *a = alloc_op_new(c, 0);
+  if (!a) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_create(size, c->dev->id, a->base.stream, out);
+  if (s) {
+    ruda__device_op_free(c->dev, a, a->block_size);
+    return s;
+  }
+  a->memory = ruda_handle_binding(out);
+  a->size = size;
+  ruda__device_submit(c->dev, &a->base);
+  return NULL;
+}
+
+/* Shared path of empty_tensor(s)/create_tensor(s): lays the descriptors out
+ * with the device's policy and queues one allocation plus the writes. Takes
+ * every bytes[i] (NULL: no write for that tensor). */
+static ruda_status_t alloc_tensors(ruda_client_t *c,
+                                   const ruda_memory_layout_descriptor_t *descs, size_t count,
+                                   ruda_bytes_t *bytes, ruda_memory_layout_t *out) {
+  size_t num_writes = 0;
+  for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
+  ruda_handle_t base;
+  ruda_status_t s = ruda__device_refuse_in_kernel(bytes ? "ruda_client_create_tensor" : "ruda_client_empty_tensor");
+  if (s) goto fail_bytes;
+  s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
+                                       ruda_client_stream(c), descs, count, &base, out);
+  if (s) goto fail_bytes;
+  alloc_op_t *a = alloc_op_new(c, num_writes);
+  if (!a) {
+    s = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, base.size);
+    ruda_handle_release(&base);
+    for (size_t i = 0; i < count; i++) ruda_handle_release(&out[i].memory);
+    goto fail_bytes;
+  }
+  a->size = base.size;
+  a->memory = ruda_handle_into_binding(&base);
+  size_t w = 0;
+  for (size_t i = 0; bytes && i < count; i++) {
+    if (!bytes[i].data && !bytes[i].size) continue;
+    ruda__copy_desc_t *d = &a->descs[w];
+    d->binding = ruda_handle_binding(&out[i].memory);
+    d->shape = descs[i].shape;
+    d->strides = out[i].strides;
+    d->elem_size = descs[i].elem_size;
+    a->bytes[w] = bytes[i];
+    memset(&bytes[i], 0, sizeof bytes[i]);
+    w++;
+  }
+  ruda__device_submit(c->dev, &a->base);
+  return NULL;
+fail_bytes:
+  for (size_t i = 0; bytes && i < count; i++) ruda_bytes_release(&bytes[i]);
+  return s;
+}
+
+ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *shape,
+                                       size_t elem_size, ruda_memory_layout_t *out) {
+  if (!c || !shape || !out) return invalid("ruda_client_empty_tensor: NULL argument");
+  ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
+  return alloc_tensors(c, &d, 1, NULL, out);
+}
+
+ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
+                                        const ruda_memory_layout_descriptor_t *descs,
+                                        size_t count, ruda_memory_layout_t *out) {
+  if (!c || (count && (!descs || !out))) return invalid("ruda_client_empty_tensors: NULL argument");
+  if (!count) return NULL;
+  return alloc_tensors(c, descs, count, NULL, out);
+}
+
+ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
+                                                   ruda_handle_t *out) {
+  if (!c || !bytes || !out) return invalid("ruda_client_create_buffer_from_bytes: NULL argument");
+  memset(out, 0, sizeof *out);
+  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_create_buffer");
+  if (refused) {
+    ruda_bytes_release(bytes);
+    return refused;
+  }
+  if (!bytes->data && bytes->size) {
+    ruda_status_t s = ruda_status_create(
+        RUDA_ERR_INVALID_ARGUMENT,
+        "ruda_client_create_buffer_from_bytes: bytes of %llu bytes with NULL data",
+        (unsigned long long)bytes->size);
+    ruda_bytes_release(bytes);
+    return s;
+  }
+  alloc_op_t *a = alloc_op_new(c, 1);
+  ruda_status_t s = a ? ruda__handle_create(bytes->size, c->dev->id, a->base.stream, out)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, bytes->size);
+  if (s) {
+    if (a) ruda__device_op_free(c->dev, a, a->block_size);
+    ruda_bytes_release(bytes);
+    return s;
+  }
+  a->memory = ruda_handle_binding(out);
+  a->size = bytes->size;
+  a->descs[0].binding = ruda_handle_binding(out);
+  a->descs[0].shape = ruda_shape_1d(bytes->size);
+  a->descs[0].strides = ruda_strides_contiguous(&a->descs[0].shape);
+  a->descs[0].elem_size = 1;
+  a->bytes[0] = *bytes;
+  memset(bytes, 0, sizeof *bytes);
+  ruda__device_submit(c->dev, &a->base);
+  return NULL;
+}
+
+/* Large host inputs are not copied on the caller's thread: the caller's
+ * buffer travels as borrowed bytes, the server copies straight from it (into
+ * device memory or pinned staging) and its release wakes the caller, who
+ * waits for it before returning. "Copied before the call returns" holds
+ * either way; small inputs keep the cheaper non-blocking copy. */
+enum { BORROW_THRESHOLD = 1 << 20 };
+
+typedef struct borrow {
+  ruda__completion_t done;
+} borrow_t;
+
+static void borrow_release(ruda_bytes_t *b) {
+  ruda__completion_signal(&((borrow_t *)b->owner)->done); /* last access */
+}
+
+/* Fills *out with the caller's data: borrowed when large (wait on `br`
+ * after handing *out on), copied otherwise. */
+static ruda_status_t input_bytes(const void *data, uint64_t size, borrow_t *br,
+                                 ruda_bytes_t *out, bool *borrowed) {
+  *borrowed = size >= BORROW_THRESHOLD;
+  if (!*borrowed) return ruda_bytes_from_copy(data, size, out);
+  ruda__completion_init(&br->done);
+  memset(out, 0, sizeof *out);
+  out->data = (void *)(uintptr_t)data; /* only read by the server */
+  out->size = size;
+  out->property = RUDA_BYTES_NATIVE;
+  out->release = borrow_release;
+  out->owner = br;
+  return NULL;
+}
+
+ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint64_t size,
+                                        ruda_handle_t *out) {
+  if (!c || !out || (size && !data)) return invalid("ruda_client_create_buffer: NULL argument");
+  ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_create_buffer");
+  if (s) {
+    memset(out, 0, sizeof *out);
+    return s;
+  }
+  ruda_bytes_t b;
+  borrow_t br;
+  bool borrowed;
+  s = input_bytes(data, size, &br, &b, &borrowed);
+  if (s) return s;
+  s = ruda_client_create_buffer_from_bytes(c, &b, out);
+  if (borrowed) ruda__completion_wait(&br.done);
+  return s;
+}
+
+ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
+                                        const ruda_shape_t *shape, size_t elem_size,
+                                        ruda_memory_layout_t *out) {
+  if (!c || !shape || !out) return invalid("ruda_client_create_tensor: NULL argument");
+  uint64_t bytes_len;
+  if (!ruda_shape_num_bytes(shape, elem_size, &bytes_len))
+    return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
+  if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
+  ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
+  if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
+  ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_create_tensor");
+  if (s) return s;
+  ruda_bytes_t b;
+  borrow_t br;
+  bool borrowed;
+  s = input_bytes(data, bytes_len, &br, &b, &borrowed);
+  if (s) return s;
+  s = alloc_tensors(c, &d, 1, &b, out);
+  if (borrowed) ruda__completion_wait(&br.done);
+  return s;
+}
+
+/* ---- Writes ---- */
+
+typedef struct write_op {
+  ruda__op_t base;
+  ruda__copy_desc_t desc;
+  ruda_bytes_t bytes;
+} write_op_t;
+
+static void run_write(ruda__device_t *d, ruda__op_t *op) {
+  write_op_t *w = (write_op_t *)op;
+  if (d->server) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
+  else ruda_bytes_release(&w->bytes);
+  ruda_binding_release(&w->desc.binding);
+  ruda__free(w);
+}
+
+static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
+                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                  size_t elem_size, const void *data, uint64_t size) {
+  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_write");
+  if (refused) return refused;
+  write_op_t *w = ruda__calloc(1, sizeof *w);
+  if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
+  if (s) {
+    ruda__free(w);
+    return s;
+  }
+  borrow_t br;
+  bool borrowed;
+  s = input_bytes(data, size, &br, &w->bytes, &borrowed);
+  if (s) {
+    ruda_binding_release(&w->desc.binding);
+    ruda__free(w);
+    return s;
+  }
+  w->base.run = run_write;
+  w->base.stream = ruda_client_stream(c);
+  w->desc.shape = *shape;
+  w->desc.strides = *strides;
+  w->desc.elem_size = elem_size;
+  ruda__device_submit(c->dev, &w->base);
+  if (borrowed) ruda__completion_wait(&br.done);
+  return NULL;
+}
+
+ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h, const void *data,
+                                uint64_t size) {
+  if (!c) return invalid("ruda_client_write: NULL client");
+  ruda_status_t s = ruda__client_check_view(c, h, "write");
+  if (s) return s;
+  if (size && !data) return invalid("write: NULL data");
+  if (size > ruda_handle_size_in_used(h)) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "write: %llu bytes do not fit the view of %llu bytes",
+                              (unsigned long long)size,
+                              (unsigned long long)ruda_handle_size_in_used(h));
+  }
+  ruda_shape_t shape = ruda_shape_1d(size);
+  ruda_strides_t strides = ruda_strides_contiguous(&shape);
+  return submit_write(c, h, &shape, &strides, 1, data, size);
+}
+
+ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                       const ruda_shape_t *shape,
+                                       const ruda_strides_t *strides, size_t elem_size,
+                                       const void *data) {
+  if (!c) return invalid("ruda_client_write_tensor: NULL client");
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, data, "write_tensor", &bytes);
+  if (s) return s;
+  return submit_write(c, h, shape, strides, elem_size, data, bytes);
+}
+
+/* ---- Memory management ---- */
+
+typedef struct mode_op {
+  ruda__op_t base;
+  bool cleanup;
+  ruda_memory_allocation_mode_t mode;
+} mode_op_t;
+
+static void run_mode(ruda__device_t *d, ruda__op_t *op) {
+  mode_op_t *m = (mode_op_t *)op;
+  if (!d->server) {
+    /* nothing to clean or switch: the device is gone */
+  } else if (m->cleanup) {
+    d->server->vt->memory_cleanup(d->server, op->stream);
+  } else {
+    d->server->vt->allocation_mode(d->server, m->mode, op->stream);
+  }
+  ruda__free(m);
+}
+
+static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
+                                 ruda_memory_allocation_mode_t mode, ruda_stream_id_t stream) {
+  ruda_status_t refused =
+      ruda__device_refuse_in_kernel(cleanup ? "ruda_client_memory_cleanup" : "ruda_client_allocation_mode");
+  if (refused) return refused;
+  mode_op_t *m = ruda__calloc(1, sizeof *m);
+  if (!m) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
+  m->base.run = run_mode;
+  m->base.stream = stream;
+  m->cleanup = cleanup;
+  m->mode = mode;
+  ruda__device_submit(c->dev, &m->base);
+  return NULL;
+}
+
+ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c) {
+  if (!c) return invalid("ruda_client_memory_cleanup: NULL client");
+  return submit_mode(c, true, RUDA_ALLOCATION_AUTO, ruda_client_stream(c));
+}
+
+ruda_status_t ruda_client_allocation_mode(ruda_client_t *c,
+                                          ruda_memory_allocation_mode_t mode) {
+  if (!c) return invalid("ruda_client_allocation_mode: NULL client");
+  if (mode != RUDA_ALLOCATION_AUTO && mode != RUDA_ALLOCATION_PERSISTENT)
+    return invalid("ruda_client_allocation_mode: unknown mode");
+  return submit_mode(c, false, mode, ruda_client_stream(c));
+}
+
+ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
+                                           ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
+                                           void *ctx) {
+  if (!c || !fn) return invalid("ruda_client_persistent_scope: NULL argument");
+  /* Both mode switches go to the stream the scope started on, also when
+   * fn runs on another thread (a client pinned to a stream). */
+  ruda_stream_id_t stream = ruda_client_stream(c);
+  ruda_status_t s = submit_mode(c, false, RUDA_ALLOCATION_PERSISTENT, stream);
+  if (s) return s;
+  ruda_status_t r = fn(c, ctx);
+  s = submit_mode(c, false, RUDA_ALLOCATION_AUTO, stream);
+  if (r) {
+    ruda_status_free(s);
+    return r;
+  }
+  return s;
+}
