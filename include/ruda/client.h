@@ -129,7 +129,7 @@ typedef enum ruda_bytes_property {
   RUDA_BYTES_PINNED = 1, /* page-locked; uploads need no staging */
 } ruda_bytes_property_t;
 
-/* An owned host buffer (the seed's Bytes). `release` frees it. */
+/* An owned host buffer. `release` frees it. */
 typedef struct ruda_bytes {
   void *data;
   uint64_t size;
