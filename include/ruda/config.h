@@ -49,7 +49,8 @@ typedef enum ruda_log_level {
   RUDA_LOG_LEVEL_FULL = 4,
 } ruda_log_level_t;
 
-/* Log channels (the seed's ServerLogger subsystems). */
+/* Log channels: the subsystems that log, each with its own level and
+ * sinks. */
 typedef enum ruda_log_channel {
   RUDA_LOG_CHANNEL_COMPILATION = 0,
   RUDA_LOG_CHANNEL_MEMORY = 1,

@@ -146,7 +146,7 @@ const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k);
  * excluded): the in-memory kernel cache key. Thread-safe. */
 ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k);
 
-/* ---- Dispatch counts (the seed's RudaCount) ---- */
+/* ---- Dispatch counts ---- */
 
 typedef struct ruda_count {
   bool dynamic;
@@ -172,7 +172,7 @@ static inline ruda_count_t ruda_count_dynamic(const ruda_handle_t *buffer) {
   return c;
 }
 
-/* ---- Launch arguments (the seed's KernelArguments) ---- */
+/* ---- Launch arguments ---- */
 
 typedef struct ruda_tensor_map_arg {
   const ruda_handle_t *buffer; /* the backing tensor */

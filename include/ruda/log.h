@@ -57,7 +57,7 @@ ruda_status_t ruda_log_configure(const ruda_config_t *cfg);
  * Thread-safe. */
 void ruda_log_shutdown(void);
 
-/* The reference's "balanced" name format for kernel and type names: the
+/* The "balanced" name format for kernel and type names: the
  * last path segment of the outer name, then " | " and each generic argument,
  * recursively, leaving out "_" placeholders:
  *   "a::b::UnaryNumeric<f32, x::CubeTensor<_>::copy::Copy, c::CudaRuntime>"

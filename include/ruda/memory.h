@@ -73,7 +73,7 @@ typedef struct ruda_binding {
   ruda_device_id_t device;
 } ruda_binding_t;
 
-/* A handle with its strides (the seed's MemoryLayout). */
+/* A handle with its strides. */
 typedef struct ruda_memory_layout {
   ruda_handle_t memory;
   ruda_strides_t strides;
@@ -136,8 +136,8 @@ ruda_status_t ruda_handle_offset_end(ruda_handle_t *h, uint64_t bytes);
  * stale handle gives an empty binding. */
 ruda_binding_t ruda_handle_binding(const ruda_handle_t *h);
 /* Turns the handle's reference into a binding reference and zeroes *h
- * (the seed's `binding()` that consumes the handle). A stale handle gives
- * an empty binding (and is zeroed). */
+ * (the total reference count is unchanged). A stale handle gives an empty
+ * binding (and is zeroed). */
 ruda_binding_t ruda_handle_into_binding(ruda_handle_t *h);
 /* A new binding reference (owned by the caller); empty for an empty or
  * stale binding. */
@@ -152,7 +152,8 @@ uint64_t ruda_binding_size_in_used(const ruda_binding_t *b);
  * its id, which no live handle has. */
 uint64_t ruda_handle_memory_id(const ruda_handle_t *h);
 
-/* The seed's MemoryUsage. */
+/* Memory usage of a stream's pools, or of a whole device (see
+ * ruda_client_memory_usage()). */
 typedef struct ruda_memory_usage {
   uint64_t number_allocs;  /* live slices */
   uint64_t bytes_in_use;   /* requested bytes of live slices */

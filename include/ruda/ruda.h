@@ -1,7 +1,7 @@
 /* ruda: memory, kernels and collectives on CPUs and GPUs.
  *
  * The umbrella header. Each header below compiles on its own:
- *   status.h  errors: kinds, fields, causes, texts and JSON
+ *   status.h  errors (kinds, families, causes) and their rendering
  *   types.h   element types, shapes, ids, properties, dispatch, kernel ids
  *   memory.h  handles, bindings, memory usage
  *   kernel.h  kernels, dispatch counts, launch arguments

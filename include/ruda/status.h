@@ -6,9 +6,10 @@
  * ownership, such as ruda_status_wrap()).
  *
  * An error carries:
- *   - its kind, from the seed's taxonomy (ServerError, LaunchError,
- *     ResourceLimitError, ProfileError, IoError, CompilationError) plus
- *     ruda's own (InvalidArgument, Unavailable, Config, InvalidHandle);
+ *   - its kind, in one of the families ServerError, LaunchError,
+ *     ResourceLimitError, ProfileError, IoError and CompilationError, or
+ *     one of the kinds for misuse and setup (InvalidArgument, Unavailable,
+ *     Config, InvalidHandle);
  *   - the variant's fields (requested/max, size, reason, description...);
  *   - its cause: the nested error of a wrapping variant, so that
  *     ServerError::Launch(LaunchError::TooManyResources(
@@ -91,7 +92,8 @@ typedef enum ruda_error_kind {
   RUDA_ERR_INVALID_HANDLE = 63,
 } ruda_error_kind_t;
 
-/* The family an error kind belongs to (the seed's enum name). */
+/* The family an error kind belongs to (its name is the part of the kind's
+ * name before "::"). */
 typedef enum ruda_error_family {
   RUDA_FAMILY_NONE = 0,
   RUDA_FAMILY_SERVER,      /* ServerError */
@@ -216,14 +218,16 @@ bool ruda_status_is_static(ruda_status_t s);
 
 /* ---- Rendering. ---- */
 
-/* The seed's Display text (including the cause chain), snprintf-style:
+/* The error's text, each cause nested under its wrapper's "Caused by:"
+ * line (and the backtrace, when one was captured), snprintf-style:
  * writes at most `cap` bytes including the terminator, returns the length
  * the full text needs. NULL status renders as "OK". */
 size_t ruda_status_format(ruda_status_t s, char *buf, size_t cap);
 /* Same text in a malloc()ed string the caller frees with free(); NULL only
  * when memory is exhausted. */
 char *ruda_status_to_string(ruda_status_t s);
-/* The seed's serde form: externally tagged JSON, backtraces left out, e.g.
+/* The error as externally tagged JSON (each variant an object keyed by its
+ * name, wrapping its cause), backtraces left out, e.g.
  * {"Launch":{"TooManyResources":{"SharedMemory":{"requested":49156,"max":49152}}}}
  * malloc()ed; the caller frees with free(). */
 char *ruda_status_to_json(ruda_status_t s);

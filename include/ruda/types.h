@@ -25,7 +25,7 @@ RUDA_BEGIN_DECLS
 /* Element and storage types                                                */
 /* ------------------------------------------------------------------------ */
 
-/* The seed's ElemType. Values are stable (they feed hashes and checksums). */
+/* Element types. Values are stable (they feed hashes and checksums). */
 typedef enum ruda_elem_type {
   RUDA_ELEM_F64 = 0,
   RUDA_ELEM_F32 = 1,
@@ -48,7 +48,7 @@ typedef enum ruda_elem_type {
   RUDA_ELEM_U16 = 18,
   RUDA_ELEM_U32 = 19,
   RUDA_ELEM_U64 = 20,
-  RUDA_ELEM_BOOL = 21,  /* stored as u32, as in the seed */
+  RUDA_ELEM_BOOL = 21,  /* stored as u32 (whole-word accesses) */
   RUDA_ELEM_COUNT_ = 22
 } ruda_elem_type_t;
 
@@ -65,7 +65,7 @@ bool ruda_elem_type_is_unsigned_int(ruda_elem_type_t t);
 /* Parses a name produced by ruda_elem_type_name(). */
 bool ruda_elem_type_parse(const char *name, ruda_elem_type_t *out);
 
-/* The seed's StorageType: a scalar, an atomic, or a packed group of
+/* A storage type: a scalar, an atomic, or a packed group of
  * `packing` scalars in one storage word. */
 typedef enum ruda_storage_kind {
   RUDA_STORAGE_SCALAR = 0,
@@ -286,8 +286,13 @@ ruda_dim_t ruda_dim_new_3d(uint32_t x, uint32_t y, uint32_t z);
 uint64_t ruda_dim_num_elems(ruda_dim_t d);
 /* Every axis of `a` >= the same axis of `b`. */
 bool ruda_dim_can_contain(ruda_dim_t a, ruda_dim_t b);
-/* The reference's heuristic for a dim covering `working_units` units:
- * (plane_size_max, max(1, min(max_units/plane, planes)), 1). */
+/* A dim for a kernel covering `working_units` units: one plane
+ * (plane_size_max units) along x and `planes` planes along y, capped by
+ * max_units_per_ruda: (plane, max(1, min(max_units_per_ruda / plane,
+ * planes)), 1). `planes` is min(num_cpu_cores, working_units) on a CPU
+ * device (one plane per core), and otherwise the largest power of two
+ * <= working_units / plane, at least 1 and at most 8. A plane size of 0 is
+ * treated as 1; NULL properties give (1, 1, 1). */
 ruda_dim_t ruda_dim_for_units(const ruda_device_properties_t *p,
                               uint32_t working_units);
 
@@ -301,9 +306,13 @@ bool ruda_count3_is_empty(ruda_count3_t c); /* any component 0 */
 /* Writes "(x, y, z)"; snprintf semantics. */
 size_t ruda_count3_format(ruda_count3_t c, char *buf, size_t cap);
 
-/* The seed's ruda_count_spread: spreads `num_rudas` over x, y, z within
- * `max` by halving x (then y) and doubling the next axis. As in the seed, z
- * is not checked against max[2]. A max of 0 is treated as 1. */
+/* Spreads `num_rudas` over x, y, z within `max` by halving x (rounding
+ * up) and doubling y until x fits, then the same from y into z; the count
+ * may cover a few more rudas than asked. z, the last axis, takes whatever
+ * is left and is not checked against max[2]: there is no further axis to
+ * move it to, and a launch with a z above the device's limit is refused by
+ * the launch-time count check. z saturates at UINT32_MAX. A max of 0 is
+ * treated as 1. */
 ruda_count3_t ruda_count_spread(const uint32_t max[3], uint32_t num_rudas);
 
 /* RudaCountSelection: Exact when the spread count equals the request,
@@ -479,7 +488,7 @@ size_t ruda_kernel_id_stable_format(const ruda_kernel_id_t *id, char *buf,
 /* Packed info words (MetadataBindingInfo)                                  */
 /* ------------------------------------------------------------------------ */
 
-/* The packed scalars and metadata passed to a kernel, in the seed's order:
+/* The packed scalars and metadata passed to a kernel, in this order:
  * scalars grouped by type (each group padded to 8 bytes), then static
  * metadata, then dynamic metadata; dynamic_metadata_offset counts u64 words.
  * `data` is borrowed by launches (they copy it). */

@@ -36,7 +36,8 @@ typedef enum {
   SH_CONFIG,      /* {"reason", "file", "line", "key"} */
 } shape_t;
 
-/* How the seed prints a captured backtrace after the message. */
+/* The text that introduces a captured backtrace after the message, per
+ * kind (BT_NONE: not printed). */
 typedef enum { BT_NONE, BT_COLON, BT_PLAIN, BT_NL } trailer_t;
 
 static const char *const k_trailers[] = {

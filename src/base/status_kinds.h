@@ -1,17 +1,17 @@
 /* src/base/status_kinds.h: the error-kind table (internal).
  *
- * One row per kind: X(kind, seed name, family, serde variant name, payload
+ * One row per kind: X(kind, kind name, family, JSON variant name, payload
  * shape, Display template, backtrace trailer, default cause kind).
  *
  * Display templates use {reason}, {cause}, {requested}, {max}, {dims_req},
  * {dims_max}, {size}, {errors}, {location} and {launch} (" of kernel 'k'
  * on stream N", the parts attached by ruda_status_set_launch, or nothing);
- * status.c fills them in. The texts follow the seed's #[error(...)]
- * strings without their backtrace part (the trailer column, printed only
- * when a backtrace was captured), except where the seed's text names
- * something that did not happen: ServerError::Launch, ::Profile and ::Io
- * say what failed rather than "... happened during profiling". The last column is the kind of cause that ruda_status_create()
- * makes for a wrapping kind from its reason (0: none).
+ * status.c fills them in. A template holds no backtrace: the trailer
+ * column is the text that introduces a captured backtrace after it
+ * (BT_NONE: the kind prints none). ServerError::Launch, ::Profile and ::Io
+ * name the operation that failed (a launch, profiling, a memory operation)
+ * rather than a generic "error during execution". The last column is the kind of cause that
+ * ruda_status_create() makes for a wrapping kind from its reason (0: none).
  */
 #ifndef RUDA_BASE_STATUS_KINDS_H
 #define RUDA_BASE_STATUS_KINDS_H

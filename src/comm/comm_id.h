@@ -1,6 +1,7 @@
 /* CommunicationId: the identity of a set of devices taking part in
- * collectives, a hash of the sorted device ids (the seed's
- * CommunicationId). Header-only, so every layer can compute it. */
+ * collectives, a hash of the sorted device ids (so the same set gives the
+ * same id whatever order it was listed in). Header-only, so every layer can
+ * compute it. */
 #ifndef RUDA_COMM_COMM_ID_H
 #define RUDA_COMM_COMM_ID_H
 

@@ -79,8 +79,9 @@ void ruda__drop_queue_flush(ruda__drop_queue_t *q) {
     q->fence = NULL;
     ruda__drop_list_run(&q->pending);
   }
-  /* 2. Pending items without a fence (cannot happen through this API, kept
-   *    for the reference's invariant): fence them synchronously. */
+  /* 2. Pending items without a fence (cannot happen through this API; kept
+   *    so that no item is dropped before a fence has covered it): fence
+   *    them synchronously. */
   if (q->pending.len) {
     ruda__drop_queue_sync_fence(q, q->fence_ops.make(q->fence_ops.ctx));
     ruda__drop_list_run(&q->pending);

@@ -1,7 +1,7 @@
 /* The free slices of one sliced page, as a treap ordered by offset where
- * every node also knows the largest free slice below it. The reference's
- * first fit ("the first free slice, in page order, that is large enough")
- * becomes one descent: O(log n) instead of a walk over every slice.
+ * every node also knows the largest free slice below it. First fit ("the
+ * first free slice, in page order, that is large enough") is then one
+ * descent: O(log n) instead of a walk over every slice.
  * Priorities are a hash of the offset, so the tree shape is random-like and
  * deterministic. */
 #include <stddef.h>

@@ -40,7 +40,8 @@ static ruda_status_t ruda__host_alloc(void *self, uint64_t size, ruda__storage_h
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   void *p;
   if (size == 0) {
-    /* A dangling, aligned, never dereferenced address (the seed's). */
+    /* A dangling, aligned, never dereferenced address: no allocation for
+     * zero bytes, yet a non-NULL base that satisfies the alignment. */
     p = (void *)(uintptr_t)s->alignment;
   } else if (ruda__host_uses_mmap(s, size)) {
     p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -1,4 +1,4 @@
-/* Memory layout policies (the reference's allocator.rs): Contiguous(align)
+/* Memory layout policies: Contiguous(align)
  * and Pitched(align) over one shared, lazily bound allocation. */
 #include <string.h>
 
@@ -23,7 +23,9 @@ static uint64_t ruda__next_pow2(uint64_t v) {
   return p;
 }
 
-/* The reference's optimal_align(width, elem, align). */
+/* The alignment of a row `width` elements of `elem` bytes wide: `elem` for
+ * a one-element row, else the row's byte width rounded up to a power of
+ * two, at least 16 and at most `align`. */
 static uint64_t ruda__optimal_align(uint64_t width, uint64_t elem, uint64_t align) {
   if (width == 1) return elem;
   uint64_t p = ruda__next_pow2(width * elem);

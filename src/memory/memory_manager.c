@@ -120,8 +120,8 @@ static void ruda__slot_give(ruda__memory_manager_t *mm, uint32_t i) {
 
 /* ---- Pages ---- */
 
-/* ruda's bounded reclaim (the reference keeps every page until an explicit
- * cleanup): before any pool takes a new page from the storage, the empty
+/* Bounded reclaim (unless keep_empty_pages, which keeps every page until an
+ * explicit cleanup): before any pool takes a new page from the storage, the empty
  * pages of the sliced pools go back to it, flushed so that the storage can
  * hand their bytes out again. Otherwise the manager holds the sum of every
  * pool's own high-water mark. Pools count their empty pages, so with none
@@ -491,8 +491,8 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   ruda_status_t st = ruda__mm_reserve(mm, size, &s);
   if (st && ruda_status_kind(st) == RUDA_ERR_IO_OUT_OF_MEMORY && ruda__mm_has_free_pages(mm)) {
     /* Before failing, give whole free pages (of any pool) back to the
-     * storage and retry once: the reference would fail here even though
-     * the memory it needs sits unused in another pool. */
+     * storage and retry once: the memory the request needs may sit unused
+     * in another pool. */
     ruda_status_free(st);
     ruda__mm_log(mm, "Out of memory for %llu bytes: returning free pages and retrying",
                  (unsigned long long)size);

@@ -1,8 +1,7 @@
-/* The memory manager of one stream of one device (the seed's
- * MemoryManagement): a list of dynamic pools plus a persistent pool over one
- * storage.
+/* The memory manager of one stream of one device: a list of dynamic pools
+ * plus a persistent pool over one storage.
  *
- * Reserve/bind follow the reference: the client creates a descriptor
+ * Memory is handed out before it is bound: the client creates a descriptor
  * (ruda__memory_new) and hands it out as a handle before the device knows
  * about it; the device's worker later calls ruda__memory_alloc() which
  * reserves a slice and binds the descriptor to it. The slice is free again
@@ -24,7 +23,7 @@
 #include "ruda/memory.h"
 #include "ruda/types.h"
 
-/* ---- Descriptors and handles (the seed's ManagedMemoryHandle internals) ---- */
+/* ---- Descriptors and handles (the internals behind ruda_handle_t) ---- */
 
 /* A new unbound descriptor holding one handle reference (the caller's), or
  * NULL when memory (or the table's 2^32 slots) is exhausted. Its size,
@@ -114,14 +113,15 @@ typedef struct ruda__memory_config {
   /* false (default): ruda's page compaction: empty sliced pages go back to
    * the storage before a new page is taken, and large slices get pages of
    * their own size (bounded fragmentation; costs a storage allocation now
-   * and then). true: the reference's behaviour: pages stay until an
-   * explicit cleanup. Storages whose allocations are slow or synchronising
+   * and then). true: pages stay until an explicit cleanup (a pool's pages
+   * are reused, never reallocated, at the cost of holding every pool's
+   * high-water mark). Storages whose allocations are slow or synchronising
    * (CUDA device memory) keep their pages. */
   bool keep_empty_pages;
 } ruda__memory_config_t;
 
 /* Computes the pool list of a preset (SubSlices or ExclusivePages) for a
- * max page size and alignment, as the reference does. Returns the count
+ * max page size and alignment (docs/memory.md, "Presets"). Returns the count
  * (0 for RUDA_MEMORY_CUSTOM). Pure; thread-safe. */
 uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
                               ruda_memory_properties_t props,
@@ -181,8 +181,9 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
  * the request's own size before failing. Errors: BufferTooBig{size} when
  * no pool accepts the size (above the max page size, or within the
  * alignment of 2^64); OutOfMemory{size} when the storage refuses even
- * after whole free pages of every pool were given back to it (one retry;
- * the reference fails without it), its reason naming the request, the
+ * after whole free pages of every pool were given back to it (one retry, so
+ * that memory idle in another pool is not lost to the request), its reason
+ * naming the request, the
  * storage's limit, what the stream and the device (the manager's group)
  * hold in use and reserved, and the stream's largest free block;
  * `assigned` stays unbound then and the manager stays usable. Binding NULL
@@ -285,8 +286,9 @@ ruda__drop_queue_t *ruda__drop_queue_create(uint32_t max_count, uint64_t max_byt
 ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t bytes,
                                     ruda__drop_fn drop);
 bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q);
-/* The reference's flush: waits on the previous fence and drops what it
- * covered, then moves the staged items under a new fence. */
+/* Waits on the previous fence and drops what it covered, then moves the
+ * staged items under a new fence (so a flush waits only for work queued
+ * before the previous flush, never for what was just submitted). */
 void ruda__drop_queue_flush(ruda__drop_queue_t *q);
 /* Waits for everything and drops every item; frees the queue. NULL is a
  * no-op. */

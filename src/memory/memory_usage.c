@@ -30,7 +30,7 @@ size_t ruda_bytes_format(uint64_t bytes, char *buf, size_t cap) {
   return n < 0 ? 0 : (size_t)n;
 }
 
-/* Rust prints NaN as "NaN" where C prints "nan". */
+/* 0/0 prints as "NaN" (printf would write "nan"), x/0 as "inf". */
 static void ruda__percent(char *out, size_t cap, uint64_t num, uint64_t den) {
   if (den == 0 && num == 0)
     snprintf(out, cap, "NaN");

@@ -1,8 +1,8 @@
 /* PersistentPool: exact-size buckets, one storage allocation per slice,
  * freed only by an explicit cleanup. Buckets live in an open-addressing
- * table keyed by effective size (size + padding): the reference's bug of
- * keying alloc and try_reserve differently (#1224) cannot happen because
- * both go through ruda__persistent_key(). */
+ * table keyed by effective size (size + padding). alloc and try_reserve
+ * both compute the key with ruda__persistent_key(), so a reservation always
+ * looks in the bucket that alloc filled for the same request. */
 #include <stdlib.h>
 #include <string.h>
 

@@ -1,7 +1,7 @@
 /* SlicedPool: pages of page_size carved into slices (first fit, split,
  * coalesce).
  *
- * Large slices get a page of their own size (ruda's, not the reference's):
+ * Large slices get a page of their own size (unless keep_empty_pages):
  * a new page for a slice larger than a quarter of page_size (and at most
  * max_slice_size) is exactly the slice's effective size, so one 33 MiB
  * slice does not pin a 128 MiB page. Such a page is an ordinary page of the
@@ -10,8 +10,8 @@
  * Each page keeps its slices in offset order (a doubly linked list) and its
  * free slices in a tree (free_tree.c). Free slices are coalesced as soon as
  * the manager learns that they are free, so no two free slices are ever
- * adjacent, which is the state the reference reaches by coalescing a page
- * before trying it. The pool keeps, per page, the size of its largest free
+ * adjacent and a page never has to be coalesced before it is tried. The
+ * pool keeps, per page, the size of its largest free
  * slice in a flat array, so pages that cannot fit a request are skipped
  * without touching them.
  */
@@ -91,7 +91,7 @@ static uint64_t ruda__sliced_page_size(const ruda__memory_manager_t *mm, const r
                                        uint64_t size) {
   uint64_t page = p->opt.page_size, eff = size + ruda__padding(size, p->alignment);
   if (mm->exact_pages) return eff;        /* the storage refused a whole page */
-  if (mm->keep_empty_pages) return page; /* the reference's fixed pages */
+  if (mm->keep_empty_pages) return page; /* fixed-size pages */
   return size <= p->opt.max_slice_size && eff > page / 4 ? eff : page;
 }
 

@@ -1,4 +1,4 @@
-/* Storage: where a pool's pages come from (the seed's ComputeStorage).
+/* Storage: where a pool's pages come from.
  *
  * A storage hands out whole allocations ("pages"); pools carve them into
  * slices. The memory layer never knows which backend stores the bytes: the

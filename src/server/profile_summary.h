@@ -1,4 +1,4 @@
-/* The profiling summary: the seed's ProfileSummary table.
+/* The profiling summary table.
  *
  * Profiled operations (kernel launches measured at the Basic, Medium or Full
  * profile level, or anything a tool measures itself) are recorded by name;
@@ -9,7 +9,7 @@
  * one row per name, sorted by total duration (longest first), then a Total
  * row, and is reset after printing (the client does it at sync).
  *
- * Names are truncated at their first newline and shortened the seed's
+ * Names are truncated at their first newline and shortened the
  * "balanced" way: the last path segment of the outer type, then " | " and
  * each generic argument ("a::b::Add<f32, c::Cpu>" -> "Add | f32 | Cpu").
  * Plain C kernel names ("vector_add") stay as they are.
@@ -50,8 +50,9 @@ void ruda__profile_summary_set_sink(void (*fn)(const char *text, void *ctx), voi
  * as "unknown". snprintf semantics. */
 size_t ruda__profile_name_balanced(const char *name, char *buf, size_t cap);
 
-/* Formats a duration the way Rust's Debug prints a Duration ("950ns",
- * "12.345µs", "3.2ms", "1.5s"); snprintf semantics. */
+/* Formats a duration in the largest unit (s, ms, µs, ns) that it reaches,
+ * with the fraction exact and without trailing zeros ("950ns", "12.345µs",
+ * "3.2ms", "1.5s", "2s"); snprintf semantics. */
 size_t ruda__profile_duration_format(uint64_t ns, char *buf, size_t cap);
 
 #endif /* RUDA_SERVER_PROFILE_SUMMARY_H */

@@ -1,5 +1,6 @@
-/* The compute server interface (the seed's ComputeServer and
- * ServerCommunication) as a vtable, plus ServerUtilities.
+/* The compute server interface (memory, copies, launches, sync, profiling
+ * and, optionally, collectives and send/recv) as a vtable, plus
+ * ServerUtilities (the state shared by every client of a device).
  *
  * A server is NOT thread-safe. Every method is called only from its
  * device's worker thread (src/client/device.c), in submission order.
@@ -44,7 +45,8 @@ typedef struct ruda__future ruda__future_t;
 struct ruda__comm_peers;
 struct ruda__coll;
 
-/* A copy descriptor (the seed's CopyDescriptor). */
+/* A copy descriptor: the bound memory, shape, strides and element size of
+ * one side of a copy. */
 typedef struct ruda__copy_desc {
   ruda_binding_t binding;
   ruda_shape_t shape;
@@ -375,8 +377,9 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
 
 /* ---- Launch validation shared by backends ---- */
 
-/* Checks dim, units and shared memory against the properties; returns the
- * seed's LaunchError::TooManyResources(ResourceLimitError::...). */
+/* Checks dim, units and shared memory against the properties; NULL when
+ * they fit, else LaunchError::TooManyResources wrapping the
+ * ResourceLimitError (RudaDim, Units or SharedMemory) that was exceeded. */
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes);
 /* Checks a dispatch count of kernel `desc` against max_ruda_count and that

@@ -75,7 +75,7 @@ ruda_stream_id_t ruda_stream_id_current(void) {
 }
 
 ruda_stream_id_t ruda_stream_id_swap(ruda_stream_id_t id) {
-  /* As in the seed, the thread's own id is drawn first, so the value
+  /* The thread's own id is drawn first (if it had none), so the value
    * returned is always a real stream the caller can swap back to. */
   ruda_stream_id_t prev = ruda_stream_id_current();
   t_stream = id.value;

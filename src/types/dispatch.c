@@ -74,8 +74,10 @@ ruda_count3_t ruda_count_spread(const uint32_t max[3], uint32_t num_rudas) {
       c[i + 1] *= 2;
     } while (c[i] > limit);
   }
-  /* As in the seed, z is never checked against max[2]. It exceeds u32 only
-   * for limits so small that no device has them; saturate rather than wrap. */
+  /* z is never checked against max[2]: it is the last axis, so there is
+   * nowhere left to move the remainder, and the launch-time count check
+   * refuses a count above the device's limit. It exceeds u32 only for
+   * limits so small that no device has them; saturate rather than wrap. */
   ruda_count3_t out = {(uint32_t)c[0], (uint32_t)c[1],
                        c[2] > UINT32_MAX ? UINT32_MAX : (uint32_t)c[2]};
   return out;

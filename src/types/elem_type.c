@@ -32,7 +32,8 @@ static const elem_info_t kElemInfo[RUDA_ELEM_COUNT_] = {
     [RUDA_ELEM_U16] = {"u16", 16, 2},
     [RUDA_ELEM_U32] = {"u32", 32, 4},
     [RUDA_ELEM_U64] = {"u64", 64, 8},
-    /* The seed stores bool as a u32. */
+    /* bool is stored as a u32: kernels read and write it as a whole
+     * 32-bit word, never as a single byte. */
     [RUDA_ELEM_BOOL] = {"bool", 32, 4},
 };
 

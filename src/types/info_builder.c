@@ -1,4 +1,4 @@
-/* The packed info words of a launch (the seed's MetadataBindingInfo).
+/* The packed info words of a launch.
  *
  * Layout, in u64 words: scalars grouped by type, each group starting on a
  * word boundary (so each group is padded to 8 bytes); then static metadata;

@@ -1,4 +1,5 @@
-/* Memory layout descriptors (the seed's MemoryLayoutDescriptor helpers). */
+/* Memory layout descriptors: the layout strategy, shape and element size
+ * of an allocation request. */
 #include "ruda/types.h"
 
 static ruda_memory_layout_descriptor_t make(ruda_memory_layout_strategy_t strategy,

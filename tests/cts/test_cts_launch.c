@@ -82,7 +82,8 @@ TEST(empty_count_launches_nothing) {
 }
 
 /* A launch that breaks a limit the device's properties decide: the launch
- * itself fails, nested as the seed nests it, naming the kernel, the stream,
+ * itself fails as ServerError::Launch(LaunchError::TooManyResources(
+ * ResourceLimitError::...)), naming the kernel, the stream,
  * the limit and the value; nothing is queued, so the stream stays
  * healthy. */
 static void expect_limit(ruda_dim_t dim, uint64_t shared, ruda_error_kind_t kind) {

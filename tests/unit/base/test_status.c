@@ -221,7 +221,7 @@ TEST(vendor_fields) {
   ASSERT_STR_EQ(ruda_status_vendor_call(s), "cuInit");
   ASSERT_STR_EQ(ruda_status_vendor_code_name(s), "CUDA_ERROR_NO_DEVICE");
   ASSERT_EQ(ruda_status_vendor_code(s), 100);
-  /* Vendor details print after the message; JSON keeps the seed's form. */
+  /* Vendor details print after the message; the JSON leaves them out. */
   CHECK_TEXT_JSON(s,
                   "A backend, library or device is unavailable\nCaused by:\n  no device\n"
                   "  cuInit: CUDA_ERROR_NO_DEVICE (100)",
@@ -294,7 +294,7 @@ TEST(nest_every_wrapper) {
       "{\"Launch\":{\"IoError\":{\"FreeError\":{}}}}");
 }
 
-/* A failed launch names its kernel and stream; the serde form is
+/* A failed launch names its kernel and stream; the JSON form is
  * unchanged. Nothing in a server error's text mentions profiling unless a
  * profile is involved. */
 TEST(launch_context_names_kernel_and_stream) {

@@ -23,7 +23,8 @@ static ruda_count3_t spread(uint32_t mx, uint32_t my, uint32_t mz, uint32_t n) {
     ASSERT_UEQ(d_.z, ez);         \
   } while (0)
 
-/* The seed's two tests. */
+/* Two requests too large for x: an even one that ends in z, and an odd one
+ * that rounds up on every halving (25 * 32 * 4 = 3200 >= 3177). */
 TEST(count_spread_seed_even) { ASSERT_COUNT(spread(32, 32, 32, 2048), 32, 32, 2); }
 
 TEST(count_spread_seed_odd) {
@@ -151,7 +152,7 @@ TEST(dim_basics) {
   ASSERT_FALSE(ruda_dim_can_contain(ruda_dim_new_3d(4, 4, 4), ruda_dim_new_3d(8, 1, 1)));
 }
 
-/* The reference's examples: warp 32, 1024 units per ruda. */
+/* A GPU-like device: planes (warps) of 32, 1024 units per ruda. */
 TEST(dim_for_units_gpu) {
   ruda_device_properties_t p = gpu_props();
   ASSERT_DIM(ruda_dim_for_units(&p, 1000000), 32, 8, 1);

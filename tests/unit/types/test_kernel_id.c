@@ -20,7 +20,7 @@ static bool hash_eq(ruda_hash128_t a, ruda_hash128_t b) {
   return a.lo == b.lo && a.hi == b.hi;
 }
 
-/* The seed's test: infos "1" and "2" hash and compare differently. */
+/* Infos "1" and "2" hash and compare differently. */
 TEST(kernel_id_info_changes_hash_and_equality) {
   ruda_kernel_id_t a = make_id("matmul", "1");
   ruda_kernel_id_t b = make_id("matmul", "2");
