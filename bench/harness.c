@@ -409,6 +409,9 @@ __attribute__((weak)) void ruda_bench_cuda_copy(ruda_bench_t *b) {
 __attribute__((weak)) void ruda_bench_cuda_compile(ruda_bench_t *b) {
   ruda_bench_skip(b, "compile", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
 }
+__attribute__((weak)) void ruda_bench_cuda_graph(ruda_bench_t *b) {
+  ruda_bench_skip(b, "graph", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
+}
 __attribute__((weak)) void ruda_bench_opencl_launch(ruda_bench_t *b) {
   ruda_bench_skip(b, "launch", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
 }

@@ -99,6 +99,7 @@ void ruda_bench_compile(ruda_bench_t *b);
 void ruda_bench_allreduce(ruda_bench_t *b);
 void ruda_bench_kernels(ruda_bench_t *b);
 void ruda_bench_comm(ruda_bench_t *b);
+void ruda_bench_graph(ruda_bench_t *b);
 
 /* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
 
@@ -163,6 +164,7 @@ void ruda_bench_cuda_launch(ruda_bench_t *b);
 void ruda_bench_cuda_memory(ruda_bench_t *b);
 void ruda_bench_cuda_copy(ruda_bench_t *b);
 void ruda_bench_cuda_compile(ruda_bench_t *b);
+void ruda_bench_cuda_graph(ruda_bench_t *b);
 /* True when the bench device is a CUDA device. */
 bool ruda_bench_on_cuda(const ruda_bench_t *b);
 

@@ -27,6 +27,8 @@ static const bench_group_t groups[] = {
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
     {"allreduce", ruda_bench_allreduce, "all-reduce of 2 devices against NCCL / a C loop"},
+    {"graph", ruda_bench_graph,
+     "replay of a recorded graph of 1000 kernels against launching them one by one (cuGraphLaunch on CUDA)"},
     {"comm", ruda_bench_comm,
      "collectives and send/recv against NCCL, against MPI under mpirun, CPU vs triad"},
 };

@@ -235,6 +235,65 @@ ruda_status_t ruda_client_sync(ruda_client_t *c);
  * RUDA_ERR_UNAVAILABLE (after ruda_shutdown). */
 ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
 
+/* ---- Graphs ----
+ *
+ * A graph is a sequence of launches and writes recorded once on a stream
+ * and replayed many times, each replay as cheap as one operation: on CUDA
+ * the recording becomes a CUDA graph (one cuGraphLaunch per replay), on the
+ * other backends the device worker runs the recorded list in one go.
+ *
+ * Between ruda_client_graph_begin() and ruda_client_graph_end() on a
+ * stream, every launch and every write (ruda_client_write,
+ * ruda_client_write_tensor) made on that stream of that device, through any
+ * client, is recorded instead of run; the write's data is copied when it
+ * is recorded. Everything else runs at once as usual: allocations
+ * (including ruda_client_create_buffer's initial data), reads, syncs,
+ * other streams. A replay runs the recorded operations in order, after the
+ * work queued before it on the replaying stream, with the buffers'
+ * contents of that moment: write new inputs, replay, read the outputs.
+ * The graph keeps every buffer it uses alive (it holds bindings) until it
+ * is released. Launches with a dynamic count cannot be recorded
+ * (RUDA_ERR_INVALID_ARGUMENT at the launch).
+ *
+ * Errors: a launch or write refused at the call (bad handle, a limit) is
+ * refused while recording too, and is not recorded. On CUDA,
+ * ruda_client_graph_end() returns the errors of building the graph (a
+ * kernel that does not compile, naming it); elsewhere such errors, and on
+ * every backend the errors of a replayed kernel, are reported like those
+ * of any launch: queued on the replaying stream for its next flush, sync
+ * or read.
+ *
+ * Thread-safety: the functions may be called from any thread; a graph may
+ * be replayed from several threads and streams of its device at once. */
+
+typedef struct ruda_graph ruda_graph_t;
+
+/* Starts recording the client's stream. Errors: RUDA_ERR_INVALID_ARGUMENT
+ * (NULL client, the stream already records, called from inside a kernel),
+ * RUDA_ERR_IO_OUT_OF_MEMORY, RUDA_ERR_UNAVAILABLE (after ruda_shutdown). */
+ruda_status_t ruda_client_graph_begin(ruda_client_t *c);
+/* Ends the recording of the client's stream and returns the graph in *out
+ * (the caller owns one reference). Blocking: on CUDA the graph is built
+ * and instantiated here. On error *out is NULL and the recording is
+ * discarded. Errors: RUDA_ERR_INVALID_ARGUMENT (NULL argument, the stream
+ * does not record), the build's errors (CUDA: RUDA_ERR_SERVER_LAUNCH with
+ * the kernel's CompilationError or limit; RUDA_ERR_LAUNCH_UNKNOWN naming
+ * the failing driver call), RUDA_ERR_UNAVAILABLE. */
+ruda_status_t ruda_client_graph_end(ruda_client_t *c, ruda_graph_t **out);
+/* Queues one replay of `g` on the client's stream. Non-blocking; errors of
+ * the replayed work are queued on that stream. Errors at the call:
+ * RUDA_ERR_INVALID_ARGUMENT (NULL argument, a graph of another device,
+ * the client's stream records a graph), RUDA_ERR_IO_OUT_OF_MEMORY,
+ * RUDA_ERR_UNAVAILABLE. */
+ruda_status_t ruda_client_graph_replay(ruda_client_t *c, ruda_graph_t *g);
+/* Reference counting; the last release frees the graph (on CUDA through
+ * the device's worker) and its bindings. NULL is a no-op. */
+ruda_graph_t *ruda_graph_retain(ruda_graph_t *g);
+void ruda_graph_release(ruda_graph_t *g);
+/* What was recorded. */
+size_t ruda_graph_num_launches(const ruda_graph_t *g);
+size_t ruda_graph_num_writes(const ruda_graph_t *g);
+
 /* ---- Memory management ---- */
 
 /* Usage of this client's stream's pools (zero for a stream that holds no

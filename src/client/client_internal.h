@@ -8,6 +8,7 @@
  *   client_launch.c   launches (argument checks, bindings, measured
  *                     launches at profiling level basic and above)
  *   client_profile.c  profiles: the closure form and tokens
+ *   client_graph.c    graphs: recording, building, replays
  *   collective.c      collectives, send/recv, to_client, the MPI
  *                     transport's entry points
  *   device.c          the device registry, the worker threads, blocking
@@ -70,5 +71,22 @@ ruda_status_t ruda__client_future_make(ruda__future_t *inner, ruda_status_t earl
 ruda_status_t ruda__client_profile_open(ruda_client_t *c, ruda_profiling_token_t *out);
 ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_t token,
                                          ruda_profile_duration_t *out);
+
+/* ---- client_graph.c ---- */
+
+/* Whether the client's stream records a graph. */
+bool ruda__client_recording(ruda_client_t *c);
+/* When the client's stream records a graph, appends the launch (or the
+ * write, its data copied) to it and sets *recorded; the caller then
+ * queues nothing. Otherwise *recorded is false and nothing happens (one
+ * atomic load while no stream of the device records). Errors:
+ * RUDA_ERR_IO_OUT_OF_MEMORY, RUDA_ERR_INVALID_ARGUMENT (a dynamic count;
+ * *recorded is then true: nothing may be queued). */
+ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel,
+                                         const ruda__count_t *count,
+                                         const ruda__launch_args_t *args,
+                                         ruda_execution_mode_t mode, bool *recorded);
+ruda_status_t ruda__client_record_write(ruda_client_t *c, const ruda__copy_desc_t *desc,
+                                        const void *data, uint64_t size, bool *recorded);
 
 #endif /* RUDA_CLIENT_INTERNAL_H */

@@ -404,6 +404,17 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
     ruda__free(w);
     return s;
   }
+  w->desc.shape = *shape;
+  w->desc.strides = *strides;
+  w->desc.elem_size = elem_size;
+  /* A stream that records a graph keeps a copy of the data instead. */
+  bool recorded;
+  s = ruda__client_record_write(c, &w->desc, data, size, &recorded);
+  if (recorded) {
+    ruda_binding_release(&w->desc.binding);
+    ruda__free(w);
+    return s;
+  }
   borrow_t br;
   bool borrowed;
   s = input_bytes(data, size, &br, &w->bytes, &borrowed);
@@ -414,9 +425,6 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
   }
   w->base.run = run_write;
   w->base.stream = ruda_client_stream(c);
-  w->desc.shape = *shape;
-  w->desc.strides = *strides;
-  w->desc.elem_size = elem_size;
   ruda__device_submit(c->dev, &w->base);
   if (borrowed) ruda__completion_wait(&br.done);
   return NULL;

@@ -27,14 +27,18 @@ typedef struct launch_op {
   uint64_t *info;               /* trailing */
 } launch_op_t;
 
-static void run_launch(ruda__device_t *d, ruda__op_t *op) {
-  launch_op_t *l = (launch_op_t *)op;
-  if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+static void launch_op_free(ruda__device_t *d, launch_op_t *l) {
   for (size_t i = 0; i < l->args.num_buffers; i++) ruda_binding_release(&l->buffers[i]);
   for (size_t i = 0; i < l->args.num_tensor_maps; i++) ruda_binding_release(&l->tm_buffers[i]);
   if (l->count.dynamic) ruda_binding_release(&l->count.buffer);
   ruda_kernel_release(l->kernel);
   ruda__device_op_free(d, l, l->block_size);
+}
+
+static void run_launch(ruda__device_t *d, ruda__op_t *op) {
+  launch_op_t *l = (launch_op_t *)op;
+  if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  launch_op_free(d, l);
 }
 
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
@@ -158,6 +162,13 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   l->args.info.data = ni ? l->info : NULL;
   l->args.info.len = ni;
   l->args.info.dynamic_metadata_offset = args->info.dynamic_metadata_offset;
+  /* A stream that records a graph keeps the launch instead of running it. */
+  bool recorded;
+  ruda_status_t rs = ruda__client_record_launch(c, kernel, &l->count, &l->args, mode, &recorded);
+  if (recorded) {
+    launch_op_free(c->dev, l);
+    return rs;
+  }
   ruda__device_submit(c->dev, &l->base);
   return NULL;
 }
@@ -200,7 +211,7 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
   ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_launch");
   if (refused) return refused;
   if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
-      ruda__device_on_worker(c->dev)) {
+      ruda__device_on_worker(c->dev) || ruda__client_recording(c)) {
     if (c && kernel && c->dev->profile_level == RUDA_LOG_LEVEL_MINIMAL) {
       char name[256];
       ruda_name_balanced(kernel->desc.name, name, sizeof name);

@@ -25,6 +25,7 @@ bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
 static void device_free(ruda__device_t *d) {
   pthread_mutex_destroy(&d->op_cache_lock);
   pthread_mutex_destroy(&d->drain_lock);
+  pthread_mutex_destroy(&d->recording_lock);
   ruda__free(d);
 }
 
@@ -402,6 +403,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     d->backend = b;
     pthread_mutex_init(&d->op_cache_lock, NULL);
     pthread_mutex_init(&d->drain_lock, NULL);
+    pthread_mutex_init(&d->recording_lock, NULL);
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__completion_init(&d->ready);

@@ -57,6 +57,11 @@ struct ruda__device {
   char info[256];
   ruda__layout_policy_t layout_policy;
   ruda_bounds_check_mode_t check_mode;
+  /* Streams of this device that record a graph (client_graph.c): the
+   * launch and write paths look them up only while num_recordings > 0. */
+  pthread_mutex_t recording_lock;
+  atomic_uint num_recordings;
+  struct ruda_graph *recordings; /* linked through ruda_graph.next */
   /* Recycled operation blocks (see ruda__device_op_alloc). */
   pthread_mutex_t op_cache_lock;
   void *op_cache;

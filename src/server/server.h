@@ -44,6 +44,7 @@ typedef struct ruda__server ruda__server_t;
 typedef struct ruda__future ruda__future_t;
 struct ruda__comm_peers;
 struct ruda__coll;
+struct ruda__graph;
 
 /* A copy descriptor: the bound memory, shape, strides and element size of
  * one side of a copy. */
@@ -164,6 +165,22 @@ typedef struct ruda__server_vtable {
    * flush from the worker's progress counter, without a round trip, when
    * ruda__server_t.queued_errors is 0. */
   bool completes_in_order;
+
+  /* ---- Graphs (all optional; NULL: the recorded list is replayed node by
+   * node, server/graph.h) ----
+   * graph_build: turns a recording into the backend's own graph, *out the
+   * backend's object; errors (a kernel that does not compile, a limit) are
+   * returned. The recording outlives the object.
+   * graph_launch: runs it once on `stream` after the work queued there
+   * before, ordered after the producers of the graph's bindings like any
+   * launch; errors queued on the stream.
+   * graph_destroy: frees the object (the backend frees those left at
+   * destroy). */
+  ruda_status_t (*graph_build)(ruda__server_t *s, const struct ruda__graph *g,
+                               ruda_stream_id_t stream, void **out);
+  void (*graph_launch)(ruda__server_t *s, const struct ruda__graph *g, void *native,
+                       ruda_stream_id_t stream);
+  void (*graph_destroy)(ruda__server_t *s, void *native);
 
   /* ---- ServerCommunication (all optional; NULL: unsupported) ----
    * See "Communication" below and docs/collectives.md.

@@ -30,6 +30,7 @@ bool cts_is_cpu(void);
  * cts_kernel_fail, a raw CPU function. info[0] = element count. */
 ruda_kernel_t *cts_kernel_add_f32(void);     /* c = a + b */
 ruda_kernel_t *cts_kernel_fill_u32(void);    /* out[i] = info[1] */
+ruda_kernel_t *cts_kernel_inc_u32(void);     /* x[i] += 1 */
 ruda_kernel_t *cts_kernel_empty(void);       /* does nothing */
 ruda_kernel_t *cts_kernel_fail(void);        /* reports a failure */
 ruda_kernel_t *cts_kernel_sum_shared(void);  /* per-ruda sums through shared memory */

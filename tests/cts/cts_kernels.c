@@ -37,3 +37,11 @@ RUDA_KERNEL(sum_shared, RUDA_DIM(CTS_UNITS, 1, 1), RUDA_BUFFER(const float *rest
   }
   RUDA_SINGLE_NOWAIT out[ruda_pos.x] = sh[0];
 }
+
+/* x[i] += 1 for i < n. */
+RUDA_KERNEL(inc_u32, RUDA_DIM(CTS_UNITS, 1, 1), RUDA_BUFFER(uint32_t *restrict, x),
+            RUDA_SCALAR(uint64_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    if (u.abs_x < n) x[u.abs_x] += 1u;
+  }
+}

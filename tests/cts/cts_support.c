@@ -95,6 +95,7 @@ ruda_kernel_t *cts_kernel_from(ruda_kernel_desc_t d) {
 
 ruda_kernel_t *cts_kernel_add_f32(void) { return cts_kernel_from(RUDA_KERNEL_DESC(add_f32)); }
 ruda_kernel_t *cts_kernel_fill_u32(void) { return cts_kernel_from(RUDA_KERNEL_DESC(fill_u32)); }
+ruda_kernel_t *cts_kernel_inc_u32(void) { return cts_kernel_from(RUDA_KERNEL_DESC(inc_u32)); }
 ruda_kernel_t *cts_kernel_empty(void) { return cts_kernel_with(ruda_dim_new_1d(1), 0); }
 ruda_kernel_t *cts_kernel_fail(void) {
   ruda_kernel_code_t code = ruda_kernel_code_cpu(fail_cpu);

@@ -1,0 +1,263 @@
+/* Graphs on every backend: a recording runs nothing, replays run the
+ * recorded launches and writes in order with the buffers' contents of the
+ * moment, the graph keeps its buffers alive, replays from another stream
+ * and thread see the same results, a kernel that fails in a replay is
+ * reported at the replaying stream's next sync naming it, and misuse
+ * (nested recording, end without begin, dynamic counts, a graph of another
+ * device, replaying while recording) is refused with the documented error
+ * while the device keeps working. */
+#include <pthread.h>
+
+#include "cts.h"
+
+enum { N = 1000 };
+
+static ruda_handle_t buffer_u32(ruda_client_t *c, uint32_t value) {
+  static uint32_t host[N];
+  for (int i = 0; i < N; i++) host[i] = value;
+  ruda_handle_t h = {0};
+  ruda_status_t s = ruda_client_create_buffer(c, host, sizeof host, &h);
+  if (s) ruda_status_free(s);
+  return h;
+}
+
+static void expect_all(ruda_client_t *c, ruda_handle_t *h, uint32_t value) {
+  static uint32_t host[N];
+  memset(host, 0xff, sizeof host);
+  ASSERT_OK(ruda_client_read(c, h, host, sizeof host));
+  for (int i = 0; i < N; i++) {
+    if (host[i] != value) {
+      fprintf(stderr, "element %d: %u, expected %u\n", i, host[i], value);
+      ASSERT_EQ(host[i], value);
+    }
+  }
+}
+
+static ruda_status_t launch_inc(ruda_client_t *c, ruda_kernel_t *k, ruda_handle_t *h) {
+  uint64_t info[1] = {N};
+  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 1, 1}};
+  return ruda_client_launch(c, k, ruda_count_static((N + CTS_UNITS - 1) / CTS_UNITS, 1, 1), &args);
+}
+
+TEST(recording_runs_nothing_and_replays_run_everything_in_order) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 0);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  /* Recorded: x = 10, then three increments. */
+  uint32_t ten[N];
+  for (int i = 0; i < N; i++) ten[i] = 10;
+  ASSERT_OK(ruda_client_write(c, &x, ten, sizeof ten));
+  for (int i = 0; i < 3; i++) ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_graph_t *g = NULL;
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  ASSERT_NOT_NULL(g);
+  ASSERT_EQ(ruda_graph_num_launches(g), 3);
+  ASSERT_EQ(ruda_graph_num_writes(g), 1);
+  /* Nothing ran while recording. */
+  expect_all(c, &x, 0);
+  /* The recorded write's data was copied: changing the caller's array
+   * does not change the graph. */
+  for (int i = 0; i < N; i++) ten[i] = 99;
+  for (int r = 0; r < 5; r++) {
+    ASSERT_OK(ruda_client_graph_replay(c, g));
+    expect_all(c, &x, 13);
+  }
+  /* Replays queue like launches: several, then one sync. */
+  for (int r = 0; r < 4; r++) ASSERT_OK(ruda_client_graph_replay(c, g));
+  ASSERT_OK(ruda_client_sync(c));
+  expect_all(c, &x, 13);
+  ruda_graph_release(g);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
+
+TEST(replays_see_the_buffers_contents_of_the_moment) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 0);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_graph_t *g = NULL;
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  uint32_t in[N];
+  for (uint32_t r = 0; r < 6; r++) {
+    /* New input outside the graph, replay, read: +2 each time. */
+    for (int i = 0; i < N; i++) in[i] = r * 100u;
+    ASSERT_OK(ruda_client_write(c, &x, in, sizeof in));
+    ASSERT_OK(ruda_client_graph_replay(c, g));
+    expect_all(c, &x, r * 100u + 2u);
+  }
+  ruda_graph_release(g);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
+
+TEST(a_graph_of_many_launches_runs_each_once) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 7);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  for (int i = 0; i < 500; i++) ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_graph_t *g = NULL;
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  ASSERT_EQ(ruda_graph_num_launches(g), 500);
+  ASSERT_OK(ruda_client_graph_replay(c, g));
+  ASSERT_OK(ruda_client_graph_replay(c, g));
+  expect_all(c, &x, 1007);
+  ruda_graph_release(g);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
+
+TEST(the_graph_keeps_its_buffers_and_usage_returns_to_the_baseline) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ASSERT_OK(ruda_client_memory_cleanup(c));
+  ruda_memory_usage_t before;
+  ASSERT_OK(ruda_client_memory_usage(c, &before));
+  ruda_handle_t x = buffer_u32(c, 1);
+  ruda_handle_t keep = ruda_handle_clone(&x);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_graph_t *g = NULL;
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  /* The recording's own handle goes; the graph's binding keeps the memory. */
+  ruda_handle_release(&x);
+  ASSERT_OK(ruda_client_graph_replay(c, g));
+  ASSERT_OK(ruda_client_graph_replay(c, g));
+  expect_all(c, &keep, 3);
+  ruda_handle_release(&keep);
+  ASSERT_OK(ruda_client_graph_replay(c, g)); /* only the graph holds it now */
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_graph_release(g);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_memory_usage_t after;
+  ASSERT_OK(ruda_client_memory_usage(c, &after));
+  ASSERT_EQ(after.number_allocs, before.number_allocs);
+  ASSERT_EQ(after.bytes_in_use, before.bytes_in_use);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
+
+typedef struct replay_thread {
+  ruda_client_t *base;
+  ruda_graph_t *g;
+  ruda_status_t status;
+} replay_thread_t;
+
+static void *replay_on_another_stream(void *p) {
+  replay_thread_t *t = p;
+  /* This thread's own stream (the base client follows the caller). */
+  t->status = ruda_client_graph_replay(t->base, t->g);
+  if (!t->status) t->status = ruda_client_sync(t->base);
+  return NULL;
+}
+
+TEST(a_replay_on_another_stream_is_ordered_after_the_producers) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 40);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_graph_t *g = NULL;
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  ASSERT_OK(ruda_client_sync(c));
+  replay_thread_t t = {cts_client(), g, NULL};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, replay_on_another_stream, &t), 0);
+  pthread_join(th, NULL);
+  ASSERT_OK(t.status);
+  expect_all(c, &x, 41);
+  ruda_graph_release(g);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
+
+TEST(a_failing_kernel_in_a_graph_is_reported_naming_it) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *bad = cts_kernel_unrunnable();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 0);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  ASSERT_OK(ruda_client_launch(c, bad, ruda_count_static(1, 1, 1), NULL));
+  ruda_graph_t *g = NULL;
+  ruda_status_t end = ruda_client_graph_end(c, &g);
+  ruda_status_t seen = end;
+  if (!end) {
+    /* Replayed node by node: the failure is queued by the replay. */
+    ASSERT_NOT_NULL(g);
+    ASSERT_OK(ruda_client_graph_replay(c, g));
+    seen = ruda_client_sync(c);
+  } else {
+    /* Built by the backend: the build reports it, and there is no graph. */
+    ASSERT_TRUE(g == NULL);
+  }
+  ASSERT_NOT_NULL(seen);
+  char *text = ruda_status_to_string(seen);
+  ASSERT_STR_CONTAINS(text, "unrunnable");
+  free(text);
+  ruda_status_free(seen);
+  /* The stream is healthy again and the device works. */
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(launch_inc(c, inc, &x));
+  expect_all(c, &x, g ? 2u : 1u);
+  ruda_graph_release(g);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_kernel_release(bad);
+  ruda_client_release(c);
+}
+
+TEST(misuse_is_refused_and_the_device_keeps_working) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  ruda_handle_t x = buffer_u32(c, 5);
+  ruda_graph_t *g = NULL;
+  /* End without begin. */
+  ASSERT_ERR_KIND(ruda_client_graph_end(c, &g), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(g == NULL);
+  ASSERT_OK(ruda_client_graph_begin(c));
+  /* Nested recording on the same stream. */
+  ASSERT_ERR_KIND(ruda_client_graph_begin(c), RUDA_ERR_INVALID_ARGUMENT);
+  /* A dynamic count cannot be recorded; nothing runs. */
+  ruda_handle_t counts = buffer_u32(c, 1);
+  ruda_count_t dyn = ruda_count_dynamic(&counts);
+  uint64_t info[1] = {N};
+  ruda_kernel_args_t args = {.buffers = &x, .num_buffers = 1, .info = {info, 1, 1}};
+  ASSERT_ERR_KIND(ruda_client_launch(c, inc, dyn, &args), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(launch_inc(c, inc, &x));
+  /* Reads and syncs run at once while recording. */
+  expect_all(c, &x, 5);
+  ASSERT_OK(ruda_client_graph_end(c, &g));
+  ASSERT_EQ(ruda_graph_num_launches(g), 1);
+  /* Replaying while the stream records is refused. */
+  ruda_graph_t *other = NULL;
+  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_ERR_KIND(ruda_client_graph_replay(c, g), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(ruda_client_graph_end(c, &other));
+  ASSERT_EQ(ruda_graph_num_launches(other), 0);
+  ruda_graph_release(other);
+  /* A graph of another device. */
+  ruda_device_id_t dev = ruda_client_device(c);
+  ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
+  if (dev.type_id != cpu.type_id) {
+    ruda_client_t *host = NULL;
+    ASSERT_OK(ruda_client_create(cpu, &host));
+    ASSERT_ERR_KIND(ruda_client_graph_replay(host, g), RUDA_ERR_INVALID_ARGUMENT);
+    ruda_client_release(host);
+  }
+  ASSERT_OK(ruda_client_graph_replay(c, g));
+  expect_all(c, &x, 6);
+  ruda_graph_release(g);
+  ruda_handle_release(&counts);
+  ruda_handle_release(&x);
+  ruda_kernel_release(inc);
+  ruda_client_release(c);
+}
