@@ -14,7 +14,7 @@
  * The trace is a Chrome trace JSON file (Perfetto and chrome://tracing open
  * it): one track per device stream with a slice per kernel, copy, sync,
  * collective and allocation, and counters of the memory in use and
- * reserved per device. RUDA_TRACE=<file> or [trace] file in ruda.toml turn
+ * reserved per device. RUDA_TRACE=FILE or [trace] file in ruda.toml turn
  * it on for the whole process; ruda_trace_start() does it from the
  * program. docs/tools.md describes the file.
  *
