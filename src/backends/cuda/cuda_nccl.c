@@ -1,6 +1,7 @@
 /* NCCL collectives and send/recv of the CUDA server (docs/collectives.md):
- * the dlopen()ed library, the translation of ncclResult_t, and the
- * ServerCommunication methods.
+ * the ServerCommunication methods and the settling of a stream's NCCL work.
+ * The library is loaded by nccl_loader.c and its codes are translated by
+ * nccl_errors.c.
  *
  * Communicators. In one process, comm_init of a device set meets its peers
  * at the set's rendezvous (comm/rendezvous.h); the last to arrive makes an
@@ -36,10 +37,8 @@
  * communicator; one that does not finalize in time is aborted. The server's
  * destroy aborts whatever is left.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,129 +46,12 @@
 
 #include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_server.h"
+#include "backends/cuda/nccl_errors.h"
+#include "backends/cuda/nccl_loader.h"
 #include "comm/comm_id.h"
 #include "comm/rendezvous.h"
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
-
-#define RUDA__NSTR_(x) #x
-#define RUDA__NSTR(x) RUDA__NSTR_(x)
-#define RUDA__SET_FN(dst, sym) memcpy(&(dst), &(sym), sizeof(dst))
-
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool g_tried;
-static ruda_status_t g_error;
-static ruda__nccl_api_t g_api;
-
-static ruda_status_t load_locked(void) {
-  const char *names[] = {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib/libnccl.so.2",
-                         "/usr/local/cuda/lib64/libnccl.so.2"};
-  const char *single[1];
-  const char *const *list = names;
-  size_t n = sizeof names / sizeof names[0];
-  const char *env = getenv("RUDA_NCCL_LIBRARY");
-  if (env && env[0]) {
-    single[0] = env;
-    list = single;
-    n = 1;
-  }
-  char tried[1024];
-  size_t used = 0;
-  tried[0] = '\0';
-  void *lib = NULL;
-  const char *name = NULL;
-  const char *last = NULL;
-  for (size_t i = 0; i < n && !lib; i++) {
-    lib = dlopen(list[i], RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      name = list[i];
-      break;
-    }
-    last = dlerror();
-    int w = snprintf(tried + used, used < sizeof tried ? sizeof tried - used : 0, "%s%s",
-                     used ? ", " : "", list[i]);
-    if (w > 0) used += (size_t)w;
-  }
-  if (!lib) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "collectives on CUDA need NCCL, which could not be loaded "
-                              "(looked for %s%s%s; RUDA_NCCL_LIBRARY names another file)",
-                              tried, last ? "; last error: " : "", last ? last : "");
-  }
-  ruda__nccl_api_t api;
-  memset(&api, 0, sizeof api);
-  api.lib = lib;
-  api.lib_name = name;
-#define RUDA__NCCL_LOAD(fn, required)                                                  \
-  do {                                                                                 \
-    dlerror();                                                                         \
-    void *s_ = dlsym(lib, RUDA__NSTR(fn));                                             \
-    if (s_ == NULL && (required)) {                                                    \
-      dlclose(lib);                                                                    \
-      return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,                  \
-                                "NCCL (%s) has no symbol %s (too old?)", name,         \
-                                RUDA__NSTR(fn));                                       \
-    }                                                                                  \
-    if (s_ != NULL) RUDA__SET_FN(api.fn, s_);                                          \
-  } while (0);
-  RUDA__NCCL_SYMBOLS(RUDA__NCCL_LOAD)
-#undef RUDA__NCCL_LOAD
-  if (api.ncclGetVersion(&api.version) != ncclSuccess) api.version = 0;
-  g_api = api;
-  return NULL;
-}
-
-ruda_status_t ruda__nccl_api_get(const ruda__nccl_api_t **out) {
-  pthread_mutex_lock(&g_lock);
-  if (!g_tried) {
-    g_error = load_locked();
-    g_tried = true;
-  }
-  ruda_status_t s = g_error ? ruda_status_clone(g_error) : NULL;
-  pthread_mutex_unlock(&g_lock);
-  *out = s ? NULL : &g_api;
-  return s;
-}
-
-/* ---- ncclResult_t: the one place it is translated ---- */
-
-static const char *nccl_result_name(ncclResult_t r) {
-  switch (r) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "ncclResult_unknown";
-  }
-}
-
-ruda_status_t ruda__nccl_error(ruda_error_kind_t kind, ncclResult_t r, const char *call,
-                               const char *context_fmt, ...) {
-  const char *text = "no description";
-  const char *last = NULL;
-  if (g_tried && !g_error) {
-    if (g_api.ncclGetErrorString) text = g_api.ncclGetErrorString(r);
-    if (g_api.ncclGetLastError) last = g_api.ncclGetLastError(NULL);
-  }
-  char context[512];
-  context[0] = '\0';
-  if (context_fmt) {
-    va_list ap;
-    va_start(ap, context_fmt);
-    vsnprintf(context, sizeof context, context_fmt, ap);
-    va_end(ap);
-  }
-  bool has_last = last && last[0];
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%d): %s%s%s%s%s%s", call,
-                                       nccl_result_name(r), (int)r, text ? text : "",
-                                       has_last ? " (" : "", has_last ? last : "",
-                                       has_last ? ")" : "", context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, nccl_result_name(r), (int64_t)r);
-}
 
 bool ruda__nccl_dtype(ruda_elem_type_t t, ncclDataType_t *out) {
   /* Kinds that only move bytes pass RUDA_ELEM_U8; the reductions take
