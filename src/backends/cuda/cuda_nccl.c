@@ -26,7 +26,7 @@
  * so its peers finish, and reports the error.
  *
  * Errors and hangs. sync and read settle the stream's collectives first
- * (ruda__cuda_comms_settle): they wait for them polling
+ * (their vtable entries call ruda__cuda_comms_settle): they wait for them polling
  * ncclCommGetAsyncError; an asynchronous error aborts the communicator
  * (ncclCommAbort) and becomes an error of the stream; so does a wait past
  * the communication timeout (a peer that never arrived). flush only polls.
@@ -44,8 +44,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_nccl.h"
-#include "backends/cuda/cuda_server.h"
+#include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/nccl_errors.h"
 #include "backends/cuda/nccl_loader.h"
 #include "comm/comm_id.h"
@@ -308,9 +309,8 @@ static void init_all(ruda__round_t *round, void *ctx) {
   for (uint32_t i = 0; i < round->size; i++) ((init_part_t *)round->parts[i])->comm = comms[i];
 }
 
-ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+ruda_status_t ruda__cuda_comm_init(cuda_server_t *s, const ruda__comm_peers_t *peers,
                                    const void *token, size_t token_len) {
-  cuda_server_t *s = as_cuda(base);
   s->api->cuCtxSetCurrent(s->ctx);
   struct ruda__cuda_comms *c = NULL;
   ruda_status_t e = comms_get(s, &c);
@@ -318,7 +318,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
     /* The peers are waiting at the rendezvous: fail the round there. */
     ruda__rendezvous_t *rv;
     init_part_t part = {.failed = ruda_status_reason(e) ? ruda_status_reason(e) : "no NCCL",
-                        .index = base->device.index_id};
+                        .index = s->base.device.index_id};
     ruda_status_t e2 = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
     if (!e2) ruda_status_free(ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL,
                                                     NULL, "creating the NCCL communicator"));
@@ -335,7 +335,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
     ruda__rendezvous_t *rv;
     e = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
     if (e) return e;
-    init_part_t part = {s->api, c->api, s->ctx, NULL, base->device.index_id, NULL};
+    init_part_t part = {s->api, c->api, s->ctx, NULL, s->base.device.index_id, NULL};
     e = ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL, NULL,
                               "creating the NCCL communicator");
     s->api->cuCtxSetCurrent(s->ctx);
@@ -370,11 +370,11 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
                                 "creating the NCCL communicator on cuda:%u (rank %u of %u) "
                                 "timed out after %.1f s (RUDA_COMM_TIMEOUT): a peer never "
                                 "joined",
-                                base->device.index_id, peers->rank, peers->size,
+                                s->base.device.index_id, peers->rank, peers->size,
                                 (double)ruda__comm_timeout_ns() * 1e-9);
     }
     return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclCommInitRankConfig",
-                            "cuda:%u as rank %u of %u", base->device.index_id, peers->rank,
+                            "cuda:%u as rank %u of %u", s->base.device.index_id, peers->rank,
                             peers->size);
   }
   e = comm_add(c, peers->id, comm, peers->rank, peers->size, false);
@@ -382,9 +382,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
   return e;
 }
 
-ruda_status_t ruda__cuda_comm_token(ruda__server_t *base, void *out, size_t cap,
-                                    size_t *out_len) {
-  (void)base;
+ruda_status_t ruda__cuda_comm_token(void *out, size_t cap, size_t *out_len) {
   const ruda__nccl_api_t *api = NULL;
   ruda_status_t e = ruda__nccl_api_get(&api);
   if (e) return e;
@@ -500,10 +498,8 @@ static bool is_reduction(ruda__coll_kind_t k) {
   return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
 }
 
-void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream) {
-  cuda_server_t *s = as_cuda(base);
+void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *cu = s->api;
-  ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   struct ruda__cuda_comms *comms = s->comms;
   comm_entry_t *entry = find_comm(comms, c->peers.id);
@@ -512,7 +508,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   CUdeviceptr scratch = 0;
   op_part_t part;
   memset(&part, 0, sizeof part);
-  snprintf(part.device, sizeof part.device, "cuda:%u", base->device.index_id);
+  snprintf(part.device, sizeof part.device, "cuda:%u", s->base.device.index_id);
   uint64_t src_need = 0, dst_need = 0;
   coll_bytes(c, &src_need, &dst_need);
 
@@ -568,7 +564,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
       ncclResult_t r = issue_one(&part);
       if (r != ncclSuccess && r != ncclInProgress) {
         err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u",
-                               ruda__coll_kind_name(c->kind), base->device.index_id);
+                               ruda__coll_kind_name(c->kind), s->base.device.index_id);
       }
     }
   } else if (part.api && part.comm && part.stream) {
@@ -587,7 +583,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
       }
       if (r != ncclSuccess) {
         err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u (rank %u of %u)",
-                               ruda__coll_kind_name(c->kind), base->device.index_id,
+                               ruda__coll_kind_name(c->kind), s->base.device.index_id,
                                c->peers.rank, c->peers.size);
         comm_abort(part.api, entry, ruda_status_reason(err) ? ruda_status_reason(err) : "NCCL error");
       }
@@ -616,8 +612,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   }
 }
 
-ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
-  cuda_server_t *s = as_cuda(base);
+ruda_status_t ruda__cuda_sync_collective(cuda_server_t *s, ruda_stream_id_t stream) {
   struct ruda__cuda_comms *c = s->comms;
   if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
   /* A stream reclaimed since (idle) has nothing left to wait for. */
@@ -629,10 +624,10 @@ ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t 
   CUresult r = ruda__cuda_event_get(s, &ev);
   if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, last->cu);
   if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(st->cu, ev, 0);
-  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+  ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
   if (r != CUDA_SUCCESS) {
     return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                          "sync_collective on cuda:%u", base->device.index_id);
+                          "sync_collective on cuda:%u", s->base.device.index_id);
   }
   return NULL;
 }
@@ -676,7 +671,7 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
   if (!wait) return;
   CUevent ev = NULL;
   if (ruda__cuda_event_get(s, &ev) != CUDA_SUCCESS || s->api->cuEventRecord(ev, st->cu) != CUDA_SUCCESS) {
-    ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+    ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
     return; /* the sync itself reports what is wrong with the stream */
   }
   uint64_t t0 = now_ns(), deadline = t0 + ruda__comm_timeout_ns();
@@ -703,7 +698,7 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
     }
     poll_pause(t - t0);
   }
-  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+  ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
   c->pending[idx] = c->pending[--c->npending];
   if (c->npending == 0) {
     for (size_t i = 0; i < c->n; i++) c->items[i].used = false;
@@ -765,8 +760,7 @@ static void remove_entry(struct ruda__cuda_comms *c, uint64_t id) {
   }
 }
 
-ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
-  cuda_server_t *s = as_cuda(base);
+ruda_status_t ruda__cuda_comm_destroy(cuda_server_t *s, uint64_t id) {
   struct ruda__cuda_comms *c = s->comms;
   comm_entry_t *e = find_comm(c, id);
   if (!e) return NULL;
@@ -779,11 +773,10 @@ ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
   if (clean) return NULL;
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
                             "the NCCL communicator of cuda:%u was not finalized cleanly: %s",
-                            base->device.index_id, why);
+                            s->base.device.index_id, why);
 }
 
-void ruda__cuda_comm_shutdown(ruda__server_t *base) {
-  cuda_server_t *s = as_cuda(base);
+void ruda__cuda_comm_shutdown(cuda_server_t *s) {
   if (!s->comms) return;
   finalize_entries(s, pick_all, 0);
   s->comms->n = 0;
