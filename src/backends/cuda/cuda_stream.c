@@ -209,8 +209,8 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   const ruda_device_properties_t *props = &s->base.utilities.properties;
   /* The configured pools and persistent_memory (server layer settings). */
   ruda__memory_config_t cfg = s->base.utilities.settings.memory;
-  /* Device pages stay until an explicit cleanup, as in the reference:
-   * cuMemAllocAsync/cuMemFreeAsync churn costs far more than it saves. */
+  /* Device pages stay until an explicit cleanup (memory_cleanup): the
+   * churn of cuMemAllocAsync/cuMemFreeAsync costs far more than it saves. */
   cfg.keep_empty_pages = true;
   ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment, 0};
   /* A manager takes its storage, even when it fails (and frees it then). */
