@@ -212,7 +212,8 @@ static ruda_status_t nvrtc_compile(const char *name, const char *source, size_t 
       if (log != NULL && nv->nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
       if (log != NULL) log[log_size] = '\0';
     }
-    /* The reference's text: the log lines indented, then the source. */
+    /* The message (docs/cuda.md, Kernels): the log lines indented, then the
+     * source; a portable kernel's leaves the source out. */
     size_t cap = (log ? strlen(log) * 2 : 0) + (origin ? strlen(origin) : strlen(src)) + 512;
     char *text = ruda__malloc(cap);
     if (text != NULL) {

@@ -1,5 +1,5 @@
-/* CUDA devices: enumeration and properties read from the driver, as the
- * reference's CUDA runtime reports them (runtime_semantics.md 6.1). */
+/* CUDA devices: enumeration and the properties ruda reports for them, read
+ * from the driver (the choices are listed in docs/cuda.md). */
 #include <stdio.h>
 #include <string.h>
 

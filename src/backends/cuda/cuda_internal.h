@@ -24,10 +24,11 @@
  * result. Not thread-safe with concurrent loads; tests only. */
 void ruda__cuda_loader_test_override(const char *libcuda, const char *libnvrtc);
 
-/* The reference's tensor-map checks (runtime_semantics.md 6.1, "TMA
- * encoding"): NULL when `meta` may be encoded for a tensor at `address`,
- * otherwise LaunchError::Unknown whose reason names the violated rule and
- * the offending values. `cuda_version` is the driver's version (12080 for
+/* The rules a tensor map must follow to be encoded (the limits of
+ * cuTensorMapEncodeTiled / Im2col / Im2colWide, checked in plain C): NULL
+ * when `meta` may be encoded for a tensor at `address`, otherwise
+ * LaunchError::Unknown whose reason names the violated rule and the
+ * offending values. `cuda_version` is the driver's version (12080 for
  * 12.8): swizzle atoms and Im2colWide need >= 12080. */
 ruda_status_t ruda__cuda_tensor_map_check(const ruda_tensor_map_meta_t *meta,
                                           uint64_t address, int cuda_version);
@@ -106,8 +107,10 @@ bool ruda__cu_result_is_sticky(CUresult r);
 
 /* ---- Devices (cuda_device.c) ---- */
 
-/* Properties of `dev` per runtime_semantics.md 6.1; `info` receives
- * "NVIDIA H200, sm_90, CUDA driver 13.0" (snprintf semantics). */
+/* Properties of `dev` as ruda reports them (docs/cuda.md: alignment 512,
+ * max_page_size = memory / 4, load width 128, features by architecture);
+ * `info` receives "NVIDIA H200, sm_90, CUDA driver 13.0" (snprintf
+ * semantics). */
 ruda_status_t ruda__cuda_device_properties(const ruda__cuda_api_t *api, CUdevice dev,
                                            ruda_device_properties_t *out, char *info,
                                            size_t info_cap);

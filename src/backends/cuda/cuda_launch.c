@@ -1,6 +1,7 @@
-/* Kernel launches of the CUDA server: validation, the module cache,
- * cross-stream ordering of the bindings, dynamic counts, tensor maps, info
- * words, opt-in shared memory and thread-block clusters. */
+/* Kernel launches of the CUDA server: the module cache, cross-stream
+ * ordering of the bindings, dynamic counts, tensor maps, info words, opt-in
+ * shared memory and thread-block clusters. The vtable entry (cuda_server.c)
+ * settles faults first; the server layer validated the launch. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -8,8 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cuda/cuda_server.h"
-#include "server/trace.h"
+#include "backends/cuda/cuda_fault.h"
+#include "backends/cuda/cuda_launch.h"
+#include "backends/cuda/cuda_stream.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -38,31 +40,13 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
   return NULL;
 }
 
-static void note_kernel(cuda_stream_t *st, const char *name) {
-  recent_kernels_t *rk = &st->recent;
-  rk->total++;
-  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
-  char *slot;
-  if (rk->n < RECENT_KERNELS) {
-    slot = rk->names[rk->n++];
-  } else {
-    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
-    slot = rk->names[RECENT_KERNELS - 1];
-  }
-  size_t len = strnlen(name, sizeof rk->names[0] - 1);
-  memcpy(slot, name, len);
-  slot[len] = '\0';
-}
-
 #define PARAMS_INLINE 32
 
-void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                        ruda_stream_id_t stream) {
-  cuda_server_t *s = as_cuda(base);
   const ruda__cuda_api_t *api = s->api;
   (void)mode; /* CUDA C kernels do their own bounds checks */
-  ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
   if (st->ngc) ruda__cuda_gc_poll(s, st, false);
@@ -121,7 +105,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
     if (r != CUDA_SUCCESS) {
       e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
                          "reading the dynamic count of kernel %s", d->name);
-      if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(s, r, d->name, true);
+      if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, d->name, true);
       goto fail;
     }
     grid.x = host[0];
@@ -207,7 +191,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
     ruda__cuda_trace_end(s, st, tr);
   }
   if (r != CUDA_SUCCESS) {
-    if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(s, r, d->name, true);
+    if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, d->name, true);
     e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
                        "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
                        "memory",
@@ -215,7 +199,7 @@ void ruda__cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__
                        d->ruda_dim.z, (unsigned long long)d->shared_mem_bytes);
     goto fail;
   }
-  note_kernel(st, d->name);
+  ruda__cuda_recent_note(&st->recent, d->name);
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:

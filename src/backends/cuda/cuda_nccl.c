@@ -1,6 +1,7 @@
 /* NCCL collectives and send/recv of the CUDA server (docs/collectives.md):
- * the dlopen()ed library, the translation of ncclResult_t, and the
- * ServerCommunication methods.
+ * the ServerCommunication methods and the settling of a stream's NCCL work.
+ * The library is loaded by nccl_loader.c and its codes are translated by
+ * nccl_errors.c.
  *
  * Communicators. In one process, comm_init of a device set meets its peers
  * at the set's rendezvous (comm/rendezvous.h); the last to arrive makes an
@@ -25,7 +26,7 @@
  * so its peers finish, and reports the error.
  *
  * Errors and hangs. sync and read settle the stream's collectives first
- * (ruda__cuda_comms_settle): they wait for them polling
+ * (their vtable entries call ruda__cuda_comms_settle): they wait for them polling
  * ncclCommGetAsyncError; an asynchronous error aborts the communicator
  * (ncclCommAbort) and becomes an error of the stream; so does a wait past
  * the communication timeout (a peer that never arrived). flush only polls.
@@ -36,140 +37,22 @@
  * communicator; one that does not finalize in time is aborted. The server's
  * destroy aborts whatever is left.
  */
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_nccl.h"
-#include "backends/cuda/cuda_server.h"
+#include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/nccl_errors.h"
+#include "backends/cuda/nccl_loader.h"
 #include "comm/comm_id.h"
 #include "comm/rendezvous.h"
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
-
-#define RUDA__NSTR_(x) #x
-#define RUDA__NSTR(x) RUDA__NSTR_(x)
-#define RUDA__SET_FN(dst, sym) memcpy(&(dst), &(sym), sizeof(dst))
-
-static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
-static bool g_tried;
-static ruda_status_t g_error;
-static ruda__nccl_api_t g_api;
-
-static ruda_status_t load_locked(void) {
-  const char *names[] = {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib/libnccl.so.2",
-                         "/usr/local/cuda/lib64/libnccl.so.2"};
-  const char *single[1];
-  const char *const *list = names;
-  size_t n = sizeof names / sizeof names[0];
-  const char *env = getenv("RUDA_NCCL_LIBRARY");
-  if (env && env[0]) {
-    single[0] = env;
-    list = single;
-    n = 1;
-  }
-  char tried[1024];
-  size_t used = 0;
-  tried[0] = '\0';
-  void *lib = NULL;
-  const char *name = NULL;
-  const char *last = NULL;
-  for (size_t i = 0; i < n && !lib; i++) {
-    lib = dlopen(list[i], RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      name = list[i];
-      break;
-    }
-    last = dlerror();
-    int w = snprintf(tried + used, used < sizeof tried ? sizeof tried - used : 0, "%s%s",
-                     used ? ", " : "", list[i]);
-    if (w > 0) used += (size_t)w;
-  }
-  if (!lib) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                              "collectives on CUDA need NCCL, which could not be loaded "
-                              "(looked for %s%s%s; RUDA_NCCL_LIBRARY names another file)",
-                              tried, last ? "; last error: " : "", last ? last : "");
-  }
-  ruda__nccl_api_t api;
-  memset(&api, 0, sizeof api);
-  api.lib = lib;
-  api.lib_name = name;
-#define RUDA__NCCL_LOAD(fn, required)                                                  \
-  do {                                                                                 \
-    dlerror();                                                                         \
-    void *s_ = dlsym(lib, RUDA__NSTR(fn));                                             \
-    if (s_ == NULL && (required)) {                                                    \
-      dlclose(lib);                                                                    \
-      return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,                  \
-                                "NCCL (%s) has no symbol %s (too old?)", name,         \
-                                RUDA__NSTR(fn));                                       \
-    }                                                                                  \
-    if (s_ != NULL) RUDA__SET_FN(api.fn, s_);                                          \
-  } while (0);
-  RUDA__NCCL_SYMBOLS(RUDA__NCCL_LOAD)
-#undef RUDA__NCCL_LOAD
-  if (api.ncclGetVersion(&api.version) != ncclSuccess) api.version = 0;
-  g_api = api;
-  return NULL;
-}
-
-ruda_status_t ruda__nccl_api_get(const ruda__nccl_api_t **out) {
-  pthread_mutex_lock(&g_lock);
-  if (!g_tried) {
-    g_error = load_locked();
-    g_tried = true;
-  }
-  ruda_status_t s = g_error ? ruda_status_clone(g_error) : NULL;
-  pthread_mutex_unlock(&g_lock);
-  *out = s ? NULL : &g_api;
-  return s;
-}
-
-/* ---- ncclResult_t: the one place it is translated ---- */
-
-static const char *nccl_result_name(ncclResult_t r) {
-  switch (r) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
-    default: return "ncclResult_unknown";
-  }
-}
-
-ruda_status_t ruda__nccl_error(ruda_error_kind_t kind, ncclResult_t r, const char *call,
-                               const char *context_fmt, ...) {
-  const char *text = "no description";
-  const char *last = NULL;
-  if (g_tried && !g_error) {
-    if (g_api.ncclGetErrorString) text = g_api.ncclGetErrorString(r);
-    if (g_api.ncclGetLastError) last = g_api.ncclGetLastError(NULL);
-  }
-  char context[512];
-  context[0] = '\0';
-  if (context_fmt) {
-    va_list ap;
-    va_start(ap, context_fmt);
-    vsnprintf(context, sizeof context, context_fmt, ap);
-    va_end(ap);
-  }
-  bool has_last = last && last[0];
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%d): %s%s%s%s%s%s", call,
-                                       nccl_result_name(r), (int)r, text ? text : "",
-                                       has_last ? " (" : "", has_last ? last : "",
-                                       has_last ? ")" : "", context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, nccl_result_name(r), (int64_t)r);
-}
 
 bool ruda__nccl_dtype(ruda_elem_type_t t, ncclDataType_t *out) {
   /* Kinds that only move bytes pass RUDA_ELEM_U8; the reductions take
@@ -426,9 +309,8 @@ static void init_all(ruda__round_t *round, void *ctx) {
   for (uint32_t i = 0; i < round->size; i++) ((init_part_t *)round->parts[i])->comm = comms[i];
 }
 
-ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+ruda_status_t ruda__cuda_comm_init(cuda_server_t *s, const ruda__comm_peers_t *peers,
                                    const void *token, size_t token_len) {
-  cuda_server_t *s = as_cuda(base);
   s->api->cuCtxSetCurrent(s->ctx);
   struct ruda__cuda_comms *c = NULL;
   ruda_status_t e = comms_get(s, &c);
@@ -436,7 +318,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
     /* The peers are waiting at the rendezvous: fail the round there. */
     ruda__rendezvous_t *rv;
     init_part_t part = {.failed = ruda_status_reason(e) ? ruda_status_reason(e) : "no NCCL",
-                        .index = base->device.index_id};
+                        .index = s->base.device.index_id};
     ruda_status_t e2 = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
     if (!e2) ruda_status_free(ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL,
                                                     NULL, "creating the NCCL communicator"));
@@ -453,7 +335,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
     ruda__rendezvous_t *rv;
     e = ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
     if (e) return e;
-    init_part_t part = {s->api, c->api, s->ctx, NULL, base->device.index_id, NULL};
+    init_part_t part = {s->api, c->api, s->ctx, NULL, s->base.device.index_id, NULL};
     e = ruda__rendezvous_join(rv, peers->rank, &part, init_all, NULL, NULL,
                               "creating the NCCL communicator");
     s->api->cuCtxSetCurrent(s->ctx);
@@ -488,11 +370,11 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
                                 "creating the NCCL communicator on cuda:%u (rank %u of %u) "
                                 "timed out after %.1f s (RUDA_COMM_TIMEOUT): a peer never "
                                 "joined",
-                                base->device.index_id, peers->rank, peers->size,
+                                s->base.device.index_id, peers->rank, peers->size,
                                 (double)ruda__comm_timeout_ns() * 1e-9);
     }
     return ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclCommInitRankConfig",
-                            "cuda:%u as rank %u of %u", base->device.index_id, peers->rank,
+                            "cuda:%u as rank %u of %u", s->base.device.index_id, peers->rank,
                             peers->size);
   }
   e = comm_add(c, peers->id, comm, peers->rank, peers->size, false);
@@ -500,9 +382,7 @@ ruda_status_t ruda__cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_
   return e;
 }
 
-ruda_status_t ruda__cuda_comm_token(ruda__server_t *base, void *out, size_t cap,
-                                    size_t *out_len) {
-  (void)base;
+ruda_status_t ruda__cuda_comm_token(void *out, size_t cap, size_t *out_len) {
   const ruda__nccl_api_t *api = NULL;
   ruda_status_t e = ruda__nccl_api_get(&api);
   if (e) return e;
@@ -618,10 +498,8 @@ static bool is_reduction(ruda__coll_kind_t k) {
   return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
 }
 
-void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_stream_id_t stream) {
-  cuda_server_t *s = as_cuda(base);
+void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *cu = s->api;
-  ruda__cuda_settle_poison(s, stream);
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   struct ruda__cuda_comms *comms = s->comms;
   comm_entry_t *entry = find_comm(comms, c->peers.id);
@@ -630,7 +508,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   CUdeviceptr scratch = 0;
   op_part_t part;
   memset(&part, 0, sizeof part);
-  snprintf(part.device, sizeof part.device, "cuda:%u", base->device.index_id);
+  snprintf(part.device, sizeof part.device, "cuda:%u", s->base.device.index_id);
   uint64_t src_need = 0, dst_need = 0;
   coll_bytes(c, &src_need, &dst_need);
 
@@ -686,7 +564,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
       ncclResult_t r = issue_one(&part);
       if (r != ncclSuccess && r != ncclInProgress) {
         err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u",
-                               ruda__coll_kind_name(c->kind), base->device.index_id);
+                               ruda__coll_kind_name(c->kind), s->base.device.index_id);
       }
     }
   } else if (part.api && part.comm && part.stream) {
@@ -705,7 +583,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
       }
       if (r != ncclSuccess) {
         err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u (rank %u of %u)",
-                               ruda__coll_kind_name(c->kind), base->device.index_id,
+                               ruda__coll_kind_name(c->kind), s->base.device.index_id,
                                c->peers.rank, c->peers.size);
         comm_abort(part.api, entry, ruda_status_reason(err) ? ruda_status_reason(err) : "NCCL error");
       }
@@ -734,8 +612,7 @@ void ruda__cuda_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   }
 }
 
-ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
-  cuda_server_t *s = as_cuda(base);
+ruda_status_t ruda__cuda_sync_collective(cuda_server_t *s, ruda_stream_id_t stream) {
   struct ruda__cuda_comms *c = s->comms;
   if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
   /* A stream reclaimed since (idle) has nothing left to wait for. */
@@ -747,10 +624,10 @@ ruda_status_t ruda__cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t 
   CUresult r = ruda__cuda_event_get(s, &ev);
   if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, last->cu);
   if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(st->cu, ev, 0);
-  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+  ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
   if (r != CUDA_SUCCESS) {
     return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                          "sync_collective on cuda:%u", base->device.index_id);
+                          "sync_collective on cuda:%u", s->base.device.index_id);
   }
   return NULL;
 }
@@ -794,7 +671,7 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
   if (!wait) return;
   CUevent ev = NULL;
   if (ruda__cuda_event_get(s, &ev) != CUDA_SUCCESS || s->api->cuEventRecord(ev, st->cu) != CUDA_SUCCESS) {
-    ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+    ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
     return; /* the sync itself reports what is wrong with the stream */
   }
   uint64_t t0 = now_ns(), deadline = t0 + ruda__comm_timeout_ns();
@@ -821,7 +698,7 @@ void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wai
     }
     poll_pause(t - t0);
   }
-  ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+  ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
   c->pending[idx] = c->pending[--c->npending];
   if (c->npending == 0) {
     for (size_t i = 0; i < c->n; i++) c->items[i].used = false;
@@ -883,8 +760,7 @@ static void remove_entry(struct ruda__cuda_comms *c, uint64_t id) {
   }
 }
 
-ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
-  cuda_server_t *s = as_cuda(base);
+ruda_status_t ruda__cuda_comm_destroy(cuda_server_t *s, uint64_t id) {
   struct ruda__cuda_comms *c = s->comms;
   comm_entry_t *e = find_comm(c, id);
   if (!e) return NULL;
@@ -897,11 +773,10 @@ ruda_status_t ruda__cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
   if (clean) return NULL;
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC,
                             "the NCCL communicator of cuda:%u was not finalized cleanly: %s",
-                            base->device.index_id, why);
+                            s->base.device.index_id, why);
 }
 
-void ruda__cuda_comm_shutdown(ruda__server_t *base) {
-  cuda_server_t *s = as_cuda(base);
+void ruda__cuda_comm_shutdown(cuda_server_t *s) {
   if (!s->comms) return;
   finalize_entries(s, pick_all, 0);
   s->comms->n = 0;

@@ -1,8 +1,10 @@
-/* The CUDA compute server (runtime_semantics.md 6.1): the server vtable of
- * src/server/server.h over the driver API. This file holds the vtable,
- * creation and destruction, fault poisoning and recovery, and profiling;
- * streams, copies and launches are in cuda_stream.c, cuda_copy.c and
- * cuda_launch.c (shared declarations: cuda_server.h).
+/* The CUDA compute server: the server vtable of src/server/server.h over
+ * the driver API. This file is the top of the backend: the vtable, whose
+ * entries settle faults once (and, for sync, read and flush, the stream's
+ * NCCL work) and then call the implementation in the module below
+ * (cuda_memory.c, cuda_copy.c, cuda_launch.c, cuda_profile.c,
+ * cuda_nccl.c), creation and destruction, and recovery after a fault. The
+ * modules and their order are listed in cuda_types.h.
  *
  * Streams. Each ruda stream id has its own state in the server layer's
  * stream table (errors, profiles, cursor; src/server/stream_table.h) with a
@@ -30,6 +32,10 @@
  * ServerError::Launch(LaunchError::Unknown) naming the kernels launched
  * since the last completed sync; afterwards the server resets the primary
  * context so the device is usable again (old buffers report NotFound).
+ * Any file, on any thread, may poison (cuda_fault.c holds the state and
+ * builds the errors); only this file acts on it, once, at the entry of the
+ * next operation on the worker (settle_poison), since the reset frees
+ * every stream.
  *
  * Every method runs on the device's worker thread, where create_server
  * made the primary context current. Futures may be waited on from any
@@ -44,8 +50,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backends/cuda/cuda_server.h"
+#include "backends/cuda/cuda_copy.h"
+#include "backends/cuda/cuda_fault.h"
+#include "backends/cuda/cuda_future.h"
+#include "backends/cuda/cuda_launch.h"
+#include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_nccl.h"
+#include "backends/cuda/cuda_profile.h"
+#include "backends/cuda/cuda_stream.h"
+#include "backends/cuda/cuda_types.h"
 #include "ruda/config.h"
 #include "server/server.h"
 
@@ -70,58 +83,25 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 
 #else /* RUDA_HAVE_CUDA_HEADERS */
 
-/* ---- Poisoning ---- */
-
-/* Records a sticky fault. `reported`: the caller that saw it returns (or
- * queues) an error describing it, so the reset that follows needs no
- * second report. */
-void ruda__cuda_poison(cuda_server_t *s, CUresult r, const char *text, bool reported) {
-  int expected = 0;
-  if (atomic_compare_exchange_strong(&s->poisoned, &expected, (int)r)) {
-    snprintf(s->poison_text, sizeof s->poison_text, "%s", text);
-    atomic_store(&s->poison_reported, reported ? 1 : 0);
-    atomic_store(&s->poison_text_ready, 1);
-  } else if (reported) {
-    atomic_store(&s->poison_reported, 1);
-  }
-}
-
-/* ---- Poison handling on the worker ---- */
+/* ---- Settling faults, at the entry of an operation ---- */
 
 static void server_recover(cuda_server_t *s);
 
-/* Called first by every method: after a fault, resets the device (on the
- * worker thread, which owns every object involved) and queues the fault on
- * `stream` unless a caller already received it. One atomic load when
- * healthy. */
-void ruda__cuda_settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
-  int code = atomic_load(&s->poisoned);
-  if (code == 0 && s->dead == 0) return;
-  if (s->dead != 0) {
+/* Called first by the vtable entries below: after a fault, resets the
+ * device (on the worker thread, which owns every object involved) and
+ * queues the fault on `stream` unless a caller already received it. One
+ * atomic load when healthy. */
+static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
+  cuda_fault_t *f = &s->fault;
+  if (!ruda__cuda_faulted(f)) return;
+  if (f->dead != 0) {
     ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
     if (rs == NULL || !ruda__stream_errors_empty(&rs->errors)) return;
-    ruda__stream_push_error(
-        rs,
-        ruda_status_into_server(ruda_status_set_vendor(
-            ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                               "the CUDA device is lost after a kernel fault (%s) and could "
-                               "not be reset; restart the process",
-                               ruda__cu_result_name((CUresult)s->dead)),
-            "cuDevicePrimaryCtxReset", ruda__cu_result_name((CUresult)s->dead), s->dead)));
-    atomic_store(&s->poisoned, 0);
+    ruda__stream_push_error(rs, ruda__cuda_fault_lost_error(f));
+    ruda__cuda_fault_unpoison(f);
     return;
   }
-  ruda_status_t e = NULL;
-  if (!atomic_load(&s->poison_reported)) {
-    char text[600];
-    snprintf(text, sizeof text, "%s", atomic_load(&s->poison_text_ready) ? s->poison_text : "");
-    e = ruda_status_into_server(ruda_status_set_vendor(
-        ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                           "a kernel failed on the device (%s): %s; the CUDA context was "
-                           "reset and buffers created before are gone",
-                           ruda__cu_result_name((CUresult)code), text),
-        "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
-  }
+  ruda_status_t e = ruda__cuda_fault_unreported(f);
   server_recover(s);
   if (e) {
     ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
@@ -130,95 +110,12 @@ void ruda__cuda_settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   }
 }
 
-/* ---- Profiling (device timestamps, per stream) ---- */
-
-/* A profile's start event is its entry's mark in the stream's profiler. An
- * error queued on the stream while the profile is open fails it
- * (ruda__stream_push_error); a fault seen while waiting for its end is
- * queued on the stream too, so it also reaches the stream's next sync:
- * observing never takes an error away from the stream. */
-static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
-                                        ruda_profiling_token_t *out) {
-  cuda_server_t *s = as_cuda(base);
-  ruda__cuda_settle_poison(s, stream);
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  if (st == NULL)
-    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
-  CUevent ev = NULL;
-  CUresult r = s->api->cuEventCreate(&ev, CU_EVENT_DEFAULT);
-  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, st->cu);
-  if (r != CUDA_SUCCESS) {
-    if (ev) s->api->cuEventDestroy(ev);
-    return ruda__cu_error(RUDA_ERR_PROFILE_UNKNOWN, r, "cuEventRecord", "starting a profile");
-  }
-  ruda_status_t e =
-      ruda__stream_profile_start(&base->streams, cuda_rs(st), ruda__now_ns(), ev, out);
-  if (e) s->api->cuEventDestroy(ev);
-  return e;
-}
-
-static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
-                                      ruda_profiling_token_t token, ruda_profile_duration_t *out) {
-  cuda_server_t *s = as_cuda(base);
-  ruda__cuda_settle_poison(s, stream);
-  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
-  ruda__profiler_entry_t mark;
-  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark)) {
-    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
-                              "token %llu is not open on this stream",
-                              (unsigned long long)token.id);
-  }
-  cuda_stream_t *st = cuda_ext(rs);
-  uint64_t elapsed_ns = 0;
-  /* A start event that went with a device reset leaves the host clock. */
-  bool timed = st->init && mark.mark != NULL;
-  if (timed) {
-    CUevent end = NULL;
-    CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
-    if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
-    if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
-    float ms = 0.0f;
-    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, (CUevent)mark.mark, end);
-    if (end) s->api->cuEventDestroy(end);
-    if (r != CUDA_SUCCESS) {
-      char names[300];
-      ruda__cuda_recent_names(&st->recent, names, sizeof names);
-      ruda_status_t fe = ruda__cuda_stream_fault(s, r, "cuEventSynchronize", names);
-      if (mark.error == NULL) {
-        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
-      }
-      ruda__stream_push_error(rs, fe);
-    } else {
-      elapsed_ns = (uint64_t)((double)ms * 1e6);
-    }
-  }
-  if (mark.mark != NULL) s->api->cuEventDestroy((CUevent)mark.mark);
-  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
-  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
-                               out);
-}
-
-/* A device reset took every event with it: open profiles lose their start
- * marks and report that they were interrupted. */
-static void forget_profile_marks(void *ctx, ruda__stream_t *rs) {
-  (void)ctx;
-  for (size_t i = 0; i < rs->profiler.len; i++) {
-    ruda__profiler_entry_t *e = &rs->profiler.entries[i];
-    e->mark = NULL;
-    if (e->error == NULL) {
-      e->error = ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN,
-                                    "the CUDA device was reset after a fault while this "
-                                    "profile was open");
-    }
-  }
-}
+/* ---- Recovery ---- */
 
 static void free_stream_part(void *ctx, ruda__stream_t *rs) {
   cuda_stream_t *st = cuda_ext(rs);
   if (st->init) ruda__cuda_stream_free(ctx, st, false);
 }
-
-/* ---- Lifetime ---- */
 
 /* After a fault: drop every stream, module and allocation, reset the
  * primary context and start over. Descriptors bound before become unbound
@@ -226,7 +123,7 @@ static void free_stream_part(void *ctx, ruda__stream_t *rs) {
 static void server_recover(cuda_server_t *s) {
   const ruda__cuda_api_t *api = s->api;
   ruda__stream_table_foreach(&s->base.streams, free_stream_part, s);
-  ruda__stream_table_foreach(&s->base.streams, forget_profile_marks, s);
+  ruda__stream_table_foreach(&s->base.streams, ruda__cuda_profiles_forget, s);
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
                                               s->base.utilities.settings.cache_dir);
@@ -234,7 +131,6 @@ static void server_recover(cuda_server_t *s) {
   s->nevents = 0; /* events and blocks die with the context */
   s->nblocks = 0;
   pthread_mutex_unlock(&s->home->lock);
-  int code = atomic_load(&s->poisoned);
   api->cuCtxSetCurrent(NULL);
   api->cuDevicePrimaryCtxRelease(s->dev);
   CUresult r = api->cuDevicePrimaryCtxReset(s->dev);
@@ -259,22 +155,20 @@ static void server_recover(cuda_server_t *s) {
   if (p) api->cuMemFree(p);
   if (probe) api->cuStreamDestroy(probe);
   if (r != CUDA_SUCCESS) {
-    if (s->dead == 0) s->dead = code ? code : (int)r;
     ruda__cuda_warn("the device could not be reset after a fault (%s failed with %s); "
                     "restart the process",
                     step, ruda__cu_result_name(r));
   } else {
     ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
   }
-  atomic_fetch_add(&s->generation, 1);
-  atomic_store(&s->poison_text_ready, 0);
-  atomic_store(&s->poison_reported, 0);
-  atomic_store(&s->poisoned, 0);
+  ruda__cuda_fault_reset_done(&s->fault, r == CUDA_SUCCESS, r);
 }
+
+/* ---- Lifetime ---- */
 
 static void cuda_destroy(ruda__server_t *base) {
   cuda_server_t *s = as_cuda(base);
-  bool alive = atomic_load(&s->poisoned) == 0 && s->dead == 0;
+  bool alive = !ruda__cuda_faulted(&s->fault);
   s->api->cuCtxSetCurrent(s->ctx);
   /* Futures still held by callers (ruda_shutdown, exit) complete now: their
    * staging and events live in this context. */
@@ -298,21 +192,166 @@ static void cuda_destroy(ruda__server_t *base) {
   ruda__cuda_home_release_locked(h);
 }
 
+/* ---- The vtable: settle, then the implementation ---- */
+
+static void cuda_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
+                                   ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_initialize_memory(s, memory, size, stream);
+}
+
+static ruda_status_t cuda_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
+                                  ruda_stream_id_t stream, ruda_bytes_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_staging(s, sizes, count, stream, out);
+}
+
+/* sync and read wait for the stream's NCCL work first (its errors and
+ * timeouts are then queued on the stream, which they drain). */
+static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
+                               void *const *dsts, size_t count, ruda_stream_id_t stream,
+                               ruda__future_t **out) {
+  cuda_server_t *s = as_cuda(base);
+  *out = NULL;
+  settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
+  return ruda__cuda_read(s, descs, dsts, count, stream, out);
+}
+
+static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
+                       size_t count, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_write(s, descs, srcs, count, stream);
+}
+
+static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
+                               ruda__future_t **out) {
+  cuda_server_t *s = as_cuda(base);
+  *out = NULL;
+  settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, true);
+#endif
+  return ruda__cuda_sync(s, stream, out);
+}
+
+static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_t *b,
+                                       ruda_stream_id_t stream, ruda_resource_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_get_resource(s, b, out);
+}
+
+static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                        ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_launch(s, kernel, count, args, mode, stream);
+}
+
+/* flush only polls the stream's NCCL work; a sticky fault it finds on the
+ * stream is settled at once (the device is reset), then the flush goes on
+ * over what is left. */
+static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, false);
+#endif
+  if (ruda__cuda_flush_check(s, stream)) settle_poison(s, stream);
+  return ruda__cuda_flush(s, stream);
+}
+
+/* Memory reports settle no fault: they report queued errors without
+ * draining them. */
+static ruda_status_t cuda_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
+                                       ruda_memory_usage_t *out) {
+  return ruda__cuda_memory_usage(as_cuda(base), stream, out);
+}
+
+static ruda_status_t cuda_memory_usage_device(ruda__server_t *base, ruda_memory_usage_t *out) {
+  return ruda__cuda_memory_usage_device(as_cuda(base), out);
+}
+
+static void cuda_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_memory_cleanup(s, stream);
+}
+
+static void cuda_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
+                                 ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_allocation_mode(s, mode, stream);
+}
+
+static ruda_status_t cuda_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                        ruda_profiling_token_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_start_profile(s, stream, out);
+}
+
+static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                      ruda_profiling_token_t token, ruda_profile_duration_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_end_profile(s, stream, token, out);
+}
+
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+/* Of the communication methods only the collective settles faults. */
+static ruda_status_t cuda_sync_collective(ruda__server_t *base, ruda_stream_id_t stream) {
+  return ruda__cuda_sync_collective(as_cuda(base), stream);
+}
+
+static ruda_status_t cuda_comm_init(ruda__server_t *base, const ruda__comm_peers_t *peers,
+                                    const void *token, size_t token_len) {
+  return ruda__cuda_comm_init(as_cuda(base), peers, token, token_len);
+}
+
+static ruda_status_t cuda_comm_token(ruda__server_t *base, void *out, size_t cap,
+                                     size_t *out_len) {
+  (void)base;
+  return ruda__cuda_comm_token(out, cap, out_len);
+}
+
+static void cuda_collective(ruda__server_t *base, const ruda__coll_t *c,
+                            ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_collective(s, c, stream);
+}
+
+static ruda_status_t cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
+  return ruda__cuda_comm_destroy(as_cuda(base), id);
+}
+
+static void cuda_comm_shutdown(ruda__server_t *base) { ruda__cuda_comm_shutdown(as_cuda(base)); }
+#endif
+
 static const ruda__server_vtable_t cuda_vtable = {
     .name = "cuda",
     .destroy = cuda_destroy,
-    .initialize_memory = ruda__cuda_initialize_memory,
-    .staging = ruda__cuda_staging,
-    .read = ruda__cuda_read,
-    .write = ruda__cuda_write,
-    .sync = ruda__cuda_sync,
-    .get_resource = ruda__cuda_get_resource,
-    .launch = ruda__cuda_launch,
-    .flush = ruda__cuda_flush,
-    .memory_usage = ruda__cuda_memory_usage,
-    .memory_usage_device = ruda__cuda_memory_usage_device,
-    .memory_cleanup = ruda__cuda_memory_cleanup,
-    .allocation_mode = ruda__cuda_allocation_mode,
+    .initialize_memory = cuda_initialize_memory,
+    .staging = cuda_staging,
+    .read = cuda_read,
+    .write = cuda_write,
+    .sync = cuda_sync,
+    .get_resource = cuda_get_resource,
+    .launch = cuda_launch,
+    .flush = cuda_flush,
+    .memory_usage = cuda_memory_usage,
+    .memory_usage_device = cuda_memory_usage_device,
+    .memory_cleanup = cuda_memory_cleanup,
+    .allocation_mode = cuda_allocation_mode,
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
 #if defined(RUDA_HAVE_NCCL_HEADERS)
@@ -321,12 +360,12 @@ static const ruda__server_vtable_t cuda_vtable = {
     .comm_enabled = true,
     .comm_reduce_types = RUDA__REDUCE_TYPES_NCCL,
     .comm_strided_send = false,
-    .sync_collective = ruda__cuda_sync_collective,
-    .comm_init = ruda__cuda_comm_init,
-    .comm_token = ruda__cuda_comm_token,
-    .collective = ruda__cuda_collective,
-    .comm_destroy = ruda__cuda_comm_destroy,
-    .comm_shutdown = ruda__cuda_comm_shutdown,
+    .sync_collective = cuda_sync_collective,
+    .comm_init = cuda_comm_init,
+    .comm_token = cuda_comm_token,
+    .collective = cuda_collective,
+    .comm_destroy = cuda_comm_destroy,
+    .comm_shutdown = cuda_comm_shutdown,
 #else
     .comm_enabled = false,
 #endif
@@ -427,10 +466,10 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   s->copies = ruda__copy_pool_create((unsigned)threads);
   int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
   s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
-  atomic_init(&s->poisoned, 0);
-  atomic_init(&s->poison_reported, 0);
-  atomic_init(&s->generation, 0);
-  atomic_init(&s->poison_text_ready, 0);
+  atomic_init(&s->fault.poisoned, 0);
+  atomic_init(&s->fault.poison_reported, 0);
+  atomic_init(&s->fault.generation, 0);
+  atomic_init(&s->fault.poison_text_ready, 0);
   *out = &s->base;
   return NULL;
 }

@@ -2,9 +2,8 @@
  * server layer's stream table): the device and pinned storages under its
  * memory managers, its creation, reclaim and teardown; the pools of events
  * and small-read blocks; cross-stream ordering and the deferred releases
- * that go with it (gc batches, the drop queue); the timeline trace; and
- * the kernel names and errors of fault reports. See cuda_server.c for the
- * design. */
+ * that go with it (gc batches, the drop queue); and the timeline trace.
+ * See cuda_server.c for the design. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -12,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cuda/cuda_server.h"
+#include "backends/cuda/cuda_fault.h"
+#include "backends/cuda/cuda_stream.h"
 #include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
@@ -148,7 +148,7 @@ CUresult ruda__cuda_event_get(cuda_server_t *s, CUevent *out) {
 void ruda__cuda_event_put(cuda_server_t *s, CUevent ev, uint64_t gen) {
   if (ev == NULL) return;
   pthread_mutex_lock(&s->home->lock);
-  if (gen == atomic_load(&s->generation) && s->nevents < EVENT_POOL) {
+  if (gen == ruda__cuda_generation(&s->fault) && s->nevents < EVENT_POOL) {
     s->events[s->nevents++] = ev;
     ev = NULL;
   }
@@ -190,36 +190,6 @@ static void fence_destroy(void *ctx, void *fence) {
   if (fence != NULL) f->api->cuEventDestroy((CUevent)fence);
 }
 
-/* ---- Fault reports ---- */
-
-void ruda__cuda_recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
-  buf[0] = '\0';
-  size_t used = 0;
-  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
-  for (uint32_t i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
-  if (rk->total > n && used < cap)
-    snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
-  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
-}
-
-/* The error for a fault seen while waiting on the stream. */
-ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels) {
-  ruda_status_t s = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
-                                   "a kernel failed on the device; kernels launched on this "
-                                   "stream since its last sync: %s",
-                                   kernels);
-  return ruda_status_into_server(s);
-}
-
-/* The error for a failure `r` of `call` on work of a stream; a sticky one
- * (the context is gone) also poisons the server, reported by this error. */
-ruda_status_t ruda__cuda_stream_fault(cuda_server_t *s, CUresult r, const char *call,
-                                      const char *kernels) {
-  if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(s, r, kernels, true);
-  return ruda__cuda_fault_error(r, call, kernels);
-}
-
 /* ---- Streams ---- */
 
 static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
@@ -239,8 +209,8 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   const ruda_device_properties_t *props = &s->base.utilities.properties;
   /* The configured pools and persistent_memory (server layer settings). */
   ruda__memory_config_t cfg = s->base.utilities.settings.memory;
-  /* Device pages stay until an explicit cleanup, as in the reference:
-   * cuMemAllocAsync/cuMemFreeAsync churn costs far more than it saves. */
+  /* Device pages stay until an explicit cleanup (memory_cleanup): the
+   * churn of cuMemAllocAsync/cuMemFreeAsync costs far more than it saves. */
   cfg.keep_empty_pages = true;
   ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment, 0};
   /* A manager takes its storage, even when it fails (and frees it then). */
@@ -279,7 +249,7 @@ cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
   if (rs == NULL) return NULL;
   cuda_stream_t *st = cuda_ext(rs);
   if (st->init) return st;
-  if (s->dead != 0) return NULL; /* ruda__cuda_settle_poison queued the reason */
+  if (s->fault.dead != 0) return NULL; /* the vtable entry queued the reason */
   ruda_status_t e = stream_init(s, st);
   if (e) {
     ruda__stream_push_error(rs, e);
@@ -312,7 +282,7 @@ void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
     }
     for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
     ruda__free(b->bindings);
-    ruda__cuda_event_put(s, b->event, atomic_load(&s->generation));
+    ruda__cuda_event_put(s, b->event, ruda__cuda_generation(&s->fault));
   }
   st->ngc = w;
   if (w == 0) s->gc_streams--;
@@ -326,7 +296,7 @@ static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
 /* Kept bindings pin memory of their origin stream; a report or a cleanup
  * of any stream should not count memory that only finished work holds. */
 void ruda__cuda_gc_poll_all(cuda_server_t *s) {
-  if (s->gc_streams == 0 || atomic_load(&s->poisoned) != 0 || s->dead != 0) return;
+  if (s->gc_streams == 0 || ruda__cuda_faulted(&s->fault)) return;
   ruda__stream_table_foreach(&s->base.streams, gc_poll_one, s);
 }
 
@@ -432,7 +402,7 @@ void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_bi
       /* The wait captures the record made now; the event can be reused. */
       s->api->cuEventRecord(ev, origin->cu);
       s->api->cuStreamWaitEvent(st->cu, ev, 0);
-      ruda__cuda_event_put(s, ev, atomic_load(&s->generation));
+      ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
     } else {
       s->api->cuStreamSynchronize(origin->cu);
     }
@@ -576,7 +546,7 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   cuda_stream_t *st = cuda_ext(rs);
   if (!st->init) return true;
   /* After a fault only the reset may touch the context. */
-  if (atomic_load(&s->poisoned) != 0 || s->dead != 0) return false;
+  if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;
   /* Everything enqueued has completed: these do not wait. */
   ruda__cuda_gc_poll(s, st, false);

@@ -1,6 +1,6 @@
 /* Tensor maps (TMA descriptors): encoding a ruda_tensor_map_meta_t with
- * cuTensorMapEncodeTiled / Im2col / Im2colWide, and the reference's checks
- * that turn a rejected encoding into a precise LaunchError::Unknown.
+ * cuTensorMapEncodeTiled / Im2col / Im2colWide, and the checks that turn a
+ * rejected encoding into a precise LaunchError::Unknown.
  *
  * The checks are plain C (no CUDA headers) so they are unit-tested
  * everywhere. Dimensions are given outermost-first in ruda (row-major

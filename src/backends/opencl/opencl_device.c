@@ -6,6 +6,9 @@
  * is not stable across machines); within a platform, the order of
  * clGetDeviceIDs(CL_DEVICE_TYPE_ALL). The same machine therefore always
  * numbers its devices the same way.
+ *
+ * Above the loader (opencl_loader.c), which it calls; also the load probe
+ * and the loader's test hook, which forget the device list with the load.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -331,3 +334,30 @@ void ruda__opencl_devices_forget(void) {
 }
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
+
+/* ---- The load result, the test hook ---- */
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+ruda_status_t ruda__opencl_probe(void) {
+  const ruda__opencl_device_t *devs = NULL;
+  size_t n = 0;
+  return ruda__opencl_devices(&devs, &n);
+}
+
+#else /* !RUDA_HAVE_OPENCL_HEADERS */
+
+ruda_status_t ruda__opencl_probe(void) {
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                            "OpenCL is unavailable: ruda was built without the OpenCL headers "
+                            "(CL/cl.h not found at configure time)");
+}
+
+#endif
+
+void ruda__opencl_loader_test_override(const char *lib) {
+  ruda__opencl_loader_forget(lib);
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+  ruda__opencl_devices_forget();
+#endif
+}

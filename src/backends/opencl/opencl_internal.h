@@ -8,9 +8,13 @@
  *
  *   opencl_loader.c   dlopen + symbol table, once per process
  *   opencl_errors.c   cl_int names, errors, log helpers
- *   opencl_device.c   platforms and devices (opencl:N), their properties
+ *   opencl_device.c   platforms and devices (opencl:N), their properties;
+ *                     the load probe and the loader's test hook
  *   opencl_compile.c  clBuildProgram, program cache in memory and on disk
  *   opencl_server.*   the compute server (see opencl_server.h)
+ *
+ * Calls point one way: the loader and the errors call nothing above them;
+ * devices call the loader; compilation calls both.
  */
 #ifndef RUDA_OPENCL_INTERNAL_H
 #define RUDA_OPENCL_INTERNAL_H
@@ -24,15 +28,18 @@
 
 /* ---- Always available ---------------------------------------------------- */
 
-/* Test hook: the next load looks only for `lib` (NULL: the default names,
- * or $RUDA_OPENCL_LIBRARY), forgetting any earlier load result and the
- * device list. Tables loaded before stay mapped. Not thread-safe with
- * concurrent loads; tests only. */
+/* Test hook (opencl_device.c): the next load looks only for `lib` (NULL:
+ * the default names, or $RUDA_OPENCL_LIBRARY), forgetting any earlier load
+ * result and the device list. Tables loaded before stay mapped. Not
+ * thread-safe with concurrent loads; tests only. */
 void ruda__opencl_loader_test_override(const char *lib);
+/* The loader's part of it (opencl_loader.c): the override and forgetting
+ * the load result. */
+void ruda__opencl_loader_forget(const char *lib);
 
-/* The OpenCL load result without creating anything: NULL when the loader
- * and at least one device are there, else RUDA_ERR_UNAVAILABLE naming what
- * was looked for. Thread-safe. */
+/* The OpenCL load result without creating anything (opencl_device.c): NULL
+ * when the loader and at least one device are there, else
+ * RUDA_ERR_UNAVAILABLE naming what was looked for. Thread-safe. */
 ruda_status_t ruda__opencl_probe(void);
 
 /* The on-disk compilation cache root of this process's devices (the server

@@ -4,9 +4,12 @@
  * tried, never a link failure or a crash.
  *
  * The load happens once per process, on first use, under a mutex; the
- * result (the table or the error) is kept until process exit. The test hook
- * ruda__opencl_loader_test_override() forgets it so a test can load again
- * from another name.
+ * result (the table or the error) is kept until process exit.
+ * ruda__opencl_loader_forget() (behind the test hook
+ * ruda__opencl_loader_test_override() of opencl_device.c, which also
+ * forgets the device list) lets a test load again from another name.
+ *
+ * The bottom of the backend: it calls nothing of the backend above it.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -123,23 +126,9 @@ ruda_status_t ruda__opencl_api_get(const ruda__opencl_api_t **out) {
   return s;
 }
 
-ruda_status_t ruda__opencl_probe(void) {
-  const ruda__opencl_device_t *devs = NULL;
-  size_t n = 0;
-  return ruda__opencl_devices(&devs, &n);
-}
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
 
-#else /* !RUDA_HAVE_OPENCL_HEADERS */
-
-ruda_status_t ruda__opencl_probe(void) {
-  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                            "OpenCL is unavailable: ruda was built without the OpenCL headers "
-                            "(CL/cl.h not found at configure time)");
-}
-
-#endif
-
-void ruda__opencl_loader_test_override(const char *lib) {
+void ruda__opencl_loader_forget(const char *lib) {
   pthread_mutex_lock(&g_lock);
   g_has_override = lib != NULL;
   snprintf(g_override, sizeof g_override, "%s", lib ? lib : "");
@@ -151,7 +140,4 @@ void ruda__opencl_loader_test_override(const char *lib) {
   g_error = NULL;
 #endif
   pthread_mutex_unlock(&g_lock);
-#if defined(RUDA_HAVE_OPENCL_HEADERS)
-  ruda__opencl_devices_forget();
-#endif
 }

@@ -1,0 +1,102 @@
+/* Faults of the CUDA server: the poison state and the errors that report a
+ * fault (cuda_fault.h). Called from any module and, for poisoning and the
+ * fault errors, from any thread (futures); calls only the error
+ * translation below it. */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_fault.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+/* ---- The poison state ---- */
+
+void ruda__cuda_poison(cuda_fault_t *f, CUresult r, const char *text, bool reported) {
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&f->poisoned, &expected, (int)r)) {
+    snprintf(f->poison_text, sizeof f->poison_text, "%s", text);
+    atomic_store(&f->poison_reported, reported ? 1 : 0);
+    atomic_store(&f->poison_text_ready, 1);
+  } else if (reported) {
+    atomic_store(&f->poison_reported, 1);
+  }
+}
+
+ruda_status_t ruda__cuda_fault_unreported(cuda_fault_t *f) {
+  if (atomic_load(&f->poison_reported)) return NULL;
+  int code = atomic_load(&f->poisoned);
+  char text[600];
+  snprintf(text, sizeof text, "%s", atomic_load(&f->poison_text_ready) ? f->poison_text : "");
+  return ruda_status_into_server(ruda_status_set_vendor(
+      ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                         "a kernel failed on the device (%s): %s; the CUDA context was "
+                         "reset and buffers created before are gone",
+                         ruda__cu_result_name((CUresult)code), text),
+      "cuStreamSynchronize", ruda__cu_result_name((CUresult)code), code));
+}
+
+void ruda__cuda_fault_reset_done(cuda_fault_t *f, bool ok, CUresult r) {
+  int code = atomic_load(&f->poisoned);
+  if (!ok && f->dead == 0) f->dead = code ? code : (int)r;
+  atomic_fetch_add(&f->generation, 1);
+  atomic_store(&f->poison_text_ready, 0);
+  atomic_store(&f->poison_reported, 0);
+  atomic_store(&f->poisoned, 0);
+}
+
+ruda_status_t ruda__cuda_fault_lost_error(cuda_fault_t *f) {
+  ruda_status_t e = ruda_status_into_server(ruda_status_set_vendor(
+      ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                         "the CUDA device is lost after a kernel fault (%s) and could "
+                         "not be reset; restart the process",
+                         ruda__cu_result_name((CUresult)f->dead)),
+      "cuDevicePrimaryCtxReset", ruda__cu_result_name((CUresult)f->dead), f->dead));
+  return e;
+}
+
+void ruda__cuda_fault_unpoison(cuda_fault_t *f) { atomic_store(&f->poisoned, 0); }
+
+/* ---- Fault reports ---- */
+
+void ruda__cuda_recent_note(recent_kernels_t *rk, const char *name) {
+  rk->total++;
+  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
+  char *slot;
+  if (rk->n < RECENT_KERNELS) {
+    slot = rk->names[rk->n++];
+  } else {
+    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
+    slot = rk->names[RECENT_KERNELS - 1];
+  }
+  size_t len = strnlen(name, sizeof rk->names[0] - 1);
+  memcpy(slot, name, len);
+  slot[len] = '\0';
+}
+
+void ruda__cuda_recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
+  buf[0] = '\0';
+  size_t used = 0;
+  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
+  for (uint32_t i = 0; i < n && used < cap; i++)
+    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
+  if (rk->total > n && used < cap)
+    snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
+  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
+}
+
+ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels) {
+  ruda_status_t s = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
+                                   "a kernel failed on the device; kernels launched on this "
+                                   "stream since its last sync: %s",
+                                   kernels);
+  return ruda_status_into_server(s);
+}
+
+ruda_status_t ruda__cuda_stream_fault(cuda_fault_t *f, CUresult r, const char *call,
+                                      const char *kernels) {
+  if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(f, r, kernels, true);
+  return ruda__cuda_fault_error(r, call, kernels);
+}
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -1,0 +1,100 @@
+/* The memory methods of the CUDA server: allocation in the stream's device
+ * pool, pinned staging buffers, resources (device addresses), usage
+ * reports, cleanup and the allocation mode. See cuda_server.c for the
+ * design. */
+#include <stddef.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_memory.h"
+#include "backends/cuda/cuda_stream.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint64_t size,
+                                  ruda_stream_id_t stream) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return;
+  ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, cuda_rs(st)->cursor);
+  if (e) ruda__stream_push_error(cuda_rs(st), e);
+}
+
+static void staging_release(ruda_bytes_t *b) {
+  if (b->owner) ruda__memory_release_handle(b->owner);
+  b->owner = NULL;
+}
+
+ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,
+                                 ruda_stream_id_t stream, ruda_bytes_t *out) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  for (size_t i = 0; i < count; i++) {
+    ruda_memory_t *m = NULL;
+    void *p = NULL;
+    ruda_status_t e = ruda__cuda_pinned_reserve(st, sizes[i], &m, &p);
+    if (e) {
+      for (size_t k = 0; k < i; k++) ruda_bytes_release(&out[k]);
+      return e;
+    }
+    out[i].data = p;
+    out[i].size = sizes[i];
+    out[i].property = RUDA_BYTES_PINNED;
+    out[i].release = staging_release;
+    out[i].owner = m;
+  }
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_get_resource(cuda_server_t *s, const ruda_binding_t *b,
+                                      ruda_resource_t *out) {
+  CUdeviceptr p = 0;
+  uint64_t held = 0;
+  ruda_status_t e = ruda__cuda_resolve(s, b, &p, &held);
+  if (e) return e;
+  out->address = (uint64_t)p;
+  uint64_t view = ruda_binding_size_in_used(b);
+  out->size = view < held ? view : held;
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_memory_usage(cuda_server_t *s, ruda_stream_id_t stream,
+                                      ruda_memory_usage_t *out) {
+  memset(out, 0, sizeof *out);
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
+  if (rs == NULL) return NULL; /* a stream without state holds nothing */
+  ruda_status_t e = ruda__stream_check(rs, RUDA__MODE_CHECK);
+  if (e) return e;
+  /* Memory of this stream that other streams kept for finished work is
+   * free again. */
+  ruda__cuda_gc_poll_all(s);
+  cuda_stream_t *st = cuda_ext(rs);
+  if (st->init) *out = ruda__memory_usage(st->gpu);
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_memory_usage_device(cuda_server_t *s, ruda_memory_usage_t *out) {
+  ruda__cuda_gc_poll_all(s);
+  *out = ruda__stream_table_usage(&s->base.streams);
+  return NULL;
+}
+
+void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
+  ruda__cuda_gc_poll_all(s);
+  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  if (st == NULL) return;
+  ruda__drop_queue_flush(st->drops);
+  ruda__memory_cleanup(st->gpu, true);
+  ruda__memory_cleanup(st->pinned, true);
+  ruda__cuda_gpu_flush(st->gpu_store);
+  /* Pinned pages may still be read by copies in flight. */
+  s->api->cuStreamSynchronize(st->cu);
+  ruda__cuda_pinned_flush(st->pin_store);
+}
+
+void ruda__cuda_allocation_mode(cuda_server_t *s, ruda_memory_allocation_mode_t mode,
+                                ruda_stream_id_t stream) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return;
+  ruda__memory_set_mode(st->gpu, mode);
+}
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */

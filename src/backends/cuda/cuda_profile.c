@@ -1,0 +1,90 @@
+/* Profiles of the CUDA server (ruda_client_profile, the token calls):
+ * per stream, device-timed with CUDA events recorded on the stream. The
+ * vtable entries (cuda_server.c) settle faults before calling them. */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backends/cuda/cuda_fault.h"
+#include "backends/cuda/cuda_profile.h"
+#include "backends/cuda/cuda_stream.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+/* A profile's start event is its entry's mark in the stream's profiler. An
+ * error queued on the stream while the profile is open fails it
+ * (ruda__stream_push_error); a fault seen while waiting for its end is
+ * queued on the stream too, so it also reaches the stream's next sync:
+ * observing never takes an error away from the stream. */
+ruda_status_t ruda__cuda_start_profile(cuda_server_t *s, ruda_stream_id_t stream,
+                                       ruda_profiling_token_t *out) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL)
+    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
+  CUevent ev = NULL;
+  CUresult r = s->api->cuEventCreate(&ev, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, st->cu);
+  if (r != CUDA_SUCCESS) {
+    if (ev) s->api->cuEventDestroy(ev);
+    return ruda__cu_error(RUDA_ERR_PROFILE_UNKNOWN, r, "cuEventRecord", "starting a profile");
+  }
+  ruda_status_t e =
+      ruda__stream_profile_start(&s->base.streams, cuda_rs(st), ruda__now_ns(), ev, out);
+  if (e) s->api->cuEventDestroy(ev);
+  return e;
+}
+
+ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
+                                     ruda_profiling_token_t token, ruda_profile_duration_t *out) {
+  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
+  ruda__profiler_entry_t mark;
+  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark)) {
+    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
+                              "token %llu is not open on this stream",
+                              (unsigned long long)token.id);
+  }
+  cuda_stream_t *st = cuda_ext(rs);
+  uint64_t elapsed_ns = 0;
+  /* A start event that went with a device reset leaves the host clock. */
+  bool timed = st->init && mark.mark != NULL;
+  if (timed) {
+    CUevent end = NULL;
+    CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
+    if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
+    if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
+    float ms = 0.0f;
+    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, (CUevent)mark.mark, end);
+    if (end) s->api->cuEventDestroy(end);
+    if (r != CUDA_SUCCESS) {
+      char names[300];
+      ruda__cuda_recent_names(&st->recent, names, sizeof names);
+      ruda_status_t fe = ruda__cuda_stream_fault(&s->fault, r, "cuEventSynchronize", names);
+      if (mark.error == NULL) {
+        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
+      }
+      ruda__stream_push_error(rs, fe);
+    } else {
+      elapsed_ns = (uint64_t)((double)ms * 1e6);
+    }
+  }
+  if (mark.mark != NULL) s->api->cuEventDestroy((CUevent)mark.mark);
+  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
+  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
+                               out);
+}
+
+/* A device reset took every event with it: open profiles lose their start
+ * marks and report that they were interrupted. */
+void ruda__cuda_profiles_forget(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  for (size_t i = 0; i < rs->profiler.len; i++) {
+    ruda__profiler_entry_t *e = &rs->profiler.entries[i];
+    e->mark = NULL;
+    if (e->error == NULL) {
+      e->error = ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN,
+                                    "the CUDA device was reset after a fault while this "
+                                    "profile was open");
+    }
+  }
+}
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -1,0 +1,87 @@
+/* Streams of the CUDA server (cuda_stream.c): the CUDA part of each
+ * stream's state in the server layer's stream table, the storages under its
+ * memory managers, the server's event and small-read block pools,
+ * cross-stream ordering and the deferred releases that go with it (gc
+ * batches, the drop queue), and the timeline trace.
+ *
+ * Below the memory methods, futures, copies, launches, profiles and
+ * collectives; above the fault state only. Only built with the CUDA
+ * headers.
+ */
+#ifndef RUDA_CUDA_STREAM_H
+#define RUDA_CUDA_STREAM_H
+
+#include "backends/cuda/cuda_types.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+/* ---- Storages ---- */
+
+ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out);
+void ruda__cuda_gpu_free_now(gpu_storage_t *g, CUdeviceptr p);
+void ruda__cuda_gpu_flush(void *self);
+void ruda__cuda_pinned_flush(void *self);
+
+/* ---- Event and block pools ---- */
+
+/* Events without timing and small-read blocks from the server's pools
+ * (under home->lock; any thread). */
+CUresult ruda__cuda_event_get(cuda_server_t *s, CUevent *out);
+void ruda__cuda_event_put(cuda_server_t *s, CUevent ev, uint64_t gen);
+void *ruda__cuda_block_get(cuda_server_t *s);
+
+/* ---- Streams ---- */
+
+/* The CUDA part of stream `id`, initialised on first use; NULL when it
+ * cannot be (the reason is queued on the stream when its state exists). */
+cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id);
+/* The CUDA part of a stream that exists and was initialised, or NULL
+ * (never creates anything). */
+cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id);
+/* Frees what `st` holds, whether fully or partly initialised, and leaves it
+ * uninitialised (the stream's state, errors and profiles, stays). */
+void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
+/* The stream table's hooks (ctx is set per server in cuda_create_server). */
+extern const ruda__stream_table_ops_t ruda__cuda_stream_ops;
+
+/* ---- Cross-stream ordering, deferred releases ---- */
+
+/* Releases the kept bindings of finished work on every stream (no wait). */
+void ruda__cuda_gc_poll_all(cuda_server_t *s);
+/* Releases the kept bindings of finished work on `st` and emits its
+ * finished trace slices (`wait`: waits for all of it). */
+void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
+/* Orders `st` after the work on `b`'s stream when that is another stream,
+ * and keeps a clone of `b` in `keep`. */
+void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
+                              keep_list_t *keep);
+/* Ends an operation on `st` and keeps `keep` (taken) alive until the work
+ * enqueued so far has completed. */
+void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep);
+/* The device address of a binding's view, looked up in the pool of the
+ * stream that owns the memory; *out_size (may be NULL) receives the bytes
+ * the device really holds from that address on, whatever the view says.
+ * IoError::NotFound when the memory is not bound on this device. */
+ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
+                                 uint64_t *out_size);
+/* Pinned staging of `size` bytes from the stream's pinned pool. */
+ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
+                                        void **out_ptr);
+/* Drop functions for the drop queue: a pinned staging handle, and a
+ * heap-held ruda_bytes_t. */
+void ruda__cuda_drop_memory(void *item);
+void ruda__cuda_drop_bytes(void *item);
+/* Drops `item` once the copies enqueued so far on `st` have completed. */
+void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, uint64_t bytes,
+                               ruda__drop_fn drop);
+
+/* ---- Timeline trace ---- */
+
+/* Starts a device-timed slice: its index, or -1 when the trace is off. */
+long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *category,
+                            const char *name, uint64_t bytes);
+void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx);
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */
+
+#endif /* RUDA_CUDA_STREAM_H */

@@ -1,0 +1,225 @@
+/* The types of the CUDA compute server, shared by its files: the server,
+ * the CUDA part of a stream's state, the storages under its memory
+ * managers, the futures' shared home, the kept-binding list, the sizes the
+ * backend works with, and tiny inline accessors. No function is declared
+ * here: each lives in the header of the module that defines it.
+ *
+ * The modules, bottom to top; each file includes only the headers of the
+ * modules below it, so calls point one way (down):
+ *
+ *   vendor APIs (cuda_internal.h; nccl_loader.h, nccl_errors.h)
+ *     cuda_loader.c     dlopen of libcuda and NVRTC, their symbol tables
+ *     cuda_errors.c     CUresult / nvrtcResult -> ruda errors, logging
+ *     nccl_loader.c     dlopen of libnccl, its symbol table
+ *     nccl_errors.c     ncclResult_t -> ruda errors
+ *     cuda_device.c, cuda_compile.c, cuda_tensor_map.c, cuda_host_copy.c
+ *   cuda_types.h        these types
+ *   cuda_fault.c        the poison state (poison, text, generation, dead)
+ *                       and the fault errors; calls nothing above it
+ *   cuda_stream.c       the CUDA part of a stream's state (storages, event
+ *                       and block pools, cross-stream ordering, deferred
+ *                       releases, the timeline trace)
+ *   cuda_memory.c       the memory methods (allocation, staging, resources,
+ *                       usage, cleanup, allocation mode)
+ *   cuda_future.c       the event-fenced futures and their home
+ *   cuda_copy.c         writes, reads, sync, flush
+ *   cuda_launch.c       kernel launches
+ *   cuda_profile.c      device-timed profiles
+ *   cuda_nccl.c         NCCL communicators, collectives, settling them
+ *   cuda_server.c       the vtable: each entry settles faults (and, for
+ *                       sync, read and flush, NCCL work) once, then calls
+ *                       the implementation below; creation, destruction,
+ *                       and recovery after a fault (a device reset)
+ *
+ * Design notes (streams, cross-stream use, faults, futures) are at the top
+ * of cuda_server.c. Everything runs on the device's worker thread unless a
+ * comment says otherwise (futures are waited on from any thread). Only built
+ * with the CUDA headers.
+ */
+#ifndef RUDA_CUDA_TYPES_H
+#define RUDA_CUDA_TYPES_H
+
+#include "backends/cuda/cuda_internal.h"
+
+#if defined(RUDA_HAVE_CUDA_HEADERS)
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backends/cuda/cuda_host_copy.h"
+#include "base/alloc.h"
+#include "server/server.h"
+
+#define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
+#define STAGE_CHUNK (4u * 1024u * 1024u)
+#define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
+#define PINNED_PAGE (1ull << 30)
+#define RECENT_KERNELS 4
+#define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
+#define READ_BLOCKS 16            /* pinned blocks kept for small reads */
+#define EVENT_POOL 256
+#define FUTURE_POOL 16            /* future objects kept for reuse */
+#define WAIT_SPIN_US 20           /* default of RUDA_CUDA_WAIT_SPIN_US */
+
+typedef struct cuda_server cuda_server_t;
+
+/* Pages whose free waits for the next flush: work in flight may still use
+ * them. */
+typedef struct pending_frees {
+  uint64_t *addrs;
+  size_t n, cap;
+} pending_frees_t;
+
+typedef struct gpu_storage {
+  const ruda__cuda_api_t *api;
+  CUstream stream;
+  bool use_async;
+  pending_frees_t pending;
+  uint64_t next_id;
+} gpu_storage_t;
+
+typedef struct pinned_storage {
+  const ruda__cuda_api_t *api;
+  pending_frees_t pending;
+  uint64_t next_id;
+} pinned_storage_t;
+
+/* What the drop queue's fences record on (see fence_make). */
+typedef struct fence_ctx {
+  const ruda__cuda_api_t *api;
+  CUstream stream;
+} fence_ctx_t;
+
+typedef struct gc_batch {
+  CUevent event;
+  ruda_binding_t *bindings;
+  size_t n;
+} gc_batch_t;
+
+/* Kernels launched on a stream since its last completed sync, for fault
+ * reports: the last RECENT_KERNELS distinct names and how many in all. */
+typedef struct recent_kernels {
+  char names[RECENT_KERNELS][64];
+  uint32_t n, total;
+} recent_kernels_t;
+
+/* The fault state of a server (cuda_fault.c owns every write to it). */
+typedef struct cuda_fault {
+  /* Set when a reset after a fault did not bring the device back: every
+   * operation then fails with this code. Worker only. */
+  int dead;
+  /* First sticky error seen (CUresult) and its description; set from any
+   * thread (futures), acted on by the worker. */
+  _Atomic int poisoned;
+  _Atomic int poison_reported; /* a caller already received the fault */
+  _Atomic uint64_t generation; /* bumped by every reset */
+  char poison_text[512];
+  _Atomic int poison_text_ready;
+} cuda_fault_t;
+
+/* The CUDA extension of a stream's state (ruda__stream_ext): zeroed when
+ * the state is created, initialised on first use (`init`), freed when the
+ * state is reclaimed or after a device reset (then re-initialised on the
+ * next use). The state itself (errors, profiles, cursor, index) is
+ * cuda_rs(st). */
+typedef struct cuda_stream {
+  bool init;
+  CUstream cu;
+  gpu_storage_t *gpu_store;
+  pinned_storage_t *pin_store;
+  ruda__memory_manager_t *gpu;
+  ruda__memory_manager_t *pinned;
+  ruda__drop_queue_t *drops;
+  fence_ctx_t fence; /* the drop queue's context */
+  /* Per origin stream (by state index): the origin's cursor when this
+   * stream last waited on it. Grown on demand; cursors come from one
+   * server-wide clock, so an entry left by a reclaimed origin whose index
+   * was reused is always older than the new origin's cursor (a wait too
+   * many, never one too few). */
+  uint64_t *last_synced;
+  uint32_t nlast_synced;
+  gc_batch_t *gc;
+  size_t ngc, gccap;
+  /* Kernel info words: one device buffer per stream is enough, because
+   * the upload of launch n+1 is ordered after kernel n on the stream. */
+  CUdeviceptr info_dev;
+  size_t info_cap;
+  /* Pinned scratch for dynamic counts. */
+  uint32_t *count_host;
+  /* Timeline trace (RUDA_TRACE): device-timed slices waiting for their
+   * end event (trace_item_t is cuda_stream.c's). */
+  struct trace_item *trace;
+  size_t ntrace, captrace;
+  uint64_t trace_last_end; /* host ns where the previous slice ended */
+  recent_kernels_t recent;
+} cuda_stream_t;
+
+/* What a server's futures share with it and may outlive it with: the lock
+ * over the server's pools, the list of live futures, and a count of the
+ * references (the server's and one per live future). Whichever lets go last
+ * frees it. A future that the server settled when it was destroyed no
+ * longer points at the server. */
+typedef struct future_home {
+  pthread_mutex_t lock;
+  size_t refs;
+  struct cuda_future *live; /* futures not yet destroyed, doubly linked */
+} future_home_t;
+
+struct cuda_server {
+  ruda__server_t base;
+  const ruda__cuda_api_t *api;
+  CUdevice dev;
+  CUcontext ctx;
+  uint32_t cc;
+  int priority;
+  /* Streams whose gc list is not empty (kept bindings of cross-stream use),
+   * so that memory reports and syncs can release finished ones. */
+  uint32_t gc_streams;
+  /* The stream table's release hook frees CUDA objects only while the
+   * context is usable (false during destroy after a fault). */
+  bool context_alive;
+  ruda__cuda_module_cache_t *modules;
+  ruda__copy_pool_t *copies;
+  /* Events without timing and pinned blocks for small reads, reused; futures
+   * return theirs from any thread, hence home->lock over them. Both belong
+   * to the context of one generation. */
+  future_home_t *home;
+  CUevent events[EVENT_POOL];
+  size_t nevents;
+  void *blocks[READ_BLOCKS];
+  size_t nblocks;
+  /* Future objects: made on the worker, freed on the waiting thread (glibc's
+   * slow cross-thread path), so a few are recycled here. */
+  struct cuda_future *futures[FUTURE_POOL];
+  size_t nfutures;
+  /* How long a future's wait polls its event before blocking in
+   * cuEventSynchronize (RUDA_CUDA_WAIT_SPIN_US). */
+  uint64_t wait_spin_ns;
+  /* Poisoning after a kernel fault, and whether the device is lost. */
+  cuda_fault_t fault;
+  /* NCCL: the comm stream and communicators (cuda_nccl.c); NULL until the
+   * first collective. */
+  struct ruda__cuda_comms *comms;
+  /* The device memory managers of every stream (out-of-memory reports). */
+  ruda__memory_group_t memory_group;
+};
+
+/* The bindings an operation uses from other streams' slots, cloned to keep
+ * their memory alive until the operation's work has completed. */
+typedef struct keep_list {
+  ruda_binding_t *items;
+  size_t n, cap;
+  bool sync; /* a clone failed: ruda__cuda_op_end waits for the work instead */
+} keep_list_t;
+
+static inline cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
+
+static inline ruda__stream_t *cuda_rs(cuda_stream_t *st) { return ruda__stream_of_ext(st); }
+static inline cuda_stream_t *cuda_ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }
+
+#endif /* RUDA_HAVE_CUDA_HEADERS */
+
+#endif /* RUDA_CUDA_TYPES_H */
