@@ -13,6 +13,11 @@
  *           write_pageable_256MiB_bytes  the same data handed over as bytes (no caller copy)
  *           read_4B_latency            4-byte read                 vs cuMemcpyDtoH to pinned
  *  compile  kernel_load_warm_cache     load from the disk cache    vs NVRTC compile
+ *           kernel_load_warm_cache_vs_module_load  the same  vs cuModuleLoadData +
+ *                                      cuModuleGetFunction of the CUBIN in memory
+ *  graph    replay_per_kernel          replay of a recorded graph of 1000 empty kernels + sync,
+ *                                      per kernel  vs cuGraphLaunch of the same kernels
+ *                                      captured directly + cuStreamSynchronize
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +33,7 @@ void ruda_bench_cuda_launch(ruda_bench_t *b) { ruda_bench_skip(b, "launch", "cud
 void ruda_bench_cuda_memory(ruda_bench_t *b) { ruda_bench_skip(b, "memory", "cuda", NOT_BUILT); }
 void ruda_bench_cuda_copy(ruda_bench_t *b) { ruda_bench_skip(b, "copy", "cuda", NOT_BUILT); }
 void ruda_bench_cuda_compile(ruda_bench_t *b) { ruda_bench_skip(b, "compile", "cuda", NOT_BUILT); }
+void ruda_bench_cuda_graph(ruda_bench_t *b) { ruda_bench_skip(b, "graph", "cuda", NOT_BUILT); }
 
 #else
 
@@ -462,16 +468,35 @@ typedef struct compile_ctx {
   ruda_status_t err;
 } compile_ctx_t;
 
-static void ruda_warm_load(void *p) {
-  compile_ctx_t *x = p;
-  /* A fresh module cache: nothing in memory, the CUBIN is on disk. */
+/* One warm load: a fresh module cache (nothing in memory, the CUBIN on
+ * disk), then the load timed alone; creating and destroying the cache (and
+ * unloading the module) are not part of loading. Nanoseconds. */
+static double ruda_warm_load_ns(compile_ctx_t *x) {
   char root[1024];
   if (!ruda__cuda_cache_root(root, sizeof root)) root[0] = '\0';
   ruda__cuda_module_cache_t *mc = ruda__cuda_module_cache_create(x->raw->api, x->raw->cc,
                                                                  x->props_hash, root);
   ruda__cuda_function_t *fn = NULL;
+  uint64_t t0 = ruda_bench_now_ns();
   if (mc) keep(&x->err, ruda__cuda_module_cache_get(mc, x->k, &fn));
+  uint64_t t1 = ruda_bench_now_ns();
   ruda__cuda_module_cache_destroy(mc, false);
+  return (double)(t1 - t0);
+}
+
+static void ruda_warm_load(void *p) { (void)ruda_warm_load_ns(p); }
+
+/* cuModuleLoadData + cuModuleGetFunction of the CUBIN already in memory,
+ * timed alone (the unload is not). Nanoseconds. */
+static double module_load_ns(compile_ctx_t *x, const void *cubin) {
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  uint64_t t0 = ruda_bench_now_ns();
+  CUresult r = x->raw->api->cuModuleLoadData(&mod, cubin);
+  if (r == CUDA_SUCCESS) r = x->raw->api->cuModuleGetFunction(&fn, mod, "bench_saxpy");
+  uint64_t t1 = ruda_bench_now_ns();
+  if (mod) x->raw->api->cuModuleUnload(mod);
+  return r == CUDA_SUCCESS ? (double)(t1 - t0) : 0;
 }
 
 static void nvrtc_compile(void *p) {
@@ -507,17 +532,135 @@ void ruda_bench_cuda_compile(ruda_bench_t *b) {
   if (!check(b, "compile", "kernel_load_warm_cache", ruda_kernel_create(&d, &x.k))) goto out;
   size_t reps = ruda_bench_pick(b, 20, 5, 1);
   ruda_warm_load(&x); /* fills the disk cache */
-  ruda_bench_stats_t r = ruda_bench_measure(ruda_warm_load, &x, 3, reps, 1);
+  double *rs = calloc(reps, sizeof *rs), *ms = calloc(reps, sizeof *ms);
+  void *cubin = NULL;
+  size_t cubin_size = 0;
+  keep(&x.err, ruda__cuda_nvrtc_compile("bench_saxpy", compile_src, strlen(compile_src), raw.cc,
+                                        NULL, 0, &cubin, &cubin_size));
+  for (int i = 0; i < 3 && cubin; i++) ruda_warm_load(&x), module_load_ns(&x, cubin);
+  /* Alternating samples: the disk cache's load and the bare module load. */
+  for (size_t i = 0; rs && ms && cubin && i < reps; i++) {
+    rs[i] = ruda_warm_load_ns(&x);
+    ms[i] = module_load_ns(&x, cubin);
+  }
+  ruda_bench_stats_t r = rs ? stats_of(rs, reps) : (ruda_bench_stats_t){0};
+  ruda_bench_stats_t ml = ms ? stats_of(ms, reps) : (ruda_bench_stats_t){0};
+  free(rs);
+  free(ms);
+  free(cubin);
   ruda_bench_stats_t base = ruda_bench_measure(nvrtc_compile, &x, 1, reps, 1);
   ruda__cuda_compile_stats_t st = ruda__cuda_compile_stats();
   ruda_bench_progress(b, "compile: disk hits %llu, compiles %llu, disk skips %llu",
                       (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
                       (unsigned long long)st.disk_skips);
-  if (check(b, "compile", "kernel_load_warm_cache", x.err))
+  if (check(b, "compile", "kernel_load_warm_cache", x.err)) {
     ruda_bench_report(b, "compile", "kernel_load_warm_cache", "ns", r, base, "nvrtcCompileProgram",
                       true);
+    ruda_bench_report(b, "compile", "kernel_load_warm_cache_vs_module_load", "ns", r, ml,
+                      "cuModuleLoadData+cuModuleGetFunction (CUBIN in memory)", true);
+  }
   ruda_kernel_release(x.k);
 out:
+  raw_close(&raw);
+  ruda_client_release(c);
+}
+
+/* ---- graph ---- */
+
+enum { GRAPH_KERNELS = 1000 };
+
+typedef struct graph_ctx {
+  ruda_client_t *c;
+  ruda_graph_t *g;
+  raw_t *raw;
+  CUgraphExec exec;
+  ruda_status_t err;
+} graph_ctx_t;
+
+static void ruda_replay(void *p) {
+  graph_ctx_t *x = p;
+  keep(&x->err, ruda_client_graph_replay(x->c, x->g));
+  keep(&x->err, ruda_client_sync(x->c));
+}
+
+static void raw_replay(void *p) {
+  graph_ctx_t *x = p;
+  x->raw->api->cuGraphLaunch(x->exec, x->raw->stream);
+  x->raw->api->cuStreamSynchronize(x->raw->stream);
+}
+
+void ruda_bench_cuda_graph(ruda_bench_t *b) {
+  ruda_client_t *c = NULL;
+  if (!ruda_bench_open_client(b, "graph", "replay_per_kernel", &c)) return;
+  raw_t raw;
+  if (!raw_open(b, "graph", c, &raw)) {
+    ruda_client_release(c);
+    return;
+  }
+  const ruda__cuda_api_t *api = raw.api;
+  graph_ctx_t x = {c, NULL, &raw, NULL, NULL};
+  ruda_kernel_t *k = NULL;
+  CUmodule mod = NULL;
+  CUfunction fn = NULL;
+  CUgraph graph = NULL;
+  void *cubin = NULL;
+  size_t size = 0;
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "bench_empty";
+  d.ruda_dim = ruda_dim_new_1d(1);
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, empty_src);
+  d.code = &code;
+  d.num_code = 1;
+  if (!api->cuStreamBeginCapture || !api->cuGraphInstantiate || !api->cuGraphLaunch) {
+    ruda_bench_skip(b, "graph", "replay_per_kernel", "the driver has no CUDA graphs");
+    goto out;
+  }
+  ruda_status_t st = ruda_kernel_create(&d, &k);
+  if (!st) st = ruda_client_graph_begin(c);
+  ruda_kernel_args_t a = {0};
+  for (int i = 0; !st && i < GRAPH_KERNELS; i++) {
+    st = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a);
+  }
+  if (!st) st = ruda_client_graph_end(c, &x.g);
+  if (!st) {
+    st = ruda__cuda_nvrtc_compile("bench_empty", empty_src, strlen(empty_src), raw.cc, NULL, 0,
+                                  &cubin, &size);
+  }
+  if (!check(b, "graph", "replay_per_kernel", st)) goto out;
+  /* The raw side: the same kernel captured 1000 times into a CUDA graph. */
+  CUdeviceptr info = 0;
+  void *params[1] = {&info};
+  if (api->cuModuleLoadData(&mod, cubin) != CUDA_SUCCESS ||
+      api->cuModuleGetFunction(&fn, mod, "bench_empty") != CUDA_SUCCESS ||
+      api->cuStreamBeginCapture(raw.stream, CU_STREAM_CAPTURE_MODE_RELAXED) != CUDA_SUCCESS) {
+    ruda_bench_fail(b, "graph", "replay_per_kernel", "cannot set up the raw CUDA graph");
+    goto out;
+  }
+  for (int i = 0; i < GRAPH_KERNELS; i++) {
+    api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, raw.stream, params, NULL);
+  }
+  if (api->cuStreamEndCapture(raw.stream, &graph) != CUDA_SUCCESS ||
+      api->cuGraphInstantiate(&x.exec, graph, 0) != CUDA_SUCCESS) {
+    ruda_bench_fail(b, "graph", "replay_per_kernel", "cannot instantiate the raw CUDA graph");
+    goto out;
+  }
+  size_t reps = ruda_bench_pick(b, 30, 10, 1);
+  ruda_bench_stats_t r = ruda_bench_measure(ruda_replay, &x, 3, reps, 1);
+  ruda_bench_stats_t base = ruda_bench_measure(raw_replay, &x, 3, reps, 1);
+  if (check(b, "graph", "replay_per_kernel", x.err)) {
+    ruda_bench_report(b, "graph", "replay_per_kernel", "ns",
+                      ruda_bench_stats_scale(r, 1.0 / GRAPH_KERNELS),
+                      ruda_bench_stats_scale(base, 1.0 / GRAPH_KERNELS),
+                      "cuGraphLaunch+cuStreamSynchronize", true);
+  }
+out:
+  if (x.exec) api->cuGraphExecDestroy(x.exec);
+  if (graph) api->cuGraphDestroy(graph);
+  if (mod) api->cuModuleUnload(mod);
+  free(cubin);
+  ruda_graph_release(x.g);
+  ruda_kernel_release(k);
   raw_close(&raw);
   ruda_client_release(c);
 }

@@ -286,6 +286,11 @@ void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__c
                          const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                          ruda_stream_id_t stream);
 
+/* The checks of ruda__server_launch alone: the LaunchError (unwrapped) of a
+ * launch that cannot run, or NULL. */
+ruda_status_t ruda__server_launch_check(ruda__server_t *s, const ruda_kernel_t *kernel,
+                                        const ruda__count_t *count);
+
 /* The memory usage of every stream of the device together (s->vt's
  * memory_usage_device, else the sum over the stream table). Queued errors
  * do not make it fail. Worker thread. */

@@ -160,6 +160,11 @@ static ruda_status_t check_launch(ruda__server_t *s, const ruda_kernel_desc_t *d
   return NULL;
 }
 
+ruda_status_t ruda__server_launch_check(ruda__server_t *s, const ruda_kernel_t *kernel,
+                                       const ruda__count_t *count) {
+  return check_launch(s, ruda_kernel_desc(kernel), count);
+}
+
 void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                          const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                          ruda_stream_id_t stream) {

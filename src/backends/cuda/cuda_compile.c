@@ -15,6 +15,7 @@
  * are handed to cuModuleLoadData directly.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -312,15 +313,28 @@ static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_ke
   char arch[64], inc[600], inc2[640];
   const char *opts[8];
   size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+  /* A portable kernel is compiled behind the prelude, which changes with
+   * ruda: its hash is part of the key (computed once per process). */
+  static _Atomic uint64_t prelude_hash;
+  uint64_t ph = 0;
+  if (code->format == RUDA_KERNEL_FORMAT_PORTABLE) {
+    ph = atomic_load_explicit(&prelude_hash, memory_order_relaxed);
+    if (ph == 0) {
+      size_t len = 0;
+      const char *text = ruda__portable_prelude(RUDA__PORTABLE_CUDA, &len);
+      ph = text ? ruda_hash128(text, len, CACHE_SEED).lo | 1u : 1u;
+      atomic_store_explicit(&prelude_hash, ph, memory_order_relaxed);
+    }
+  }
   /* Stable text of everything the CUBIN depends on, hashed once. */
   char buf[4096];
   size_t used = (size_t)snprintf(buf, sizeof buf,
                                  "fmt=%u;kernel=%016llx%016llx;props=%016llx;nvrtc=%d.%d;"
-                                 "driver=%d;cc=%u;",
+                                 "driver=%d;cc=%u;prelude=%016llx;",
                                  CACHE_FORMAT, (unsigned long long)kh.hi,
                                  (unsigned long long)kh.lo,
                                  (unsigned long long)c->props_checksum, nv_major, nv_minor,
-                                 c->api->driver_version, c->cc);
+                                 c->api->driver_version, c->cc, (unsigned long long)ph);
   for (size_t i = 0; i < nopt && used < sizeof buf; i++)
     used += (size_t)snprintf(buf + used, sizeof buf - used, "opt=%s;", opts[i]);
   if (used > sizeof buf) used = sizeof buf;
@@ -358,43 +372,54 @@ static uint64_t get_u64(const unsigned char *p) {
 enum { HEADER = 8 + 8 + 8 + 16 };
 
 /* Reads a cached CUBIN; NULL (with a log line when the file exists but is
- * unusable) on any problem. */
+ * unusable) on any problem. One open, one fstat and one read of the whole
+ * file: a warm load should cost little more than cuModuleLoadData. */
 static void *disk_read(const char *path, size_t *out_size) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  unsigned char h[HEADER];
-  void *payload = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  unsigned char *file = NULL;
   const char *why = NULL;
-  if (fread(h, 1, HEADER, f) != HEADER || memcmp(h, CACHE_MAGIC, 8) != 0) {
-    why = "bad header";
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || sb.st_size < HEADER || (uint64_t)sb.st_size > (1ull << 31) + HEADER) {
+    why = "bad size";
     goto out;
   }
-  uint64_t fmt = get_u64(h + 8), size = get_u64(h + 16);
-  ruda_hash128_t want = {get_u64(h + 24), get_u64(h + 32)};
-  if (fmt != CACHE_FORMAT || size == 0 || size > (1ull << 31)) {
-    why = "unsupported format or size";
-    goto out;
-  }
-  payload = ruda__malloc((size_t)size);
-  if (payload == NULL) {
+  size_t total = (size_t)sb.st_size;
+  file = ruda__malloc(total);
+  if (file == NULL) {
     why = "no memory";
     goto out;
   }
-  if (fread(payload, 1, (size_t)size, f) != size) {
-    why = "truncated";
+  size_t got = 0;
+  while (got < total) {
+    ssize_t n = read(fd, file + got, total - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    got += (size_t)n;
+  }
+  if (got != total || memcmp(file, CACHE_MAGIC, 8) != 0) {
+    why = got != total ? "truncated" : "bad header";
     goto out;
   }
-  ruda_hash128_t got = ruda_hash128(payload, (size_t)size, CACHE_SEED);
-  if (got.lo != want.lo || got.hi != want.hi) {
+  uint64_t fmt = get_u64(file + 8), size = get_u64(file + 16);
+  ruda_hash128_t want = {get_u64(file + 24), get_u64(file + 32)};
+  if (fmt != CACHE_FORMAT || size == 0 || size != total - HEADER) {
+    why = "unsupported format or size";
+    goto out;
+  }
+  ruda_hash128_t sum = ruda_hash128(file + HEADER, (size_t)size, CACHE_SEED);
+  if (sum.lo != want.lo || sum.hi != want.hi) {
     why = "checksum mismatch";
     goto out;
   }
-  fclose(f);
+  close(fd);
+  /* The payload moves to the front: callers free what they are given. */
+  memmove(file, file + HEADER, (size_t)size);
   *out_size = (size_t)size;
-  return payload;
+  return file;
 out:
-  fclose(f);
-  ruda__free(payload);
+  close(fd);
+  ruda__free(file);
   atomic_fetch_add(&g_disk_skips, 1);
   ruda__cuda_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
   return NULL;

@@ -84,6 +84,30 @@ static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_
   return api->cuMemcpy2DAsync(&c, stream);
 }
 
+ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__copy_desc_t *d,
+                                    void *host) {
+  uint64_t width, height, pitch;
+  if (!copy_geometry(d, &width, &height, &pitch)) {
+    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                              "write: only contiguous and row-pitched layouts can be copied");
+  }
+  CUdeviceptr dst = 0;
+  ruda_status_t e = copy_target(s, d, "write", &dst);
+  if (e) return e;
+  if (width * height == 0) return NULL;
+  CUresult r = copy_rows(s->api, cu, true, host, dst, width, height, pitch);
+  if (r != CUDA_SUCCESS) {
+    return ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync", "writing %llu bytes",
+                          (unsigned long long)(width * height));
+  }
+  return NULL;
+}
+
+uint64_t ruda__cuda_copy_bytes(const ruda__copy_desc_t *d) {
+  uint64_t width, height, pitch;
+  return copy_geometry(d, &width, &height, &pitch) ? width * height : 0;
+}
+
 static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
   unsigned int type = 0;
   CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,

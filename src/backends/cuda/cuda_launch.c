@@ -42,6 +42,105 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
 
 #define PARAMS_INLINE 32
 
+ruda_status_t ruda__cuda_launch_on(cuda_server_t *s, CUstream cu, ruda__cuda_function_t *fn,
+                                   const ruda_kernel_desc_t *d, ruda_count3_t grid,
+                                   const ruda__launch_args_t *args, CUdeviceptr info) {
+  const ruda__cuda_api_t *api = s->api;
+  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
+  CUtensorMap *maps = NULL;
+  void *psmall[PARAMS_INLINE];
+  CUdeviceptr vsmall[PARAMS_INLINE];
+  size_t nparams = nt + nb + 1;
+  void **params = nparams <= PARAMS_INLINE ? psmall : ruda__calloc(nparams, sizeof *params);
+  CUdeviceptr *vals = nb + 1 <= PARAMS_INLINE ? vsmall : ruda__calloc(nb + 1, sizeof *vals);
+  ruda_status_t e = NULL;
+  if (nt > 0) maps = aligned_alloc(64, nt * sizeof *maps);
+  if (params == NULL || vals == NULL || (nt > 0 && maps == NULL)) {
+    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel %s: no host memory for "
+                           "its parameters", d->name);
+    goto done;
+  }
+  /* Parameter order, as on every backend: buffers, tensor maps, info. */
+  size_t np = 0;
+  for (size_t i = 0; i < nb; i++) {
+    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i], NULL);
+    if (e) goto done;
+    params[np++] = &vals[i];
+  }
+  for (size_t i = 0; i < nt; i++) {
+    CUdeviceptr tp = 0;
+    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp, NULL);
+    if (e) goto done;
+    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
+    if (e) goto done;
+    params[np++] = &maps[i];
+  }
+  vals[nb] = info;
+  params[np++] = &vals[nb];
+
+  if (d->shared_mem_bytes > 48 * 1024 && fn->shared_mem_set < d->shared_mem_bytes) {
+    CUresult r = api->cuFuncSetAttribute(fn->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         (int)d->shared_mem_bytes);
+    if (r != CUDA_SUCCESS) {
+      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuFuncSetAttribute",
+                         "kernel %s asks for %llu bytes of shared memory", d->name,
+                         (unsigned long long)d->shared_mem_bytes);
+      goto done;
+    }
+    fn->shared_mem_set = d->shared_mem_bytes;
+  }
+
+  CUresult r;
+  const char *call = "cuLaunchKernel";
+  bool cluster = d->cluster_dim.x > 0 && d->cluster_dim.y > 0 && d->cluster_dim.z > 0 &&
+                 (d->cluster_dim.x * d->cluster_dim.y * d->cluster_dim.z) > 1;
+  if (cluster) {
+    call = "cuLaunchKernelEx";
+    if (api->cuLaunchKernelEx == NULL || s->cc < 90) {
+      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                             "kernel %s asks for a cluster of (%u, %u, %u) but this device "
+                             "(sm_%u) or driver has no thread-block clusters",
+                             d->name, d->cluster_dim.x, d->cluster_dim.y, d->cluster_dim.z, s->cc);
+      goto done;
+    }
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = d->cluster_dim.x;
+    attr.value.clusterDim.y = d->cluster_dim.y;
+    attr.value.clusterDim.z = d->cluster_dim.z;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = grid.x;
+    cfg.gridDimY = grid.y;
+    cfg.gridDimZ = grid.z;
+    cfg.blockDimX = d->ruda_dim.x;
+    cfg.blockDimY = d->ruda_dim.y;
+    cfg.blockDimZ = d->ruda_dim.z;
+    cfg.sharedMemBytes = (unsigned)d->shared_mem_bytes;
+    cfg.hStream = cu;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    r = api->cuLaunchKernelEx(&cfg, fn->fn, params, NULL);
+  } else {
+    r = api->cuLaunchKernel(fn->fn, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                            d->ruda_dim.z, (unsigned)d->shared_mem_bytes, cu, params, NULL);
+  }
+  if (r != CUDA_SUCCESS) {
+    if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, d->name, true);
+    e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
+                       "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
+                       "memory",
+                       d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
+                       d->ruda_dim.z, (unsigned long long)d->shared_mem_bytes);
+  }
+done:
+  if (params != psmall) ruda__free(params);
+  if (vals != vsmall) ruda__free(vals);
+  free(maps);
+  return e;
+}
+
 void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                        ruda_stream_id_t stream) {
@@ -62,25 +161,12 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   }
 
   ruda_count3_t grid = count->fixed;
-  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
   keep_list_t keep = {0};
-  for (size_t i = 0; i < nb; i++) ruda__cuda_order_binding(s, st, &args->buffers[i], &keep);
-  for (size_t i = 0; i < nt; i++)
+  for (size_t i = 0; i < args->num_buffers; i++)
+    ruda__cuda_order_binding(s, st, &args->buffers[i], &keep);
+  for (size_t i = 0; i < args->num_tensor_maps; i++)
     ruda__cuda_order_binding(s, st, &args->tensor_map_buffers[i], &keep);
   if (count->dynamic) ruda__cuda_order_binding(s, st, &count->buffer, &keep);
-
-  CUtensorMap *maps = NULL;
-  void *psmall[PARAMS_INLINE];
-  CUdeviceptr vsmall[PARAMS_INLINE];
-  size_t nparams = nt + nb + 1;
-  void **params = nparams <= PARAMS_INLINE ? psmall : ruda__calloc(nparams, sizeof *params);
-  CUdeviceptr *vals = nb + 1 <= PARAMS_INLINE ? vsmall : ruda__calloc(nb + 1, sizeof *vals);
-  if (nt > 0) maps = aligned_alloc(64, nt * sizeof *maps);
-  if (params == NULL || vals == NULL || (nt > 0 && maps == NULL)) {
-    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel %s: no host memory for "
-                           "its parameters", d->name);
-    goto fail;
-  }
 
   if (count->dynamic) {
     CUdeviceptr cp = 0;
@@ -116,98 +202,21 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   }
   if (ruda_count3_is_empty(grid)) goto done;
 
-  /* Parameter order, as on every backend: buffers, tensor maps, info. */
-  size_t np = 0;
-  for (size_t i = 0; i < nb; i++) {
-    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i], NULL);
-    if (e) goto fail;
-    params[np++] = &vals[i];
-  }
-  for (size_t i = 0; i < nt; i++) {
-    CUdeviceptr tp = 0;
-    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp, NULL);
-    if (e) goto fail;
-    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
-    if (e) goto fail;
-    params[np++] = &maps[i];
-  }
-  vals[nb] = 0;
+  CUdeviceptr info = 0;
   if (args->info.len > 0) {
-    e = upload_info(s, st, &args->info, &vals[nb]);
+    e = upload_info(s, st, &args->info, &info);
     if (e) goto fail;
   }
-  params[np++] = &vals[nb];
-
-  if (d->shared_mem_bytes > 48 * 1024 && fn->shared_mem_set < d->shared_mem_bytes) {
-    CUresult r = api->cuFuncSetAttribute(fn->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         (int)d->shared_mem_bytes);
-    if (r != CUDA_SUCCESS) {
-      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuFuncSetAttribute",
-                         "kernel %s asks for %llu bytes of shared memory", d->name,
-                         (unsigned long long)d->shared_mem_bytes);
-      goto fail;
-    }
-    fn->shared_mem_set = d->shared_mem_bytes;
-  }
-
-  CUresult r;
-  const char *call = "cuLaunchKernel";
-  bool cluster = d->cluster_dim.x > 0 && d->cluster_dim.y > 0 && d->cluster_dim.z > 0 &&
-                 (d->cluster_dim.x * d->cluster_dim.y * d->cluster_dim.z) > 1;
-  if (cluster) {
-    call = "cuLaunchKernelEx";
-    if (api->cuLaunchKernelEx == NULL || s->cc < 90) {
-      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                             "kernel %s asks for a cluster of (%u, %u, %u) but this device "
-                             "(sm_%u) or driver has no thread-block clusters",
-                             d->name, d->cluster_dim.x, d->cluster_dim.y, d->cluster_dim.z, s->cc);
-      goto fail;
-    }
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = d->cluster_dim.x;
-    attr.value.clusterDim.y = d->cluster_dim.y;
-    attr.value.clusterDim.z = d->cluster_dim.z;
-    CUlaunchConfig cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.gridDimX = grid.x;
-    cfg.gridDimY = grid.y;
-    cfg.gridDimZ = grid.z;
-    cfg.blockDimX = d->ruda_dim.x;
-    cfg.blockDimY = d->ruda_dim.y;
-    cfg.blockDimZ = d->ruda_dim.z;
-    cfg.sharedMemBytes = (unsigned)d->shared_mem_bytes;
-    cfg.hStream = st->cu;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
-    r = api->cuLaunchKernelEx(&cfg, fn->fn, params, NULL);
-    ruda__cuda_trace_end(s, st, tr);
-  } else {
-    long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
-    r = api->cuLaunchKernel(fn->fn, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
-                            d->ruda_dim.z, (unsigned)d->shared_mem_bytes, st->cu, params, NULL);
-    ruda__cuda_trace_end(s, st, tr);
-  }
-  if (r != CUDA_SUCCESS) {
-    if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, d->name, true);
-    e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
-                       "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of shared "
-                       "memory",
-                       d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
-                       d->ruda_dim.z, (unsigned long long)d->shared_mem_bytes);
-    goto fail;
-  }
+  long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
+  e = ruda__cuda_launch_on(s, st->cu, fn, d, grid, args, info);
+  ruda__cuda_trace_end(s, st, tr);
+  if (e) goto fail;
   ruda__cuda_recent_note(&st->recent, d->name);
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:
   ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
 done:
-  if (params != psmall) ruda__free(params);
-  if (vals != vsmall) ruda__free(vals);
-  free(maps);
   ruda__cuda_op_end(s, st, &keep);
 }
 

@@ -53,6 +53,7 @@
 #include "backends/cuda/cuda_copy.h"
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_future.h"
+#include "backends/cuda/cuda_graph.h"
 #include "backends/cuda/cuda_launch.h"
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_nccl.h"
@@ -124,6 +125,7 @@ static void server_recover(cuda_server_t *s) {
   const ruda__cuda_api_t *api = s->api;
   ruda__stream_table_foreach(&s->base.streams, free_stream_part, s);
   ruda__stream_table_foreach(&s->base.streams, ruda__cuda_profiles_forget, s);
+  ruda__cuda_graphs_forget(s);
   ruda__cuda_module_cache_destroy(s->modules, true);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
                                               s->base.utilities.settings.cache_dir);
@@ -179,6 +181,8 @@ static void cuda_destroy(ruda__server_t *base) {
 #endif
   s->context_alive = alive;
   ruda__stream_table_deinit(&s->base.streams);
+  /* After the streams: their drop queues held the replays' references. */
+  ruda__cuda_graphs_free(s, alive);
   ruda__cuda_module_cache_destroy(s->modules, !alive);
   ruda__copy_pool_destroy(s->copies);
   for (size_t i = 0; i < s->nevents; i++) s->api->cuEventDestroy(s->events[i]);
@@ -337,6 +341,24 @@ static ruda_status_t cuda_comm_destroy(ruda__server_t *base, uint64_t id) {
 static void cuda_comm_shutdown(ruda__server_t *base) { ruda__cuda_comm_shutdown(as_cuda(base)); }
 #endif
 
+static ruda_status_t cuda_graph_build(ruda__server_t *base, const ruda__graph_t *g,
+                                       ruda_stream_id_t stream, void **out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_graph_build(s, g, stream, out);
+}
+
+static void cuda_graph_launch(ruda__server_t *base, const ruda__graph_t *g, void *native,
+                              ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  ruda__cuda_graph_launch(s, g, native, stream);
+}
+
+static void cuda_graph_destroy(ruda__server_t *base, void *native) {
+  ruda__cuda_graph_destroy(as_cuda(base), native);
+}
+
 static const ruda__server_vtable_t cuda_vtable = {
     .name = "cuda",
     .destroy = cuda_destroy,
@@ -354,6 +376,9 @@ static const ruda__server_vtable_t cuda_vtable = {
     .allocation_mode = cuda_allocation_mode,
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
+    .graph_build = cuda_graph_build,
+    .graph_launch = cuda_graph_launch,
+    .graph_destroy = cuda_graph_destroy,
 #if defined(RUDA_HAVE_NCCL_HEADERS)
     /* NCCL is loaded on the first collective; without it they answer
      * UnsupportedIoOperation (cuda_nccl.c). */

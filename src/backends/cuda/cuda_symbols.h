@@ -64,7 +64,13 @@
   X(cuLaunchKernelEx, 0)                    \
   X(cuTensorMapEncodeTiled, 0)              \
   X(cuTensorMapEncodeIm2col, 0)             \
-  X(cuTensorMapEncodeIm2colWide, 0)
+  X(cuTensorMapEncodeIm2colWide, 0)         \
+  X(cuStreamBeginCapture, 0)                \
+  X(cuStreamEndCapture, 0)                  \
+  X(cuGraphInstantiate, 0)                  \
+  X(cuGraphLaunch, 0)                       \
+  X(cuGraphExecDestroy, 0)                  \
+  X(cuGraphDestroy, 0)
 
 #define RUDA__NVRTC_SYMBOLS(X)              \
   X(nvrtcVersion, 1)                        \

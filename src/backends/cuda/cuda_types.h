@@ -25,6 +25,8 @@
  *   cuda_copy.c         writes, reads, sync, flush
  *   cuda_launch.c       kernel launches
  *   cuda_profile.c      device-timed profiles
+ *   cuda_graph.c        graphs: a recording captured into a CUDA graph,
+ *                       its replays and lifetime
  *   cuda_nccl.c         NCCL communicators, collectives, settling them
  *   cuda_server.c       the vtable: each entry settles faults (and, for
  *                       sync, read and flush, NCCL work) once, then calls
@@ -205,6 +207,8 @@ struct cuda_server {
   struct ruda__cuda_comms *comms;
   /* The device memory managers of every stream (out-of-memory reports). */
   ruda__memory_group_t memory_group;
+  /* Graphs built and not yet freed (cuda_graph.c), freed at destroy. */
+  struct cuda_graph *graphs;
 };
 
 /* The bindings an operation uses from other streams' slots, cloned to keep
