@@ -1,114 +1,15 @@
-/* Memory and copies of the OpenCL server: the memory methods of the
- * vtable, writes, reads and the event-fenced futures they and syncs return,
+/* Copies of the OpenCL server: writes, reads into marker-fenced futures,
  * sync and flush. See opencl_server.c for the design. */
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
-#include "backends/opencl/opencl_server.h"
+#include "backends/opencl/opencl_copy.h"
+#include "backends/opencl/opencl_future.h"
+#include "backends/opencl/opencl_stream.h"
 #include "server/trace.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
-
-/* ---- Vtable: memory ---- */
-
-void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
-                                 ruda_stream_id_t stream) {
-  ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
-  if (st == NULL) return; /* the handle stays unbound: later uses report NotFound */
-  ruda_status_t e = NULL;
-  /* More than the device has can never succeed; drivers that allocate
-   * lazily (PoCL) would otherwise accept it here and fail at first use. */
-  if (size > s->dev->global_mem) {
-    ruda__stream_push_error(ocl_rs(st), ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size));
-    ruda__opencl_log("memory", "%llu bytes requested; the device has %llu bytes in all",
-                     (unsigned long long)size, (unsigned long long)s->dev->global_mem);
-    return;
-  }
-  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
-  e = ruda__memory_alloc(st->dev, memory, size, ocl_rs(st)->cursor);
-  if (t0)
-    ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
-  if (e) ruda__stream_push_error(ocl_rs(st), e);
-}
-
-static void staging_release(ruda_bytes_t *b) {
-  if (b->owner) ruda__memory_release_handle(b->owner);
-  b->owner = NULL;
-}
-
-ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
-                                ruda_stream_id_t stream, ruda_bytes_t *out) {
-  ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
-  if (st == NULL)
-    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  ruda_status_t e = NULL;
-  for (size_t i = 0; i < count; i++) {
-    ruda_memory_t *m = NULL;
-    void *p = NULL;
-    e = ruda__ocl_pinned_reserve(st, sizes[i], &m, &p);
-    if (e) {
-      for (size_t k = 0; k < i; k++) ruda_bytes_release(&out[k]);
-      return e;
-    }
-    out[i].data = p;
-    out[i].size = sizes[i];
-    out[i].property = RUDA_BYTES_PINNED;
-    out[i].release = staging_release;
-    out[i].owner = m;
-  }
-  return NULL;
-}
-
-ruda_status_t ruda__ocl_get_resource(ruda__server_t *base, const ruda_binding_t *b,
-                                     ruda_stream_id_t stream, ruda_resource_t *out) {
-  (void)stream;
-  ocl_server_t *s = as_ocl(base);
-  page_t *p = NULL;
-  uint64_t off = 0, size = 0;
-  ruda_status_t e = ruda__ocl_resolve(s, b, &p, &off, &size);
-  if (e) return e;
-  cl_mem m = NULL;
-  e = ruda__ocl_view_mem(s, p, off, size, &m);
-  if (e) return ruda_status_wrap(RUDA_ERR_IO_EXECUTION, ruda_status_into_server(e));
-  out->address = (uint64_t)(uintptr_t)m;
-  out->size = size;
-  return NULL;
-}
-
-ruda_status_t ruda__ocl_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
-                                     ruda_memory_usage_t *out) {
-  memset(out, 0, sizeof *out);
-  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
-  if (rs == NULL) return NULL; /* a stream without state holds nothing */
-  ruda_status_t e = ruda__stream_check(rs, RUDA__MODE_CHECK);
-  if (e) return e;
-  ruda__ocl_gc_poll_all(as_ocl(base));
-  ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) *out = ruda__memory_usage(st->dev);
-  return NULL;
-}
-
-void ruda__ocl_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
-  ocl_server_t *s = as_ocl(base);
-  ruda__ocl_gc_poll_all(s);
-  ocl_stream_t *st = ruda__ocl_stream_find(s, stream);
-  if (st == NULL) return;
-  ruda__memory_cleanup(st->dev, true);
-  /* Pinned pages may still be read by copies in flight. */
-  s->api->clFinish(st->queue);
-  st->dirty = false;
-  ruda__memory_cleanup(st->pinned, true);
-}
-
-void ruda__ocl_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
-                               ruda_stream_id_t stream) {
-  ocl_stream_t *st = ruda__ocl_stream_get(as_ocl(base), stream);
-  if (st != NULL) ruda__memory_set_mode(st->dev, mode);
-}
 
 /* ---- Copies ---- */
 
@@ -229,123 +130,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
   ruda__ocl_op_end(s, st, &keep);
 }
 
-/* ---- Futures ---- */
-
-/* A read or a sync: completes when `event` (a marker after the work) has,
- * on whichever thread waits. Reads land in their destinations directly, so
- * a future holds nothing of the server's and may outlive it. */
-typedef struct ocl_future {
-  ruda__future_t base;
-  const ruda__opencl_api_t *api;
-  cl_event event;      /* NULL once waited */
-  ruda_status_t early; /* error found while enqueueing; the result once done */
-  recent_kernels_t recent;
-  bool done;
-  pthread_mutex_t lock;
-} ocl_future_t;
-
-ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
-                                    const recent_kernels_t *recent) {
-  cl_int r = api->clWaitForEvents(1, &ev);
-  cl_int status = CL_COMPLETE;
-  if (api->clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) !=
-      CL_SUCCESS)
-    status = r == CL_SUCCESS ? CL_COMPLETE : r;
-  if (r == CL_SUCCESS && status >= CL_COMPLETE) return NULL;
-  char kernels[300];
-  ruda__ocl_recent_names(recent, kernels, sizeof kernels);
-  return ruda__ocl_fault_error(status < 0 ? status : r, "clWaitForEvents", kernels);
-}
-
-static ruda_status_t ocl_future_wait(ruda__future_t *base) {
-  ocl_future_t *f = (ocl_future_t *)base;
-  pthread_mutex_lock(&f->lock);
-  if (!f->done) {
-    if (f->event != NULL) {
-      ruda_status_t e = ruda__ocl_event_error(f->api, f->event, &f->recent);
-      if (f->early == NULL)
-        f->early = e;
-      else
-        ruda_status_free(e);
-      f->api->clReleaseEvent(f->event);
-      f->event = NULL;
-    }
-    f->done = true;
-  }
-  ruda_status_t st = f->early;
-  f->early = NULL;
-  pthread_mutex_unlock(&f->lock);
-  return st;
-}
-
-static bool ocl_future_poll(ruda__future_t *base) {
-  ocl_future_t *f = (ocl_future_t *)base;
-  pthread_mutex_lock(&f->lock);
-  bool ready = f->done || f->event == NULL;
-  if (!ready) {
-    cl_int status = CL_COMPLETE;
-    if (f->api->clGetEventInfo(f->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
-                               &status, NULL) != CL_SUCCESS)
-      status = CL_COMPLETE;
-    ready = status <= CL_COMPLETE;
-  }
-  pthread_mutex_unlock(&f->lock);
-  return ready;
-}
-
-static void ocl_future_destroy(ruda__future_t *base) {
-  ocl_future_t *f = (ocl_future_t *)base;
-  /* Never waited: wait, so no copy into a destination outlives the
-   * future. */
-  ruda_status_free(ocl_future_wait(base));
-  pthread_mutex_destroy(&f->lock);
-  ruda__free(f);
-}
-
-static const ruda__future_vtable_t ocl_future_vt = {ocl_future_wait, ocl_future_poll,
-                                                    ocl_future_destroy};
-
-/* A future for the work enqueued so far on `st`, with `early` (taken) as
- * its first error. Always fenced by a marker, so copies enqueued before an
- * early error have finished when it completes. Submits the work. */
-static ruda_status_t future_make(ocl_server_t *s, ocl_stream_t *st, ruda_status_t early,
-                                 ruda__future_t **out) {
-  const ruda__opencl_api_t *api = s->api;
-  cl_event ev = NULL;
-  cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
-  api->clFlush(st->queue);
-  st->dirty = false;
-  ocl_future_t *f = ruda__calloc(1, sizeof *f);
-  if (f == NULL || r != CL_SUCCESS) {
-    /* Wait here instead. */
-    cl_int fr = api->clFinish(st->queue);
-    ruda_status_t e = early;
-    if (e == NULL && r != CL_SUCCESS && fr != CL_SUCCESS) {
-      char kernels[300];
-      ruda__ocl_recent_names(&st->recent, kernels, sizeof kernels);
-      e = ruda__ocl_fault_error(fr, "clFinish", kernels);
-    }
-    if (ev != NULL) {
-      ruda_status_t fe = ruda__ocl_event_error(api, ev, &st->recent);
-      if (e == NULL) e = fe;
-      else ruda_status_free(fe);
-      api->clReleaseEvent(ev);
-    }
-    ruda__free(f);
-    *out = NULL;
-    return e;
-  }
-  f->base.vt = &ocl_future_vt;
-  f->api = api;
-  f->event = ev;
-  f->early = early;
-  f->recent = st->recent;
-  pthread_mutex_init(&f->lock, NULL);
-  *out = &f->base;
-  return NULL;
-}
-
-/* ---- Vtable: read, sync, flush ---- */
+/* ---- Reads, sync, flush ---- */
 
 /* Reads land straight in the destinations (the caller keeps them valid until
  * the future completes), through non-blocking clEnqueueRead{Buffer,
@@ -393,7 +178,7 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
     }
     if (trace) ruda__ocl_trace_add(s, st, ev, "copy", "read", bytes);
   }
-  e = future_make(s, st, early, out);
+  e = ruda__ocl_future_make(s, st, early, out);
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
   st->recent.n = 0;
@@ -419,7 +204,7 @@ ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
     uint64_t now = ruda__now_ns();
     ruda__trace_slice(s->base.device, stream.value, "sync", "sync", now, now, 0);
   }
-  e = future_make(s, st, NULL, out);
+  e = ruda__ocl_future_make(s, st, NULL, out);
   st->recent.n = 0;
   st->recent.total = 0;
   return e;

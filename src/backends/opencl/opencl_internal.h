@@ -11,7 +11,8 @@
  *   opencl_device.c   platforms and devices (opencl:N), their properties;
  *                     the load probe and the loader's test hook
  *   opencl_compile.c  clBuildProgram, program cache in memory and on disk
- *   opencl_server.*   the compute server (see opencl_server.h)
+ *   the compute server above them: its modules, bottom to top, are listed
+ *   in opencl_types.h (opencl_fault.c ... opencl_server.c)
  *
  * Calls point one way: the loader and the errors call nothing above them;
  * devices call the loader; compilation calls both.

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/opencl/opencl_server.h"
+#include "backends/opencl/opencl_fault.h"
+#include "backends/opencl/opencl_launch.h"
+#include "backends/opencl/opencl_stream.h"
 #include "server/kernel_object.h"
 #include "server/portable_kernel.h"
 

@@ -1,8 +1,11 @@
 /* The OpenCL compute server: the server vtable of src/server/server.h over
- * the OpenCL API, on any platform's device (PoCL in CI). This file holds
- * the vtable, creation and destruction, and profiling; streams, copies and
- * launches are in opencl_stream.c, opencl_copy.c and opencl_launch.c
- * (shared declarations: opencl_server.h).
+ * the OpenCL API, on any platform's device (PoCL in CI). This file is the
+ * top of the backend: the vtable, creation and destruction. The vtable
+ * points straight at the implementations (opencl_memory.c, opencl_copy.c,
+ * opencl_launch.c, opencl_profile.c): the backend keeps no poison state
+ * (a command that fails on the device fails its event, reported by the
+ * wait that sees it), so there is nothing to settle at the entries. The
+ * modules and their order are listed in opencl_types.h.
  *
  * Device. One cl_context per device (server), created on the device's
  * worker thread; every OpenCL call of the server is made there, except the
@@ -54,7 +57,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/opencl/opencl_server.h"
+#include "backends/opencl/opencl_copy.h"
+#include "backends/opencl/opencl_launch.h"
+#include "backends/opencl/opencl_memory.h"
+#include "backends/opencl/opencl_profile.h"
+#include "backends/opencl/opencl_stream.h"
+#include "backends/opencl/opencl_types.h"
 #include "server/server.h"
 
 #if !defined(RUDA_HAVE_OPENCL_HEADERS)
@@ -70,83 +78,6 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
 }
 
 #else /* RUDA_HAVE_OPENCL_HEADERS */
-
-/* ---- Profiling (event timestamps) ---- */
-
-/* The device time of `ev` (CL_PROFILING_COMMAND_END) once it completed. */
-static bool event_end_ns(const ruda__opencl_api_t *api, cl_event ev, uint64_t *out) {
-  if (api->clWaitForEvents(1, &ev) != CL_SUCCESS) return false;
-  cl_ulong t = 0;
-  if (api->clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof t, &t, NULL) != CL_SUCCESS)
-    return false;
-  *out = (uint64_t)t;
-  return true;
-}
-
-static ruda_status_t opencl_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
-                                          ruda_profiling_token_t *out) {
-  ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
-  if (st == NULL)
-    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
-  cl_event ev = NULL;
-  cl_int r = s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
-  if (r != CL_SUCCESS)
-    return ruda__cl_error(RUDA_ERR_PROFILE_UNKNOWN, r, "clEnqueueMarkerWithWaitList",
-                          "starting a profile");
-  st->dirty = true;
-  ruda__ocl_submit(s, st);
-  ruda_status_t e =
-      ruda__stream_profile_start(&base->streams, ocl_rs(st), ruda__now_ns(), ev, out);
-  if (e) s->api->clReleaseEvent(ev);
-  return e;
-}
-
-static ruda_status_t opencl_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
-                                        ruda_profiling_token_t token,
-                                        ruda_profile_duration_t *out) {
-  ocl_server_t *s = as_ocl(base);
-  const ruda__opencl_api_t *api = s->api;
-  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
-  ruda__profiler_entry_t mark;
-  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark))
-    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
-                              "token %llu is not open on this stream",
-                              (unsigned long long)token.id);
-  ocl_stream_t *st = ocl_ext(rs);
-  uint64_t elapsed_ns = 0;
-  bool timed = st->init && mark.mark != NULL;
-  if (timed) {
-    cl_event end = NULL;
-    cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);
-    api->clFlush(st->queue);
-    st->dirty = false;
-    uint64_t t0 = 0, t1 = 0;
-    ruda_status_t fe = NULL;
-    if (r != CL_SUCCESS) {
-      fe = ruda_status_into_server(ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r,
-                                                  "clEnqueueMarkerWithWaitList",
-                                                  "ending a profile"));
-    } else {
-      fe = ruda__ocl_event_error(api, end, &st->recent);
-      if (fe == NULL && event_end_ns(api, (cl_event)mark.mark, &t0) &&
-          event_end_ns(api, end, &t1) && t1 >= t0)
-        elapsed_ns = t1 - t0;
-      else if (fe == NULL)
-        timed = false; /* no timestamps: the host clock */
-    }
-    if (end) api->clReleaseEvent(end);
-    if (fe != NULL) {
-      if (mark.error == NULL)
-        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
-      ruda__stream_push_error(rs, fe);
-    }
-  }
-  if (mark.mark != NULL) api->clReleaseEvent((cl_event)mark.mark);
-  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
-  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
-                               out);
-}
 
 /* ---- Lifetime ---- */
 
@@ -189,8 +120,8 @@ static const ruda__server_vtable_t opencl_vtable = {
     .memory_usage = ruda__ocl_memory_usage,
     .memory_cleanup = ruda__ocl_memory_cleanup,
     .allocation_mode = ruda__ocl_allocation_mode,
-    .start_profile = opencl_start_profile,
-    .end_profile = opencl_end_profile,
+    .start_profile = ruda__ocl_start_profile,
+    .end_profile = ruda__ocl_end_profile,
     .completes_in_order = false,
     .comm_enabled = false,
 };

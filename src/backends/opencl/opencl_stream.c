@@ -1,13 +1,13 @@
 /* Streams of the OpenCL server: the per-stream state (its in-order command
  * queue, memory managers, errors), the cl_mem storages under the memory
  * managers and the sub-buffers of their pages, cross-stream ordering and
- * the deferred releases that go with it, the timeline trace, and the
- * kernel names of fault reports. See opencl_server.c for the design. */
+ * the deferred releases that go with it, and the timeline trace. See
+ * opencl_server.c for the design. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/opencl/opencl_server.h"
+#include "backends/opencl/opencl_stream.h"
 #include "server/device_settings.h"
 #include "server/trace.h"
 
@@ -480,41 +480,6 @@ static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
     memmove(st->trace, st->trace + done, (st->ntrace - done) * sizeof *st->trace);
     st->ntrace -= done;
   }
-}
-
-/* ---- Fault reports ---- */
-
-void ruda__ocl_recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
-  buf[0] = '\0';
-  size_t used = 0;
-  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
-  for (uint32_t i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
-  if (rk->total > n && used < cap) snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
-  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
-}
-
-void ruda__ocl_note_kernel(ocl_stream_t *st, const char *name) {
-  recent_kernels_t *rk = &st->recent;
-  rk->total++;
-  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
-  char *slot;
-  if (rk->n < RECENT_KERNELS) {
-    slot = rk->names[rk->n++];
-  } else {
-    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
-    slot = rk->names[RECENT_KERNELS - 1];
-  }
-  size_t len = strnlen(name, sizeof rk->names[0] - 1);
-  memcpy(slot, name, len);
-  slot[len] = '\0';
-}
-
-ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels) {
-  return ruda_status_into_server(ruda__cl_error(
-      RUDA_ERR_LAUNCH_UNKNOWN, code, call,
-      "a command failed on the device; kernels launched on this stream since its last sync: %s",
-      kernels));
 }
 
 /* ---- Teardown and reclaim ---- */

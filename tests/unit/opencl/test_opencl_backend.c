@@ -23,7 +23,7 @@ TEST(opencl_backend_not_built) { SKIP("ruda was built without the OpenCL headers
 
 #else
 
-#include "backends/opencl/opencl_server.h"
+#include "backends/opencl/opencl_fault.h"
 
 static char g_self[4096];
 

@@ -1,0 +1,35 @@
+/* Fault reports of the OpenCL server (opencl_fault.c): the names of the
+ * kernels launched on a stream since its last sync, and the error of a
+ * command that failed on the device (an event whose status is an error
+ * code), found by waiting for its event.
+ *
+ * The backend keeps no poison state: a failed command fails its event, and
+ * the wait that sees it reports it. So nothing is settled at the vtable's
+ * entries, and this module only builds errors. The lowest module of the
+ * server: anything may call it, it calls nothing above it. Only built with
+ * the OpenCL headers.
+ */
+#ifndef RUDA_OPENCL_FAULT_H
+#define RUDA_OPENCL_FAULT_H
+
+#include "backends/opencl/opencl_types.h"
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+/* "k1, k2 (and 3 more)", or "(no kernel recorded)". */
+void ruda__ocl_recent_names(const recent_kernels_t *rk, char *buf, size_t cap);
+/* Notes that `name` was launched on `st`. */
+void ruda__ocl_note_kernel(ocl_stream_t *st, const char *name);
+/* The error for a command of the stream that failed on the device (an
+ * event with a negative status, or a failed wait). */
+ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels);
+
+/* Waits for `ev` (any thread): NULL when it completed, else the fault
+ * error (ServerError::Launch(LaunchError::Unknown) with the event's error
+ * code as the vendor code) naming the kernels of `recent`. */
+ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
+                                    const recent_kernels_t *recent);
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
+
+#endif /* RUDA_OPENCL_FAULT_H */

@@ -1,0 +1,66 @@
+/* Streams of the OpenCL server (opencl_stream.c): the OpenCL part of each
+ * stream's state in the server layer's stream table (its in-order queue,
+ * memory managers over cl_mem storages, the sub-buffers of their pages),
+ * cross-stream ordering and the deferred releases that go with it, and the
+ * timeline trace.
+ *
+ * Below the memory methods, futures, copies, launches and profiles; above
+ * the fault reports only. Only built with the OpenCL headers.
+ */
+#ifndef RUDA_OPENCL_STREAM_H
+#define RUDA_OPENCL_STREAM_H
+
+#include "backends/opencl/opencl_types.h"
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+/* The stream of `id` with its OpenCL part set up (on first use); NULL
+ * when that failed: the reason is queued on the stream (or, with host
+ * memory exhausted, there is no stream to queue it on). */
+ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id);
+/* The stream of `id` if its OpenCL part exists (never creates). */
+ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id);
+/* The stream table's hooks for the OpenCL part (ctx: the server). */
+extern const ruda__stream_table_ops_t ruda__ocl_stream_ops;
+
+/* The page and offset of a binding's view (through the memory manager of
+ * the stream that owns it): IoError::NotFound when unbound. *out_size is
+ * the view's size. */
+ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t **out_page,
+                                uint64_t *out_offset, uint64_t *out_size);
+/* A cl_mem covering exactly [offset, offset + size) of `page`: the page
+ * itself when the view is the whole page, else a cached sub-buffer.
+ * LaunchError::Unknown when `offset` is not a multiple of the device's
+ * base-address alignment. */
+ruda_status_t ruda__ocl_view_mem(ocl_server_t *s, page_t *page, uint64_t offset, uint64_t size,
+                                 cl_mem *out);
+/* Pinned staging of `size` bytes from the stream's pinned pool. */
+ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
+                                       void **out_ptr);
+
+void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
+                             keep_list_t *keep);
+void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep);
+/* Releases what completed work kept alive; `wait`: waits for all of it. */
+void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
+/* ruda__ocl_gc_poll(s, st, false) for every stream with kept bindings. */
+void ruda__ocl_gc_poll_all(ocl_server_t *s);
+/* Submits the stream's enqueued work (clFlush) when there is any. */
+void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st);
+
+/* Releases `bytes` (taken) when `ev` (taken) completes, from the
+ * driver's callback; when no callback can be set, waits for the stream
+ * and releases it now. */
+void ruda__ocl_release_when_done(ocl_server_t *s, ocl_stream_t *st, cl_event ev,
+                                 ruda_bytes_t *bytes);
+
+/* The timeline trace: the event of a traced command (NULL: the trace is
+ * off, one relaxed load) to pass to the enqueue, then ruda__ocl_trace_add
+ * with the event it filled in. */
+bool ruda__ocl_trace_wanted(void);
+void ruda__ocl_trace_add(ocl_server_t *s, ocl_stream_t *st, cl_event ev, const char *category,
+                         const char *name, uint64_t bytes);
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
+
+#endif /* RUDA_OPENCL_STREAM_H */

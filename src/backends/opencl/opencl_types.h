@@ -1,0 +1,170 @@
+/* The types of the OpenCL compute server, shared by its files: the server,
+ * the OpenCL part of a stream's state, pages and their sub-buffers, the
+ * storages under the memory managers, the kept-binding list, the sizes the
+ * backend works with, and tiny inline accessors. No function is declared
+ * here: each lives in the header of the module that defines it.
+ *
+ * The modules, bottom to top; each file includes only the headers of the
+ * modules below it, so calls point one way (down):
+ *
+ *   vendor API (opencl_internal.h)
+ *     opencl_loader.c   dlopen of the ICD loader, its symbol table
+ *     opencl_errors.c   cl_int -> ruda errors, logging
+ *     opencl_device.c   platforms and devices, the load probe
+ *     opencl_compile.c  clBuildProgram, the program caches
+ *   opencl_types.h      these types
+ *   opencl_fault.c      fault reports: recent kernel names, the error of a
+ *                       command that failed on the device, waiting for an
+ *                       event and reporting its failure
+ *   opencl_stream.c     the OpenCL part of a stream's state (queue, pools,
+ *                       sub-buffers, cross-stream ordering, deferred
+ *                       releases, the timeline trace)
+ *   opencl_memory.c     the memory methods (allocation, staging, resources,
+ *                       usage, cleanup, allocation mode)
+ *   opencl_future.c     the marker-fenced futures of reads and syncs
+ *   opencl_copy.c       writes, reads, sync, flush
+ *   opencl_launch.c     kernel launches
+ *   opencl_profile.c    event-timed profiles
+ *   opencl_server.c     the vtable, creation and destruction
+ *
+ * Design notes are at the top of opencl_server.c. Everything runs on the
+ * device's worker thread unless a comment says otherwise (futures are
+ * waited on from any thread). Only built with the OpenCL headers.
+ */
+#ifndef RUDA_OPENCL_TYPES_H
+#define RUDA_OPENCL_TYPES_H
+
+#include "backends/opencl/opencl_internal.h"
+
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/alloc.h"
+#include "server/server.h"
+
+#define RECENT_KERNELS 4
+#define INFO_RING 16             /* host copies of info words in flight */
+#define SUBBUF_MAX 1024          /* cached sub-buffers per page before a reset */
+#define PINNED_PAGE (256ull << 20)
+
+typedef struct ocl_server ocl_server_t;
+
+/* A cached sub-buffer of a page: the view [offset, offset + size). */
+typedef struct subbuf {
+  uint64_t offset, size;
+  cl_mem mem;
+} subbuf_t;
+
+/* One storage allocation (a pool's page). The storage handle's `base` is
+ * the page's address in host memory (the page record), never dereferenced
+ * by the memory layer: the device address of a slice is (mem, offset).
+ * Pinned pages also have the mapped host pointer. */
+typedef struct page {
+  cl_mem mem;
+  uint64_t size;
+  void *host;       /* pinned pages: the mapping */
+  subbuf_t *subs;   /* open addressing by (offset, size); NULL until needed */
+  size_t nsubs, capsubs;
+} page_t;
+
+typedef struct cl_storage {
+  ocl_server_t *server;
+  bool pinned;
+  uint64_t next_id;
+} cl_storage_t;
+
+/* Kernels launched on a stream since its last completed sync, for fault
+ * reports: the last RECENT_KERNELS distinct names and how many in all. */
+typedef struct recent_kernels {
+  char names[RECENT_KERNELS][64];
+  uint32_t n, total;
+} recent_kernels_t;
+
+/* Bindings kept alive until the work that uses them has completed. */
+typedef struct gc_batch {
+  cl_event event;
+  ruda_binding_t *bindings;
+  size_t n;
+} gc_batch_t;
+
+/* A host copy of a launch's info words, kept until its upload is done. */
+typedef struct info_slot {
+  uint64_t *host;
+  size_t cap; /* words */
+  cl_event done;
+} info_slot_t;
+
+typedef struct trace_item {
+  cl_event event;
+  uint64_t enqueued_ns, bytes;
+  const char *category;
+  char name[64];
+} trace_item_t;
+
+/* The OpenCL part of a stream's state: the extension of its server-layer
+ * state (src/server/stream_table.h: errors, profiles, cursor, index),
+ * initialised on first use. Everything per-stream the backend keeps is
+ * here. */
+typedef struct ocl_stream {
+  bool init;
+  const ruda__opencl_api_t *api;
+  cl_command_queue queue; /* in order, profiling on */
+  cl_storage_t *dev_store, *pin_store;
+  ruda__memory_manager_t *dev;    /* device pages */
+  ruda__memory_manager_t *pinned; /* staging */
+  /* Per origin stream (by state index): the origin's cursor when this
+   * stream last waited on it. Cursors come from one server-wide clock, so
+   * an entry left by a reclaimed origin whose index was reused is older
+   * than the new origin's cursor (a wait too many, never one too few). */
+  uint64_t *last_synced;
+  size_t nlast;
+  gc_batch_t *gc;
+  size_t ngc, capgc;
+  /* Info words: one device buffer, overwritten in stream order (the upload
+   * for launch n+1 is ordered after kernel n); the host copies in a ring. */
+  cl_mem info_mem;
+  size_t info_cap; /* bytes */
+  uint64_t *info_last;
+  size_t info_last_len; /* words in info_mem now (0: unknown) */
+  info_slot_t ring[INFO_RING];
+  uint32_t ring_pos;
+  bool dirty; /* work enqueued since the last clFlush */
+  trace_item_t *trace;
+  size_t ntrace, captrace;
+  uint64_t trace_last_end;
+  recent_kernels_t recent;
+} ocl_stream_t;
+
+static inline ocl_stream_t *ocl_ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }
+static inline ruda__stream_t *ocl_rs(ocl_stream_t *st) { return ruda__stream_of_ext(st); }
+
+struct ocl_server {
+  ruda__server_t base;
+  const ruda__opencl_api_t *api;
+  const ruda__opencl_device_t *dev;
+  cl_context ctx;
+  cl_command_queue service; /* maps of pinned pages */
+  ruda__opencl_program_cache_t *programs;
+  ruda__memory_group_t memory_group; /* every stream's device manager */
+  /* Host buffers whose release waits for an event callback; destroy waits
+   * for them (the callbacks run on the driver's threads). */
+  atomic_size_t pending_releases;
+};
+
+/* The bindings an operation uses from other streams, cloned to keep their
+ * memory alive until the operation's work has completed. */
+typedef struct keep_list {
+  ruda_binding_t *items;
+  size_t n, cap;
+  bool sync; /* a clone failed: ocl_op_end waits for the work instead */
+} keep_list_t;
+
+static inline ocl_server_t *as_ocl(ruda__server_t *s) { return (ocl_server_t *)s; }
+
+#endif /* RUDA_HAVE_OPENCL_HEADERS */
+
+#endif /* RUDA_OPENCL_TYPES_H */
