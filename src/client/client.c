@@ -9,12 +9,10 @@
 #include "server/profile_summary.h"
 #include "types/device_names.h"
 
-#define invalid ruda__client_invalid
-
 /* ---- Devices ---- */
 
 ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out) {
-  if (!out) return invalid("ruda_device_count: NULL out");
+  if (!out) return ruda__client_invalid("ruda_device_count: NULL out");
   *out = 0;
   const ruda__backend_t *b = ruda__backend_for(type_id);
   if (b) return b->device_count(out);
@@ -25,7 +23,7 @@ ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out) {
 }
 
 ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties_t *out) {
-  if (!out) return invalid("ruda_device_properties: NULL out");
+  if (!out) return ruda__client_invalid("ruda_device_properties: NULL out");
   ruda__device_t *d;
   ruda_status_t s = ruda__device_get(id, &d);
   if (s) return s;
@@ -48,7 +46,7 @@ static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_strea
 }
 
 ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out) {
-  if (!out) return invalid("ruda_client_create: NULL out");
+  if (!out) return ruda__client_invalid("ruda_client_create: NULL out");
   *out = NULL;
   ruda__device_t *d;
   ruda_status_t s = ruda__device_get(device, &d);
@@ -58,7 +56,7 @@ ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out) {
 
 ruda_status_t ruda_client_on_stream(ruda_client_t *c, ruda_stream_id_t stream,
                                     ruda_client_t **out) {
-  if (!c || !out) return invalid("ruda_client_on_stream: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_on_stream: NULL argument");
   *out = NULL;
   return client_new(c->dev, true, stream, out);
 }
@@ -99,7 +97,7 @@ static ruda_status_t do_flush(ruda__server_t *s, ruda_stream_id_t st, void *ctx)
 }
 
 ruda_status_t ruda_client_flush(ruda_client_t *c) {
-  if (!c) return invalid("ruda_client_flush: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_flush: NULL client");
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_flush");
   if (s) return s;
   /* Answered from the worker's progress when nothing is queued anywhere. */
@@ -115,7 +113,7 @@ static ruda_status_t do_sync(ruda__server_t *s, ruda_stream_id_t st, void *futur
 }
 
 ruda_status_t ruda_client_sync(ruda_client_t *c) {
-  if (!c) return invalid("ruda_client_sync: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_sync: NULL client");
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync");
   if (s) return s;
   ruda__future_t *future = NULL;
@@ -136,7 +134,7 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
 }
 
 ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out) {
-  if (!c || !out) return invalid("ruda_client_sync_async: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_sync_async: NULL argument");
   *out = NULL;
   /* Refused (inside a kernel, after ruda_shutdown) at once; the stream's
    * own errors come from the future. */
@@ -155,7 +153,7 @@ static ruda_status_t do_memory_usage(ruda__server_t *s, ruda_stream_id_t st, voi
 }
 
 ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out) {
-  if (!c || !out) return invalid("ruda_client_memory_usage: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_memory_usage: NULL argument");
   memset(out, 0, sizeof *out);
   return ruda__client_call(c, "ruda_client_memory_usage", do_memory_usage, out);
 }
@@ -165,7 +163,7 @@ static ruda_status_t do_memory_usage_device(ruda__server_t *s, ruda_stream_id_t 
 }
 
 ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out) {
-  if (!c || !out) return invalid("ruda_client_memory_usage_device: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_memory_usage_device: NULL argument");
   memset(out, 0, sizeof *out);
   return ruda__client_call(c, "ruda_client_memory_usage_device", do_memory_usage_device, out);
 }
@@ -182,7 +180,7 @@ static ruda_status_t do_get_resource(ruda__server_t *s, ruda_stream_id_t st, voi
 
 ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
                                        ruda_resource_t *out) {
-  if (!c || !out) return invalid("ruda_client_get_resource: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_get_resource: NULL argument");
   memset(out, 0, sizeof *out);
   ruda_binding_t b;
   ruda_status_t s = ruda__handle_bind(h, c->dev->id, "get_resource", &b);
@@ -215,7 +213,7 @@ static ruda_status_t do_staging(ruda__server_t *s, ruda_stream_id_t st, void *ct
 
 ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_t count,
                                   ruda_bytes_t *out) {
-  if (!c || (count && (!sizes || !out))) return invalid("ruda_client_staging: NULL argument");
+  if (!c || (count && (!sizes || !out))) return ruda__client_invalid("ruda_client_staging: NULL argument");
   staging_call_t g = {sizes, count, out};
   return ruda__client_call(c, "ruda_client_staging", do_staging, &g);
 }
@@ -241,7 +239,7 @@ static ruda_status_t do_exclusive(ruda__server_t *s, ruda_stream_id_t st, void *
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,
                                     ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                     void *ctx) {
-  if (!c || !fn) return invalid("ruda_client_exclusive: NULL argument");
+  if (!c || !fn) return ruda__client_invalid("ruda_client_exclusive: NULL argument");
   exclusive_call_t e = {c, fn, ctx};
   return ruda__client_call(c, "ruda_client_exclusive", do_exclusive, &e);
 }

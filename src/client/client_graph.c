@@ -11,8 +11,6 @@
 #include "client/client_internal.h"
 #include "server/graph.h"
 
-#define invalid ruda__client_invalid
-
 struct ruda_graph {
   atomic_uint refs;
   ruda__device_t *dev;
@@ -124,7 +122,7 @@ ruda_status_t ruda__client_record_write(ruda_client_t *c, const ruda__copy_desc_
 }
 
 ruda_status_t ruda_client_graph_begin(ruda_client_t *c) {
-  if (!c) return invalid("ruda_client_graph_begin: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_graph_begin: NULL client");
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_graph_begin");
   if (s) return s;
   ruda_stream_id_t stream = ruda_client_stream(c);
@@ -180,7 +178,7 @@ static ruda_status_t do_graph_build(ruda__server_t *s, ruda_stream_id_t st, void
 }
 
 ruda_status_t ruda_client_graph_end(ruda_client_t *c, ruda_graph_t **out) {
-  if (!c || !out) return invalid("ruda_client_graph_end: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_graph_end: NULL argument");
   *out = NULL;
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_graph_end");
   if (s) return s;
@@ -216,7 +214,7 @@ static void run_replay(ruda__device_t *d, ruda__op_t *op) {
 }
 
 ruda_status_t ruda_client_graph_replay(ruda_client_t *c, ruda_graph_t *g) {
-  if (!c || !g) return invalid("ruda_client_graph_replay: NULL argument");
+  if (!c || !g) return ruda__client_invalid("ruda_client_graph_replay: NULL argument");
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_graph_replay");
   if (s) return s;
   if (g->dev != c->dev) {
@@ -226,9 +224,9 @@ ruda_status_t ruda_client_graph_replay(ruda_client_t *c, ruda_graph_t *g) {
                               g->dev->backend->name, g->dev->id.index_id, c->dev->backend->name,
                               c->dev->id.index_id);
   }
-  if (g->open) return invalid("ruda_client_graph_replay: the graph is still recording");
+  if (g->open) return ruda__client_invalid("ruda_client_graph_replay: the graph is still recording");
   if (ruda__client_recording(c)) {
-    return invalid("ruda_client_graph_replay: the client's stream records a graph (a replay "
+    return ruda__client_invalid("ruda_client_graph_replay: the client's stream records a graph (a replay "
                    "cannot be recorded)");
   }
   replay_op_t *r = ruda__device_op_alloc(c->dev, sizeof *r);

@@ -5,8 +5,6 @@
 #include "base/alloc.h"
 #include "client/client_internal.h"
 
-#define invalid ruda__client_invalid
-
 /* ---- Reads ---- */
 
 typedef struct read_call {
@@ -73,7 +71,7 @@ static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *
                               "read: the view holds %llu bytes but dst has room for %llu",
                               (unsigned long long)n, (unsigned long long)cap);
   }
-  if (n && !dst) return invalid("read: NULL dst");
+  if (n && !dst) return ruda__client_invalid("read: NULL dst");
   ruda_shape_t shape = ruda_shape_1d(n);
   ruda_strides_t strides = ruda_strides_contiguous(&shape);
   return read_common(c, h, &shape, &strides, 1, dst, out);
@@ -81,13 +79,13 @@ static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *
 
 ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                uint64_t cap) {
-  if (!c) return invalid("ruda_client_read: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_read: NULL client");
   return read_bytes(c, h, dst, cap, NULL);
 }
 
 ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                      uint64_t cap, ruda_future_t **out) {
-  if (!c || !out) return invalid("ruda_client_read_async: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_read_async: NULL argument");
   *out = NULL;
   return read_bytes(c, h, dst, cap, out);
 }
@@ -132,7 +130,7 @@ ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                       const ruda_shape_t *shape,
                                       const ruda_strides_t *strides, size_t elem_size,
                                       void *dst) {
-  if (!c) return invalid("ruda_client_read_tensor: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_read_tensor: NULL client");
   uint64_t bytes = 0;
   ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
   if (s) return s;
@@ -144,7 +142,7 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
                                             const ruda_strides_t *strides,
                                             size_t elem_size, void *dst,
                                             ruda_future_t **out) {
-  if (!c || !out) return invalid("ruda_client_read_tensor_async: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_read_tensor_async: NULL argument");
   *out = NULL;
   uint64_t bytes = 0;
   ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
@@ -194,7 +192,7 @@ static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
 }
 
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
-  if (!c || !out) return invalid("ruda_client_empty: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
   memset(out, 0, sizeof *out);
   ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_empty");
   if (refused) return refused;
@@ -255,7 +253,7 @@ fail_bytes:
 
 ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *shape,
                                        size_t elem_size, ruda_memory_layout_t *out) {
-  if (!c || !shape || !out) return invalid("ruda_client_empty_tensor: NULL argument");
+  if (!c || !shape || !out) return ruda__client_invalid("ruda_client_empty_tensor: NULL argument");
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
   return alloc_tensors(c, &d, 1, NULL, out);
 }
@@ -263,14 +261,14 @@ ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *sha
 ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
                                         const ruda_memory_layout_descriptor_t *descs,
                                         size_t count, ruda_memory_layout_t *out) {
-  if (!c || (count && (!descs || !out))) return invalid("ruda_client_empty_tensors: NULL argument");
+  if (!c || (count && (!descs || !out))) return ruda__client_invalid("ruda_client_empty_tensors: NULL argument");
   if (!count) return NULL;
   return alloc_tensors(c, descs, count, NULL, out);
 }
 
 ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
                                                    ruda_handle_t *out) {
-  if (!c || !bytes || !out) return invalid("ruda_client_create_buffer_from_bytes: NULL argument");
+  if (!c || !bytes || !out) return ruda__client_invalid("ruda_client_create_buffer_from_bytes: NULL argument");
   memset(out, 0, sizeof *out);
   ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_create_buffer");
   if (refused) {
@@ -338,7 +336,7 @@ static ruda_status_t input_bytes(const void *data, uint64_t size, borrow_t *br,
 
 ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint64_t size,
                                         ruda_handle_t *out) {
-  if (!c || !out || (size && !data)) return invalid("ruda_client_create_buffer: NULL argument");
+  if (!c || !out || (size && !data)) return ruda__client_invalid("ruda_client_create_buffer: NULL argument");
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_create_buffer");
   if (s) {
     memset(out, 0, sizeof *out);
@@ -357,11 +355,11 @@ ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint
 ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
                                         const ruda_shape_t *shape, size_t elem_size,
                                         ruda_memory_layout_t *out) {
-  if (!c || !shape || !out) return invalid("ruda_client_create_tensor: NULL argument");
+  if (!c || !shape || !out) return ruda__client_invalid("ruda_client_create_tensor: NULL argument");
   uint64_t bytes_len;
   if (!ruda_shape_num_bytes(shape, elem_size, &bytes_len))
     return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
-  if (bytes_len && !data) return invalid("ruda_client_create_tensor: NULL data");
+  if (bytes_len && !data) return ruda__client_invalid("ruda_client_create_tensor: NULL data");
   ruda_memory_layout_descriptor_t d = ruda_memory_layout_optimized(*shape, elem_size);
   if (!bytes_len) return alloc_tensors(c, &d, 1, NULL, out);
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_create_tensor");
@@ -432,10 +430,10 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
 
 ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h, const void *data,
                                 uint64_t size) {
-  if (!c) return invalid("ruda_client_write: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_write: NULL client");
   ruda_status_t s = ruda__client_check_view(c, h, "write");
   if (s) return s;
-  if (size && !data) return invalid("write: NULL data");
+  if (size && !data) return ruda__client_invalid("write: NULL data");
   if (size > ruda_handle_size_in_used(h)) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "write: %llu bytes do not fit the view of %llu bytes",
@@ -451,7 +449,7 @@ ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                        const ruda_shape_t *shape,
                                        const ruda_strides_t *strides, size_t elem_size,
                                        const void *data) {
-  if (!c) return invalid("ruda_client_write_tensor: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_write_tensor: NULL client");
   uint64_t bytes = 0;
   ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, data, "write_tensor", &bytes);
   if (s) return s;
@@ -494,22 +492,22 @@ static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
 }
 
 ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c) {
-  if (!c) return invalid("ruda_client_memory_cleanup: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_memory_cleanup: NULL client");
   return submit_mode(c, true, RUDA_ALLOCATION_AUTO, ruda_client_stream(c));
 }
 
 ruda_status_t ruda_client_allocation_mode(ruda_client_t *c,
                                           ruda_memory_allocation_mode_t mode) {
-  if (!c) return invalid("ruda_client_allocation_mode: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_allocation_mode: NULL client");
   if (mode != RUDA_ALLOCATION_AUTO && mode != RUDA_ALLOCATION_PERSISTENT)
-    return invalid("ruda_client_allocation_mode: unknown mode");
+    return ruda__client_invalid("ruda_client_allocation_mode: unknown mode");
   return submit_mode(c, false, mode, ruda_client_stream(c));
 }
 
 ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
                                            ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                            void *ctx) {
-  if (!c || !fn) return invalid("ruda_client_persistent_scope: NULL argument");
+  if (!c || !fn) return ruda__client_invalid("ruda_client_persistent_scope: NULL argument");
   /* Both mode switches go to the stream the scope started on, also when
    * fn runs on another thread (a client pinned to a stream). */
   ruda_stream_id_t stream = ruda_client_stream(c);

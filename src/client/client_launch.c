@@ -12,8 +12,6 @@
 #include "server/kernel_object.h"
 #include "server/profile_summary.h"
 
-#define invalid ruda__client_invalid
-
 typedef struct launch_op {
   ruda__op_t base;
   size_t block_size; /* for ruda__device_op_free */
@@ -43,12 +41,12 @@ static void run_launch(ruda__device_t *d, ruda__op_t *op) {
 
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
                             const ruda_kernel_args_t *args, ruda_execution_mode_t mode) {
-  if (!c || !kernel) return invalid("launch: NULL client or kernel");
+  if (!c || !kernel) return ruda__client_invalid("launch: NULL client or kernel");
   static const ruda_kernel_args_t no_args;
   if (!args) args = &no_args;
   if ((args->num_buffers && !args->buffers) || (args->num_tensor_maps && !args->tensor_maps) ||
       (args->info.len && !args->info.data)) {
-    return invalid("launch: arguments with a count but no array");
+    return ruda__client_invalid("launch: arguments with a count but no array");
   }
   const ruda_device_properties_t *p = ruda_client_properties(c);
   if (p->hardware.max_bindings &&
@@ -247,7 +245,7 @@ ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_c
 
 ruda_status_t ruda_client_launch_unchecked(ruda_client_t *c, ruda_kernel_t *kernel,
                                            ruda_count_t count, const ruda_kernel_args_t *args) {
-  if (!c) return invalid("ruda_client_launch_unchecked: NULL client");
+  if (!c) return ruda__client_invalid("ruda_client_launch_unchecked: NULL client");
   return launch_maybe_profiled(c, kernel, count, args,
                                ruda_bounds_check_to_mode(ruda_client_check_mode(c)));
 }

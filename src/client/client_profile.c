@@ -5,8 +5,6 @@
  * file map of the client is in client_internal.h. */
 #include "client/client_internal.h"
 
-#define invalid ruda__client_invalid
-
 /* ---- The closure form ---- */
 
 typedef struct profile_ctx {
@@ -29,7 +27,7 @@ static ruda_status_t profile_body(ruda_client_t *c, void *arg) {
 ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                   void *ctx, ruda_profile_duration_t *out) {
-  if (!c || !fn) return invalid("ruda_client_profile: NULL argument");
+  if (!c || !fn) return ruda__client_invalid("ruda_client_profile: NULL argument");
   ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_profile");
   if (refused) return refused;
   profile_ctx_t p = {.name = name, .fn = fn, .ctx = ctx};
@@ -70,13 +68,13 @@ ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_
 }
 
 ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out) {
-  if (!c || !out) return invalid("ruda_client_profile_start: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_profile_start: NULL argument");
   return ruda__client_call(c, "ruda_client_profile_start", do_profile_start, out);
 }
 
 ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
                                       ruda_profile_duration_t *out) {
-  if (!c || !out) return invalid("ruda_client_profile_end: NULL argument");
+  if (!c || !out) return ruda__client_invalid("ruda_client_profile_end: NULL argument");
   profile_end_call_t e = {token, out};
   return ruda__client_call(c, "ruda_client_profile_end", do_profile_end, &e);
 }

@@ -292,7 +292,6 @@ static void comm_shutdown_all(ruda__device_t *const *devs, size_t n) {
   for (size_t k = 0; k < m; k++) ruda__completion_wait(&ops[k].done);
 }
 
-
 /* The devices stop in three passes so that none waits for another: every
  * device first refuses new blocking calls; then every call in progress
  * (which may wait for work of any device, a collective's peers included)
