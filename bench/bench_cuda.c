@@ -138,6 +138,115 @@ static void raw_roundtrip(void *p) {
   x->raw->api->cuStreamSynchronize(x->raw->stream);
 }
 
+/* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
+ * Medians over many calls of the pieces a ruda launch, sync and small read
+ * are made of, on an idle stream, printed as progress lines. */
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+#define PART_N 2000
+#define PART(label, stmt)                                         \
+  do {                                                            \
+    for (int i_ = 0; i_ < 50; i_++) { stmt; }                     \
+    for (int i_ = 0; i_ < PART_N; i_++) {                         \
+      uint64_t t0_ = ruda_bench_now_ns();                         \
+      stmt;                                                       \
+      samples[i_] = (double)(ruda_bench_now_ns() - t0_);          \
+    }                                                             \
+    qsort(samples, PART_N, sizeof *samples, cmp_double);          \
+    ruda_bench_progress(b, "parts: %-44s p50 %8.0f ns  p90 %8.0f ns", label, \
+                        samples[PART_N / 2], samples[PART_N * 9 / 10]); \
+  } while (0)
+
+static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw, CUfunction fn,
+                                  ruda_kernel_t *k) {
+  const ruda__cuda_api_t *api = raw->api;
+  double *samples = calloc(PART_N, sizeof *samples);
+  void *pinned = NULL;
+  CUdeviceptr dev = 0;
+  CUevent ev = NULL;
+  if (!samples || api->cuMemAllocHost(&pinned, 4096) != CUDA_SUCCESS ||
+      api->cuMemAlloc(&dev, 4096) != CUDA_SUCCESS ||
+      api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    free(samples);
+    return;
+  }
+  CUstream st = raw->stream;
+  CUdeviceptr info = 0;
+  void *params[1] = {&info};
+  ruda_memory_usage_t u;
+  ruda_handle_t h = {0};
+  uint32_t word = 0;
+  ruda_kernel_args_t a = {0};
+  ruda_status_t err = ruda_client_create_buffer(c, &word, sizeof word, &h);
+  ruda_status_free(err);
+  PART("cuStreamQuery (idle)", api->cuStreamQuery(st));
+  PART("cuEventRecord", api->cuEventRecord(ev, st));
+  PART("cuEventRecord+cuEventQuery until done", {
+    api->cuEventRecord(ev, st);
+    while (api->cuEventQuery(ev) == CUDA_ERROR_NOT_READY) {
+    }
+  });
+  PART("cuEventRecord+cuEventSynchronize", {
+    api->cuEventRecord(ev, st);
+    api->cuEventSynchronize(ev);
+  });
+  PART("cuStreamSynchronize (idle)", api->cuStreamSynchronize(st));
+  PART("cuMemcpyDtoH 4 B to pinned", api->cuMemcpyDtoH(pinned, dev, 4));
+  PART("cuMemcpyDtoHAsync 4 B + cuStreamSynchronize", {
+    api->cuMemcpyDtoHAsync(pinned, dev, 4, st);
+    api->cuStreamSynchronize(st);
+  });
+  PART("cuMemcpyDtoHAsync 4 B + event record + query", {
+    api->cuMemcpyDtoHAsync(pinned, dev, 4, st);
+    api->cuEventRecord(ev, st);
+    while (api->cuEventQuery(ev) == CUDA_ERROR_NOT_READY) {
+    }
+  });
+  PART("cuLaunchKernel (host cost)", api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL));
+  api->cuStreamSynchronize(st);
+  PART("cuLaunchKernel + cuStreamSynchronize", {
+    api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL);
+    api->cuStreamSynchronize(st);
+  });
+  PART("cuLaunchKernel + event record + query", {
+    api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL);
+    api->cuEventRecord(ev, st);
+    while (api->cuEventQuery(ev) == CUDA_ERROR_NOT_READY) {
+    }
+  });
+  PART("ruda_client_memory_usage (hand-off round trip)", ruda_status_free(ruda_client_memory_usage(c, &u)));
+  PART("ruda_client_flush (idle)", ruda_status_free(ruda_client_flush(c)));
+  PART("ruda_client_sync (idle)", ruda_status_free(ruda_client_sync(c)));
+  PART("ruda_client_read 4 B", ruda_status_free(ruda_client_read(c, &h, &word, sizeof word)));
+  PART("ruda_client_launch (caller)", ruda_status_free(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a)));
+  ruda_status_free(ruda_client_sync(c));
+  PART("ruda_client_launch + ruda_client_sync", {
+    ruda_status_free(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a));
+    ruda_status_free(ruda_client_sync(c));
+  });
+  PART("ruda_client_empty 4 KiB + release", {
+    ruda_handle_t t;
+    ruda_status_free(ruda_client_empty(c, 4096, &t));
+    ruda_handle_release(&t);
+  });
+  ruda_status_free(ruda_client_sync(c));
+  PART("cuMemAllocAsync+cuMemFreeAsync 4 KiB", {
+    CUdeviceptr p = 0;
+    api->cuMemAllocAsync(&p, 4096, st);
+    api->cuMemFreeAsync(p, st);
+  });
+  api->cuStreamSynchronize(st);
+  ruda_handle_release(&h);
+  api->cuEventDestroy(ev);
+  api->cuMemFree(dev);
+  api->cuMemFreeHost(pinned);
+  free(samples);
+}
+
 void ruda_bench_cuda_launch(ruda_bench_t *b) {
   ruda_client_t *c = NULL;
   if (!ruda_bench_open_client(b, "launch", "launch_empty_caller", &c)) return;
@@ -191,6 +300,7 @@ void ruda_bench_cuda_launch(ruda_bench_t *b) {
                       stats_of(bs, reps), "cuLaunchKernel", true);
   }
   x.err = NULL;
+  if (getenv("RUDA_BENCH_PARTS")) ruda_bench_cuda_parts(b, c, &raw, x.fn, x.k);
   ruda_bench_stats_t rr = ruda_bench_measure(ruda_roundtrip, &x, 10, reps, batch / 4 + 1);
   ruda_bench_stats_t br = ruda_bench_measure(raw_roundtrip, &x, 10, reps, batch / 4 + 1);
   if (check(b, "launch", "launch_empty_roundtrip", x.err))
