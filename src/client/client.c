@@ -102,7 +102,7 @@ ruda_status_t ruda_client_flush(ruda_client_t *c) {
   if (s) return s;
   /* Answered from the worker's progress when nothing is queued anywhere. */
   if (!ruda__device_quiet_after_progress(c->dev)) {
-    s = ruda__device_call(c->dev, ruda_client_stream(c), do_flush, NULL);
+    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_flush, NULL);
   }
   ruda__device_end(c->dev);
   return s;
@@ -118,7 +118,7 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
   if (s) return s;
   ruda__future_t *future = NULL;
   if (!ruda__device_quiet_after_progress(c->dev)) {
-    s = ruda__device_call(c->dev, ruda_client_stream(c), do_sync, &future);
+    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync, &future);
   }
   /* The future is waited for on this thread: the worker serves others. */
   ruda_status_t w = ruda__client_future_finish(future);
@@ -141,7 +141,7 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out) {
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync_async");
   if (s) return s;
   ruda__future_t *future = NULL;
-  s = ruda__device_call(c->dev, ruda_client_stream(c), do_sync, &future);
+  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync, &future);
   ruda__device_end(c->dev);
   return ruda__client_future_make(future, s, NULL, 0, out);
 }
@@ -155,7 +155,7 @@ static ruda_status_t do_memory_usage(ruda__server_t *s, ruda_stream_id_t st, voi
 ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_memory_usage: NULL argument");
   memset(out, 0, sizeof *out);
-  return ruda__client_call(c, "ruda_client_memory_usage", do_memory_usage, out);
+  return ruda__client_call(c, "ruda_client_memory_usage", RUDA__CALL_SHORT, do_memory_usage, out);
 }
 
 static ruda_status_t do_memory_usage_device(ruda__server_t *s, ruda_stream_id_t st, void *out) {
@@ -165,7 +165,7 @@ static ruda_status_t do_memory_usage_device(ruda__server_t *s, ruda_stream_id_t 
 ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_memory_usage_device: NULL argument");
   memset(out, 0, sizeof *out);
-  return ruda__client_call(c, "ruda_client_memory_usage_device", do_memory_usage_device, out);
+  return ruda__client_call(c, "ruda_client_memory_usage_device", RUDA__CALL_SHORT, do_memory_usage_device, out);
 }
 
 typedef struct resource_call {
@@ -186,7 +186,7 @@ ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
   ruda_status_t s = ruda__handle_bind(h, c->dev->id, "get_resource", &b);
   if (s) return s;
   resource_call_t r = {&b, out};
-  s = ruda__client_call(c, "ruda_client_get_resource", do_get_resource, &r);
+  s = ruda__client_call(c, "ruda_client_get_resource", RUDA__CALL_SHORT, do_get_resource, &r);
   if (s) {
     ruda_binding_release(&b);
     memset(out, 0, sizeof *out);
@@ -215,7 +215,7 @@ ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_
                                   ruda_bytes_t *out) {
   if (!c || (count && (!sizes || !out))) return ruda__client_invalid("ruda_client_staging: NULL argument");
   staging_call_t g = {sizes, count, out};
-  return ruda__client_call(c, "ruda_client_staging", do_staging, &g);
+  return ruda__client_call(c, "ruda_client_staging", RUDA__CALL_SHORT, do_staging, &g);
 }
 
 /* ---- Exclusive ---- */
@@ -241,5 +241,5 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
                                     void *ctx) {
   if (!c || !fn) return ruda__client_invalid("ruda_client_exclusive: NULL argument");
   exclusive_call_t e = {c, fn, ctx};
-  return ruda__client_call(c, "ruda_client_exclusive", do_exclusive, &e);
+  return ruda__client_call(c, "ruda_client_exclusive", RUDA__CALL_QUEUED, do_exclusive, &e);
 }

@@ -190,7 +190,7 @@ ruda_status_t ruda_client_graph_end(ruda_client_t *c, ruda_graph_t **out) {
                               "(ruda_client_graph_begin)",
                               (unsigned long long)stream.value);
   }
-  s = ruda__client_call(c, "ruda_client_graph_end", do_graph_build, g);
+  s = ruda__client_call(c, "ruda_client_graph_end", RUDA__CALL_QUEUED, do_graph_build, g);
   if (s) {
     ruda_graph_release(g);
     return s;

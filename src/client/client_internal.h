@@ -48,8 +48,9 @@ static inline ruda_status_t ruda__client_check_view(ruda_client_t *c, const ruda
 
 /* ruda__device_call_gated() on the client's device and stream. */
 static inline ruda_status_t ruda__client_call(ruda_client_t *c, const char *who,
-                                              ruda__call_fn fn, void *ctx) {
-  return ruda__device_call_gated(c->dev, who, ruda_client_stream(c), fn, ctx);
+                                              ruda__call_kind_t kind, ruda__call_fn fn,
+                                              void *ctx) {
+  return ruda__device_call_gated(c->dev, who, kind, ruda_client_stream(c), fn, ctx);
 }
 
 /* ---- client_future.c ---- */

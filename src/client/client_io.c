@@ -36,7 +36,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
     ruda_binding_release(&desc.binding);
     return s;
   }
-  s = ruda__device_call(c->dev, ruda_client_stream(c), do_read, &r);
+  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_read, &r);
   if (!out_future) {
     /* Waited for on this thread: the worker serves other streams. */
     ruda_status_t w = ruda__client_future_finish(r.future);

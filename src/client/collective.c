@@ -577,7 +577,7 @@ ruda_status_t ruda_client_sync_collective(ruda_client_t *c) {
   ruda__device_t *d;
   ruda_status_t s = comm_device("ruda_client_sync_collective", c, &d);
   if (s) return s;
-  s = ruda__device_call(d, ruda_client_stream(c), do_sync_collective, NULL);
+  s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_sync_collective, NULL);
   ruda__device_end(d);
   return s;
 }
@@ -625,7 +625,7 @@ ruda_status_t ruda__client_comm_token(ruda_client_t *c, void *out, size_t cap, s
                            d->backend->name);
   } else {
     comm_token_call_t call = {out, cap, out_len};
-    s = ruda__device_call(d, ruda_client_stream(c), do_comm_token, &call);
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_token, &call);
   }
   ruda__device_end(d);
   return s;
@@ -641,7 +641,7 @@ ruda_status_t ruda__client_comm_init(ruda_client_t *c, const ruda__comm_peers_t 
                            "the %s backend has no collectives", d->backend->name);
   } else {
     comm_init_call_t call = {peers, token, token_len};
-    s = ruda__device_call(d, ruda_client_stream(c), do_comm_init, &call);
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_init, &call);
   }
   ruda__device_end(d);
   return s;
@@ -651,7 +651,7 @@ ruda_status_t ruda__client_comm_destroy(ruda_client_t *c, uint64_t id) {
   ruda__device_t *d;
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
-  if (d->server->vt->comm_destroy) s = ruda__device_call(d, ruda_client_stream(c), do_comm_destroy, &id);
+  if (d->server->vt->comm_destroy) s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_destroy, &id);
   ruda__device_end(d);
   return s;
 }

@@ -29,6 +29,27 @@ static void device_free(ruda__device_t *d) {
   ruda__free(d);
 }
 
+/* ---- The runner lock ---- */
+
+static bool runner_try(ruda__device_t *d) {
+  unsigned free_ = 0;
+  return atomic_compare_exchange_strong_explicit(&d->runner, &free_, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+
+/* The worker's side: a caller's short call holds the lock for a few
+ * driver calls at most. */
+static void runner_lock(ruda__device_t *d) {
+  for (unsigned i = 0; !runner_try(d); i++) {
+    ruda__cpu_relax();
+    if ((i & 1023) == 1023) sched_yield();
+  }
+}
+
+static void runner_unlock(ruda__device_t *d) {
+  atomic_store_explicit(&d->runner, 0, memory_order_release);
+}
+
 /* Spin this many times on an empty queue before sleeping; a burst of
  * launches then never pays for a wake-up. */
 enum { WORKER_SPINS = 20000 };
@@ -54,7 +75,9 @@ static void *worker_main(void *arg) {
     if (n) {
       d->executed++;
       ruda__op_t *op = (ruda__op_t *)n;
+      runner_lock(d);
       op->run(d, op);
+      runner_unlock(d);
       atomic_store_explicit(&d->completed, d->executed, memory_order_release);
       continue;
     }
@@ -173,18 +196,49 @@ ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
   return call->status;
 }
 
-ruda_status_t ruda__device_call(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
-                                void *ctx) {
+/* A short call on the calling thread, when nothing submitted is still to
+ * run and the worker is not running anything: false (nothing done) when the
+ * device is busy. A submit the worker pops meanwhile waits for the lock. */
+static bool call_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
+                      ruda_status_t *out) {
+  if (atomic_load_explicit(&d->submitted, memory_order_acquire) !=
+          atomic_load_explicit(&d->completed, memory_order_acquire) ||
+      !runner_try(d)) {
+    return false;
+  }
+  ruda__server_t *s = d->server;
+  void *token = NULL;
+  if (s->vt->thread_enter && !s->vt->thread_enter(s, &token)) {
+    runner_unlock(d);
+    return false;
+  }
+  /* Nested submits (none today) run inline too, as on the worker. */
+  ruda__device_t *prev = tls_worker;
+  tls_worker = d;
+  *out = fn(s, stream, ctx);
+  if (s->vt->thread_leave) s->vt->thread_leave(s, token);
+  tls_worker = prev;
+  runner_unlock(d);
+  return true;
+}
+
+ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
+                                ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
+  ruda_status_t s;
+  if (kind == RUDA__CALL_SHORT && tls_worker != d && d->server && call_here(d, stream, fn, ctx, &s)) {
+    return s;
+  }
   ruda__call_t call;
   ruda__device_call_start(d, stream, fn, ctx, &call);
   return ruda__device_call_wait(&call);
 }
 
 ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
-                                      ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
+                                      ruda__call_kind_t kind, ruda_stream_id_t stream,
+                                      ruda__call_fn fn, void *ctx) {
   ruda_status_t s = ruda__device_begin(d, who);
   if (s) return s;
-  s = ruda__device_call(d, stream, fn, ctx);
+  s = ruda__device_call(d, kind, stream, fn, ctx);
   ruda__device_end(d);
   return s;
 }

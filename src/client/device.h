@@ -29,6 +29,13 @@ struct ruda__op {
 };
 
 struct ruda__device {
+  /* The runner lock (0 free, 1 held): whoever runs an operation on the
+   * server holds it, the worker for each queued one, a caller for a short
+   * call made while the device was idle. Padded so that no other field
+   * shares its cache line (the struct comes from malloc, 16-byte aligned). */
+  char runner_pad_before_[64];
+  atomic_uint runner;
+  char runner_pad_after_[64];
   ruda_device_id_t id;
   const ruda__backend_t *backend;
   ruda__server_t *server;
@@ -116,17 +123,34 @@ ruda_status_t ruda__device_shut_down_error(const ruda__device_t *d);
 ruda_status_t ruda__device_begin(ruda__device_t *d, const char *who);
 void ruda__device_end(ruda__device_t *d);
 
-/* What a blocking call runs on the worker, in the order of `stream`'s
+/* What a blocking call runs on the device, in the order of `stream`'s
  * other operations: `s` is the device's server (never NULL), `ctx` the
  * caller's. */
 typedef ruda_status_t (*ruda__call_fn)(ruda__server_t *s, ruda_stream_id_t stream, void *ctx);
-/* Runs fn on the worker (inline when called there) and returns its status.
+
+/* How a blocking call reaches the server.
+ * QUEUED: through the worker's queue, in order with everything submitted
+ *   before it (calls that may wait for other devices or run user code:
+ *   collectives, exclusive, graph builds).
+ * SHORT: a call that waits for nothing but this device's own driver calls
+ *   (read, sync, flush, usage, resources, staging, profile marks). When
+ *   the device is idle (everything submitted has run) it runs on the
+ *   calling thread, under the device's runner lock, which the worker also
+ *   takes for every operation: the call is then ordered after all work
+ *   submitted before it and before all work submitted after, as through
+ *   the queue, without the two thread hand-offs. Otherwise it is queued. */
+typedef enum ruda__call_kind {
+  RUDA__CALL_QUEUED = 0,
+  RUDA__CALL_SHORT = 1,
+} ruda__call_kind_t;
+
+/* Runs fn and returns its status (inline when called on the worker).
  * Called between ruda__device_begin() and ruda__device_end(). */
-ruda_status_t ruda__device_call(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
-                                void *ctx);
-/* The same in two steps, for a caller that starts calls on several devices
- * before it waits for any (a call that waits for its peers): the caller
- * owns `call` until ruda__device_call_wait() has returned. */
+ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
+                                ruda_stream_id_t stream, ruda__call_fn fn, void *ctx);
+/* A queued call in two steps, for a caller that starts calls on several
+ * devices before it waits for any (a call that waits for its peers): the
+ * caller owns `call` until ruda__device_call_wait() has returned. */
 typedef struct ruda__call {
   ruda__op_t base;
   ruda__completion_t done;
@@ -139,7 +163,9 @@ void ruda__device_call_start(ruda__device_t *d, ruda_stream_id_t stream, ruda__c
 ruda_status_t ruda__device_call_wait(ruda__call_t *call);
 /* ruda__device_begin(who), ruda__device_call(), ruda__device_end(). */
 ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
-                                      ruda_stream_id_t stream, ruda__call_fn fn, void *ctx);
+                                      ruda__call_kind_t kind, ruda_stream_id_t stream,
+                                      ruda__call_fn fn, void *ctx);
+
 /* True on the worker thread of any device (inside ruda_client_exclusive or
  * ruda_client_profile). */
 bool ruda__device_on_any_worker(void);

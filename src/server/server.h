@@ -166,6 +166,17 @@ typedef struct ruda__server_vtable {
    * ruda__server_t.queued_errors is 0. */
   bool completes_in_order;
 
+  /* Optional. Called around a short blocking call (read, sync, flush,
+   * usage, resources, staging, profile marks) that runs on a caller's
+   * thread instead of the worker, because the device was idle; the worker
+   * is then held off, so the server is still used by one thread at a time.
+   * thread_enter prepares the thread (CUDA: makes the context current),
+   * sets *token to what thread_leave restores, and may refuse (false: the
+   * call then goes through the worker, e.g. while a fault waits to be
+   * settled there). NULL: nothing to prepare, never refused. */
+  bool (*thread_enter)(ruda__server_t *s, void **token);
+  void (*thread_leave)(ruda__server_t *s, void *token);
+
   /* ---- Graphs (all optional; NULL: the recorded list is replayed node by
    * node, server/graph.h) ----
    * graph_build: turns a recording into the backend's own graph, *out the

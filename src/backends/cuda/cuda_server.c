@@ -359,6 +359,27 @@ static void cuda_graph_destroy(ruda__server_t *base, void *native) {
   ruda__cuda_graph_destroy(as_cuda(base), native);
 }
 
+/* A short call on a caller's thread (the device was idle): the context is
+ * made current there. A thread that had no context keeps this one (its
+ * next call needs it again); another context is restored. Refused while a
+ * fault waits to be settled, or while collectives are set up: recovery and
+ * NCCL's settling stay on the worker. */
+static bool cuda_thread_enter(ruda__server_t *base, void **token) {
+  cuda_server_t *s = as_cuda(base);
+  if (ruda__cuda_faulted(&s->fault) || s->comms != NULL) return false;
+  CUcontext prev = NULL;
+  if (s->api->cuCtxGetCurrent(&prev) != CUDA_SUCCESS) prev = NULL;
+  if (prev != s->ctx && s->api->cuCtxSetCurrent(s->ctx) != CUDA_SUCCESS) return false;
+  *token = prev;
+  return true;
+}
+
+static void cuda_thread_leave(ruda__server_t *base, void *token) {
+  cuda_server_t *s = as_cuda(base);
+  CUcontext prev = token;
+  if (prev != NULL && prev != s->ctx) s->api->cuCtxSetCurrent(prev);
+}
+
 static const ruda__server_vtable_t cuda_vtable = {
     .name = "cuda",
     .destroy = cuda_destroy,
@@ -376,6 +397,8 @@ static const ruda__server_vtable_t cuda_vtable = {
     .allocation_mode = cuda_allocation_mode,
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
+    .thread_enter = cuda_thread_enter,
+    .thread_leave = cuda_thread_leave,
     .graph_build = cuda_graph_build,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
