@@ -69,8 +69,14 @@ RUDA_BEGIN_DECLS
 /* ---- Devices ---- */
 
 /* Number of devices of a backend type. RUDA_ERR_UNAVAILABLE (with the reason:
- * library not found, no device, driver error) when the backend cannot run
- * here; *out is then 0. */
+ * library not found, no device, driver error, "the <name> backend is not
+ * built into this ruda library") when the backend cannot run here; *out is
+ * then 0. A type no ruda backend has (not a RUDA_DEVICE_TYPE_* value) is
+ * RUDA_ERR_UNAVAILABLE too ("no backend for device type N"), with *out 0:
+ * the count is a probe of what can run here, answered "none" for every
+ * type it cannot run, so loops over types need no special case. Asking for
+ * a device of such a type (ruda_client_create, ruda_device_properties) is
+ * a caller error instead: RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out);
 /* Properties of a device, without creating a client (the server is created
  * if needed). */
@@ -82,8 +88,10 @@ typedef struct ruda_client ruda_client_t;
 
 /* A client for `device`, creating its server on first use (process-wide,
  * exactly once even when threads race). The caller owns one reference.
- * Errors: RUDA_ERR_UNAVAILABLE (backend or device absent),
- * RUDA_ERR_INVALID_ARGUMENT (index out of range). */
+ * Errors: RUDA_ERR_UNAVAILABLE (backend or device absent, including a
+ * RUDA_DEVICE_TYPE_* whose backend this library was built without),
+ * RUDA_ERR_INVALID_ARGUMENT (index out of range, or a type no ruda backend
+ * has: see ruda_device_count). */
 ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out);
 /* A new client on the same device pinned to `stream`. */
 ruda_status_t ruda_client_on_stream(ruda_client_t *c, ruda_stream_id_t stream,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* < 0: injection off. Otherwise the number of allocations still allowed. */
 static _Atomic int64_t g_fail_after = -1;
@@ -48,6 +49,26 @@ void *ruda__realloc(void *ptr, size_t size) {
 }
 
 void ruda__free(void *ptr) { free(ptr); }
+
+void *ruda__aligned_alloc(size_t align, size_t size) {
+  if (align == 0 || (align & (align - 1)) != 0) return NULL;
+  if (should_fail()) return NULL;
+  if (align < sizeof(void *)) align = sizeof(void *);
+  void *p = NULL;
+  if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
+  return p;
+}
+
+void *ruda__map_zeroed(size_t size) {
+  if (size == 0) return NULL;
+  if (should_fail()) return NULL;
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+void ruda__unmap(void *ptr, size_t size) {
+  if (ptr && size) munmap(ptr, size);
+}
 
 char *ruda__strndup(const char *s, size_t n) {
   if (!s) return NULL;

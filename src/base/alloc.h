@@ -5,6 +5,12 @@
  * run every out-of-memory path (the SQLite approach: fail after the Nth
  * allocation, loop N upwards until the operation succeeds).
  *
+ * Every pointer these functions return (ruda__aligned_alloc's included) is
+ * freed with ruda__free(), which is free(): memory handed to code that
+ * calls free() (the documented contract of ruda_status_to_string(), the
+ * GPU backends' composed sources) may come from here. Pages from
+ * ruda__map_zeroed() go back with ruda__unmap() only.
+ *
  * Thread-safety: all functions are thread-safe. The fault-injection counter
  * is process-wide; only tests use it.
  */
@@ -20,6 +26,16 @@ void *ruda__malloc(size_t size);
 void *ruda__calloc(size_t count, size_t size);
 void *ruda__realloc(void *ptr, size_t size);
 void ruda__free(void *ptr);
+/* `size` bytes aligned to `align` (a power of two; below sizeof(void *) it
+ * is raised to that), uninitialized; freed with ruda__free(). NULL on
+ * failure, for an `align` that is not a power of two, or when fault
+ * injection says so. */
+void *ruda__aligned_alloc(size_t align, size_t size);
+/* `size` zeroed bytes of fresh anonymous pages (mmap), page-aligned and
+ * committed lazily by the kernel; NULL on failure or injection, and for
+ * size 0. Give them back with ruda__unmap(p, size) (the same size). */
+void *ruda__map_zeroed(size_t size);
+void ruda__unmap(void *ptr, size_t size);
 /* Copies of a string; NULL gives NULL (not a failure). */
 char *ruda__strdup(const char *s);
 char *ruda__strndup(const char *s, size_t n);

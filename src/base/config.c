@@ -750,7 +750,7 @@ static ruda_status_t apply_env(ruda_config_t *cfg, bool keep_going) {
     if (!keep_going) return st;
     char *text = ruda_status_to_string(st);
     fprintf(stderr, "ruda: ignoring %s: %s\n", o->env, text ? text : "invalid value");
-    free(text);
+    ruda__free(text);
     ruda_status_free(st);
   }
   return NULL;
@@ -788,7 +788,7 @@ const ruda_config_t *ruda_config_get(void) {
         char *text = ruda_status_to_string(st);
         fprintf(stderr, "ruda: ignoring the configuration file, using the defaults: %s\n",
                 text ? text : "invalid configuration");
-        free(text);
+        ruda__free(text);
         ruda_status_free(st);
         ruda_config_default(&g_config);
       }

@@ -136,7 +136,7 @@ static void ensure_ready(void) {
     if (err) {
       char *text = ruda_status_to_string(err);
       fprintf(stderr, "ruda: logging: %s\n", text ? text : "cannot open a log sink");
-      free(text);
+      ruda__free(text);
       ruda_status_free(err);
     }
   }

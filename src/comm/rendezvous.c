@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/alloc.h"
 #include "comm/rendezvous.h"
 
 struct ruda__rendezvous {
@@ -55,7 +56,7 @@ ruda_status_t ruda__rendezvous_get(uint64_t id, uint32_t size, const ruda_device
                               (unsigned long long)id, rv->size, size);
   }
   if (!rv) {
-    rv = calloc(1, sizeof *rv);
+    rv = ruda__calloc(1, sizeof *rv);
     if (!rv) {
       pthread_mutex_unlock(&registry_lock);
       return ruda_status_create(RUDA_ERR_SERVER_GENERIC,

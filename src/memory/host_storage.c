@@ -2,14 +2,15 @@
  *
  * Large allocations come straight from mmap: the kernel hands out zeroed
  * pages lazily, so a 128 MiB pool page costs no memset and no resident
- * memory until it is touched. Small ones use posix_memalign + memset.
- * Deallocation is immediate; flush has nothing to do.
+ * memory until it is touched. Small ones use an aligned allocation +
+ * memset. Both come from base/alloc.h (ruda__map_zeroed,
+ * ruda__aligned_alloc), so fault injection fails them like any other host
+ * allocation. Deallocation is immediate; flush has nothing to do.
  */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -44,12 +45,11 @@ static ruda_status_t ruda__host_alloc(void *self, uint64_t size, ruda__storage_h
      * zero bytes, yet a non-NULL base that satisfies the alignment. */
     p = (void *)(uintptr_t)s->alignment;
   } else if (ruda__host_uses_mmap(s, size)) {
-    p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    p = ruda__map_zeroed((size_t)size);
+    if (!p) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   } else {
-    size_t align = s->alignment < sizeof(void *) ? sizeof(void *) : (size_t)s->alignment;
-    if (posix_memalign(&p, align, (size_t)size) != 0)
-      return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+    p = ruda__aligned_alloc((size_t)s->alignment, (size_t)size);
+    if (!p) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
     memset(p, 0, (size_t)size);
   }
   s->outstanding += size;
@@ -65,9 +65,9 @@ static void ruda__host_dealloc(void *self, const ruda__storage_handle_t *h) {
   if (h->size == 0) return;
   void *p = (void *)(uintptr_t)h->base;
   if (ruda__host_uses_mmap(s, h->size))
-    munmap(p, (size_t)h->size);
+    ruda__unmap(p, (size_t)h->size);
   else
-    free(p);
+    ruda__free(p);
   s->outstanding -= h->size;
 }
 

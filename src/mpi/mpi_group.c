@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/alloc.h"
 #include "client/collective.h"
 #include "comm/cpu_collective.h"
 #include "mpi/mpi_internal.h"
@@ -97,7 +98,7 @@ static uint64_t random_id(void) {
 /* A group over `from` (duplicated); collective over `from`. */
 static ruda_status_t group_new(MPI_Comm from, ruda_group_t **out) {
   *out = NULL;
-  ruda_group_t *g = calloc(1, sizeof *g);
+  ruda_group_t *g = ruda__calloc(1, sizeof *g);
   if (!g) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *g);
   g->comm = g->ctl = MPI_COMM_NULL;
   int rc = MPI_Comm_dup(from, &g->comm);
@@ -136,7 +137,7 @@ static ruda_status_t group_new(MPI_Comm from, ruda_group_t **out) {
     ruda_status_t e = ruda__mpi_error(RUDA_ERR_SERVER_GENERIC, rc, call, "creating a group");
     if (g->comm != MPI_COMM_NULL) MPI_Comm_free(&g->comm);
     if (g->ctl != MPI_COMM_NULL) MPI_Comm_free(&g->ctl);
-    free(g);
+    ruda__free(g);
     return e;
   }
   g->rank = (uint32_t)rank;
@@ -210,7 +211,7 @@ void ruda_group_release(ruda_group_t *g) {
   }
   ruda_status_free(err);
   pthread_mutex_destroy(&g->lock);
-  free(g);
+  ruda__free(g);
 }
 
 ruda_status_t ruda__group_check(const ruda_group_t *g, const char *fn) {

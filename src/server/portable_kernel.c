@@ -1,6 +1,8 @@
 /* Portable kernels inside the runtime (src/server/portable_kernel.h). */
 #include "server/portable_kernel.h"
 
+#include "base/alloc.h"
+
 #include <ctype.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -41,7 +43,7 @@ ruda_status_t ruda__portable_source(ruda__portable_target_t target, const char *
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "kernel '%s': text too large",
                               kernel ? kernel : "?");
   }
-  char *s = malloc(plen + 1 + text_len + 1);
+  char *s = ruda__malloc(plen + 1 + text_len + 1);
   if (!s) {
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
                               "kernel '%s': no memory for its source", kernel ? kernel : "?");

@@ -26,7 +26,8 @@ typedef enum ruda__portable_target {
 /* The prelude text for `target` (static storage) and its length. */
 const char *ruda__portable_prelude(ruda__portable_target_t target, size_t *out_len);
 
-/* prelude + "\n" + text in a new NUL-terminated buffer (free() it).
+/* prelude + "\n" + text in a new NUL-terminated buffer (ruda__free() it,
+ * which is free(); it comes from ruda__malloc, so fault injection reaches it).
  * `kernel` names the kernel in errors. Errors: RUDA_ERR_LAUNCH_COMPILATION
  * wrapping CompilationError::Validation when the kernel was built without
  * its text (RUDA_KERNEL_CPU_ONLY or no embed step);

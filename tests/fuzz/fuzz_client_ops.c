@@ -6,9 +6,12 @@
  * launch, release, clone into an offset view, sync, flush, allocation mode,
  * usage, cleanup, a failing launch, a launch over the device's limits,
  * profile, exclusive, an asynchronous read, strided tensor writes and
- * reads, a 1 MiB+ buffer; a, b and c are its slot, stream and size or
- * value). Every thread owns its handles and two streams, and runs its
- * operations in order, concurrently with the others.
+ * reads, a 1 MiB+ buffer, profile tokens started and ended in any order
+ * (and unknown ones), the device's memory usage, raw resources taken,
+ * checked, written through and released, several tensors in one
+ * allocation; a, b and c are its slot, stream and size or value). Every
+ * thread owns its handles and two streams, and runs its operations in
+ * order, concurrently with the others.
  *
  * Each thread keeps a model of the bytes behind its handles (shared by
  * clones and views) and checks after every step:
@@ -19,8 +22,22 @@
  *     program caused is queued on their stream; errors have the documented
  *     kinds; read, flush and sync drain the queue, profile and
  *     memory_usage leave it queued;
- *   - after the program, with every handle released and every stream
- *     synced and cleaned, memory usage is back to the baseline.
+ *   - a profile token ends once, on its stream, in any order: with its
+ *     duration, or, when a failure was queued on the stream while it was
+ *     open, with a ProfileError that leaves the failure queued; a token
+ *     that is not open on the stream (0, one already ended, one open on
+ *     another stream, which stays open) is ProfileError::NotRegistered;
+ *   - the device's usage never fails (queued failures stay queued); with
+ *     one thread it is exactly the sum of its streams' usage;
+ *   - a raw resource (a host pointer on cpu:0) spans the view, holds the
+ *     bytes the model holds, and what is written through it is what later
+ *     reads return; it keeps its memory alive until released;
+ *   - ruda_client_empty_tensors gives disjoint views of one allocation:
+ *     none of them can be mutated alone (ruda_handle_can_mut) while another
+ *     is alive;
+ *   - after the program, with every handle and resource released, every
+ *     token ended and every stream synced and cleaned, memory usage is back
+ *     to the baseline, on each stream and on the whole device.
  * Everything is freed, so LeakSanitizer catches leaks on error paths.
  *
  * Stale handles (a copy used after its release) and strides whose extent
@@ -51,6 +68,9 @@ enum {
   MAX_SMALL = 4096,
   LARGE = (1 << 20) + 4096, /* above the client's borrow threshold */
   MAX_OPS = 256,            /* per input: keeps one run in milliseconds */
+  MAX_TOKENS = 4,           /* open profile tokens per stream */
+  MAX_RESOURCES = 4,        /* raw resources held per thread */
+  MAX_TENSORS = 3,          /* tensors per ruda_client_empty_tensors */
 };
 
 #define CHECK(cond, ...)                                            \
@@ -92,6 +112,7 @@ static ruda_client_t *g_base;
 static ruda_kernel_t *g_add, *g_fail, *g_too_big;
 static ruda_client_t *g_streams[MAX_THREADS][STREAMS];
 static ruda_memory_usage_t g_baseline[MAX_THREADS][STREAMS];
+static ruda_memory_usage_t g_device_baseline;
 
 static ruda_kernel_t *kernel(const char *name, ruda_cpu_kernel_fn fn, uint32_t dim_x,
                              uint32_t dim_y) {
@@ -124,6 +145,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
       must_ok("usage", ruda_client_memory_usage(g_streams[t][s], &g_baseline[t][s]));
     }
   }
+  must_ok("device usage", ruda_client_memory_usage_device(g_base, &g_device_baseline));
   return 0;
 }
 
@@ -133,8 +155,14 @@ typedef struct mem {
   int refs; /* slots viewing it; 0: free */
   uint32_t size;
   bool known; /* false after ruda_client_empty: contents undefined */
+  int group;  /* > 0: one of the views of a ruda_client_empty_tensors */
   uint8_t *bytes;
 } mem_t;
+
+typedef struct token {
+  ruda_profiling_token_t token;
+  bool saw_failure; /* a failure was queued on its stream while open */
+} token_t;
 
 typedef struct slot {
   bool live;
@@ -157,6 +185,13 @@ typedef struct thread_state {
   mem_t mems[MEMS];
   int large_left;
   uint8_t *scratch; /* LARGE bytes */
+  token_t tokens[STREAMS][MAX_TOKENS]; /* open profile tokens, by stream */
+  int num_tokens[STREAMS];
+  bool has_ended;
+  ruda_profiling_token_t ended; /* a token already ended */
+  ruda_resource_t resources[MAX_RESOURCES];
+  int num_resources;
+  int next_group;
 } thread_state_t;
 
 static int mem_new(thread_state_t *t, uint32_t size, bool known) {
@@ -164,7 +199,7 @@ static int mem_new(thread_state_t *t, uint32_t size, bool known) {
     if (t->mems[i].refs) continue;
     uint8_t *b = malloc(size ? size : 1);
     CHECK(b, "out of host memory in the model");
-    t->mems[i] = (mem_t){.refs = 1, .size = size, .known = known, .bytes = b};
+    t->mems[i] = (mem_t){.refs = 1, .size = size, .known = known, .group = 0, .bytes = b};
     return i;
   }
   return -1;
@@ -187,6 +222,24 @@ static void slot_release(thread_state_t *t, int i) {
   ruda_handle_release(&s->h);
   mem_unref(t, s->mem);
   s->live = false;
+}
+
+static int free_mems(const thread_state_t *t) {
+  int n = 0;
+  for (int i = 0; i < MEMS; i++) n += t->mems[i].refs == 0;
+  return n;
+}
+
+/* What ruda_handle_can_mut must say of slot `s`: the only handle of its
+ * memory (no clone, no other live view of its allocation). */
+static bool can_mut_expected(const thread_state_t *t, const slot_t *s) {
+  const mem_t *m = &t->mems[s->mem];
+  if (m->refs != 1) return false;
+  if (m->group == 0) return true;
+  for (int i = 0; i < MEMS; i++) {
+    if (i != s->mem && t->mems[i].refs && t->mems[i].group == m->group) return false;
+  }
+  return true;
 }
 
 static void fill(uint8_t *p, uint32_t n, uint32_t seed) {
@@ -274,8 +327,68 @@ static void model_add(thread_state_t *t, const slot_t *s, uint8_t value) {
 enum {
   OP_CREATE, OP_EMPTY, OP_CREATE_LARGE, OP_WRITE, OP_READ, OP_LAUNCH, OP_RELEASE, OP_CLONE,
   OP_SYNC, OP_FLUSH, OP_MODE, OP_USAGE, OP_CLEANUP, OP_FAIL_LAUNCH, OP_OVER_LIMIT, OP_PROFILE,
-  OP_EXCLUSIVE, OP_READ_ASYNC, OP_TENSOR, OP_STALE, OP_BAD_STRIDES, OP_COUNT
+  OP_EXCLUSIVE, OP_READ_ASYNC, OP_TENSOR, OP_STALE, OP_BAD_STRIDES, OP_PROFILE_START,
+  OP_PROFILE_END, OP_PROFILE_UNKNOWN, OP_USAGE_DEVICE, OP_RESOURCE, OP_RESOURCE_RELEASE,
+  OP_EMPTY_TENSORS, OP_COUNT
 };
+
+/* Ends token `i` open on stream `st` and checks the answer. */
+static void token_end(thread_state_t *t, int st, int i) {
+  token_t tok = t->tokens[st][i];
+  t->tokens[st][i] = t->tokens[st][--t->num_tokens[st]];
+  ruda_profile_duration_t d = {0, 0, 0};
+  ruda_status_t r = ruda_client_profile_end(t->streams[st], tok.token, &d);
+  t->ended = tok.token;
+  t->has_ended = true;
+  if (!tok.saw_failure) {
+    must_ok("profile_end", r);
+    CHECK(d.start_ns <= d.end_ns, "profile ends at %llu before it starts at %llu",
+          (unsigned long long)d.end_ns, (unsigned long long)d.start_ns);
+    return;
+  }
+  /* The failure queued while it was open, as a ProfileError; it stays
+   * queued on the stream (pending is unchanged). */
+  CHECK(r != NULL, "profile_end of token %llu hides the failure queued while it was open",
+        (unsigned long long)tok.token.id);
+  ruda_error_kind_t k = ruda_status_kind(r);
+  CHECK(k == RUDA_ERR_PROFILE_LAUNCH || k == RUDA_ERR_PROFILE_SERVER,
+        "profile_end: unexpected error kind %s", ruda_error_kind_name(k));
+  CHECK(ruda_status_find(r, RUDA_ERR_LAUNCH_UNKNOWN) != NULL,
+        "profile_end: the error does not carry the failing launch");
+  ruda_status_free(r);
+}
+
+static void expect_not_registered(thread_state_t *t, int st, ruda_profiling_token_t tok,
+                                  const char *which) {
+  ruda_profile_duration_t d;
+  ruda_status_t r = ruda_client_profile_end(t->streams[st], tok, &d);
+  CHECK(ruda_status_kind(r) == RUDA_ERR_PROFILE_NOT_REGISTERED,
+        "profile_end of %s token %llu: %s, not NotRegistered", which,
+        (unsigned long long)tok.id, r ? ruda_error_kind_name(ruda_status_kind(r)) : "success");
+  ruda_status_free(r);
+}
+
+/* Releases held resource `i`; releasing it again is a no-op. */
+static void resource_drop(thread_state_t *t, int i) {
+  ruda_resource_t *r = &t->resources[i];
+  ruda_resource_release(r);
+  CHECK(r->address == 0 && r->size == 0 && ruda_binding_is_empty(&r->binding),
+        "a released resource is not zeroed");
+  ruda_resource_release(r);
+  t->resources[i] = t->resources[--t->num_resources];
+}
+
+static ruda_memory_usage_t usage_add(ruda_memory_usage_t a, ruda_memory_usage_t b,
+                                     ruda_memory_usage_t minus) {
+  ruda_memory_usage_t u = ruda_memory_usage_combine(a, b);
+  u.number_allocs -= minus.number_allocs;
+  u.bytes_in_use -= minus.bytes_in_use;
+  u.bytes_padding -= minus.bytes_padding;
+  u.bytes_reserved -= minus.bytes_reserved;
+  return u;
+}
+
+static bool g_single_thread; /* this input runs on one thread */
 
 static void run_op(thread_state_t *t, const uint8_t *op) {
   int code = (op[0] & 0x1f) % OP_COUNT;
@@ -386,6 +499,7 @@ static void run_op(thread_state_t *t, const uint8_t *op) {
     case OP_FAIL_LAUNCH:
       must_ok("failing launch", ruda_client_launch(cl, g_fail, ruda_count_static(1, 1, 1), NULL));
       t->pending[st] = true;
+      for (int i = 0; i < t->num_tokens[st]; i++) t->tokens[st][i].saw_failure = true;
       return;
     case OP_OVER_LIMIT: {
       ruda_status_t r = ruda_client_launch(cl, g_too_big, ruda_count_static(1, 1, 1), NULL);
@@ -443,6 +557,163 @@ static void run_op(thread_state_t *t, const uint8_t *op) {
       }
       return;
     }
+    case OP_PROFILE_START: {
+      if (t->num_tokens[st] == MAX_TOKENS) {
+        token_end(t, st, c % MAX_TOKENS);
+        return;
+      }
+      ruda_profiling_token_t tok = {0};
+      must_ok("profile_start", ruda_client_profile_start(cl, &tok));
+      CHECK(tok.id != 0, "profile_start gave token 0");
+      for (int o = 0; o < STREAMS; o++) {
+        for (int i = 0; i < t->num_tokens[o]; i++)
+          CHECK(t->tokens[o][i].token.id != tok.id, "token %llu given out twice",
+                (unsigned long long)tok.id);
+      }
+      t->tokens[st][t->num_tokens[st]++] = (token_t){tok, false};
+      return;
+    }
+    case OP_PROFILE_END:
+      if (t->num_tokens[st]) token_end(t, st, c % t->num_tokens[st]);
+      return;
+    case OP_PROFILE_UNKNOWN: {
+      /* 0 is never given out; an ended token is not open anywhere; a token
+       * open on the other stream is not open on this one, and stays open
+       * there (ended later through the model). */
+      int other = (st + 1) % STREAMS;
+      if (c % 3 == 1 && t->has_ended) {
+        expect_not_registered(t, st, t->ended, "an ended");
+      } else if (c % 3 == 2 && t->num_tokens[other]) {
+        expect_not_registered(t, st, t->tokens[other][c % t->num_tokens[other]].token,
+                              "another stream's");
+      } else {
+        expect_not_registered(t, st, (ruda_profiling_token_t){0}, "the zero");
+      }
+      return;
+    }
+    case OP_USAGE_DEVICE: {
+      ruda_memory_usage_t dev;
+      /* Queued failures neither make it fail nor are drained by it. */
+      must_ok("memory_usage_device", ruda_client_memory_usage_device(cl, &dev));
+      CHECK(dev.bytes_in_use <= dev.bytes_reserved, "device: in use %llu > reserved %llu",
+            (unsigned long long)dev.bytes_in_use, (unsigned long long)dev.bytes_reserved);
+      if (!g_single_thread || t->pending[0] || t->pending[1]) return;
+      /* One thread: the device holds the baseline of the streams no one
+       * uses, plus exactly what this thread's two streams hold. */
+      ruda_memory_usage_t u[STREAMS];
+      for (int o = 0; o < STREAMS; o++)
+        must_ok("memory_usage", ruda_client_memory_usage(t->streams[o], &u[o]));
+      ruda_memory_usage_t ours = ruda_memory_usage_combine(g_baseline[t->index][0],
+                                                           g_baseline[t->index][1]);
+      ruda_memory_usage_t want = usage_add(u[0], u[1], ours);
+      want = ruda_memory_usage_combine(want, g_device_baseline);
+      ruda_memory_usage_t again;
+      must_ok("memory_usage_device", ruda_client_memory_usage_device(cl, &again));
+      CHECK(again.number_allocs == want.number_allocs && again.bytes_in_use == want.bytes_in_use &&
+                again.bytes_reserved == want.bytes_reserved,
+            "device usage %llu allocations, %llu in use, %llu reserved; its streams add up to "
+            "%llu, %llu, %llu",
+            (unsigned long long)again.number_allocs, (unsigned long long)again.bytes_in_use,
+            (unsigned long long)again.bytes_reserved, (unsigned long long)want.number_allocs,
+            (unsigned long long)want.bytes_in_use, (unsigned long long)want.bytes_reserved);
+      return;
+    }
+    case OP_RESOURCE: {
+      if (!s->live) return;
+      CHECK(ruda_handle_can_mut(&s->h) == can_mut_expected(t, s),
+            "can_mut says %d for a view with %d slots on its memory",
+            (int)ruda_handle_can_mut(&s->h), t->mems[s->mem].refs);
+      ruda_resource_t r;
+      ruda_status_t e = ruda_client_get_resource(cl, &s->h, &r);
+      if (e && t->pending[st]) {
+        /* A backend may refuse while a failure is queued (it stays queued). */
+        CHECK(ruda_status_kind(e) == RUDA_ERR_SERVER_UNHEALTHY, "get_resource: kind %s",
+              ruda_error_kind_name(ruda_status_kind(e)));
+        ruda_status_free(e);
+        return;
+      }
+      must_ok("get_resource", e);
+      CHECK(r.size == s->len, "resource of %llu bytes for a %u-byte view",
+            (unsigned long long)r.size, s->len);
+      CHECK(!ruda_binding_is_empty(&r.binding), "resource without a binding");
+      mem_t *m = &t->mems[s->mem];
+      /* get_resource ran on the device's worker after everything this
+       * thread queued before it: the bytes are there, and no operation of
+       * this thread is in flight until the next call. */
+      if (s->len) {
+        uint8_t *p = (uint8_t *)(uintptr_t)r.address;
+        CHECK(p != NULL, "resource of a %u-byte view at address 0", s->len);
+        if (m->known) compare(t, s, p, "resource");
+        if (c & 1) {
+          /* Written through the pointer: later reads must return it. */
+          fill(p, s->len, (uint32_t)c * 7919u + a);
+          memcpy(m->bytes + s->off, p, s->len);
+          if (s->off == 0 && s->len == m->size) m->known = true;
+        }
+      }
+      if ((c & 2) && t->num_resources < MAX_RESOURCES) {
+        t->resources[t->num_resources++] = r; /* held: keeps the memory alive */
+      } else {
+        ruda_resource_release(&r);
+      }
+      return;
+    }
+    case OP_RESOURCE_RELEASE:
+      if (t->num_resources) resource_drop(t, c % t->num_resources);
+      return;
+    case OP_EMPTY_TENSORS: {
+      /* 1 to 3 tensors (some with a dim of 0) in one allocation, in slots
+       * si, si + 1, ...; each is a view of its own in the model. A
+       * descriptor with a zero element size is refused, allocating
+       * nothing. */
+      int n = 1 + c % MAX_TENSORS;
+      ruda_memory_layout_descriptor_t descs[MAX_TENSORS];
+      static const size_t elem_sizes[] = {1, 2, 4, 8};
+      for (int i = 0; i < n; i++) {
+        uint32_t x = (uint32_t)(b + 31 * i) * 2654435761u >> 8;
+        ruda_shape_t shape = ruda_shape_2d(x % 5, 1 + (x >> 4) % 13);
+        size_t es = elem_sizes[(x >> 9) % 4];
+        descs[i] = (x >> 12) & 1 ? ruda_memory_layout_contiguous(shape, es)
+                                 : ruda_memory_layout_optimized(shape, es);
+      }
+      ruda_memory_layout_t out[MAX_TENSORS];
+      memset(out, 0, sizeof out);
+      if (c & 0x80) {
+        descs[n - 1].elem_size = 0;
+        ruda_status_t r = ruda_client_empty_tensors(cl, descs, (size_t)n, out);
+        CHECK(ruda_status_kind(r) == RUDA_ERR_INVALID_ARGUMENT,
+              "empty_tensors with a zero element size: %s",
+              r ? ruda_error_kind_name(ruda_status_kind(r)) : "accepted");
+        ruda_status_free(r);
+        return;
+      }
+      for (int i = 0; i < n; i++) slot_release(t, (si + i) % SLOTS);
+      if (free_mems(t) < n) return;
+      must_ok("empty_tensors", ruda_client_empty_tensors(cl, descs, (size_t)n, out));
+      int group = n > 1 ? ++t->next_group : 0;
+      uint64_t prev_end = 0;
+      for (int i = 0; i < n; i++) {
+        uint64_t len = ruda_handle_size_in_used(&out[i].memory);
+        uint64_t want = 0;
+        CHECK(ruda_shape_num_bytes(&descs[i].shape, descs[i].elem_size, &want), "tensor size");
+        CHECK(len >= want && len <= MAX_SMALL, "tensor %d: a %llu-byte view for %llu bytes", i,
+              (unsigned long long)len, (unsigned long long)want);
+        CHECK(out[i].memory.offset_start >= prev_end, "tensor %d overlaps the one before", i);
+        prev_end = out[i].memory.offset_start + len;
+        int m = mem_new(t, (uint32_t)len, false);
+        CHECK(m >= 0, "no model memory although %d were free", n);
+        t->mems[m].group = group;
+        slot_t *d = &t->slots[(si + i) % SLOTS];
+        *d = (slot_t){.live = true, .h = out[i].memory, .mem = m, .off = 0, .len = (uint32_t)len};
+      }
+      for (int i = 0; i < n; i++) {
+        slot_t *d = &t->slots[(si + i) % SLOTS];
+        CHECK(ruda_handle_can_mut(&d->h) == (n == 1),
+              "can_mut of one of %d tensors in one allocation says %d", n,
+              (int)ruda_handle_can_mut(&d->h));
+      }
+      return;
+    }
     case OP_STALE:
 #if FUZZ_STALE_AND_STRIDES
       if (s->has_stale && !s->live) {
@@ -454,6 +725,11 @@ static void run_op(thread_state_t *t, const uint8_t *op) {
         ruda_status_free(r);
         ruda_handle_t again = ruda_handle_clone(&s->stale);
         ruda_handle_release(&again);
+        ruda_resource_t res;
+        r = ruda_client_get_resource(cl, &s->stale, &res);
+        CHECK(r != NULL, "get_resource through a released handle succeeded");
+        ruda_status_free(r);
+        ruda_resource_release(&res);
       }
 #endif
       return;
@@ -478,6 +754,10 @@ static void run_op(thread_state_t *t, const uint8_t *op) {
 /* Releases everything and checks that the streams are back to their
  * baseline usage. */
 static void finish(thread_state_t *t) {
+  for (int st = 0; st < STREAMS; st++) {
+    while (t->num_tokens[st]) token_end(t, st, t->num_tokens[st] - 1);
+  }
+  while (t->num_resources) resource_drop(t, t->num_resources - 1);
   for (int i = 0; i < SLOTS; i++) slot_release(t, i);
   for (int st = 0; st < STREAMS; st++) {
     ruda_client_t *cl = t->streams[st];
@@ -511,6 +791,7 @@ static void *thread_main(void *arg) {
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 1) return 0;
   int nthreads = 1 + data[0] % MAX_THREADS;
+  g_single_thread = nthreads == 1;
   static thread_state_t states[MAX_THREADS];
   static uint8_t *scratch[MAX_THREADS];
   for (int i = 0; i < nthreads; i++) {
@@ -529,5 +810,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     CHECK(pthread_create(&threads[i], NULL, thread_main, &states[i]) == 0, "pthread_create");
   thread_main(&states[0]);
   for (int i = 1; i < nthreads; i++) pthread_join(threads[i], NULL);
+  /* Every thread has cleaned up: the device is back to its baseline. */
+  ruda_memory_usage_t u;
+  must_ok("final device usage", ruda_client_memory_usage_device(g_base, &u));
+  CHECK(u.number_allocs == g_device_baseline.number_allocs &&
+            u.bytes_in_use == g_device_baseline.bytes_in_use &&
+            u.bytes_reserved <= g_device_baseline.bytes_reserved,
+        "the device holds %llu allocations, %llu bytes in use, %llu reserved after cleanup "
+        "(baseline %llu, %llu, %llu)",
+        (unsigned long long)u.number_allocs, (unsigned long long)u.bytes_in_use,
+        (unsigned long long)u.bytes_reserved, (unsigned long long)g_device_baseline.number_allocs,
+        (unsigned long long)g_device_baseline.bytes_in_use,
+        (unsigned long long)g_device_baseline.bytes_reserved);
   return 0;
 }

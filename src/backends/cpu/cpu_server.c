@@ -385,8 +385,8 @@ static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
   if (bytes <= s->shared_cap) return NULL;
   uint32_t n = ruda__thread_pool_size(s->pool);
   for (uint32_t i = 0; i < n; i++) {
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes) != 0) {
+    void *p = bytes > SIZE_MAX ? NULL : ruda__aligned_alloc(64, (size_t)bytes);
+    if (!p) {
       return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
                                 "cannot allocate %llu bytes of shared memory",
                                 (unsigned long long)bytes);

@@ -7,6 +7,7 @@
 #define RUDA_KERNEL_CPU_ONLY 1 /* this program embeds no kernel text */
 #include <ruda/kernel_dialect.h>
 
+#include "base/alloc.h"
 #include "server/kernel_object.h"
 #include "server/portable_kernel.h"
 #include "test.h"
@@ -51,6 +52,29 @@ TEST(a_kernel_built_without_its_text_says_so) {
   ASSERT_STR_CONTAINS(text, "portable kernel 'lonely' was built without its text");
   ASSERT_STR_CONTAINS(text, "RUDA_KERNEL_CPU_ONLY");
   ruda_status_free(s);
+}
+
+/* The composed source comes from base/alloc.h: an injected failure is an
+ * out-of-memory launch error naming the kernel, and *out stays NULL. */
+TEST(no_memory_for_the_composed_source_is_an_error) {
+  const char text[] = "RUDA_KERNEL(k, RUDA_DIM(1, 1, 1)) {}\n";
+  char *src = (char *)"untouched";
+  ruda__test_fail_alloc_after(0);
+  ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_OPENCL, "starved", text,
+                                          sizeof text - 1, &src, NULL);
+  uint64_t injected = ruda__test_failed_allocs();
+  ruda__test_fail_alloc_after(-1);
+  ASSERT_UGE(injected, 1);
+  ASSERT_NULL(src);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_OUT_OF_MEMORY);
+  ruda_status_free(s);
+  /* With memory again, the same call composes the source. */
+  size_t len = 0;
+  ASSERT_OK(ruda__portable_source(RUDA__PORTABLE_OPENCL, "starved", text, sizeof text - 1, &src,
+                                  &len));
+  ASSERT_NOT_NULL(src);
+  ASSERT_STR_CONTAINS(src, "RUDA_KERNEL(k");
+  ruda__free(src);
 }
 
 TEST(feature_scan_finds_first_uses_with_their_file_and_line) {

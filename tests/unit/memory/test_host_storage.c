@@ -1,4 +1,5 @@
 /* The host storage: aligned, zeroed, size 0, limits. */
+#include "base/alloc.h"
 #include "memory_test_util.h"
 
 TEST(aligned_zeroed_small_and_large) {
@@ -56,5 +57,36 @@ TEST(limit_gives_out_of_memory_and_buffer_too_big) {
   ASSERT_ERR_KIND(s.vt->alloc(s.self, UINT64_MAX - 10, &b), RUDA_ERR_IO_BUFFER_TOO_BIG);
   /* Larger than any machine: the system refuses, OutOfMemory. */
   ASSERT_ERR_KIND(s.vt->alloc(s.self, 1ull << 56, &b), RUDA_ERR_IO_OUT_OF_MEMORY);
+  s.vt->destroy(s.self);
+}
+
+/* Both paths (aligned allocation below 256 KiB, mapped pages above) go
+ * through base/alloc.h: an injected failure is OutOfMemory for the request,
+ * counts nothing against the limit, and the storage works afterwards. */
+TEST(injected_failures_are_out_of_memory_on_both_paths) {
+  ruda__storage_t s;
+  ASSERT_OK(ruda__host_storage_create(256, 1 * MIB, &s));
+  ruda__storage_handle_t h;
+  ruda__test_fail_alloc_after(0);
+  ruda_status_t small = s.vt->alloc(s.self, 100, &h);
+  ruda_status_t large = s.vt->alloc(s.self, 600 * 1024, &h);
+  uint64_t injected = ruda__test_failed_allocs();
+  ruda__test_fail_alloc_after(-1);
+  /* The two requests, and the statuses that say so (which then fall back to
+   * a preallocated OutOfMemory without the size). */
+  ASSERT_UGE(injected, 2);
+  ASSERT_EQ(ruda_status_kind(small), RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_EQ(ruda_status_kind(large), RUDA_ERR_IO_OUT_OF_MEMORY);
+  ruda_status_free(small);
+  ruda_status_free(large);
+  /* Nothing was counted: the whole limit is still there. */
+  ASSERT_OK(s.vt->alloc(s.self, 1 * MIB, &h));
+  const unsigned char *p = (const unsigned char *)(uintptr_t)h.base;
+  ASSERT_EQ(p[0], 0);
+  ASSERT_EQ(p[MIB - 1], 0);
+  s.vt->dealloc(s.self, &h);
+  ASSERT_OK(s.vt->alloc(s.self, 100, &h));
+  ASSERT_UEQ(h.base % 256, 0);
+  s.vt->dealloc(s.self, &h);
   s.vt->destroy(s.self);
 }
