@@ -7,8 +7,9 @@
 # --parts adds the round-trip decomposition (RUDA_BENCH_PARTS=1: medians of
 # the driver calls and ruda calls a launch, sync and small read are made of)
 # to the launch group's progress lines. Writes to $OUT (or ./gpu-out):
-#   perf_<group>_<run>.json   `ruda bench <group> --device cuda:0 --json`
-#   perf_stderr.txt           progress lines (the parts table among them)
+#   perf_runs.txt     `ruda bench <group> --device cuda:0 --json` of every run,
+#                     each block headed "## run N group G"
+#   perf_stderr.txt   progress lines (the parts table among them)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -34,8 +35,9 @@ for run in $(seq 1 "$RUNS"); do
   for g in $GROUPS_; do
     env_parts=()
     [ "$PARTS" = 1 ] && [ "$g" = launch ] && [ "$run" = 1 ] && env_parts=(RUDA_BENCH_PARTS=1)
+    echo "## run $run group $g" >> "$OUT/perf_runs.txt"
     env "${env_parts[@]}" timeout 180 build-gpu/tools/ruda bench "$g" --device cuda:0 --json \
-      > "$OUT/perf_${g}_${run}.json" 2>> "$OUT/perf_stderr.txt"
+      >> "$OUT/perf_runs.txt" 2>> "$OUT/perf_stderr.txt"
     echo "run $run $g rc=$?"
   done
 done
@@ -43,7 +45,7 @@ grep -h 'parts:' "$OUT/perf_stderr.txt" || true
 python3 - "$OUT" <<'PY'
 import glob, json, os, sys, collections
 rows = collections.defaultdict(list)
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "perf_*_*.json"))):
+for f in [os.path.join(sys.argv[1], "perf_runs.txt")]:
     for line in open(f):
         try:
             o = json.loads(line)

@@ -191,19 +191,41 @@ static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
   return a;
 }
 
+typedef struct reserve_here {
+  ruda_memory_t *memory;
+  uint64_t size;
+} reserve_here_t;
+
+static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  reserve_here_t *r = ctx;
+  s->vt->initialize_memory(s, r->memory, r->size, st);
+  return NULL;
+}
+
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
   memset(out, 0, sizeof *out);
-  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_empty");
-  if (refused) return refused;
-  alloc_op_t *a = alloc_op_new(c, 0);
-  if (!a) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda_status_t s = ruda__handle_create(size, c->dev->id, a->base.stream, out);
-  if (s) {
-    ruda__device_op_free(c->dev, a, a->block_size);
-    return s;
+  ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");
+  if (s) return s;
+  ruda_stream_id_t stream = ruda_client_stream(c);
+  s = ruda__handle_create(size, c->dev->id, stream, out);
+  if (s) return s;
+  ruda_binding_t b = ruda_handle_binding(out);
+  /* An idle device reserves on this thread: no hand-off, and the pool's
+   * memory stays in this core's cache (reserve and release in a loop). */
+  reserve_here_t r = {ruda__binding_memory(&b), size};
+  ruda_status_t ignored;
+  if (ruda__device_run_here(c->dev, stream, do_reserve, &r, &ignored)) {
+    ruda_binding_release(&b);
+    return NULL;
   }
-  a->memory = ruda_handle_binding(out);
+  alloc_op_t *a = alloc_op_new(c, 0);
+  if (!a) {
+    ruda_binding_release(&b);
+    ruda_handle_release(out);
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  }
+  a->memory = b;
   a->size = size;
   ruda__device_submit(c->dev, &a->base);
   return NULL;

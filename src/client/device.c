@@ -99,8 +99,10 @@ static void *worker_main(void *arg) {
     ruda__futex_wait(&d->sleeping, 1);
     atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
   }
+  runner_lock(d);
   d->server->vt->destroy(d->server);
   d->server = NULL;
+  runner_unlock(d);
   return NULL;
 }
 
@@ -196,19 +198,18 @@ ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
   return call->status;
 }
 
-/* A short call on the calling thread, when nothing submitted is still to
- * run and the worker is not running anything: false (nothing done) when the
- * device is busy. A submit the worker pops meanwhile waits for the lock. */
-static bool call_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
-                      ruda_status_t *out) {
-  if (atomic_load_explicit(&d->submitted, memory_order_acquire) !=
+bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
+                           ruda_status_t *out) {
+  if (tls_worker == d ||
+      atomic_load_explicit(&d->submitted, memory_order_acquire) !=
           atomic_load_explicit(&d->completed, memory_order_acquire) ||
       !runner_try(d)) {
     return false;
   }
+  /* Under the lock the server cannot go: the worker destroys it holding it. */
   ruda__server_t *s = d->server;
   void *token = NULL;
-  if (s->vt->thread_enter && !s->vt->thread_enter(s, &token)) {
+  if (!s || (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
     runner_unlock(d);
     return false;
   }
@@ -225,7 +226,7 @@ static bool call_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn 
 ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
                                 ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
   ruda_status_t s;
-  if (kind == RUDA__CALL_SHORT && tls_worker != d && d->server && call_here(d, stream, fn, ctx, &s)) {
+  if (kind == RUDA__CALL_SHORT && ruda__device_run_here(d, stream, fn, ctx, &s)) {
     return s;
   }
   ruda__call_t call;

@@ -144,6 +144,13 @@ typedef enum ruda__call_kind {
   RUDA__CALL_SHORT = 1,
 } ruda__call_kind_t;
 
+/* Runs fn(server, stream, ctx) on the calling thread when the device is
+ * idle (everything submitted has run, the runner lock is free, the backend
+ * accepts the thread) and sets *out; false, with nothing done, otherwise.
+ * The server is used by one thread at a time as always: the worker waits
+ * for the lock. For short work only (an allocation, a short call). */
+bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
+                           ruda_status_t *out);
 /* Runs fn and returns its status (inline when called on the worker).
  * Called between ruda__device_begin() and ruda__device_end(). */
 ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,

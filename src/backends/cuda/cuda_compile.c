@@ -372,39 +372,48 @@ static uint64_t get_u64(const unsigned char *p) {
 enum { HEADER = 8 + 8 + 8 + 16 };
 
 /* Reads a cached CUBIN; NULL (with a log line when the file exists but is
- * unusable) on any problem. One open, one fstat and one read of the whole
- * file: a warm load should cost little more than cuModuleLoadData. */
+ * unusable) on any problem. A warm load should cost little more than
+ * cuModuleLoadData, and system calls are dear in a virtual machine: one
+ * open, one read into a buffer that fits most CUBINs (a second read only
+ * for larger files, whose size the header gives), one close. */
+enum { DISK_READ_FIRST = 96 * 1024 }; /* below malloc's mmap threshold */
+
 static void *disk_read(const char *path, size_t *out_size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return NULL;
-  unsigned char *file = NULL;
   const char *why = NULL;
-  struct stat sb;
-  if (fstat(fd, &sb) != 0 || sb.st_size < HEADER || (uint64_t)sb.st_size > (1ull << 31) + HEADER) {
-    why = "bad size";
-    goto out;
-  }
-  size_t total = (size_t)sb.st_size;
-  file = ruda__malloc(total);
+  size_t cap = DISK_READ_FIRST, got = 0;
+  unsigned char *file = ruda__malloc(cap);
   if (file == NULL) {
     why = "no memory";
     goto out;
   }
-  size_t got = 0;
-  while (got < total) {
-    ssize_t n = read(fd, file + got, total - got);
+  for (;;) {
+    ssize_t n = read(fd, file + got, cap - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += (size_t)n;
+    if (got < HEADER) continue;
+    /* The header says how long the file is: no read to find its end. */
+    uint64_t want = get_u64(file + 16) + HEADER;
+    if (got >= want || want > (1ull << 31) + HEADER) break;
+    if (want <= cap) continue;
+    unsigned char *bigger = ruda__realloc(file, (size_t)want);
+    if (bigger == NULL) {
+      why = "no memory";
+      goto out;
+    }
+    file = bigger;
+    cap = (size_t)want;
   }
-  if (got != total || memcmp(file, CACHE_MAGIC, 8) != 0) {
-    why = got != total ? "truncated" : "bad header";
+  if (got < HEADER || memcmp(file, CACHE_MAGIC, 8) != 0) {
+    why = got < HEADER ? "truncated" : "bad header";
     goto out;
   }
   uint64_t fmt = get_u64(file + 8), size = get_u64(file + 16);
   ruda_hash128_t want = {get_u64(file + 24), get_u64(file + 32)};
-  if (fmt != CACHE_FORMAT || size == 0 || size != total - HEADER) {
-    why = "unsupported format or size";
+  if (fmt != CACHE_FORMAT || size == 0 || size != got - HEADER) {
+    why = size > got - HEADER ? "truncated" : "unsupported format or size";
     goto out;
   }
   ruda_hash128_t sum = ruda_hash128(file + HEADER, (size_t)size, CACHE_SEED);
