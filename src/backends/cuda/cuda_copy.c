@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_future.h"
 #include "backends/cuda/cuda_stream.h"
+#include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -221,6 +222,49 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
 
 /* ---- Reads, sync, flush ---- */
 
+/* A small read (one view of at most SMALL_READ bytes, owned by this
+ * stream) of a stream whose work is known complete: copied into a pinned
+ * block and waited for at once with cuStreamSynchronize, like
+ * cuMemcpyDtoH, instead of an event and a future. The wait covers this
+ * copy alone (the stream is idle), so it holds off the worker only for as
+ * long. False when the read does not qualify (nothing done); otherwise
+ * *out is the read's error or NULL. */
+static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_t stream,
+                            const ruda__copy_desc_t *d, void *dst, ruda_status_t *out) {
+  ruda__stream_t *rs = cuda_rs(st);
+  uint64_t width, height, pitch;
+  if (ruda__trace_on() || d->binding.stream.value != stream.value ||
+      atomic_load_explicit(&st->synced, memory_order_acquire) < rs->cursor ||
+      !copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
+      width * height == 0) {
+    return false;
+  }
+  uint64_t bytes = width * height;
+  CUdeviceptr src = 0;
+  *out = copy_target(s, d, "read", &src);
+  if (*out) return true;
+  void *block = ruda__cuda_block_get(s);
+  if (block == NULL) return false;
+  const ruda__cuda_api_t *api = s->api;
+  CUresult r = copy_rows(api, st->cu, false, block, src, width, height, pitch);
+  if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
+  ruda__stream_advance(&s->base.streams, rs);
+  if (r == CUDA_SUCCESS) {
+    memcpy(dst, block, (size_t)bytes);
+    ruda__cuda_stream_note_synced(st, rs->cursor);
+    ruda__cuda_recent_clear(&st->recent);
+  } else if (ruda__cu_result_is_sticky(r)) {
+    char kernels[300];
+    ruda__cuda_recent_names(&st->recent, kernels, sizeof kernels);
+    *out = ruda__cuda_stream_fault(&s->fault, r, "cuMemcpyDtoHAsync", kernels);
+  } else {
+    *out = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync", "reading %llu bytes",
+                          (unsigned long long)bytes);
+  }
+  ruda__cuda_block_put(s, block);
+  return true;
+}
+
 /* Every read hands back a future fenced by an event: the caller waits on
  * the device itself (no second hand-off from the worker after the copy),
  * then the future copies staged parts into the destinations. Reads of at
@@ -237,6 +281,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   if (st->ngc || st->ntrace) ruda__cuda_gc_poll(s, st, false);
+  if (count == 1 && read_idle_small(s, st, stream, &descs[0], dsts[0], &e)) return e;
   cuda_future_t *f = ruda__cuda_future_new(s, st, count);
   if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
   keep_list_t keep = {0};
@@ -319,7 +364,8 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   return NULL;
 }
 
-ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__future_t **out) {
+ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, bool blocking,
+                              ruda__future_t **out) {
   *out = NULL;
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
@@ -333,12 +379,23 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
     return NULL;
   }
   if (st->ntrace) ruda__cuda_gc_poll(s, st, false);
+  /* Nothing enqueued since the last completed wait: nothing to wait for. */
+  if (blocking && !ruda__trace_on() &&
+      atomic_load_explicit(&st->synced, memory_order_acquire) >= rs->cursor) {
+    return NULL;
+  }
   cuda_future_t *f = ruda__cuda_future_new(s, st, 0);
   if (f == NULL) {
     CUresult r = s->api->cuStreamSynchronize(st->cu);
     return r == CUDA_SUCCESS ? NULL : ruda__cuda_fault_error(r, "cuStreamSynchronize", "");
   }
-  f->early = ruda__cuda_future_record(s, st, f);
+  if (blocking && !ruda__trace_on()) {
+    /* Waited for at once by the caller: on the stream itself, which spares
+     * an event record and finds the end sooner than polling an event. */
+    ruda__cuda_future_wait_stream(st, f, rs->cursor);
+  } else {
+    f->early = ruda__cuda_future_record(s, st, f);
+  }
   ruda__cuda_recent_clear(&st->recent);
   *out = &f->base;
   return NULL;

@@ -166,6 +166,17 @@ void *ruda__cuda_block_get(cuda_server_t *s) {
   return b;
 }
 
+void ruda__cuda_block_put(cuda_server_t *s, void *block) {
+  if (block == NULL) return;
+  pthread_mutex_lock(&s->home->lock);
+  if (s->nblocks < READ_BLOCKS) {
+    s->blocks[s->nblocks++] = block;
+    block = NULL;
+  }
+  pthread_mutex_unlock(&s->home->lock);
+  if (block != NULL) s->api->cuMemFreeHost(block);
+}
+
 /* ---- Fences for the drop queue ---- */
 
 static void *fence_make(void *ctx) {
@@ -545,6 +556,7 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   cuda_server_t *s = ctx;
   cuda_stream_t *st = cuda_ext(rs);
   if (!st->init) return true;
+  if (atomic_load_explicit(&st->pins, memory_order_acquire) != 0) return false;
   /* After a fault only the reset may touch the context. */
   if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;

@@ -29,6 +29,8 @@ void ruda__cuda_pinned_flush(void *self);
 CUresult ruda__cuda_event_get(cuda_server_t *s, CUevent *out);
 void ruda__cuda_event_put(cuda_server_t *s, CUevent ev, uint64_t gen);
 void *ruda__cuda_block_get(cuda_server_t *s);
+/* Gives a small-read block back to the pool (freed when the pool is full). */
+void ruda__cuda_block_put(cuda_server_t *s, void *block);
 
 /* ---- Streams ---- */
 

@@ -157,6 +157,16 @@ typedef struct cuda_stream {
   size_t ntrace, captrace;
   uint64_t trace_last_end; /* host ns where the previous slice ended */
   recent_kernels_t recent;
+  /* The stream's cursor (ruda__stream_t.cursor) up to which its work is
+   * known to have completed: set after a blocking wait that covered it.
+   * When it reaches the stream's cursor the stream is idle, and a sync or
+   * a small read needs no event (cuda_copy.c). Written by the thread that
+   * waited, read under the runner lock. */
+  _Atomic uint64_t synced;
+  /* Blocking syncs waiting in cuStreamSynchronize on `cu` from a caller's
+   * thread: a pinned stream is never reclaimed, and a device reset waits
+   * for them (they return at once after a fault). */
+  atomic_uint pins;
 } cuda_stream_t;
 
 /* What a server's futures share with it and may outlive it with: the lock
