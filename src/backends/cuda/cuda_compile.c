@@ -30,6 +30,7 @@
 #include "ruda/config.h"
 #include "ruda/kernel.h"
 #include "server/device_settings.h"
+#include "server/server.h"
 #include "server/portable_kernel.h"
 
 bool ruda__cuda_cache_root(char *buf, size_t cap) {
@@ -43,18 +44,20 @@ bool ruda__cuda_cache_root(char *buf, size_t cap) {
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
 
 ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
-  ruda__cuda_compile_stats_t s = {0, 0, 0, 0, 0};
+  ruda__cuda_compile_stats_t s = {0};
   return s;
 }
 
 #else
 
 static _Atomic uint64_t g_memory_hits, g_disk_hits, g_compiles, g_disk_writes, g_disk_skips;
+static _Atomic uint64_t g_hit_key_ns, g_hit_read_ns, g_hit_load_ns;
 
 ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
   ruda__cuda_compile_stats_t s = {atomic_load(&g_memory_hits), atomic_load(&g_disk_hits),
-                                  atomic_load(&g_compiles), atomic_load(&g_disk_writes),
-                                  atomic_load(&g_disk_skips)};
+                                  atomic_load(&g_compiles),    atomic_load(&g_disk_writes),
+                                  atomic_load(&g_disk_skips),  atomic_load(&g_hit_key_ns),
+                                  atomic_load(&g_hit_read_ns), atomic_load(&g_hit_load_ns)};
   return s;
 }
 
@@ -522,16 +525,22 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       break;
     default: {
       char dir[1024], path[1100];
+      uint64_t t0 = ruda__now_ns();
       ruda_hash128_t dk = disk_key(c, kernel, code);
       bool use_disk = !c->disk_disabled && cache_path(c, dk, dir, sizeof dir, path, sizeof path);
       if (use_disk) {
         size_t size = 0;
+        uint64_t t1 = ruda__now_ns();
         void *bin = disk_read(path, &size);
         if (bin != NULL) {
+          uint64_t t2 = ruda__now_ns();
           s = load_module(c->api, bin, code->entry, &mod, &fn);
           ruda__free(bin);
           if (s == NULL) {
             from_disk = true;
+            atomic_fetch_add(&g_hit_key_ns, t1 - t0);
+            atomic_fetch_add(&g_hit_read_ns, t2 - t1);
+            atomic_fetch_add(&g_hit_load_ns, ruda__now_ns() - t2);
             atomic_fetch_add(&g_disk_hits, 1);
             ruda__cuda_log("compilation", "kernel %s loaded from %s", d->name, path);
             break;

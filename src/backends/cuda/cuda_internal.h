@@ -49,6 +49,9 @@ ruda_status_t ruda__cuda_test_alloc_error(int code, const char *call, uint64_t s
 /* Compilation counters (process-wide), for tests and benchmarks. */
 typedef struct ruda__cuda_compile_stats {
   uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_skips;
+  /* Time spent by disk-cache hits, in total: computing the key, reading
+   * the file, loading the module (cuModuleLoadData + GetFunction). */
+  uint64_t hit_key_ns, hit_read_ns, hit_load_ns;
 } ruda__cuda_compile_stats_t;
 ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 
