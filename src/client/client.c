@@ -109,11 +109,7 @@ ruda_status_t ruda_client_flush(ruda_client_t *c) {
 }
 
 static ruda_status_t do_sync(ruda__server_t *s, ruda_stream_id_t st, void *future) {
-  return s->vt->sync(s, st, true, (ruda__future_t **)future);
-}
-
-static ruda_status_t do_sync_async(ruda__server_t *s, ruda_stream_id_t st, void *future) {
-  return s->vt->sync(s, st, false, (ruda__future_t **)future);
+  return s->vt->sync(s, st, (ruda__future_t **)future);
 }
 
 ruda_status_t ruda_client_sync(ruda_client_t *c) {
@@ -145,7 +141,7 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out) {
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync_async");
   if (s) return s;
   ruda__future_t *future = NULL;
-  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync_async, &future);
+  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync, &future);
   ruda__device_end(c->dev);
   return ruda__client_future_make(future, s, NULL, 0, out);
 }

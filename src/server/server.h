@@ -120,12 +120,8 @@ typedef struct ruda__server_vtable {
                 size_t count, ruda_stream_id_t stream);
 
   /* A future that completes when all work submitted on the stream has
-   * finished; returns (drains) queued errors. `blocking`: the caller waits
-   * for the future at once (ruda_client_sync), so it may also cover work
-   * enqueued after the sync (a backend may wait on the stream itself);
-   * false for ruda_client_sync_async, whose future completes exactly when
-   * the work before it has. */
-  ruda_status_t (*sync)(ruda__server_t *s, ruda_stream_id_t stream, bool blocking,
+   * finished; returns (drains) queued errors. */
+  ruda_status_t (*sync)(ruda__server_t *s, ruda_stream_id_t stream,
                         ruda__future_t **out);
 
   /* The backend address of a binding's view. (ignore, no flush) */

@@ -287,7 +287,7 @@ static ruda_status_t cpu_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   return rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
 }
 
-static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream, bool blocking,
+static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
                               ruda__future_t **out) {
   *out = NULL;
   /* Work ran on this thread before the sync was reached: nothing to wait. */

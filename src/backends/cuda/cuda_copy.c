@@ -233,8 +233,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
                             const ruda__copy_desc_t *d, void *dst, ruda_status_t *out) {
   ruda__stream_t *rs = cuda_rs(st);
   uint64_t width, height, pitch;
-  if (ruda__trace_on() || d->binding.stream.value != stream.value ||
-      atomic_load_explicit(&st->synced, memory_order_acquire) < rs->cursor ||
+  if (ruda__trace_on() || d->binding.stream.value != stream.value || !ruda__cuda_stream_idle(st) ||
       !copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
       width * height == 0) {
     return false;
@@ -251,7 +250,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
   ruda__stream_advance(&s->base.streams, rs);
   if (r == CUDA_SUCCESS) {
     memcpy(dst, block, (size_t)bytes);
-    ruda__cuda_stream_note_synced(st, rs->cursor);
+    ruda__cuda_synced_note(st->synced, rs->cursor);
     ruda__cuda_recent_clear(&st->recent);
   } else if (ruda__cu_result_is_sticky(r)) {
     char kernels[300];
@@ -360,12 +359,12 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
    * kernels. */
   ruda__cuda_recent_clear(&st->recent);
   ruda__cuda_op_end(s, st, &keep);
+  ruda__cuda_future_covers(st, f, cuda_rs(st)->cursor);
   *out = &f->base;
   return NULL;
 }
 
-ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, bool blocking,
-                              ruda__future_t **out) {
+ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__future_t **out) {
   *out = NULL;
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
@@ -380,22 +379,14 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, bool bl
   }
   if (st->ntrace) ruda__cuda_gc_poll(s, st, false);
   /* Nothing enqueued since the last completed wait: nothing to wait for. */
-  if (blocking && !ruda__trace_on() &&
-      atomic_load_explicit(&st->synced, memory_order_acquire) >= rs->cursor) {
-    return NULL;
-  }
+  if (!ruda__trace_on() && ruda__cuda_stream_idle(st)) return NULL;
   cuda_future_t *f = ruda__cuda_future_new(s, st, 0);
   if (f == NULL) {
     CUresult r = s->api->cuStreamSynchronize(st->cu);
     return r == CUDA_SUCCESS ? NULL : ruda__cuda_fault_error(r, "cuStreamSynchronize", "");
   }
-  if (blocking && !ruda__trace_on()) {
-    /* Waited for at once by the caller: on the stream itself, which spares
-     * an event record and finds the end sooner than polling an event. */
-    ruda__cuda_future_wait_stream(st, f, rs->cursor);
-  } else {
-    f->early = ruda__cuda_future_record(s, st, f);
-  }
+  f->early = ruda__cuda_future_record(s, st, f);
+  ruda__cuda_future_covers(st, f, rs->cursor);
   ruda__cuda_recent_clear(&st->recent);
   *out = &f->base;
   return NULL;

@@ -16,11 +16,9 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
 ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
                               void *const *dsts, size_t count, ruda_stream_id_t stream,
                               ruda__future_t **out);
-/* A blocking sync of a stream known idle (everything up to its cursor
- * completed) needs no future; otherwise it waits on the stream itself
- * (pinned), a sync_async on an event. */
-ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, bool blocking,
-                              ruda__future_t **out);
+/* A sync of a stream known idle (everything up to its cursor completed)
+ * needs no future; otherwise its future waits on an event. */
+ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__future_t **out);
 /* A flush in two steps around a possible device reset: the check asks the
  * stream whether its work hit a sticky fault and, if so, poisons the
  * server and returns true (the caller then settles the poison, which

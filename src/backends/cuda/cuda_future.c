@@ -43,22 +43,20 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r, const char *cal
   return st;
 }
 
-void ruda__cuda_stream_note_synced(cuda_stream_t *st, uint64_t cursor) {
-  uint64_t seen = atomic_load_explicit(&st->synced, memory_order_relaxed);
-  while (seen < cursor &&
-         !atomic_compare_exchange_weak_explicit(&st->synced, &seen, cursor, memory_order_release,
-                                                memory_order_relaxed)) {
-  }
+void ruda__cuda_future_covers(cuda_stream_t *st, cuda_future_t *f, uint64_t cursor) {
+  if (st->synced == NULL || f->synced != NULL) return;
+  atomic_fetch_add_explicit(&st->synced->refs, 1, memory_order_relaxed);
+  f->synced = st->synced;
+  f->cursor = cursor;
 }
 
-/* A blocking sync's wait is over: its stream is no longer pinned, and on
- * success everything up to its cursor is known complete. */
-static void stream_wait_done(cuda_future_t *f, CUresult r) {
-  if (f->pinned == NULL) return;
-  if (r == CUDA_SUCCESS) ruda__cuda_stream_note_synced(f->pinned, f->cursor);
-  atomic_fetch_sub_explicit(&f->pinned->pins, 1, memory_order_release);
-  f->pinned = NULL;
-  f->wait_stream = NULL;
+/* The future completed (`r`): a success notes how far its stream is done;
+ * the reference goes either way. */
+static void covers_done(cuda_future_t *f, CUresult r) {
+  if (f->synced == NULL) return;
+  if (r == CUDA_SUCCESS && f->early == NULL) ruda__cuda_synced_note(f->synced, f->cursor);
+  ruda__cuda_synced_release(f->synced);
+  f->synced = NULL;
 }
 
 /* Waits for `ev`: polls it for up to `spin_ns` first (a short kernel is done
@@ -91,17 +89,13 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
     /* Not done: not settled, so the server is alive until we unlock. */
     const ruda__cuda_api_t *api = f->server->api;
     CUresult r = CUDA_SUCCESS;
-    const char *call = f->wait_stream != NULL ? "cuStreamSynchronize" : "cuEventSynchronize";
-    if (f->wait_stream != NULL) {
-      make_current(api, f->server->ctx);
-      r = api->cuStreamSynchronize(f->wait_stream);
-      stream_wait_done(f, r);
-    } else if (f->event != NULL) {
+    if (f->event != NULL) {
       make_current(api, f->server->ctx);
       r = event_wait(api, f->event, f->server->wait_spin_ns);
     }
+    covers_done(f, r);
     f->done = true;
-    st = future_finish(f, r, call);
+    st = future_finish(f, r, "cuEventSynchronize");
   }
   pthread_mutex_unlock(&f->lock);
   return st;
@@ -110,12 +104,10 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
 static bool cuda_future_poll(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   pthread_mutex_lock(&f->lock);
-  bool ready = f->done || (f->event == NULL && f->wait_stream == NULL);
+  bool ready = f->done || f->event == NULL;
   if (!ready) {
     make_current(f->server->api, f->server->ctx);
-    ready = f->wait_stream != NULL
-                ? f->server->api->cuStreamQuery(f->wait_stream) != CUDA_ERROR_NOT_READY
-                : f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
+    ready = f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
   }
   pthread_mutex_unlock(&f->lock);
   return ready;
@@ -237,13 +229,6 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
   return f;
 }
 
-void ruda__cuda_future_wait_stream(cuda_stream_t *st, cuda_future_t *f, uint64_t cursor) {
-  atomic_fetch_add_explicit(&st->pins, 1, memory_order_acquire);
-  f->pinned = st;
-  f->wait_stream = st->cu;
-  f->cursor = cursor;
-}
-
 ruda_status_t ruda__cuda_future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f) {
   CUresult r = f->event != NULL ? CUDA_SUCCESS
                                 : s->api->cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);
@@ -280,7 +265,6 @@ void ruda__cuda_futures_settle(cuda_server_t *s, bool alive) {
     bool current = f->generation == gen;
     if (!f->done) {
       CUresult r = CUDA_SUCCESS;
-      const char *call = f->wait_stream != NULL ? "cuStreamSynchronize" : "cuEventSynchronize";
       if (!current) {
         r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
       } else if (!alive && f->early == NULL) {
@@ -288,13 +272,11 @@ void ruda__cuda_futures_settle(cuda_server_t *s, bool alive) {
                                       "cuda:%u was shut down after a device fault before this "
                                       "operation completed",
                                       s->base.device.index_id);
-      } else if (alive && f->wait_stream != NULL) {
-        r = s->api->cuStreamSynchronize(f->wait_stream);
       } else if (alive && f->event != NULL) {
         r = s->api->cuEventSynchronize(f->event);
       }
-      stream_wait_done(f, r);
-      f->early = future_finish(f, r, call);
+      covers_done(f, r);
+      f->early = future_finish(f, r, "cuEventSynchronize");
       f->done = true;
     }
     if (f->event != NULL && current) s->api->cuEventDestroy(f->event);

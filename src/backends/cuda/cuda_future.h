@@ -38,10 +38,9 @@ typedef struct cuda_future {
   size_t nparts;
   read_part_t one;
   void *block; /* small reads: the pinned block the parts are staged in */
-  /* A blocking sync waits on the stream itself (no event): the pinned
-   * stream's CUstream, and the cursor its completion covers. */
-  CUstream wait_stream;
-  cuda_stream_t *pinned;
+  /* The stream's completion record (a reference) and the cursor this
+   * future's completion covers. */
+  cuda_synced_t *synced;
   uint64_t cursor;
   /* ruda__cuda_future_new clears the fields above; those below are set one
    * by one. */
@@ -60,14 +59,10 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
 /* Fences `f` with an event recorded on `st` now; when no event can be
  * recorded, waits for the stream instead (a fault then is the result). */
 ruda_status_t ruda__cuda_future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f);
-/* Makes `f` wait on the stream itself (cuStreamSynchronize) instead of an
- * event, pinning `st` until the wait is over; on success the stream is
- * known complete up to `cursor`. For blocking syncs only: a later wait also
- * waits for work enqueued after the sync. */
-void ruda__cuda_future_wait_stream(cuda_stream_t *st, cuda_future_t *f, uint64_t cursor);
-/* Everything on `st` up to `cursor` is known complete (monotonic; any
- * thread). */
-void ruda__cuda_stream_note_synced(cuda_stream_t *st, uint64_t cursor);
+/* When `f` completes without error, everything on `st` up to `cursor` is
+ * known complete. */
+void ruda__cuda_future_covers(cuda_stream_t *st, cuda_future_t *f, uint64_t cursor);
+
 /* The server is being destroyed: completes every live future now (with
  * `alive`, their data; otherwise RUDA_ERR_UNAVAILABLE) and makes them
  * forget the server. Worker only. */

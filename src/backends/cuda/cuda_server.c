@@ -43,7 +43,6 @@
  * server (it completes them when destroyed: ruda__cuda_futures_settle).
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -116,13 +115,7 @@ static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
 
 static void free_stream_part(void *ctx, ruda__stream_t *rs) {
   cuda_stream_t *st = cuda_ext(rs);
-  if (!st->init) return;
-  /* A blocking sync may still be in cuStreamSynchronize on this stream,
-   * from a caller's thread: after the fault it returns at once. */
-  for (int i = 0; atomic_load_explicit(&st->pins, memory_order_acquire) != 0 && i < 200000; i++) {
-    sched_yield();
-  }
-  ruda__cuda_stream_free(ctx, st, false);
+  if (st->init) ruda__cuda_stream_free(ctx, st, false);
 }
 
 /* After a fault: drop every stream, module and allocation, reset the
@@ -240,7 +233,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
   ruda__cuda_write(s, descs, srcs, count, stream);
 }
 
-static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream, bool blocking,
+static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
                                ruda__future_t **out) {
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
@@ -248,7 +241,7 @@ static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream, bo
 #if defined(RUDA_HAVE_NCCL_HEADERS)
   ruda__cuda_comms_settle(s, stream, true);
 #endif
-  return ruda__cuda_sync(s, stream, blocking, out);
+  return ruda__cuda_sync(s, stream, out);
 }
 
 static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_t *b,

@@ -177,6 +177,33 @@ void ruda__cuda_block_put(cuda_server_t *s, void *block) {
   if (block != NULL) s->api->cuMemFreeHost(block);
 }
 
+/* ---- How far a stream is known complete ---- */
+
+cuda_synced_t *ruda__cuda_synced_new(void) {
+  cuda_synced_t *c = ruda__malloc(sizeof *c);
+  if (c == NULL) return NULL;
+  atomic_init(&c->cursor, 0);
+  atomic_init(&c->refs, 1);
+  return c;
+}
+
+void ruda__cuda_synced_release(cuda_synced_t *c) {
+  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
+}
+
+void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor) {
+  uint64_t seen = atomic_load_explicit(&c->cursor, memory_order_relaxed);
+  while (seen < cursor &&
+         !atomic_compare_exchange_weak_explicit(&c->cursor, &seen, cursor, memory_order_release,
+                                                memory_order_relaxed)) {
+  }
+}
+
+bool ruda__cuda_stream_idle(cuda_stream_t *st) {
+  return st->synced != NULL &&
+         atomic_load_explicit(&st->synced->cursor, memory_order_acquire) >= ruda__stream_of_ext(st)->cursor;
+}
+
 /* ---- Fences for the drop queue ---- */
 
 static void *fence_make(void *ctx) {
@@ -246,6 +273,8 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   if (st->drops == NULL) goto no_memory;
   void *ch = NULL;
   if (api->cuMemAllocHost(&ch, 4 * sizeof(uint32_t)) == CUDA_SUCCESS) st->count_host = ch;
+  /* Without it (no host memory) the stream is simply never known idle. */
+  st->synced = ruda__cuda_synced_new();
   st->init = true;
   return NULL;
 no_memory:
@@ -546,6 +575,7 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   if (st->count_host) api->cuMemFreeHost(st->count_host);
   if (st->cu != NULL) api->cuStreamDestroy(st->cu);
   ruda__free(st->last_synced);
+  ruda__cuda_synced_release(st->synced);
   memset(st, 0, sizeof *st);
 }
 
@@ -556,7 +586,6 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   cuda_server_t *s = ctx;
   cuda_stream_t *st = cuda_ext(rs);
   if (!st->init) return true;
-  if (atomic_load_explicit(&st->pins, memory_order_acquire) != 0) return false;
   /* After a fault only the reset may touch the context. */
   if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;

@@ -46,6 +46,17 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
 /* The stream table's hooks (ctx is set per server in cuda_create_server). */
 extern const ruda__stream_table_ops_t ruda__cuda_stream_ops;
 
+/* ---- How far a stream is known complete (cuda_synced_t) ---- */
+
+/* A new record (NULL when memory is exhausted: the stream is then never
+ * known idle), its release, and a completed cursor noted (monotonic; any
+ * thread). */
+cuda_synced_t *ruda__cuda_synced_new(void);
+void ruda__cuda_synced_release(cuda_synced_t *c);
+void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor);
+/* Whether everything on `st` up to its current cursor is known complete. */
+bool ruda__cuda_stream_idle(cuda_stream_t *st);
+
 /* ---- Cross-stream ordering, deferred releases ---- */
 
 /* Releases the kept bindings of finished work on every stream (no wait). */

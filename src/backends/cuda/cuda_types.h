@@ -157,17 +157,22 @@ typedef struct cuda_stream {
   size_t ntrace, captrace;
   uint64_t trace_last_end; /* host ns where the previous slice ended */
   recent_kernels_t recent;
-  /* The stream's cursor (ruda__stream_t.cursor) up to which its work is
-   * known to have completed: set after a blocking wait that covered it.
-   * When it reaches the stream's cursor the stream is idle, and a sync or
-   * a small read needs no event (cuda_copy.c). Written by the thread that
-   * waited, read under the runner lock. */
-  _Atomic uint64_t synced;
-  /* Blocking syncs waiting in cuStreamSynchronize on `cu` from a caller's
-   * thread: a pinned stream is never reclaimed, and a device reset waits
-   * for them (they return at once after a fault). */
-  atomic_uint pins;
+  /* How far the stream's work is known to have completed (cuda_synced_t);
+   * shared with its futures. */
+  struct cuda_synced *synced;
 } cuda_stream_t;
+
+/* The stream's cursor (ruda__stream_t.cursor) up to which its work is known
+ * to have completed, set by whichever thread waited for a sync or read that
+ * covered it. When it reaches the stream's cursor the stream is idle, and a
+ * sync or a small read needs no event (cuda_copy.c). Ref-counted: the
+ * stream holds one reference and each of its futures another, so a future
+ * completed on any thread, after the stream was reclaimed too, writes into
+ * live memory. */
+typedef struct cuda_synced {
+  _Atomic uint64_t cursor;
+  atomic_uint refs;
+} cuda_synced_t;
 
 /* What a server's futures share with it and may outlive it with: the lock
  * over the server's pools, the list of live futures, and a count of the

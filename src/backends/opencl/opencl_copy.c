@@ -187,7 +187,7 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
   return e;
 }
 
-ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream, bool blocking,
+ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
                              ruda__future_t **out) {
   ocl_server_t *s = as_ocl(base);
   *out = NULL;

@@ -14,7 +14,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
 ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                              void *const *dsts, size_t count, ruda_stream_id_t stream,
                              ruda__future_t **out);
-ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream, bool blocking,
+ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
                              ruda__future_t **out);
 ruda_status_t ruda__ocl_flush(ruda__server_t *base, ruda_stream_id_t stream);
 
