@@ -62,7 +62,7 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
 }
 
 #define CACHE_MAGIC "RUDACUB1"
-#define CACHE_FORMAT 1u
+#define CACHE_FORMAT 2u
 #define CACHE_SEED 0x6375626e63616368ull
 
 typedef struct entry {
@@ -79,6 +79,10 @@ struct ruda__cuda_module_cache {
   size_t cap, len;
   bool disk_disabled;
   char root[RUDA_CONFIG_PATH_MAX]; /* the disk cache directory */
+  /* What every disk key of this cache shares (format, device, driver, the
+   * NVRTC options), built on first use. */
+  char key_prefix[1536];
+  size_t key_prefix_len;
 };
 
 static const char *cuda_root(void) {
@@ -302,20 +306,26 @@ ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *te
 
 /* ---- Disk cache ---- */
 
-static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_kernel_t *k,
+/* The disk key: everything the CUBIN depends on but the NVRTC version,
+ * which the file's header records instead, so that a hit never has to
+ * load NVRTC just to name its file (a new process's first launch should
+ * cost a file read and cuModuleLoadData, not a dlopen of the compiler). A
+ * hit made by another NVRTC than the one loaded is recompiled (disk_read). */
+static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t *k,
                                const ruda_kernel_code_t *code) {
-  const ruda__nvrtc_api_t *nv = NULL;
-  ruda_status_t s = ruda__nvrtc_api_get(&nv);
-  int nv_major = 0, nv_minor = 0;
-  if (s == NULL) {
-    nv_major = nv->major;
-    nv_minor = nv->minor;
+  if (c->key_prefix_len == 0) {
+    char arch[64], inc[600], inc2[640];
+    const char *opts[8];
+    size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+    size_t used = (size_t)snprintf(c->key_prefix, sizeof c->key_prefix,
+                                   "fmt=%u;props=%016llx;driver=%d;cc=%u;", CACHE_FORMAT,
+                                   (unsigned long long)c->props_checksum, c->api->driver_version,
+                                   c->cc);
+    for (size_t i = 0; i < nopt && used < sizeof c->key_prefix; i++)
+      used += (size_t)snprintf(c->key_prefix + used, sizeof c->key_prefix - used, "opt=%s;",
+                               opts[i]);
+    c->key_prefix_len = used < sizeof c->key_prefix ? used : sizeof c->key_prefix - 1;
   }
-  ruda_status_free(s);
-  ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
-  char arch[64], inc[600], inc2[640];
-  const char *opts[8];
-  size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
   /* A portable kernel is compiled behind the prelude, which changes with
    * ruda: its hash is part of the key (computed once per process). */
   static _Atomic uint64_t prelude_hash;
@@ -329,19 +339,21 @@ static ruda_hash128_t disk_key(const ruda__cuda_module_cache_t *c, const ruda_ke
       atomic_store_explicit(&prelude_hash, ph, memory_order_relaxed);
     }
   }
-  /* Stable text of everything the CUBIN depends on, hashed once. */
-  char buf[4096];
-  size_t used = (size_t)snprintf(buf, sizeof buf,
-                                 "fmt=%u;kernel=%016llx%016llx;props=%016llx;nvrtc=%d.%d;"
-                                 "driver=%d;cc=%u;prelude=%016llx;",
-                                 CACHE_FORMAT, (unsigned long long)kh.hi,
-                                 (unsigned long long)kh.lo,
-                                 (unsigned long long)c->props_checksum, nv_major, nv_minor,
-                                 c->api->driver_version, c->cc, (unsigned long long)ph);
-  for (size_t i = 0; i < nopt && used < sizeof buf; i++)
-    used += (size_t)snprintf(buf + used, sizeof buf - used, "opt=%s;", opts[i]);
+  ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
+  char buf[1600];
+  memcpy(buf, c->key_prefix, c->key_prefix_len);
+  size_t used = c->key_prefix_len;
+  used += (size_t)snprintf(buf + used, sizeof buf - used, "kernel=%016llx%016llx;prelude=%016llx;",
+                           (unsigned long long)kh.hi, (unsigned long long)kh.lo,
+                           (unsigned long long)ph);
   if (used > sizeof buf) used = sizeof buf;
   return ruda_hash128(buf, used, CACHE_SEED);
+}
+
+/* The NVRTC version as the cache header stores it; 0 when not loaded. */
+static uint64_t nvrtc_version_word(void) {
+  const ruda__nvrtc_api_t *nv = ruda__nvrtc_api_loaded();
+  return nv ? ((uint64_t)(uint32_t)nv->major << 32) | (uint32_t)nv->minor : 0;
 }
 
 static bool cache_path(const ruda__cuda_module_cache_t *c, ruda_hash128_t key, char *dir,
@@ -372,7 +384,8 @@ static uint64_t get_u64(const unsigned char *p) {
   return v;
 }
 
-enum { HEADER = 8 + 8 + 8 + 16 };
+/* magic, format, payload size, payload checksum (16), NVRTC version. */
+enum { HEADER = 8 + 8 + 8 + 16 + 8 };
 
 /* Reads a cached CUBIN; NULL (with a log line when the file exists but is
  * unusable) on any problem. A warm load should cost little more than
@@ -424,6 +437,15 @@ static void *disk_read(const char *path, size_t *out_size) {
     why = "checksum mismatch";
     goto out;
   }
+  /* Compiled by another NVRTC than the one this process loaded: stale (not
+   * an error: it is compiled again and replaced). */
+  uint64_t made_by = get_u64(file + 40), loaded = nvrtc_version_word();
+  if (loaded != 0 && made_by != loaded) {
+    close(fd);
+    ruda__free(file);
+    ruda__cuda_log("compilation", "cached %s was compiled by another NVRTC; recompiling", path);
+    return NULL;
+  }
   close(fd);
   /* The payload moves to the front: callers free what they are given. */
   memmove(file, file + HEADER, (size_t)size);
@@ -461,6 +483,7 @@ static void disk_write(ruda__cuda_module_cache_t *c, const char *dir, const char
   ruda_hash128_t sum = ruda_hash128(bin, size, CACHE_SEED);
   put_u64(h + 24, sum.lo);
   put_u64(h + 32, sum.hi);
+  put_u64(h + 40, nvrtc_version_word());
   bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(bin, 1, size, f) == size;
   ok = (fclose(f) == 0) && ok;
   if (!ok || rename(tmp, path) != 0) {

@@ -87,6 +87,8 @@ typedef struct ruda__nvrtc_api {
 ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out);
 /* NVRTC, loaded on first use. Thread-safe. RUDA_ERR_UNAVAILABLE as above. */
 ruda_status_t ruda__nvrtc_api_get(const ruda__nvrtc_api_t **out);
+/* NVRTC when it is already loaded, else NULL (never loads it). */
+const ruda__nvrtc_api_t *ruda__nvrtc_api_loaded(void);
 
 /* ---- Error translation (cuda_errors.c) ---- */
 

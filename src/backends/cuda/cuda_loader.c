@@ -193,6 +193,13 @@ static ruda_status_t load_nvrtc_locked(void) {
   return NULL;
 }
 
+const ruda__nvrtc_api_t *ruda__nvrtc_api_loaded(void) {
+  pthread_mutex_lock(&g_lock);
+  const ruda__nvrtc_api_t *api = g_nvrtc_tried && !g_nvrtc_error ? &g_nvrtc : NULL;
+  pthread_mutex_unlock(&g_lock);
+  return api;
+}
+
 ruda_status_t ruda__nvrtc_api_get(const ruda__nvrtc_api_t **out) {
   pthread_mutex_lock(&g_lock);
   if (!g_nvrtc_tried) {
