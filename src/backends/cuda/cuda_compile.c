@@ -15,6 +15,7 @@
  * are handed to cuModuleLoadData directly.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -311,19 +312,37 @@ ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *te
  * load NVRTC just to name its file (a new process's first launch should
  * cost a file read and cuModuleLoadData, not a dlopen of the compiler). A
  * hit made by another NVRTC than the one loaded is recompiled (disk_read). */
+/* The NVRTC options as key text, per compute capability, built once per
+ * process: build_options looks at the file system (the CCCL folder). */
+static pthread_mutex_t g_opts_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t g_opts_cc;
+static char g_opts_text[1024];
+
+static void options_text(uint32_t cc, char *out, size_t cap) {
+  pthread_mutex_lock(&g_opts_lock);
+  if (g_opts_cc != cc) {
+    char arch[64], inc[600], inc2[640];
+    const char *opts[8];
+    size_t nopt = build_options(cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+    size_t used = 0;
+    g_opts_text[0] = '\0';
+    for (size_t i = 0; i < nopt && used < sizeof g_opts_text; i++)
+      used += (size_t)snprintf(g_opts_text + used, sizeof g_opts_text - used, "opt=%s;", opts[i]);
+    g_opts_cc = cc;
+  }
+  snprintf(out, cap, "%s", g_opts_text);
+  pthread_mutex_unlock(&g_opts_lock);
+}
+
 static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t *k,
                                const ruda_kernel_code_t *code) {
   if (c->key_prefix_len == 0) {
-    char arch[64], inc[600], inc2[640];
-    const char *opts[8];
-    size_t nopt = build_options(c->cc, arch, sizeof arch, inc, sizeof inc, inc2, sizeof inc2, opts);
+    char opts[1024];
+    options_text(c->cc, opts, sizeof opts);
     size_t used = (size_t)snprintf(c->key_prefix, sizeof c->key_prefix,
-                                   "fmt=%u;props=%016llx;driver=%d;cc=%u;", CACHE_FORMAT,
+                                   "fmt=%u;props=%016llx;driver=%d;cc=%u;%s", CACHE_FORMAT,
                                    (unsigned long long)c->props_checksum, c->api->driver_version,
-                                   c->cc);
-    for (size_t i = 0; i < nopt && used < sizeof c->key_prefix; i++)
-      used += (size_t)snprintf(c->key_prefix + used, sizeof c->key_prefix - used, "opt=%s;",
-                               opts[i]);
+                                   c->cc, opts);
     c->key_prefix_len = used < sizeof c->key_prefix ? used : sizeof c->key_prefix - 1;
   }
   /* A portable kernel is compiled behind the prelude, which changes with

@@ -242,7 +242,9 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
   CUdeviceptr src = 0;
   *out = copy_target(s, d, "read", &src);
   if (*out) return true;
-  void *block = ruda__cuda_block_get(s);
+  /* Tiny reads use the stream's own pinned scratch: no pool, no lock. */
+  bool scratch = bytes <= SCRATCH_BYTES && st->count_host != NULL;
+  void *block = scratch ? (void *)st->count_host : ruda__cuda_block_get(s);
   if (block == NULL) return false;
   const ruda__cuda_api_t *api = s->api;
   CUresult r = copy_rows(api, st->cu, false, block, src, width, height, pitch);
@@ -260,7 +262,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
     *out = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync", "reading %llu bytes",
                           (unsigned long long)bytes);
   }
-  ruda__cuda_block_put(s, block);
+  if (!scratch) ruda__cuda_block_put(s, block);
   return true;
 }
 

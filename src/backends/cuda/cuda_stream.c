@@ -272,7 +272,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   st->drops = ruda__drop_queue_create(64, 64ull << 20, ops);
   if (st->drops == NULL) goto no_memory;
   void *ch = NULL;
-  if (api->cuMemAllocHost(&ch, 4 * sizeof(uint32_t)) == CUDA_SUCCESS) st->count_host = ch;
+  if (api->cuMemAllocHost(&ch, SCRATCH_BYTES) == CUDA_SUCCESS) st->count_host = ch;
   /* Without it (no host memory) the stream is simply never known idle. */
   st->synced = ruda__cuda_synced_new();
   st->init = true;

@@ -61,6 +61,7 @@
 #define PINNED_PAGE (1ull << 30)
 #define RECENT_KERNELS 4
 #define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
+#define SCRATCH_BYTES 256u        /* a stream's pinned scratch: dynamic counts, tiny reads */
 #define READ_BLOCKS 16            /* pinned blocks kept for small reads */
 #define EVENT_POOL 256
 #define FUTURE_POOL 16            /* future objects kept for reuse */
@@ -149,7 +150,8 @@ typedef struct cuda_stream {
    * the upload of launch n+1 is ordered after kernel n on the stream. */
   CUdeviceptr info_dev;
   size_t info_cap;
-  /* Pinned scratch for dynamic counts. */
+  /* Pinned scratch (SCRATCH_BYTES) for dynamic counts and tiny reads of an
+   * idle stream; NULL when it could not be allocated. */
   uint32_t *count_host;
   /* Timeline trace (RUDA_TRACE): device-timed slices waiting for their
    * end event (trace_item_t is cuda_stream.c's). */
