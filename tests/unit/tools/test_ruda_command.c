@@ -10,6 +10,7 @@
 #include "ruda/client.h"
 #include "ruda/memory.h"
 #include "ruda/status.h"
+#include "server/server.h"
 #include "test.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -141,6 +142,13 @@ TEST(devices_json_has_every_backend_and_cpu_properties) {
   }
   ASSERT_TRUE(saw_cpu);
   ASSERT_TRUE(saw_cuda);
+  /* The backends are the registry's, in its order (then built-in types
+   * whose backend is not built in). */
+  size_t nreg = 0;
+  while (ruda__backend_list[nreg]) nreg++;
+  ASSERT_UGE(backends->len, nreg);
+  for (size_t i = 0; i < nreg; ++i)
+    ASSERT_STR_EQ(jv_str(backends->items[i], "type"), ruda__backend_list[i]->name);
   jv_free(root);
   run_free(&r);
 }
