@@ -18,6 +18,7 @@
 #include "ruda/memory.h"
 #include "ruda/profiling.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
 
 #define DEMO_REPEATS 3
 #define RED_UNITS 256

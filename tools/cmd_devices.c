@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "ruda/memory.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
 #include "server/server.h"
 #include "types/device_names.h"
 
