@@ -167,6 +167,29 @@ TEST(demo_passes_every_check_and_prints_reports) {
   run_free(&r);
 }
 
+/* The same kernels, written once, on opencl:0 (PoCL in CI): a skip with the
+ * reason without an OpenCL device, a failure then when RUDA_REQUIRE_DEVICE
+ * names opencl. */
+TEST(demo_passes_every_check_on_opencl) {
+  char env[600];
+  snprintf(env, sizeof env, "RUDA_CACHE_DIR='%s/test-tmp/opencl-cache'", RUDA_TEST_BINARY_DIR);
+  run_result_t r = run(env, "demo --device opencl:0 2>&1");
+  if (r.code == 3) {
+    static char why[2048];
+    snprintf(why, sizeof why, "no OpenCL device: %s", r.out);
+    run_free(&r);
+    SKIP_UNAVAILABLE("opencl", why);
+  }
+  if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "demo output:\n%s", r.out);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "ruda demo on opencl:0");
+  ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
+  ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
+  ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
+  ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
+  run_free(&r);
+}
+
 static double num(const jv_t *ev, const char *key) {
   const jv_t *v = jv_get(ev, key);
   return v && v->type == JV_NUM ? v->num : -1.0;
