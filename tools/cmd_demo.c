@@ -31,8 +31,9 @@ void ruda_cmd_demo_help(FILE *f) {
           "Runs a small workload through ruda's public API and checks every result:\n"
           "a vector add, a sum reduction through shared memory and a tiled matrix\n"
           "multiply, each kernel written once for every backend. Prints each check,\n"
-          "the memory usage report and the profiling summary. --trace FILE (or RUDA_TRACE=FILE) writes a Chrome trace JSON\n"
-          "timeline that ui.perfetto.dev opens.\n"
+          "the memory usage report and the profiling summary. --trace FILE (or\n"
+          "RUDA_TRACE=FILE) writes a Chrome trace JSON timeline that ui.perfetto.dev\n"
+          "opens.\n"
           "\n"
           "exit codes: 0 every check passed, 1 a check or an operation failed,\n"
           "2 usage error, 3 the device is unavailable.\n");
