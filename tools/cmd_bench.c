@@ -4,6 +4,7 @@
 
 #include "harness.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
 
 typedef struct bench_group {
   const char *name;

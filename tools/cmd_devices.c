@@ -1,4 +1,7 @@
-/* `ruda devices [--json]`: every backend and its devices. */
+/* `ruda devices [--json]`: every backend and its devices. The backends are
+ * the registry's (ruda__backend_list, generated from the folders under
+ * src/backends), in its order, then the built-in device types whose backend
+ * this library was built without. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -6,21 +9,44 @@
 #include "base/json.h"
 #include "ruda/memory.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
+#include "server/server.h"
+#include "types/device_names.h"
+
+/* The device types to list: the registry's, then the built-in types it
+ * lacks (they report that their backend is not built in). */
+static size_t device_types(uint16_t *out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; ruda__backend_list[i] && n < cap; i++) out[n++] = ruda__backend_list[i]->type_id;
+  size_t nb = 0;
+  const uint16_t *builtin = ruda__device_type_builtin_ids(&nb);
+  for (size_t i = 0; i < nb && n < cap; i++) {
+    if (!ruda__backend_for(builtin[i])) out[n++] = builtin[i];
+  }
+  return n;
+}
 
 void ruda_cmd_devices_help(FILE *f) {
+  uint16_t types[RUDA__MAX_BACKENDS + 8];
+  size_t n = device_types(types, sizeof types / sizeof types[0]);
+  char names[256] = "";
+  size_t used = 0;
+  for (size_t i = 0; i < n && used < sizeof names; i++) {
+    int w = snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                     ruda_device_type_name(types[i]));
+    if (w > 0) used += (size_t)w;
+  }
   fprintf(f,
           "usage: ruda devices [--json]\n"
           "\n"
-          "Lists every backend (cpu, cuda, opencl) and its devices. By default one line per\n"
-          "device with the main properties; --json prints every property as one JSON\n"
-          "object. A backend that cannot run here (no driver, no GPU) is listed with\n"
-          "the reason.\n"
+          "Lists every backend built into this library (%s) and its devices.\n"
+          "By default one line per device with the main properties; --json prints\n"
+          "every property as one JSON object. A backend that cannot run here (no\n"
+          "driver, no GPU) is listed with the reason.\n"
           "\n"
-          "exit codes: 0 ok, 2 usage error.\n");
+          "exit codes: 0 ok, 2 usage error.\n",
+          names);
 }
-
-static const uint16_t backend_types[] = {RUDA_DEVICE_TYPE_CPU, RUDA_DEVICE_TYPE_CUDA,
-                                         RUDA_DEVICE_TYPE_OPENCL};
 
 static const struct {
   uint64_t bit;
@@ -148,9 +174,11 @@ int ruda_cmd_devices(int argc, char **argv) {
       return RUDA_EXIT_USAGE;
     }
   }
+  uint16_t types[RUDA__MAX_BACKENDS + 8];
+  size_t ntypes = device_types(types, sizeof types / sizeof types[0]);
   if (json) printf("{\"backends\":[");
-  for (size_t t = 0; t < sizeof backend_types / sizeof backend_types[0]; ++t) {
-    uint16_t type = backend_types[t];
+  for (size_t t = 0; t < ntypes; ++t) {
+    uint16_t type = types[t];
     const char *tname = ruda_device_type_name(type);
     uint32_t n = 0;
     ruda_status_t st = ruda_device_count(type, &n);

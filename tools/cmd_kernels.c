@@ -13,6 +13,7 @@
 #include "kernel_check.h"
 #include "kernel_text.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
 #include "server/portable_kernel.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)

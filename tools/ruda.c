@@ -4,12 +4,14 @@
 
 #include "ruda/version.h"
 #include "ruda_tools.h"
+#include "tools_common.h"
 
-static void usage(FILE *f) {
+static void print_usage(FILE *f) {
   fprintf(f,
           "usage: ruda <command> [options]\n"
           "\n"
-          "ruda is a compute runtime: CPU threads (always available) and NVIDIA GPUs.\n"
+          "ruda is a compute runtime: CPU threads (always available), NVIDIA GPUs and\n"
+          "OpenCL devices.\n"
           "\n"
           "commands:\n"
           "  devices [--json]                      list every backend and its devices\n"
@@ -21,8 +23,8 @@ static void usage(FILE *f) {
           "  help [command]                        this text, or a command's help\n"
           "  --version                             the library's version\n"
           "\n"
-          "D is cpu (the default), cpu:N or cuda:N. `ruda <command> --help` describes\n"
-          "each command.\n"
+          "D is cpu (the default), cpu:N, cuda:N or opencl:N (`ruda devices` lists\n"
+          "them). `ruda <command> --help` describes each command.\n"
           "\n"
           "environment:\n"
           "  RUDA_TRACE=FILE   write a Chrome trace JSON timeline (open in ui.perfetto.dev)\n"
@@ -35,44 +37,14 @@ static void usage(FILE *f) {
           "  3  the requested device or backend is unavailable\n");
 }
 
-void ruda_tools_print_status(const char *what, ruda_status_t st) {
-  char *text = ruda_status_to_string(st);
-  fprintf(stderr, "ruda %s: %s\n", what, text ? text : "(out of memory formatting the error)");
-  free(text);
-}
-
-bool ruda_tools_is_help(const char *arg) {
-  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
-}
-
-int ruda_tools_open_device(const char *name, ruda_client_t **out) {
-  *out = NULL;
-  ruda_device_id_t id;
-  ruda_status_t st = ruda_device_parse(name, &id);
-  if (st) {
-    ruda_tools_print_status("--device", st);
-    ruda_status_free(st);
-    return RUDA_EXIT_USAGE;
-  }
-  st = ruda_client_create(id, out);
-  if (st) {
-    char what[64];
-    snprintf(what, sizeof what, "device %s", name);
-    ruda_tools_print_status(what, st);
-    ruda_status_free(st);
-    return RUDA_EXIT_UNAVAILABLE;
-  }
-  return RUDA_EXIT_OK;
-}
-
 int main(int argc, char **argv) {
   if (argc < 2) {
-    usage(stderr);
+    print_usage(stderr);
     return RUDA_EXIT_USAGE;
   }
   const char *cmd = argv[1];
   if (ruda_tools_is_help(cmd)) {
-    usage(stdout);
+    print_usage(stdout);
     return RUDA_EXIT_OK;
   }
   if (strcmp(cmd, "--version") == 0) {
@@ -81,7 +53,7 @@ int main(int argc, char **argv) {
   }
   if (strcmp(cmd, "help") == 0) {
     if (argc < 3) {
-      usage(stdout);
+      print_usage(stdout);
     } else if (strcmp(argv[2], "devices") == 0) {
       ruda_cmd_devices_help(stdout);
     } else if (strcmp(argv[2], "demo") == 0) {
@@ -107,7 +79,7 @@ int main(int argc, char **argv) {
     code = ruda_cmd_kernels(argc - 2, argv + 2);
   } else {
     fprintf(stderr, "ruda: unknown command '%s'\n\n", cmd);
-    usage(stderr);
+    print_usage(stderr);
     return RUDA_EXIT_USAGE;
   }
   fflush(stdout);

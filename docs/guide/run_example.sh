@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs one guide example and checks its output (CTest, label "guide"):
 #
-#   run_example.sh <program> <expected file> [--file PATH TEXT]...
+#   run_example.sh <program> <expected file> [--file PATH TEXT]... [-- ARG...]
 #
+# ARGs after "--" are passed to the program.
 # The program must exit 0 (77 means skip: a device it needs is absent) and
 # print, in order, every line of the expected file (other lines may come in
 # between). An expected line ending in "..." matches any output line that
@@ -12,7 +13,16 @@ set -uo pipefail
 program="$1"
 expected="$2"
 shift 2
-out="$("$program" 2>&1)"
+files=()
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --file) files+=("$2" "$3"); shift 3 ;;
+    --) shift; args=("$@"); break ;;
+    *) echo "guide example: unknown option $1" >&2; exit 2 ;;
+  esac
+done
+out="$("$program" "${args[@]}" 2>&1)"
 rc=$?
 printf '%s\n' "$out"
 if [ "$rc" -eq 77 ]; then
@@ -43,12 +53,12 @@ if [ -n "$missing" ]; then
   echo "  $missing" >&2
   exit 1
 fi
-while [ $# -gt 0 ]; do
-  [ "$1" = "--file" ] || { echo "guide example: unknown option $1" >&2; exit 2; }
-  if ! grep -qF -- "$3" "$2" 2>/dev/null; then
-    echo "guide example: $2 does not exist or does not contain '$3'" >&2
+for ((k = 0; k < ${#files[@]}; k += 2)); do
+  path="${files[k]}"
+  text="${files[k + 1]}"
+  if ! grep -qF -- "$text" "$path" 2>/dev/null; then
+    echo "guide example: $path does not exist or does not contain '$text'" >&2
     exit 1
   fi
-  shift 3
 done
 exit 0

@@ -162,7 +162,8 @@ typedef struct ruda_device_id {
 /* Orders by (type_id, index_id): <0, 0, >0. */
 int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b);
 bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b);
-/* "cpu:0", "cuda:1", "opencl:0" ("device-type-7:0" for an unknown type):
+/* "cpu:0", "cuda:1", "opencl:0": the type's name as ruda_device_type_name
+ * gives it ("device-type-7:0" for an unknown type), then the index;
  * snprintf semantics (writes at most `cap` bytes including the terminator
  * into the caller's `buf`, returns the length the whole text needs). Pure;
  * thread-safe. */

@@ -1,6 +1,12 @@
 /* Lookups in the generated list of built-in backends (backend_list.c), and
  * the device names they give: a registered backend names its type, the
- * built-in type ids keep their names when their backend is not built in. */
+ * built-in type ids keep their names when their backend is not built in.
+ *
+ * The types layer formats device ids (ruda_device_id_format, used by the
+ * memory layer's errors too) but may not call up here, so this file installs
+ * ruda_device_type_name as the types layer's name lookup once, before main
+ * (the list is fixed at link time: nothing changes afterwards). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +39,35 @@ const char *ruda_device_type_name(uint16_t type_id) {
   return b ? b->name : ruda__device_type_builtin_name(type_id);
 }
 
+__attribute__((constructor)) static void install_device_type_names(void) {
+  ruda__device_type_names_install(ruda_device_type_name);
+}
+
+static void append(char *buf, size_t cap, size_t *used, const char *a, const char *b) {
+  int w = snprintf(buf + *used, cap - *used, "%s%s", a, b);
+  if (w > 0) *used = *used + (size_t)w < cap ? *used + (size_t)w : cap - 1;
+}
+
+/* "cpu, cpu:N, cuda:N, opencl:N": the names ruda_device_parse takes, the
+ * registered backends first, then the built-in types without a backend. */
+static void known_names(char *buf, size_t cap) {
+  size_t used = 0;
+  buf[0] = '\0';
+  for (size_t i = 0; ruda__backend_list[i]; i++) {
+    const char *n = ruda__backend_list[i]->name;
+    if (i == 0) append(buf, cap, &used, n, ", ");
+    append(buf, cap, &used, i ? ", " : "", n);
+    append(buf, cap, &used, ":N", "");
+  }
+  size_t nb = 0;
+  const uint16_t *builtin = ruda__device_type_builtin_ids(&nb);
+  for (size_t i = 0; i < nb; i++) {
+    if (ruda__backend_for(builtin[i])) continue;
+    append(buf, cap, &used, used ? ", " : "", ruda__device_type_builtin_name(builtin[i]));
+    append(buf, cap, &used, ":N", "");
+  }
+}
+
 ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out) {
   if (!text || !out) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_device_parse: NULL argument");
   size_t name_len = strcspn(text, ":");
@@ -51,8 +86,10 @@ ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out) {
     }
   }
   if (!ok) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "'%s' is not a device name (cpu, cpu:N, cuda:N, opencl:N)", text);
+    char names[256];
+    known_names(names, sizeof names);
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "'%s' is not a device name (%s)", text,
+                              names);
   }
   out->type_id = type;
   out->index_id = (uint16_t)index;

@@ -68,15 +68,6 @@ static uint64_t trace_clock_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static const char *device_type_name(uint16_t type_id) {
-  switch (type_id) {
-    case RUDA_DEVICE_TYPE_CPU: return "cpu";
-    case RUDA_DEVICE_TYPE_CUDA: return "cuda";
-    case RUDA_DEVICE_TYPE_OPENCL: return "opencl";
-    default: return "device";
-  }
-}
-
 /* ---- Formatting (under g_io_lock) ----
  * Events are formatted by hand into a growing text buffer, written with one
  * fwrite per batch: printf-style formatting costs several times more. */
@@ -164,8 +155,9 @@ static void name_track(const trace_event_t *e, uint32_t pid) {
     g_named[g_num_named].tid = 0;
     g_named[g_num_named].thread = false;
     ++g_num_named;
-    char name[32];
-    snprintf(name, sizeof name, "%s:%u", device_type_name(e->type_id), (unsigned)e->index_id);
+    /* The backend registry's name ("cpu:0", "opencl:1"). */
+    char name[64];
+    ruda_device_id_format((ruda_device_id_t){e->type_id, e->index_id}, name, sizeof name);
     begin_event();
     OUT_LIT("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
     out_u64(pid);

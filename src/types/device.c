@@ -22,6 +22,13 @@ const char *ruda__device_type_builtin_name(uint16_t type_id) {
   return NULL;
 }
 
+const uint16_t *ruda__device_type_builtin_ids(size_t *count) {
+  static const uint16_t ids[] = {RUDA_DEVICE_TYPE_CPU, RUDA_DEVICE_TYPE_CUDA,
+                                 RUDA_DEVICE_TYPE_OPENCL};
+  *count = sizeof ids / sizeof ids[0];
+  return ids;
+}
+
 bool ruda__device_type_builtin_id(const char *name, size_t len, uint16_t *out) {
   for (size_t i = 0; i < sizeof builtin_types / sizeof builtin_types[0]; i++) {
     const char *n = builtin_types[i].name;
@@ -31,6 +38,24 @@ bool ruda__device_type_builtin_id(const char *name, size_t len, uint16_t *out) {
     }
   }
   return false;
+}
+
+/* The registry's lookup (device_names.h). Installed before main by the
+ * server layer, read from any thread. */
+static _Atomic(ruda__device_type_name_fn) g_lookup = NULL;
+
+ruda__device_type_name_fn ruda__device_type_names_install(ruda__device_type_name_fn lookup) {
+  return atomic_exchange_explicit(&g_lookup, lookup, memory_order_acq_rel);
+}
+
+ruda__device_type_name_fn ruda__device_type_names_installed(void) {
+  return atomic_load_explicit(&g_lookup, memory_order_acquire);
+}
+
+const char *ruda__device_type_known_name(uint16_t type_id) {
+  ruda__device_type_name_fn lookup = ruda__device_type_names_installed();
+  const char *name = lookup ? lookup(type_id) : NULL;
+  return name ? name : ruda__device_type_builtin_name(type_id);
 }
 
 int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
@@ -44,7 +69,7 @@ bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b) {
 }
 
 size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap) {
-  const char *name = ruda__device_type_builtin_name(id.type_id);
+  const char *name = ruda__device_type_known_name(id.type_id);
   int n = name ? snprintf(buf, cap, "%s:%u", name, (unsigned)id.index_id)
                : snprintf(buf, cap, "device-type-%u:%u", (unsigned)id.type_id,
                           (unsigned)id.index_id);

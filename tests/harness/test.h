@@ -42,6 +42,18 @@ const char *rt_tmpdir(void);
 
 #define SKIP(why) rt_skip(__FILE__, __LINE__, (why))
 
+/* A device of `backend` ("opencl", "cuda") cannot be used here: the test
+ * is skipped with `why`, unless the environment variable RUDA_REQUIRE_DEVICE
+ * names that backend (a list separated by commas or spaces, e.g.
+ * "opencl,cuda"; "opencl:0" names opencl), in which case it fails: CI sets
+ * it where the device must be there, so a broken driver cannot pass as a
+ * skip. */
+#define SKIP_UNAVAILABLE(backend, why) rt_skip_unavailable(__FILE__, __LINE__, (backend), (why))
+_Noreturn void rt_skip_unavailable(const char *file, int line, const char *backend,
+                                   const char *why);
+/* Whether RUDA_REQUIRE_DEVICE names `backend`. */
+bool rt_device_required(const char *backend);
+
 #define RT_CHECK_(cond, ...)                                            \
   do {                                                                  \
     if (!(cond)) {                                                      \

@@ -53,6 +53,31 @@ _Noreturn void rt_skip(const char *file, int line, const char *why) {
   longjmp(rt_jump, 1);
 }
 
+bool rt_device_required(const char *backend) {
+  const char *list = getenv("RUDA_REQUIRE_DEVICE");
+  size_t want = backend ? strcspn(backend, ":") : 0;
+  if (!list || want == 0) return false;
+  while (*list) {
+    list += strspn(list, ", ");
+    size_t len = strcspn(list, ", ");
+    size_t name = strcspn(list, ":, ");
+    if (len > 0 && name == want && strncmp(list, backend, want) == 0) return true;
+    list += len;
+  }
+  return false;
+}
+
+_Noreturn void rt_skip_unavailable(const char *file, int line, const char *backend,
+                                   const char *why) {
+  if (rt_device_required(backend)) {
+    rt_fail_msg(file, line,
+                "the %s device is unavailable, and RUDA_REQUIRE_DEVICE=%s requires it: %s",
+                backend, getenv("RUDA_REQUIRE_DEVICE"), why ? why : "");
+    rt_fail();
+  }
+  rt_skip(file, line, why);
+}
+
 const char *rt_tmpdir(void) {
   if (rt_dir[0]) return rt_dir;
   const char *base = getenv("RUDA_TEST_TMP");

@@ -16,3 +16,17 @@ if(RUDA_HAVE_OPENCL_HEADERS)
   target_include_directories(${RUDA_BACKEND_TARGET} PRIVATE ${RUDA_OPENCL_INCLUDE_DIR})
   target_compile_definitions(${RUDA_BACKEND_TARGET} PRIVATE RUDA_HAVE_OPENCL_HEADERS=1)
 endif()
+
+# Tests (see the top-level CMakeLists.txt): the conformance suite runs again
+# on opencl:0 (PoCL in CI) as cts_opencl_*, label "opencl" only, so that
+# .ci/run's ASan stage takes it (-L opencl) and its TSan stage, whose
+# instrumentation PoCL's threads lack, leaves it out. tests/unit/opencl/*
+# see the OpenCL headers. Both keep their compiled programs in the build
+# tree.
+set(RUDA_BACKEND_CTS_DEVICE opencl:0)
+set(RUDA_BACKEND_TEST_LABELS opencl)
+set(RUDA_BACKEND_TEST_ENVIRONMENT "RUDA_CACHE_DIR=${PROJECT_BINARY_DIR}/test-tmp/opencl-cache")
+if(RUDA_HAVE_OPENCL_HEADERS)
+  set(RUDA_BACKEND_TEST_INCLUDE_DIRS ${RUDA_OPENCL_INCLUDE_DIR})
+  set(RUDA_BACKEND_TEST_DEFINITIONS RUDA_HAVE_OPENCL_HEADERS=1)
+endif()

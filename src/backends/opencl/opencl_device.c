@@ -216,12 +216,17 @@ static ruda_status_t enumerate_locked(void) {
   cl_uint np = 0;
   cl_int r = api->clGetPlatformIDs(0, NULL, &np);
   if (r != CL_SUCCESS || np == 0) {
+    /* Where the loader looked: OCL_ICD_VENDORS when set, else the
+     * system's list of installed drivers. */
+    const char *vendors = getenv("OCL_ICD_VENDORS");
+    bool from_env = vendors != NULL && vendors[0] != '\0';
     ruda_status_t s = ruda_status_create(
         RUDA_ERR_UNAVAILABLE,
         "OpenCL is unavailable: the ICD loader (%s) found no platform (clGetPlatformIDs "
-        "gave %s (%d), %u platforms); installed drivers are listed in /etc/OpenCL/vendors "
-        "(or $OCL_ICD_VENDORS)",
-        api->lib_name, ruda__cl_error_name(r), (int)r, (unsigned)np);
+        "gave %s (%d), %u platforms); it looked for drivers (*.icd files) in %s%s",
+        api->lib_name, ruda__cl_error_name(r), (int)r, (unsigned)np,
+        from_env ? vendors : "/etc/OpenCL/vendors",
+        from_env ? " (OCL_ICD_VENDORS)" : " (OCL_ICD_VENDORS names another folder)");
     return r != CL_SUCCESS ? ruda_status_set_vendor(s, "clGetPlatformIDs", ruda__cl_error_name(r), r)
                            : s;
   }

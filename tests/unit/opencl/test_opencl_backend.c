@@ -19,7 +19,9 @@
 
 #if !defined(RUDA_HAVE_OPENCL_HEADERS)
 
-TEST(opencl_backend_not_built) { SKIP("ruda was built without the OpenCL headers"); }
+TEST(opencl_backend_not_built) {
+  SKIP_UNAVAILABLE("opencl", "ruda was built without the OpenCL headers");
+}
 
 #else
 
@@ -36,14 +38,14 @@ static ruda_client_t *client(void) {
   static ruda_client_t *c;
   static char why[1024];
   if (c != NULL) return c;
-  if (why[0]) SKIP(why);
+  if (why[0]) SKIP_UNAVAILABLE("opencl", why);
   ruda_device_id_t id = {RUDA_DEVICE_TYPE_OPENCL, 0};
   ruda_status_t s = ruda_client_create(id, &c);
   if (s) {
     ruda_status_format(s, why, sizeof why);
     ruda_status_free(s);
     c = NULL;
-    SKIP(why);
+    SKIP_UNAVAILABLE("opencl", why);
   }
   return c;
 }
@@ -408,8 +410,10 @@ TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
   size_t n = 0;
   ruda_status_t ds = ruda__opencl_devices(&devs, &n);
   if (ds) {
+    static char why[512];
+    ruda_status_format(ds, why, sizeof why);
     ruda_status_free(ds);
-    SKIP("no OpenCL device");
+    SKIP_UNAVAILABLE("opencl", why);
   }
   const ruda__opencl_api_t *api = NULL;
   ASSERT_OK(ruda__opencl_api_get(&api));

@@ -76,7 +76,7 @@ static const ruda__opencl_device_t *first_device(const ruda__opencl_api_t **api)
     static char why[512];
     ruda_status_format(s, why, sizeof why);
     ruda_status_free(s);
-    SKIP(why);
+    SKIP_UNAVAILABLE("opencl", why);
   }
   ASSERT_OK(ruda__opencl_api_get(api));
   return &devs[0];

@@ -7,6 +7,7 @@
 #include "server/kernel_object.h"
 #include "server/server.h"
 #include "test.h"
+#include "types/device_names.h"
 
 static void noop(const ruda_cpu_kernel_ctx_t *ctx) { (void)ctx; }
 static void other(const ruda_cpu_kernel_ctx_t *ctx) { (void)ctx; }
@@ -140,6 +141,36 @@ TEST(registry_lists_cpu_first_and_resolves_names) {
   ASSERT_ULE(n, RUDA__MAX_BACKENDS);
   ASSERT_NULL(ruda__backend_named("cp", 2));
   ASSERT_NULL(ruda__backend_for(4242));
+}
+
+/* The names of devices come from the registry, wherever they are printed:
+ * the server layer installed its lookup before main, so the types layer's
+ * formatter (used by the memory layer too) and the parser agree with every
+ * registered backend's own name. */
+TEST(device_ids_format_and_parse_with_the_registry_names) {
+  ASSERT_TRUE(ruda__device_type_names_installed() == ruda_device_type_name);
+  for (size_t i = 0; ruda__backend_list[i]; i++) {
+    const ruda__backend_t *b = ruda__backend_list[i];
+    char want[64], buf[64];
+    snprintf(want, sizeof want, "%s:5", b->name);
+    ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){b->type_id, 5}, buf, sizeof buf),
+               strlen(want));
+    ASSERT_STR_EQ(buf, want);
+    ruda_device_id_t id;
+    ASSERT_OK(ruda_device_parse(buf, &id));
+    ASSERT_UEQ(id.type_id, b->type_id);
+    ASSERT_UEQ(id.index_id, 5);
+  }
+  /* A malformed name lists the registered names. */
+  ruda_device_id_t id;
+  ruda_status_t s = ruda_device_parse("xpu:0", &id);
+  ASSERT_NOT_NULL(s);
+  for (size_t i = 0; ruda__backend_list[i]; i++) {
+    char want[64];
+    snprintf(want, sizeof want, "%s:N", ruda__backend_list[i]->name);
+    ASSERT_STR_CONTAINS(ruda_status_reason(s), want);
+  }
+  ruda_status_free(s);
 }
 
 TEST(device_names_parse_for_every_known_type) {

@@ -10,6 +10,7 @@
 #include "ruda/client.h"
 #include "ruda/memory.h"
 #include "ruda/status.h"
+#include "server/server.h"
 #include "test.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -141,6 +142,13 @@ TEST(devices_json_has_every_backend_and_cpu_properties) {
   }
   ASSERT_TRUE(saw_cpu);
   ASSERT_TRUE(saw_cuda);
+  /* The backends are the registry's, in its order (then built-in types
+   * whose backend is not built in). */
+  size_t nreg = 0;
+  while (ruda__backend_list[nreg]) nreg++;
+  ASSERT_UGE(backends->len, nreg);
+  for (size_t i = 0; i < nreg; ++i)
+    ASSERT_STR_EQ(jv_str(backends->items[i], "type"), ruda__backend_list[i]->name);
   jv_free(root);
   run_free(&r);
 }
@@ -155,6 +163,29 @@ TEST(demo_passes_every_check_and_prints_reports) {
   ASSERT_STR_CONTAINS(r.out, "Memory Usage Report");
   ASSERT_STR_CONTAINS(r.out, "| Name");
   ASSERT_STR_CONTAINS(r.out, "| Total");
+  ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
+  run_free(&r);
+}
+
+/* The same kernels, written once, on opencl:0 (PoCL in CI): a skip with the
+ * reason without an OpenCL device, a failure then when RUDA_REQUIRE_DEVICE
+ * names opencl. */
+TEST(demo_passes_every_check_on_opencl) {
+  char env[600];
+  snprintf(env, sizeof env, "RUDA_CACHE_DIR='%s/test-tmp/opencl-cache'", RUDA_TEST_BINARY_DIR);
+  run_result_t r = run(env, "demo --device opencl:0 2>&1");
+  if (r.code == 3) {
+    static char why[2048];
+    snprintf(why, sizeof why, "no OpenCL device: %s", r.out);
+    run_free(&r);
+    SKIP_UNAVAILABLE("opencl", why);
+  }
+  if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "demo output:\n%s", r.out);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "ruda demo on opencl:0");
+  ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
+  ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
+  ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
   ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
   run_free(&r);
 }

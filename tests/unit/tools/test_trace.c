@@ -6,6 +6,7 @@
 #include "json_check.h"
 #include "server/trace.h"
 #include "test.h"
+#include "types/device_names.h"
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -194,5 +195,35 @@ TEST(a_second_trace_after_shutdown_is_a_fresh_file) {
   jv_t *events = jv_get(root, "traceEvents");
   ASSERT_NOT_NULL(find_event(events, "X", "pool grow"));
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(cpu0), 0), "stream 0");
+  jv_free(root);
+}
+
+/* A fourth backend's devices are named on the timeline by the registry's
+ * name, through the one formatter (ruda_device_id_format): the test stands
+ * in for the registry with a lookup that knows type 77 besides the
+ * registry's names. */
+static const char *with_a_fourth(uint16_t type_id) {
+  return type_id == 77 ? "fourth" : ruda_device_type_name(type_id);
+}
+
+TEST(device_processes_are_named_by_the_registry) {
+  /* Referring to ruda_device_type_name links the registry, which installed
+   * it before main. */
+  ruda__device_type_name_fn registry = ruda__device_type_names_installed();
+  ASSERT_TRUE(registry == ruda_device_type_name);
+  char path[512];
+  trace_path(path, sizeof path, "names.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  ruda__device_type_names_install(with_a_fourth);
+  ruda_device_id_t fourth = {77, 3}, ocl = {RUDA_DEVICE_TYPE_OPENCL, 2};
+  uint64_t t = now_ns();
+  ruda__trace_slice(fourth, 1, "kernel", "k4", t, t + 5, 0);
+  ruda__trace_slice(ocl, 1, "kernel", "kcl", t, t + 5, 0);
+  ruda__trace_shutdown();
+  ruda__device_type_names_install(registry);
+  jv_t *root = load_trace(path);
+  jv_t *events = jv_get(root, "traceEvents");
+  ASSERT_STR_EQ(track_name(events, ruda__trace_pid(fourth), -1), "fourth:3");
+  ASSERT_STR_EQ(track_name(events, ruda__trace_pid(ocl), -1), "opencl:2");
   jv_free(root);
 }

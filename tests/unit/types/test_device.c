@@ -3,6 +3,7 @@
 
 #include "ruda/types.h"
 #include "test.h"
+#include "types/device_names.h"
 
 TEST(device_id_order_and_equality) {
   ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
@@ -118,4 +119,47 @@ TEST(device_id_format) {
   char tiny[4];
   ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 12}, tiny, sizeof tiny), 7);
   ASSERT_STR_EQ(tiny, "cud");
+}
+
+/* What the backend registry installs (src/server/backend_registry.c): a
+ * fourth backend's name reaches ruda_device_id_format without an entry in
+ * the types layer. This program links the types layer only, so nothing is
+ * installed until the test does it. */
+static const char *fourth_names(uint16_t type_id) {
+  if (type_id == 77) return "fourth";
+  if (type_id == RUDA_DEVICE_TYPE_CUDA) return "renamed";
+  return NULL;
+}
+
+TEST(device_id_format_asks_the_installed_lookup_first) {
+  ASSERT_TRUE(ruda__device_type_names_installed() == NULL);
+  ASSERT_NULL(ruda__device_type_known_name(77));
+  ASSERT_TRUE(ruda__device_type_names_install(fourth_names) == NULL);
+  ASSERT_TRUE(ruda__device_type_names_installed() == fourth_names);
+  char buf[32];
+  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "fourth:2");
+  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 1}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "renamed:1");
+  /* A type the lookup does not know keeps its built-in name. */
+  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_OPENCL, 0}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "opencl:0");
+  ruda_device_id_format((ruda_device_id_t){78, 0}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "device-type-78:0");
+  ASSERT_TRUE(ruda__device_type_names_install(NULL) == fourth_names);
+  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, "device-type-77:2");
+}
+
+TEST(builtin_types_have_names_and_ids) {
+  size_t n = 0;
+  const uint16_t *ids = ruda__device_type_builtin_ids(&n);
+  ASSERT_UEQ(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    const char *name = ruda__device_type_builtin_name(ids[i]);
+    ASSERT_NOT_NULL(name);
+    uint16_t back = 0;
+    ASSERT_TRUE(ruda__device_type_builtin_id(name, strlen(name), &back));
+    ASSERT_UEQ(back, ids[i]);
+  }
 }

@@ -1,0 +1,35 @@
+/* Helpers the `ruda` subcommands share (tools_common.h). */
+#include "tools_common.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ruda_tools_print_status(const char *what, ruda_status_t st) {
+  char *text = ruda_status_to_string(st);
+  fprintf(stderr, "ruda %s: %s\n", what, text ? text : "(out of memory formatting the error)");
+  free(text);
+}
+
+bool ruda_tools_is_help(const char *arg) {
+  return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int ruda_tools_open_device(const char *name, ruda_client_t **out) {
+  *out = NULL;
+  ruda_device_id_t id;
+  ruda_status_t st = ruda_device_parse(name, &id);
+  if (st) {
+    ruda_tools_print_status("--device", st);
+    ruda_status_free(st);
+    return RUDA_EXIT_USAGE;
+  }
+  st = ruda_client_create(id, out);
+  if (st) {
+    char what[64];
+    snprintf(what, sizeof what, "device %s", name);
+    ruda_tools_print_status(what, st);
+    ruda_status_free(st);
+    return RUDA_EXIT_UNAVAILABLE;
+  }
+  return RUDA_EXIT_OK;
+}

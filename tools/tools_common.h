@@ -1,0 +1,33 @@
+/* Helpers every `ruda` subcommand shares (tools/tools_common.c): the
+ * documented exit codes, status printing, --help detection and opening a
+ * device by name. Below the subcommands (tools/cmd_*.c) and the dispatcher
+ * (tools/ruda.c), which call it; it calls neither. */
+#ifndef RUDA_TOOLS_COMMON_H
+#define RUDA_TOOLS_COMMON_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "ruda/client.h"
+#include "ruda/status.h"
+
+/* Documented exit codes (README.md, docs/tools.md). */
+enum {
+  RUDA_EXIT_OK = 0,
+  RUDA_EXIT_FAILURE = 1,     /* a check or a benchmark failed */
+  RUDA_EXIT_USAGE = 2,       /* bad command line */
+  RUDA_EXIT_UNAVAILABLE = 3, /* the requested device cannot be used */
+};
+
+/* Prints "ruda <what>: <status text>" on stderr; does not free `st`. */
+void ruda_tools_print_status(const char *what, ruda_status_t st);
+
+/* Opens a client on `name` ("cpu", "cuda:1", "opencl:0"). On failure prints
+ * the status and returns RUDA_EXIT_USAGE (a malformed name) or
+ * RUDA_EXIT_UNAVAILABLE; RUDA_EXIT_OK with *out set on success. */
+int ruda_tools_open_device(const char *name, ruda_client_t **out);
+
+/* True for "-h" and "--help". */
+bool ruda_tools_is_help(const char *arg);
+
+#endif
