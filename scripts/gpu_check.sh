@@ -13,7 +13,8 @@
 #   bench_nospin.json the launch and copy groups again with RUDA_CUDA_WAIT_SPIN_US=0
 #   fault.txt    the out-of-bounds test's report, the tensor-map test traced
 #   trace.json   the Chrome/Perfetto trace of that tensor-map test
-#   asan.txt     (--asan) the GPU and conformance tests under ASan+UBSan
+#   cases.txt    per test program on cuda:0: "N passed, N failed, N skipped"
+#   asan.txt     (--asan) the unit, GPU and conformance tests under ASan+UBSan
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -36,6 +37,8 @@ done
 # NVLink multicast stays off on these machines.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export RUDA_CTS_DEVICE="${RUDA_CTS_DEVICE:-cuda:0}"
+# An absent CUDA device fails the tests here instead of skipping them.
+export RUDA_REQUIRE_DEVICE="${RUDA_REQUIRE_DEVICE:-cuda}"
 export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
 
 {
@@ -46,6 +49,8 @@ export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
   ls /usr/local/cuda/lib64/libnvrtc* 2>/dev/null
   echo "== tools"; gcc --version | head -1; cmake --version | head -1; ninja --version
   nproc
+  echo "== OpenCL"; ls /etc/OpenCL/vendors 2>&1; cat /etc/OpenCL/vendors/*.icd 2>/dev/null
+  ldconfig -p 2>/dev/null | grep -iE 'libOpenCL|nvidia-opencl' || echo "no OpenCL library in ldconfig"
 } > "$OUT/env.txt" 2>&1
 cat "$OUT/env.txt" | head -40
 
@@ -84,6 +89,13 @@ RUDA_TRACE="$OUT/trace.json" timeout 60 build-gpu/tests/gpu_test_cuda_tensor_map
 cat "$OUT/fault.txt"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print('trace events:', len(ev), sorted({e.get('cat') for e in ev if e.get('ph')=='X'}))" "$OUT/trace.json" 2>&1 | tail -1
 grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
+# Per program, how many cases passed, failed and were skipped on cuda:0
+# (CTest only says whether a program passed).
+for t in build-gpu/tests/cts_test_* build-gpu/tests/gpu_test_*; do
+  [ -x "$t" ] || continue
+  printf '%-40s %s\n' "$(basename "$t")" "$(timeout 120 "$t" 2>&1 | tail -n 1)"
+done > "$OUT/cases.txt"
+cat "$OUT/cases.txt"
 
 if [ "$BENCH" = 1 ]; then
   echo "== bench"
@@ -115,7 +127,8 @@ if [ "$ASAN" = 1 ]; then
     ninja -C build-gpu-asan -j "$(nproc)" > /dev/null &&
     (cd build-gpu-asan && export ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0 &&
       timeout 60 ctest -R gpu_test_cuda_shutdown --output-on-failure --timeout 60 &&
-      timeout 200 ctest -L 'gpu|cts' -E gpu_test_cuda_shutdown --output-on-failure --timeout 90)
+      timeout 300 ctest -L 'unit|gpu|cts' -E 'gpu_test_cuda_shutdown|opencl' --output-on-failure \
+        -j 8 --timeout 120)
   } > "$OUT/asan.txt" 2>&1
   echo "asan rc=$? in $(( $(date +%s) - start ))s"
   grep -E 'tests passed|Failed|ERROR: AddressSanitizer|runtime error|SKIP' "$OUT/asan.txt" | head -20
