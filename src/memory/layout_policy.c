@@ -2,6 +2,8 @@
  * and Pitched(align) over one shared, lazily bound allocation. */
 #include <string.h>
 
+#include "memory/layout_policy.h"
+#include "memory/memory_handle.h"
 #include "memory/memory_internal.h"
 
 static bool ruda__mul_ovf(uint64_t a, uint64_t b, uint64_t *out) {
