@@ -1,34 +1,11 @@
-/* Internal structures of the memory layer: descriptors, slices, pages,
- * pools and the manager. Only the memory layer include this file.
+/* Internal structures of the memory layer: slices, pages, pools and the
+ * manager. Only the memory layer includes this file. The descriptor's
+ * fields, the state word and the inbox through which frees reach a manager
+ * are in memory_handle_internal.h.
  *
- * Descriptors live in a process-wide table (memory_handle.c) of slabs that
- * are never freed: a handle names its descriptor by slot and generation,
- * so reading a descriptor through a stale handle reads a live object whose
- * generation no longer matches, never freed memory. A slot is recycled with
- * its generation bumped once nothing references it.
- *
- * The state word. Everything that decides whether a descriptor is alive
- * sits in one atomic 64-bit word, changed only by compare-and-swap:
- *   bits 32..63  generation of the slot (>= 1 while in use)
- *   bit  31      RUDA__MEMORY_BOUND: a pool slice holds the descriptor
- *   bits  0..30  references: handles + bindings (+ 1 for the pool's slice)
- * A user retain succeeds only while the generation is the handle's and a
- * user reference is left (count > 1 when bound, > 0 when not), so a stale id
- * can never retain a recycled descriptor, nor revive one whose last user
- * reference is gone but whose slice the device has not taken back yet.
- *
- * How a slice is known to be free. A user releases handles on any thread
- * and never calls into the manager, so the manager cannot learn about frees
- * synchronously. Instead, the release that leaves exactly "BOUND + 1" (only
- * the pool's own reference) pushes the descriptor onto its manager's
- * lock-free inbox (a Treiber stack). Because the flag and the pool's count
- * are added and removed in one atomic operation, exactly one release per
- * binding sees that value, even when it races with the bind itself. The
- * device thread drains the inbox at the start of every manager call, drops
- * the pool's reference (which recycles the descriptor) and marks the slice
- * free: sliced pages coalesce it with its free neighbours at once and keep
- * their free slices in an offset-ordered tree, so "coalesce, then first
- * fit" gives the same slice with no scan of the page.
+ * Sliced pages coalesce a freed slice with its free neighbours at once and
+ * keep their free slices in an offset-ordered tree, so "coalesce, then
+ * first fit" gives the same slice with no scan of the page.
  */
 #ifndef RUDA_MEMORY_INTERNAL_H
 #define RUDA_MEMORY_INTERNAL_H
@@ -37,51 +14,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memory/memory_handle_internal.h"
 #include "memory/memory_manager.h"
 #include "memory/storage.h"
-
-/* ---- Descriptor ---- */
-
-#define RUDA__MEMORY_BOUND (1ull << 31)
-#define RUDA__MEMORY_COUNT_MASK (RUDA__MEMORY_BOUND - 1)
-#define RUDA__MEMORY_GEN(state) ((uint32_t)((state) >> 32))
-#define RUDA__MEMORY_COUNT(state) ((state) & RUDA__MEMORY_COUNT_MASK)
-
-typedef struct ruda__memory_location {
-  uint32_t pool;  /* index in the manager's pools; npools = persistent */
-  uint32_t page;  /* id of the page inside its pool (stable, not an index) */
-  uint32_t slice; /* slot of the slice in the manager's slot table */
-  uint8_t init;   /* 0: unbound */
-} ruda__memory_location_t;
-
-struct ruda_memory {
-  _Atomic uint64_t state;       /* generation | BOUND | references (see above) */
-  _Atomic uint32_t handle_refs; /* user handles (bindings and the pool not counted) */
-  _Atomic uint32_t free_next;   /* table free list: next slot + 1 (0: end) */
-  /* What the handles of this generation were made for, written before the
-   * id is handed out; atomics only so that a stale reader on another thread
-   * is not a data race. */
-  _Atomic uint64_t size;
-  _Atomic uint64_t stream;
-  _Atomic uint64_t device;      /* RUDA__DEVICE_SET | type << 16 | index; 0: none */
-  uint32_t slot;                /* own slot in the table (constant) */
-  /* The manager holding the binding; NULL while unbound. Stored with
-   * release ordering after `loc` is written (device thread only). */
-  _Atomic(struct ruda__memory_manager *) owner;
-  struct ruda_memory *freed_next; /* inbox link */
-  ruda__memory_location_t loc;    /* device thread only */
-};
-
-#define RUDA__DEVICE_SET (1ull << 32)
-static inline uint64_t ruda__device_pack(ruda_device_id_t d) {
-  return RUDA__DEVICE_SET | (uint64_t)d.type_id << 16 | d.index_id;
-}
-
-/* The generation of a live descriptor (the caller holds a reference). */
-static inline uint32_t ruda__memory_gen(const ruda_memory_t *m) {
-  return RUDA__MEMORY_GEN(atomic_load_explicit(&((ruda_memory_t *)m)->state,
-                                               memory_order_relaxed));
-}
 
 /* ---- Slices, pages, pools ---- */
 
@@ -142,7 +77,7 @@ typedef struct ruda__pool {
 } ruda__pool_t;
 
 struct ruda__memory_manager {
-  _Atomic(ruda_memory_t *) inbox; /* descriptors whose slice became free */
+  ruda__memory_inbox_t inbox; /* descriptors whose slice became free */
   ruda__storage_t storage;
   ruda_memory_properties_t props;
   ruda__persistent_memory_t persistent_cfg;
@@ -181,14 +116,6 @@ static inline uint64_t ruda__padding(uint64_t size, uint64_t a) {
   if (a <= 1) return 0;
   return (a - size % a) % a;
 }
-
-/* The pool's reference (device thread): one handle reference plus the
- * BOUND flag. Release frees the descriptor when nothing else holds it. */
-void ruda__memory_pool_retain(ruda_memory_t *m);
-void ruda__memory_pool_release(ruda_memory_t *m);
-
-/* Pushes `m` onto its manager's inbox (any thread). */
-void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memory_t *m);
 
 ruda__slice_t *ruda__slice_get(ruda__memory_manager_t *mm);
 void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s);

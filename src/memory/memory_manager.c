@@ -187,15 +187,7 @@ void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__pag
   ruda__free(pg);
 }
 
-/* ---- The inbox of freed descriptors ---- */
-
-void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memory_t *m) {
-  ruda_memory_t *head = atomic_load_explicit(&mm->inbox, memory_order_relaxed);
-  do {
-    m->freed_next = head;
-  } while (!atomic_compare_exchange_weak_explicit(&mm->inbox, &head, m, memory_order_release,
-                                                  memory_order_relaxed));
-}
+/* ---- Taking in freed descriptors (the inbox, memory_handle_internal.h) ---- */
 
 static ruda__pool_t *ruda__pool_of(ruda__memory_manager_t *mm, uint32_t idx) {
   return idx < mm->npools ? &mm->pools[idx] : &mm->persistent;
@@ -219,8 +211,7 @@ static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
 }
 
 static void ruda__mm_drain(ruda__memory_manager_t *mm) {
-  if (!atomic_load_explicit(&mm->inbox, memory_order_relaxed)) return;
-  ruda_memory_t *m = atomic_exchange_explicit(&mm->inbox, NULL, memory_order_acquire);
+  ruda_memory_t *m = ruda__memory_inbox_take(&mm->inbox);
   while (m) {
     ruda_memory_t *next = m->freed_next;
     ruda__mm_free_slice(mm, m);
@@ -293,7 +284,7 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
     st = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *mm);
     goto fail_storage;
   }
-  atomic_init(&mm->inbox, NULL);
+  ruda__memory_inbox_init(&mm->inbox);
   mm->storage = storage;
   mm->props = props;
   mm->persistent_cfg = cfg->persistent;
@@ -518,7 +509,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   assigned->loc.slice = s->slot;
   assigned->loc.page = s->page->id;
   assigned->loc.init = 1;
-  atomic_store_explicit(&assigned->owner, mm, memory_order_release);
+  atomic_store_explicit(&assigned->owner, &mm->inbox, memory_order_release);
   /* The pool's own reference, published after the owner. */
   ruda__memory_pool_retain(assigned);
   return NULL;
@@ -529,7 +520,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
 static ruda_status_t ruda__mm_find(ruda__memory_manager_t *mm, const ruda_memory_t *m,
                                    ruda__slice_t **out) {
   if (!m) return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
-  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
+  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != &mm->inbox)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
                               "Memory #%u.%u isn't bound in this memory management (%s)",
                               m->slot, ruda__memory_gen(m), mm->name);
