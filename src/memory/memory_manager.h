@@ -11,7 +11,7 @@
  * Descriptor reference counts are atomic and may change concurrently: a
  * release on any thread that leaves only the pool's reference pushes the
  * descriptor onto the manager's lock-free inbox, drained by the next
- * manager call (see memory_internal.h and docs/memory.md).
+ * manager call (see memory_handle_internal.h and docs/memory.md).
  */
 #ifndef RUDA_MEMORY_MANAGER_H
 #define RUDA_MEMORY_MANAGER_H
