@@ -2,7 +2,8 @@
  * average of the requests, freed by a periodic free-count check. */
 #include <stdlib.h>
 
-#include "memory/memory_internal.h"
+#include "memory/exclusive_pool.h"
+#include "memory/pool_page.h"
 
 ruda__slice_t *ruda__exclusive_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
                                            uint64_t size) {

@@ -1,27 +1,58 @@
-/* Internal structures of the memory layer: slices, pages, pools and the
- * manager. Only the memory layer includes this file. The descriptor's
- * fields, the state word and the inbox through which frees reach a manager
- * are in memory_handle_internal.h.
+/* Internal structures of the memory layer: the manager's, for
+ * memory_manager.c and the memory tests. The other files include the
+ * headers of their own module and of the modules below it, never this one:
+ * the descriptor's fields, the state word and how frees reach a manager are
+ * in memory_handle_internal.h; slices, pages, pools and the page store in
+ * pool_page.h.
  *
- * Sliced pages coalesce a freed slice with its free neighbours at once and
- * keep their free slices in an offset-ordered tree, so "coalesce, then
- * first fit" gives the same slice with no scan of the page.
+ * The layer's modules, bottom first. A file includes and calls only files
+ * listed before it, so nothing calls back up: a pool gets its pages and
+ * slice records from the page store and never sees the manager, and a
+ * release on any thread reaches the manager only by pushing the descriptor
+ * onto the inbox that the manager stored in it when it bound it.
+ *
+ *   storage.h, host_storage.c     where pages come from: the storage
+ *                                  vtable, the host storage
+ *   align.h                       alignment arithmetic
+ *   memory_usage.c, host_bytes.c  usage sums and report text; owned host
+ *                                  buffers and raw resources
+ *   memory_handle.c               the descriptor table, handles, bindings
+ *     (memory_handle.h,            and their checks, the state word, the
+ *      memory_handle_internal.h)   push onto a manager's inbox
+ *   layout_policy.c               several views of one allocation
+ *   drop_queue.c                  deferred release of host buffers
+ *   memory_config.h               pool options, manager configuration
+ *   pool_page.c                   slices, pages and the page store: slice
+ *                                  records, pages from the storage and
+ *                                  back, the bounded reclaim
+ *   free_tree.c                   the free slices of a sliced page
+ *   sliced_pool.c, exclusive_pool.c, persistent_pool.c
+ *                                 the pool kinds, over the page store
+ *   memory_manager.c              presets, routing, reserve + bind,
+ *                                  lookup, the inbox drain, cleanup, mode,
+ *                                  usage, per-pool report
+ *
+ * memory_manager.h is also the layer's face: the other layers include it
+ * alone, and it brings the handles, layout policies and drop queue along.
+ *
+ * A manager is one stream's memory, used on its device's worker thread
+ * only (docs/memory.md).
  */
 #ifndef RUDA_MEMORY_INTERNAL_H
 #define RUDA_MEMORY_INTERNAL_H
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memory/memory_config.h"
 #include "memory/memory_handle_internal.h"
-#include "memory/memory_manager.h"
 #include "memory/pool_page.h"
-#include "memory/storage.h"
+#include "ruda/memory.h"
 
 struct ruda__memory_manager {
   ruda__memory_inbox_t inbox; /* descriptors whose slice became free */
-  ruda__page_store_t store;   /* the storage, spare slices, page rules */
+  ruda__page_store_t store;   /* the storage, spare slices, page rules;
+                               * store.pools is `pools` */
   ruda_memory_properties_t props;
   ruda__persistent_memory_t persistent_cfg;
   ruda_memory_allocation_mode_t mode;
@@ -33,44 +64,12 @@ struct ruda__memory_manager {
   uint32_t nslots, slot_cap;
   uint32_t *free_slots;
   uint32_t nfree_slots;
-  ruda__memory_group_t *group;       /* the device's managers; NULL: none */
-  ruda__memory_manager_t *group_next;
+  /* Tags, not memory_manager.h's typedefs: this file includes nothing of
+   * the manager's module. */
+  struct ruda__memory_group *group;  /* the device's managers; NULL: none */
+  struct ruda__memory_manager *group_next;
   uint64_t stream_id;                /* for messages, once in a group */
   char name[64];
 };
-
-/* Free-slice tree (free_tree.c): a treap by offset with max-size
- * augmentation; first_fit returns the lowest-offset slice >= size. */
-ruda__slice_t *ruda__free_tree_insert(ruda__slice_t *root, ruda__slice_t *node);
-ruda__slice_t *ruda__free_tree_remove(ruda__slice_t *root, ruda__slice_t *node);
-ruda__slice_t *ruda__free_tree_first_fit(ruda__slice_t *root, uint64_t size);
-static inline uint64_t ruda__free_tree_max(const ruda__slice_t *root) {
-  return root ? root->tmax : 0;
-}
-
-/* Pools. try_reserve returns NULL when nothing fits; alloc makes a page. */
-ruda__slice_t *ruda__sliced_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
-                                        uint64_t size);
-ruda_status_t ruda__sliced_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
-                                 uint64_t size, ruda__slice_t **out);
-void ruda__sliced_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s);
-bool ruda__sliced_accept(const ruda__pool_t *p, uint64_t size);
-
-ruda__slice_t *ruda__exclusive_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
-                                           uint64_t size);
-ruda_status_t ruda__exclusive_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
-                                    uint64_t size, ruda__slice_t **out);
-void ruda__exclusive_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s);
-void ruda__exclusive_cleanup(ruda__page_store_t *ps, ruda__pool_t *p,
-                             uint64_t alloc_nr, bool explicit_);
-
-ruda__slice_t *ruda__persistent_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
-                                            uint64_t size);
-bool ruda__persistent_has_size(const ruda__pool_t *p, uint64_t size);
-ruda_status_t ruda__persistent_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
-                                     uint64_t size, ruda__slice_t **out);
-void ruda__persistent_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s);
-void ruda__persistent_cleanup(ruda__page_store_t *ps, ruda__pool_t *p);
-void ruda__persistent_deinit(ruda__pool_t *p);
 
 #endif

@@ -9,7 +9,12 @@
 
 #include "base/alloc.h"
 #include "base/status_internal.h"
+#include "memory/exclusive_pool.h"
 #include "memory/memory_internal.h"
+#include "memory/memory_manager.h"
+#include "memory/persistent_pool.h"
+#include "memory/pool_page.h"
+#include "memory/sliced_pool.h"
 #include "ruda/log.h"
 
 #define RUDA__MIB (1024ull * 1024ull)

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "memory/memory_internal.h"
+#include "memory/persistent_pool.h"
+#include "memory/pool_page.h"
 
 struct ruda__bucket {
   uint64_t key;            /* effective size; 0 = empty entry (keys are > 0 except size 0) */

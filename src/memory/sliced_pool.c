@@ -17,7 +17,9 @@
  */
 #include <stdlib.h>
 
-#include "memory/memory_internal.h"
+#include "memory/free_tree.h"
+#include "memory/pool_page.h"
+#include "memory/sliced_pool.h"
 
 bool ruda__sliced_accept(const ruda__pool_t *p, uint64_t size) {
   uint64_t page = p->opt.page_size;
