@@ -14,11 +14,11 @@
  *   storage.h, host_storage.c     where pages come from: the storage
  *                                  vtable, the host storage
  *   align.h                       alignment arithmetic
- *   memory_usage.c, host_bytes.c  usage sums and report text; owned host
- *                                  buffers and raw resources
+ *   memory_usage.c                usage sums and report text
  *   memory_handle.c               the descriptor table, handles, bindings
  *     (memory_handle.h,            and their checks, the state word, the
  *      memory_handle_internal.h)   push onto a manager's inbox
+ *   host_bytes.c                  owned host buffers; raw resources
  *   layout_policy.c               several views of one allocation
  *   drop_queue.c                  deferred release of host buffers
  *   memory_config.h               pool options, manager configuration
