@@ -50,9 +50,10 @@
 #include "ruda/memory.h"
 
 struct ruda__memory_manager {
+  /* First, so that the pools' store is the manager's own address (no
+   * extra register on the reservation path). store.pools is `pools`. */
+  ruda__page_store_t store;   /* the storage, spare slices, page rules */
   ruda__memory_inbox_t inbox; /* descriptors whose slice became free */
-  ruda__page_store_t store;   /* the storage, spare slices, page rules;
-                               * store.pools is `pools` */
   ruda_memory_properties_t props;
   ruda__persistent_memory_t persistent_cfg;
   ruda_memory_allocation_mode_t mode;
