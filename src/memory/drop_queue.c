@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "memory/memory_manager.h"
+#include "memory/drop_queue.h"
 
 typedef struct ruda__drop_item {
   void *item;

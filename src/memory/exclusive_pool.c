@@ -2,11 +2,12 @@
  * average of the requests, freed by a periodic free-count check. */
 #include <stdlib.h>
 
-#include "memory/memory_internal.h"
+#include "memory/exclusive_pool.h"
+#include "memory/pool_page.h"
 
-ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+ruda__slice_t *ruda__exclusive_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
                                            uint64_t size) {
-  (void)mm;
+  (void)ps;
   p->cur_avg = 0.99 * p->cur_avg + 0.01 * (double)size;
   if (p->empty_pages == 0) return NULL;
   ruda__page_t *best = NULL;
@@ -24,20 +25,20 @@ ruda__slice_t *ruda__exclusive_try_reserve(ruda__memory_manager_t *mm, ruda__poo
   return best->slice;
 }
 
-ruda_status_t ruda__exclusive_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
+ruda_status_t ruda__exclusive_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
                                     uint64_t size, ruda__slice_t **out) {
   if (size > p->opt.max_alloc_size) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   double avg = p->cur_avg;
   uint64_t want = avg > (double)size ? (uint64_t)avg : size;
   if (want > p->opt.max_alloc_size) want = p->opt.max_alloc_size;
   /* After a refusal of the storage, a page of the request's own size. */
-  uint64_t alloc_size = ruda__round_up(mm->exact_pages ? size : want, p->alignment);
-  ruda__slice_t *s = ruda__slice_get(mm);
+  uint64_t alloc_size = ruda__round_up(ps->exact_pages ? size : want, p->alignment);
+  ruda__slice_t *s = ruda__slice_get(ps);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(mm, p, alloc_size, &pg);
+  ruda_status_t st = ruda__pool_page_new(ps, p, alloc_size, &pg);
   if (st) {
-    ruda__slice_put(mm, s);
+    ruda__slice_put(ps, s);
     return st;
   }
   s->page = pg;
@@ -51,12 +52,12 @@ ruda_status_t ruda__exclusive_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
   return NULL;
 }
 
-void ruda__exclusive_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
-  (void)mm;
+void ruda__exclusive_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s) {
+  (void)ps;
   ruda__slice_mark_free(p, s);
 }
 
-void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t alloc_nr,
+void ruda__exclusive_cleanup(ruda__page_store_t *ps, ruda__pool_t *p, uint64_t alloc_nr,
                              bool explicit_) {
   uint64_t period = p->opt.dealloc_period / 5;
   if (!explicit_ && alloc_nr - p->last_check < period) return;
@@ -67,7 +68,7 @@ void ruda__exclusive_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64
     if (!pg->slice->used) {
       pg->free_count++;
       if (pg->free_count >= 5 || explicit_) {
-        ruda__pool_page_free(mm, p, pg);
+        ruda__pool_page_free(ps, p, pg);
         continue;
       }
     }

@@ -6,7 +6,7 @@
  * deterministic. */
 #include <stddef.h>
 
-#include "memory/memory_internal.h"
+#include "memory/free_tree.h"
 
 static uint64_t ruda__mix64(uint64_t x) {
   x += 0x9e3779b97f4a7c15ull;

@@ -2,7 +2,9 @@
  * and Pitched(align) over one shared, lazily bound allocation. */
 #include <string.h>
 
-#include "memory/memory_internal.h"
+#include "memory/align.h"
+#include "memory/layout_policy.h"
+#include "memory/memory_handle.h"
 
 static bool ruda__mul_ovf(uint64_t a, uint64_t b, uint64_t *out) {
   if (a && b > UINT64_MAX / a) return true;

@@ -10,14 +10,15 @@
  * Slabs are published with release ordering after they are zeroed, so a
  * lookup of any 32-bit slot reads either NULL or a real descriptor.
  *
- * See memory_internal.h for the state word and how frees reach a manager.
+ * See memory_handle_internal.h for the state word and how frees reach a
+ * manager (the inbox it installs in every descriptor it binds).
  */
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
-#include "memory/memory_internal.h"
+#include "memory/memory_handle_internal.h"
 #include "ruda/memory.h"
 
 #define RUDA__SLAB0 1024u
@@ -150,9 +151,18 @@ static bool ruda__memory_try_retain(ruda_memory_t *m, uint32_t gen) {
   }
 }
 
+/* Pushes `m` onto the inbox of the manager holding its slice (any thread). */
+static void ruda__memory_inbox_push(ruda__memory_inbox_t *in, ruda_memory_t *m) {
+  ruda_memory_t *head = atomic_load_explicit(&in->head, memory_order_relaxed);
+  do {
+    m->freed_next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&in->head, &head, m, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
 /* Drops one user reference when `gen` is current and one is left. Leaving
- * BOUND + 1, the pool's slice is the only holder: tell the manager. Leaving
- * nothing (unbound), the slot is recycled. */
+ * BOUND + 1, the pool's slice is the only holder: the descriptor goes into
+ * its manager's inbox. Leaving nothing (unbound), the slot is recycled. */
 static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed), ns, c;
   bool bound;
@@ -166,8 +176,8 @@ static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
       break;
   }
   if (bound && c == 2) {
-    struct ruda__memory_manager *mm = atomic_load_explicit(&m->owner, memory_order_acquire);
-    if (mm) ruda__memory_manager_notify_free(mm, m);
+    ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
+    if (in) ruda__memory_inbox_push(in, m);
   } else if (!bound && c == 1) {
     ruda__memory_recycle(m, gen);
   }

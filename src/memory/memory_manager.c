@@ -1,5 +1,6 @@
 /* MemoryManagement of one stream: presets, routing, bind, lookup, cleanup,
- * mode and usage. See memory_internal.h for how frees reach the manager. */
+ * mode and usage. See memory_handle_internal.h for how frees reach the
+ * manager. */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -8,7 +9,12 @@
 
 #include "base/alloc.h"
 #include "base/status_internal.h"
+#include "memory/exclusive_pool.h"
 #include "memory/memory_internal.h"
+#include "memory/memory_manager.h"
+#include "memory/persistent_pool.h"
+#include "memory/pool_page.h"
+#include "memory/sliced_pool.h"
 #include "ruda/log.h"
 
 #define RUDA__MIB (1024ull * 1024ull)
@@ -75,24 +81,7 @@ uint32_t ruda__memory_presets(ruda__memory_configuration_t c, ruda_memory_proper
   return n;
 }
 
-/* ---- Slots and slice structs ---- */
-
-ruda__slice_t *ruda__slice_get(ruda__memory_manager_t *mm) {
-  ruda__slice_t *s = mm->spare_slices;
-  if (s) {
-    mm->spare_slices = s->next;
-  } else {
-    s = ruda__malloc(sizeof *s);
-    if (!s) return NULL;
-  }
-  memset(s, 0, sizeof *s);
-  return s;
-}
-
-void ruda__slice_put(ruda__memory_manager_t *mm, ruda__slice_t *s) {
-  s->next = mm->spare_slices;
-  mm->spare_slices = s;
-}
+/* ---- Slots ---- */
 
 static bool ruda__slot_reserve_one(ruda__memory_manager_t *mm) {
   if (mm->nfree_slots || mm->nslots < mm->slot_cap) return true;
@@ -118,84 +107,7 @@ static void ruda__slot_give(ruda__memory_manager_t *mm, uint32_t i) {
   mm->free_slots[mm->nfree_slots++] = i;
 }
 
-/* ---- Pages ---- */
-
-/* Bounded reclaim (unless keep_empty_pages, which keeps every page until an
- * explicit cleanup): before any pool takes a new page from the storage, the empty
- * pages of the sliced pools go back to it, flushed so that the storage can
- * hand their bytes out again. Otherwise the manager holds the sum of every
- * pool's own high-water mark. Pools count their empty pages, so with none
- * this is a loop over at most RUDA_MAX_POOLS counters, and it runs only
- * when a page is allocated. The pool asking has no empty page that fits
- * (else it would have reserved there), so its own empty pages go too.
- * Exclusive pages keep their free-count ageing and persistent slices are
- * kept on purpose, so neither is touched. */
-static void ruda__mm_reclaim_empty_pages(ruda__memory_manager_t *mm) {
-  if (mm->keep_empty_pages) return;
-  bool freed = false;
-  for (uint32_t i = 0; i < mm->npools; i++) {
-    ruda__pool_t *p = &mm->pools[i];
-    if (p->empty_pages == 0 || p->opt.kind != RUDA_POOL_SLICED) continue;
-    ruda__sliced_free_empty_pages(mm, p);
-    freed = true;
-  }
-  if (freed) mm->storage.vt->flush(mm->storage.self);
-}
-
-ruda_status_t ruda__pool_page_new(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
-                                  ruda__page_t **out) {
-  if (p->npages == p->cap) {
-    uint32_t cap = p->cap ? p->cap * 2 : 8;
-    ruda__page_t **np = ruda__realloc(p->pages, cap * sizeof *np);
-    if (!np) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-    p->pages = np;
-    uint64_t *nm = ruda__realloc(p->page_max, cap * sizeof *nm);
-    if (!nm) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-    p->page_max = nm;
-    p->cap = cap;
-  }
-  ruda__page_t *pg = ruda__calloc(1, sizeof *pg);
-  if (!pg) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda__mm_reclaim_empty_pages(mm);
-  ruda_status_t st = mm->storage.vt->alloc(mm->storage.self, size, &pg->storage);
-  if (st) {
-    mm->storage_refused = true;
-    ruda__free(pg);
-    return st;
-  }
-  pg->index = p->npages;
-  pg->pool = p->index;
-  pg->id = p->next_page_id++;
-  p->pages[p->npages] = pg;
-  p->page_max[p->npages] = 0;
-  p->npages++;
-  p->empty_pages++;
-  p->usage.bytes_reserved += size;
-  *out = pg;
-  return NULL;
-}
-
-void ruda__pool_page_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__page_t *pg) {
-  for (ruda__slice_t *s = pg->first, *n; s; s = n) {
-    n = s->next;
-    ruda__slice_put(mm, s);
-  }
-  if (pg->slice) ruda__slice_put(mm, pg->slice);
-  p->usage.bytes_reserved -= pg->storage.size;
-  p->empty_pages--;
-  mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
-  ruda__free(pg);
-}
-
-/* ---- The inbox of freed descriptors ---- */
-
-void ruda__memory_manager_notify_free(struct ruda__memory_manager *mm, ruda_memory_t *m) {
-  ruda_memory_t *head = atomic_load_explicit(&mm->inbox, memory_order_relaxed);
-  do {
-    m->freed_next = head;
-  } while (!atomic_compare_exchange_weak_explicit(&mm->inbox, &head, m, memory_order_release,
-                                                  memory_order_relaxed));
-}
+/* ---- Taking in freed descriptors (the inbox, memory_handle_internal.h) ---- */
 
 static ruda__pool_t *ruda__pool_of(ruda__memory_manager_t *mm, uint32_t idx) {
   return idx < mm->npools ? &mm->pools[idx] : &mm->persistent;
@@ -210,17 +122,16 @@ static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
   atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
   m->loc.init = 0;
   if (p->persistent)
-    ruda__persistent_on_free(mm, p, s);
+    ruda__persistent_on_free(&mm->store, p, s);
   else if (p->opt.kind == RUDA_POOL_SLICED)
-    ruda__sliced_on_free(mm, p, s);
+    ruda__sliced_on_free(&mm->store, p, s);
   else
-    ruda__exclusive_on_free(mm, p, s);
+    ruda__exclusive_on_free(&mm->store, p, s);
   ruda__memory_pool_release(m); /* the last reference: frees m */
 }
 
 static void ruda__mm_drain(ruda__memory_manager_t *mm) {
-  if (!atomic_load_explicit(&mm->inbox, memory_order_relaxed)) return;
-  ruda_memory_t *m = atomic_exchange_explicit(&mm->inbox, NULL, memory_order_acquire);
+  ruda_memory_t *m = ruda__memory_inbox_take(&mm->inbox);
   while (m) {
     ruda_memory_t *next = m->freed_next;
     ruda__mm_free_slice(mm, m);
@@ -293,11 +204,13 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
     st = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *mm);
     goto fail_storage;
   }
-  atomic_init(&mm->inbox, NULL);
-  mm->storage = storage;
+  ruda__memory_inbox_init(&mm->inbox);
+  mm->store.storage = storage;
+  mm->store.pools = mm->pools;
+  mm->store.npools = n;
+  mm->store.keep_empty_pages = cfg->keep_empty_pages;
   mm->props = props;
   mm->persistent_cfg = cfg->persistent;
-  mm->keep_empty_pages = cfg->keep_empty_pages;
   mm->mode = cfg->persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
                                                          : RUDA_ALLOCATION_AUTO;
   snprintf(mm->name, sizeof mm->name, "%s", name ? name : "memory");
@@ -361,7 +274,7 @@ static void ruda__pool_destroy(ruda__memory_manager_t *mm, ruda__pool_t *p) {
       ruda__free(s);
       s = n;
     }
-    mm->storage.vt->dealloc(mm->storage.self, &pg->storage);
+    mm->store.storage.vt->dealloc(mm->store.storage.self, &pg->storage);
     ruda__free(pg);
   }
   ruda__free(p->pages);
@@ -379,14 +292,7 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
   ruda__mm_drain(mm);
   for (uint32_t i = 0; i < mm->npools; i++) ruda__pool_destroy(mm, &mm->pools[i]);
   ruda__pool_destroy(mm, &mm->persistent);
-  mm->storage.vt->flush(mm->storage.self);
-  mm->storage.vt->destroy(mm->storage.self);
-  ruda__slice_t *s = mm->spare_slices;
-  while (s) {
-    ruda__slice_t *n = s->next;
-    ruda__free(s);
-    s = n;
-  }
+  ruda__page_store_destroy(&mm->store);
   ruda__free(mm->slots);
   ruda__free(mm->free_slots);
   ruda__free(mm);
@@ -398,19 +304,19 @@ static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,
                                       ruda__slice_t **out) {
   mm->alloc_reserve_count++;
   ruda__pool_t *pp = &mm->persistent;
-  if ((*out = ruda__persistent_try_reserve(mm, pp, size))) return NULL;
+  if ((*out = ruda__persistent_try_reserve(&mm->store, pp, size))) return NULL;
   if (mm->mode == RUDA_ALLOCATION_PERSISTENT || ruda__persistent_has_size(pp, size))
-    return ruda__persistent_alloc(mm, pp, size, out);
+    return ruda__persistent_alloc(&mm->store, pp, size, out);
   for (uint32_t i = 0; i < mm->npools; i++) {
     ruda__pool_t *p = &mm->pools[i];
     if (p->opt.kind == RUDA_POOL_SLICED) {
       if (!ruda__sliced_accept(p, size)) continue;
-      if ((*out = ruda__sliced_try_reserve(mm, p, size))) return NULL;
-      return ruda__sliced_alloc(mm, p, size, out);
+      if ((*out = ruda__sliced_try_reserve(&mm->store, p, size))) return NULL;
+      return ruda__sliced_alloc(&mm->store, p, size, out);
     }
     if (size > p->opt.max_alloc_size) continue;
-    if ((*out = ruda__exclusive_try_reserve(mm, p, size))) return NULL;
-    return ruda__exclusive_alloc(mm, p, size, out);
+    if ((*out = ruda__exclusive_try_reserve(&mm->store, p, size))) return NULL;
+    return ruda__exclusive_alloc(&mm->store, p, size, out);
   }
   return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
 }
@@ -443,9 +349,9 @@ static ruda_status_t ruda__mm_out_of_memory(ruda__memory_manager_t *mm, uint64_t
   ruda_memory_usage_t dev = mm->group ? ruda__memory_group_usage(mm->group) : own;
   char req[32], lim[48], su[32], sr[32], du[32], dr[32], fr[32], where[96], vendor[160] = "";
   ruda_bytes_format(size, req, sizeof req);
-  if (mm->storage.limit) {
+  if (mm->store.storage.limit) {
     char l[32];
-    ruda_bytes_format(mm->storage.limit, l, sizeof l);
+    ruda_bytes_format(mm->store.storage.limit, l, sizeof l);
     snprintf(lim, sizeof lim, "a limit of %s", l);
   } else {
     snprintf(lim, sizeof lim, "no known limit");
@@ -487,7 +393,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   /* Reserve the slot first: after the slice is taken nothing may fail. */
   if (!ruda__slot_reserve_one(mm)) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__slice_t *s = NULL;
-  mm->storage_refused = false;
+  mm->store.storage_refused = false;
   ruda_status_t st = ruda__mm_reserve(mm, size, &s);
   if (st && ruda_status_kind(st) == RUDA_ERR_IO_OUT_OF_MEMORY && ruda__mm_has_free_pages(mm)) {
     /* Before failing, give whole free pages (of any pool) back to the
@@ -500,15 +406,15 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
     mm->alloc_reserve_count--;
     st = ruda__mm_reserve(mm, size, &s);
   }
-  if (st && mm->storage_refused) {
+  if (st && mm->store.storage_refused) {
     /* Last try: a page of the request's own size, for a storage whose
      * limit (or what is left of it) is below the pool's page size. */
     ruda_status_free(st);
-    mm->exact_pages = true;
+    mm->store.exact_pages = true;
     mm->alloc_reserve_count--;
     st = ruda__mm_reserve(mm, size, &s);
-    mm->exact_pages = false;
-    if (st && mm->storage_refused) st = ruda__mm_out_of_memory(mm, size, st);
+    mm->store.exact_pages = false;
+    if (st && mm->store.storage_refused) st = ruda__mm_out_of_memory(mm, size, st);
   }
   if (st) return st;
   s->cursor = cursor;
@@ -518,7 +424,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   assigned->loc.slice = s->slot;
   assigned->loc.page = s->page->id;
   assigned->loc.init = 1;
-  atomic_store_explicit(&assigned->owner, mm, memory_order_release);
+  atomic_store_explicit(&assigned->owner, &mm->inbox, memory_order_release);
   /* The pool's own reference, published after the owner. */
   ruda__memory_pool_retain(assigned);
   return NULL;
@@ -529,7 +435,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
 static ruda_status_t ruda__mm_find(ruda__memory_manager_t *mm, const ruda_memory_t *m,
                                    ruda__slice_t **out) {
   if (!m) return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
-  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != mm)
+  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != &mm->inbox)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
                               "Memory #%u.%u isn't bound in this memory management (%s)",
                               m->slot, ruda__memory_gen(m), mm->name);
@@ -618,15 +524,15 @@ void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
     /* The totals are only for the log line. */
     bool log = ruda_log_enabled(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC);
     uint64_t before = log ? ruda__memory_usage(mm).bytes_reserved : 0;
-    ruda__persistent_cleanup(mm, &mm->persistent);
-    mm->storage.vt->flush(mm->storage.self);
+    ruda__persistent_cleanup(&mm->store, &mm->persistent);
+    ruda__page_store_flush(&mm->store);
     for (uint32_t i = 0; i < mm->npools; i++) {
       ruda__pool_t *p = &mm->pools[i];
       if (p->opt.kind == RUDA_POOL_SLICED)
-        ruda__sliced_free_empty_pages(mm, p);
+        ruda__pool_free_empty_pages(&mm->store, p);
       else
-        ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, true);
-      mm->storage.vt->flush(mm->storage.self);
+        ruda__exclusive_cleanup(&mm->store, p, mm->alloc_reserve_count, true);
+      ruda__page_store_flush(&mm->store);
     }
     if (log)
       ruda__mm_log(mm, "Manual memory cleanup: reserved %llu => %llu bytes",
@@ -638,8 +544,8 @@ void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
     ruda__pool_t *p = &mm->pools[i];
     if (p->opt.kind != RUDA_POOL_EXCLUSIVE) continue;
     uint32_t before = p->npages;
-    ruda__exclusive_cleanup(mm, p, mm->alloc_reserve_count, false);
-    if (p->npages != before) mm->storage.vt->flush(mm->storage.self);
+    ruda__exclusive_cleanup(&mm->store, p, mm->alloc_reserve_count, false);
+    if (p->npages != before) ruda__page_store_flush(&mm->store);
   }
 }
 

@@ -11,7 +11,7 @@
  * Descriptor reference counts are atomic and may change concurrently: a
  * release on any thread that leaves only the pool's reference pushes the
  * descriptor onto the manager's lock-free inbox, drained by the next
- * manager call (see memory_internal.h and docs/memory.md).
+ * manager call (see memory_handle_internal.h and docs/memory.md).
  */
 #ifndef RUDA_MEMORY_MANAGER_H
 #define RUDA_MEMORY_MANAGER_H
@@ -19,106 +19,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "memory/memory_config.h"
 #include "memory/storage.h"
 #include "ruda/memory.h"
 #include "ruda/types.h"
 
-/* ---- Descriptors and handles (the internals behind ruda_handle_t) ---- */
+/* The memory layer's face: the other layers include this header alone, and
+ * it brings the handles, the layout policies and the drop queue along. The
+ * manager itself uses none but the handles. */
+#include "memory/drop_queue.h"
+#include "memory/layout_policy.h"
+#include "memory/memory_handle.h"
 
-/* A new unbound descriptor holding one handle reference (the caller's), or
- * NULL when memory (or the table's 2^32 slots) is exhausted. Its size,
- * stream and device are unset until ruda__handle_wrap/ruda__handle_create.
- * Thread-safe. The retain/release functions below are thread-safe too and
- * trust the caller to hold a reference (no generation check); the last
- * release recycles the descriptor's slot. */
-ruda_memory_t *ruda__memory_new(void);
-/* Whether `m` (NULL: false) is bound to a slice. Reads the location, which
- * only the device thread writes: call it there. Never fails. */
-bool ruda__memory_is_bound(const ruda_memory_t *m);
-/* The id handles of `m` carry (slot + generation; 0 for NULL). Thread-safe;
- * never fails. */
-uint64_t ruda__memory_id(const ruda_memory_t *m);
-/* Raw reference counting (handles count in both, bindings only in total). */
-void ruda__memory_retain_handle(ruda_memory_t *m);
-void ruda__memory_retain_binding(ruda_memory_t *m);
-void ruda__memory_release_handle(ruda_memory_t *m);
-void ruda__memory_release_binding(ruda_memory_t *m);
-
-/* A new handle of `size` bytes on (device, stream), unbound, holding the
- * only reference of a new descriptor that records all three (the client's
- * ruda_client_empty and friends). OutOfMemory when no descriptor can be
- * made (*out is then empty). Thread-safe. */
-ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
-                                  ruda_stream_id_t stream, ruda_handle_t *out);
-/* Wraps the caller's reference to `m` (from ruda__memory_new) into a handle
- * of `size` bytes on `stream` with no device (tests, benchmarks and
- * internal pools). Takes the reference; NULL gives an empty handle. */
-ruda_handle_t ruda__handle_wrap(ruda_memory_t *m, uint64_t size, ruda_stream_id_t stream);
-/* The descriptor a handle or binding names while it is live (generation
- * current, a user reference left), else NULL (empty, stale, forged). The
- * pointer stays valid for as long as the caller holds the handle or
- * binding. A table index and a compare; thread-safe. */
-ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h);
-ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b);
-/* The check the client runs on every handle argument before anything is
- * queued: NULL when `h` is live, belongs to `device`, and its size,
- * stream and offsets agree with its descriptor; otherwise
- * RUDA_ERR_INVALID_HANDLE whose reason starts with "<who>: " ("write:
- * handle #12.3 was released", "read: handle #12.3 belongs to cuda:0, not
- * cpu:0"). A table index and a few compares; thread-safe. */
-ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device,
-                                 const char *who);
-/* ruda__handle_check, then a new binding of the view in *out (owned by the
- * caller). On error *out is empty. Thread-safe. */
-ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
-                                const char *who, ruda_binding_t *out);
-/* ruda__handle_check for a binding, against the device its memory
- * records. Thread-safe. */
-ruda_status_t ruda__binding_check(const ruda_binding_t *b, const char *who);
-
-/* ---- Pool configuration ---- */
-
-typedef enum ruda__pool_kind {
-  RUDA_POOL_SLICED = 0,    /* pages of page_size carved into slices */
-  RUDA_POOL_EXCLUSIVE = 1, /* one allocation per page */
-} ruda__pool_kind_t;
-
-typedef struct ruda__pool_options {
-  ruda__pool_kind_t kind;
-  uint64_t page_size;       /* sliced */
-  uint64_t max_slice_size;  /* sliced */
-  uint64_t max_alloc_size;  /* exclusive */
-  uint64_t dealloc_period;  /* allocations between periodic cleanups; UINT64_MAX: never */
-} ruda__pool_options_t;
-
-typedef enum ruda__memory_configuration {
-  RUDA_MEMORY_SUBSLICES = 0,      /* default */
-  RUDA_MEMORY_EXCLUSIVE_PAGES = 1,
-  RUDA_MEMORY_CUSTOM = 2,
-} ruda__memory_configuration_t;
-
-typedef enum ruda__persistent_memory {
-  RUDA_PERSISTENT_ENABLED = 0,  /* the mode setter applies (default) */
-  RUDA_PERSISTENT_DISABLED = 1, /* the setter is ignored; always Auto */
-  RUDA_PERSISTENT_ENFORCED = 2, /* always Persistent; the setter is ignored */
-} ruda__persistent_memory_t;
-
-#define RUDA_MAX_POOLS 32
-
-typedef struct ruda__memory_config {
-  ruda__memory_configuration_t configuration;
-  uint32_t num_custom;
-  ruda__pool_options_t custom[RUDA_MAX_POOLS];
-  ruda__persistent_memory_t persistent;
-  /* false (default): ruda's page compaction: empty sliced pages go back to
-   * the storage before a new page is taken, and large slices get pages of
-   * their own size (bounded fragmentation; costs a storage allocation now
-   * and then). true: pages stay until an explicit cleanup (a pool's pages
-   * are reused, never reallocated, at the cost of holding every pool's
-   * high-water mark). Storages whose allocations are slow or synchronising
-   * (CUDA device memory) keep their pages. */
-  bool keep_empty_pages;
-} ruda__memory_config_t;
+/* ---- Presets ---- */
 
 /* Computes the pool list of a preset (SubSlices or ExclusivePages) for a
  * max page size and alignment (docs/memory.md, "Presets"). Returns the count
@@ -233,65 +146,5 @@ ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *mm);
  * allocations, in use, padding, free, reserved; then the usage report)
  * written into the caller's `buf`; snprintf semantics. Never fails. */
 size_t ruda__memory_report(const ruda__memory_manager_t *mm, char *buf, size_t cap);
-
-/* ---- Layout policies (client side, no device round trip) ---- */
-
-typedef enum ruda__layout_policy_kind {
-  RUDA_LAYOUT_POLICY_CONTIGUOUS = 0,
-  RUDA_LAYOUT_POLICY_PITCHED = 1,
-} ruda__layout_policy_kind_t;
-
-typedef struct ruda__layout_policy {
-  ruda__layout_policy_kind_t kind;
-  uint64_t alignment;
-} ruda__layout_policy_t;
-
-/* Applies the policy to `count` descriptors: creates one new unbound base
- * handle (*out_base, on `device` and `stream`, sized to end where the last
- * view ends) and one offset view per descriptor (out_layouts[i].memory is a
- * handle clone narrowed to the descriptor, out_layouts[i].strides its
- * strides); views start at multiples of the policy's alignment. The caller
- * owns every returned handle. RUDA_ERR_INVALID_ARGUMENT for a zero
- * elem_size or a rank above RUDA_MAX_RANK; IoError::BufferTooBig when a
- * size, stride or the total overflows 64 bits; OutOfMemory. Thread-safe. */
-ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
-                                 ruda_stream_id_t stream,
-                                 const ruda_memory_layout_descriptor_t *descs,
-                                 size_t count, ruda_handle_t *out_base,
-                                 ruda_memory_layout_t *out_layouts);
-
-/* ---- Deferred release of host buffers in flight (drop queue) ---- */
-
-/* A fence: `wait` blocks until all work submitted before `make` returned it
- * has completed; `destroy` frees it. */
-typedef struct ruda__fence_ops {
-  void *(*make)(void *ctx);
-  void (*wait)(void *ctx, void *fence);
-  void (*destroy)(void *ctx, void *fence);
-  void *ctx;
-} ruda__fence_ops_t;
-
-typedef void (*ruda__drop_fn)(void *item);
-
-typedef struct ruda__drop_queue ruda__drop_queue_t;
-
-/* Flushes when `max_count` buffers (0: default 64) or `max_bytes` (0:
- * default 64 MiB) are staged. NULL when memory is exhausted or a fence
- * operation is missing. Not thread-safe: one queue per stream, used on the
- * device thread. */
-ruda__drop_queue_t *ruda__drop_queue_create(uint32_t max_count, uint64_t max_bytes,
-                                           ruda__fence_ops_t fence);
-/* Stages `item` (`bytes` long) to be dropped with `drop` (NULL: nothing to
- * call) once it is safe. Errors: OutOfMemory (the item is not staged). */
-ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t bytes,
-                                    ruda__drop_fn drop);
-bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q);
-/* Waits on the previous fence and drops what it covered, then moves the
- * staged items under a new fence (so a flush waits only for work queued
- * before the previous flush, never for what was just submitted). */
-void ruda__drop_queue_flush(ruda__drop_queue_t *q);
-/* Waits for everything and drops every item; frees the queue. NULL is a
- * no-op. */
-void ruda__drop_queue_destroy(ruda__drop_queue_t *q);
 
 #endif

@@ -7,7 +7,15 @@
 #include <string.h>
 
 #include "base/alloc.h"
-#include "memory/memory_internal.h"
+#include "memory/persistent_pool.h"
+#include "memory/pool_page.h"
+
+struct ruda__bucket {
+  uint64_t key;            /* effective size; 0 = empty entry (keys are > 0 except size 0) */
+  bool occupied;
+  ruda__slice_t *free;     /* free slices, linked through next */
+  uint64_t count;          /* slices of this size (free or used) */
+};
 
 /* The effective size, or 0 when it does not fit in 64 bits. 0 is never a
  * key otherwise (size 0 has key 0 too, but only sizes near 2^64 wrap, and
@@ -85,9 +93,9 @@ bool ruda__persistent_has_size(const ruda__pool_t *p, uint64_t size) {
          ruda__bucket_find(p, ruda__persistent_key(p, size)) != NULL;
 }
 
-ruda__slice_t *ruda__persistent_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+ruda__slice_t *ruda__persistent_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
                                             uint64_t size) {
-  (void)mm;
+  (void)ps;
   if (!ruda__persistent_fits(p, size)) return NULL;
   ruda__bucket_t *b = ruda__bucket_find(p, ruda__persistent_key(p, size));
   if (!b || !b->free) return NULL;
@@ -98,24 +106,24 @@ ruda__slice_t *ruda__persistent_try_reserve(ruda__memory_manager_t *mm, ruda__po
   return s;
 }
 
-ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p,
+ruda_status_t ruda__persistent_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
                                      uint64_t size, ruda__slice_t **out) {
   if (!ruda__persistent_fits(p, size)) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   uint64_t key = ruda__persistent_key(p, size);
-  ruda__slice_t *s = ruda__slice_get(mm);
+  ruda__slice_t *s = ruda__slice_get(ps);
   if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(mm, p, key, &pg);
+  ruda_status_t st = ruda__pool_page_new(ps, p, key, &pg);
   if (st) {
-    ruda__slice_put(mm, s);
+    ruda__slice_put(ps, s);
     return st;
   }
   /* The bucket only exists once its first slice does. */
   ruda__bucket_t *b = ruda__bucket_get(p, key);
   if (!b) {
     p->npages--;
-    ruda__pool_page_free(mm, p, pg); /* no slice attached yet */
-    ruda__slice_put(mm, s);
+    ruda__pool_page_free(ps, p, pg); /* no slice attached yet */
+    ruda__slice_put(ps, s);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   }
   b->count++;
@@ -130,22 +138,22 @@ ruda_status_t ruda__persistent_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p
   return NULL;
 }
 
-void ruda__persistent_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
-  (void)mm;
+void ruda__persistent_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s) {
+  (void)ps;
   ruda__slice_mark_free(p, s);
   ruda__bucket_t *b = ruda__bucket_find(p, s->page->bucket_key);
   s->next = b->free;
   b->free = s;
 }
 
-void ruda__persistent_cleanup(ruda__memory_manager_t *mm, ruda__pool_t *p) {
+void ruda__persistent_cleanup(ruda__page_store_t *ps, ruda__pool_t *p) {
   uint32_t j = 0;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
     if (pg->slice->used)
       ruda__pool_keep_page(p, pg, &j);
     else
-      ruda__pool_page_free(mm, p, pg);
+      ruda__pool_page_free(ps, p, pg);
   }
   p->npages = j;
   /* Rebuild the map from the slices that are left (all used). */

@@ -17,7 +17,9 @@
  */
 #include <stdlib.h>
 
-#include "memory/memory_internal.h"
+#include "memory/free_tree.h"
+#include "memory/pool_page.h"
+#include "memory/sliced_pool.h"
 
 bool ruda__sliced_accept(const ruda__pool_t *p, uint64_t size) {
   uint64_t page = p->opt.page_size;
@@ -36,11 +38,11 @@ static void ruda__sliced_set_max(ruda__pool_t *p, ruda__page_t *pg) {
  * putting the rest back as a new free slice right after it. */
 /* The caller made sure that a spare slice struct exists, so this cannot
  * fail. */
-static ruda__slice_t *ruda__sliced_take(ruda__memory_manager_t *mm, ruda__pool_t *p,
+static ruda__slice_t *ruda__sliced_take(ruda__page_store_t *ps, ruda__pool_t *p,
                                         ruda__page_t *pg, ruda__slice_t *s, uint64_t size,
                                         uint64_t eff) {
   if (s->size > eff) {
-    ruda__slice_t *rest = ruda__slice_get(mm);
+    ruda__slice_t *rest = ruda__slice_get(ps);
     rest->page = pg;
     rest->offset = s->offset + eff;
     rest->size = s->size - eff;
@@ -59,27 +61,27 @@ static ruda__slice_t *ruda__sliced_take(ruda__memory_manager_t *mm, ruda__pool_t
   return s;
 }
 
-static ruda__slice_t *ruda__sliced_try_page(ruda__memory_manager_t *mm, ruda__pool_t *p,
+static ruda__slice_t *ruda__sliced_try_page(ruda__page_store_t *ps, ruda__pool_t *p,
                                             ruda__page_t *pg, uint64_t size, uint64_t eff) {
   ruda__slice_t *s = ruda__free_tree_first_fit(pg->root, eff);
   if (!s) return NULL;
   /* Make sure the split can be represented before changing anything. */
-  if (s->size > eff && !mm->spare_slices) {
-    ruda__slice_t *spare = ruda__slice_get(mm);
+  if (s->size > eff && !ps->spare_slices) {
+    ruda__slice_t *spare = ruda__slice_get(ps);
     if (!spare) return NULL;
-    ruda__slice_put(mm, spare);
+    ruda__slice_put(ps, spare);
   }
   pg->root = ruda__free_tree_remove(pg->root, s);
-  return ruda__sliced_take(mm, p, pg, s, size, eff);
+  return ruda__sliced_take(ps, p, pg, s, size, eff);
 }
 
-ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t *p,
+ruda__slice_t *ruda__sliced_try_reserve(ruda__page_store_t *ps, ruda__pool_t *p,
                                         uint64_t size) {
   uint64_t eff = size + ruda__padding(size, p->alignment);
   const uint64_t *mx = p->page_max;
   for (uint32_t i = 0, n = p->npages; i < n; i++) {
     if (mx[i] < eff) continue;
-    ruda__slice_t *s = ruda__sliced_try_page(mm, p, p->pages[i], size, eff);
+    ruda__slice_t *s = ruda__sliced_try_page(ps, p, p->pages[i], size, eff);
     if (s) return s;
   }
   return NULL;
@@ -87,23 +89,23 @@ ruda__slice_t *ruda__sliced_try_reserve(ruda__memory_manager_t *mm, ruda__pool_t
 
 /* The size of a new page for `size` (accepted by the pool). The 20% rule's
  * sizes above max_slice_size already fill most of a page: they keep it. */
-static uint64_t ruda__sliced_page_size(const ruda__memory_manager_t *mm, const ruda__pool_t *p,
+static uint64_t ruda__sliced_page_size(const ruda__page_store_t *ps, const ruda__pool_t *p,
                                        uint64_t size) {
   uint64_t page = p->opt.page_size, eff = size + ruda__padding(size, p->alignment);
-  if (mm->exact_pages) return eff;        /* the storage refused a whole page */
-  if (mm->keep_empty_pages) return page; /* fixed-size pages */
+  if (ps->exact_pages) return eff;        /* the storage refused a whole page */
+  if (ps->keep_empty_pages) return page; /* fixed-size pages */
   return size <= p->opt.max_slice_size && eff > page / 4 ? eff : page;
 }
 
-ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p, uint64_t size,
+ruda_status_t ruda__sliced_alloc(ruda__page_store_t *ps, ruda__pool_t *p, uint64_t size,
                                  ruda__slice_t **out) {
-  ruda__slice_t *first = ruda__slice_get(mm);
+  ruda__slice_t *first = ruda__slice_get(ps);
   if (!first) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  uint64_t page_size = ruda__sliced_page_size(mm, p, size);
+  uint64_t page_size = ruda__sliced_page_size(ps, p, size);
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(mm, p, page_size, &pg);
+  ruda_status_t st = ruda__pool_page_new(ps, p, page_size, &pg);
   if (st) {
-    ruda__slice_put(mm, first);
+    ruda__slice_put(ps, first);
     return st;
   }
   first->page = pg;
@@ -117,7 +119,7 @@ ruda_status_t ruda__sliced_alloc(ruda__memory_manager_t *mm, ruda__pool_t *p, ui
   pg->free_bytes = page_size;
   pg->root = ruda__free_tree_insert(NULL, first);
   ruda__sliced_set_max(p, pg);
-  *out = ruda__sliced_try_page(mm, p, pg, size, size + ruda__padding(size, p->alignment));
+  *out = ruda__sliced_try_page(ps, p, pg, size, size + ruda__padding(size, p->alignment));
   if (!*out) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   return NULL;
 }
@@ -130,7 +132,7 @@ static void ruda__sliced_unlink(ruda__page_t *pg, ruda__slice_t *s) {
   if (s->next) s->next->prev = s->prev;
 }
 
-void ruda__sliced_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__slice_t *s) {
+void ruda__sliced_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s) {
   ruda__page_t *pg = s->page;
   ruda__slice_mark_free(p, s);
   /* A free slice covers its padding too. */
@@ -142,33 +144,21 @@ void ruda__sliced_on_free(ruda__memory_manager_t *mm, ruda__pool_t *p, ruda__sli
     pg->root = ruda__free_tree_remove(pg->root, prev);
     prev->size += s->size;
     ruda__sliced_unlink(pg, s);
-    ruda__slice_put(mm, s);
+    ruda__slice_put(ps, s);
     s = prev;
   }
   if (next && !next->used) {
     pg->root = ruda__free_tree_remove(pg->root, next);
     s->size += next->size;
     ruda__sliced_unlink(pg, next);
-    ruda__slice_put(mm, next);
+    ruda__slice_put(ps, next);
   }
   if (s->size == 0 && (s->prev || s->next)) {
     /* An empty slice between two used ones covers nothing. */
     ruda__sliced_unlink(pg, s);
-    ruda__slice_put(mm, s);
+    ruda__slice_put(ps, s);
   } else {
     pg->root = ruda__free_tree_insert(pg->root, s);
   }
   ruda__sliced_set_max(p, pg);
-}
-
-void ruda__sliced_free_empty_pages(ruda__memory_manager_t *mm, ruda__pool_t *p) {
-  uint32_t j = 0;
-  for (uint32_t i = 0; i < p->npages; i++) {
-    ruda__page_t *pg = p->pages[i];
-    if (pg->used_slices == 0)
-      ruda__pool_page_free(mm, p, pg);
-    else
-      ruda__pool_keep_page(p, pg, &j);
-  }
-  p->npages = j;
 }

@@ -1,0 +1,66 @@
+/* Descriptors and handles: the internals behind ruda_handle_t that the
+ * other layers use (the client creates and checks handles, backends bind
+ * and release them). Defined in memory_handle.c; the descriptor's own
+ * fields are in memory_handle_internal.h, for the memory layer only. */
+#ifndef RUDA_MEMORY_HANDLE_H
+#define RUDA_MEMORY_HANDLE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ruda/memory.h"
+#include "ruda/status.h"
+#include "ruda/types.h"
+
+/* A new unbound descriptor holding one handle reference (the caller's), or
+ * NULL when memory (or the table's 2^32 slots) is exhausted. Its size,
+ * stream and device are unset until ruda__handle_wrap/ruda__handle_create.
+ * Thread-safe. The retain/release functions below are thread-safe too and
+ * trust the caller to hold a reference (no generation check); the last
+ * release recycles the descriptor's slot. */
+ruda_memory_t *ruda__memory_new(void);
+/* Whether `m` (NULL: false) is bound to a slice. Reads the location, which
+ * only the device thread writes: call it there. Never fails. */
+bool ruda__memory_is_bound(const ruda_memory_t *m);
+/* The id handles of `m` carry (slot + generation; 0 for NULL). Thread-safe;
+ * never fails. */
+uint64_t ruda__memory_id(const ruda_memory_t *m);
+/* Raw reference counting (handles count in both, bindings only in total). */
+void ruda__memory_retain_handle(ruda_memory_t *m);
+void ruda__memory_retain_binding(ruda_memory_t *m);
+void ruda__memory_release_handle(ruda_memory_t *m);
+void ruda__memory_release_binding(ruda_memory_t *m);
+
+/* A new handle of `size` bytes on (device, stream), unbound, holding the
+ * only reference of a new descriptor that records all three (the client's
+ * ruda_client_empty and friends). OutOfMemory when no descriptor can be
+ * made (*out is then empty). Thread-safe. */
+ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
+                                  ruda_stream_id_t stream, ruda_handle_t *out);
+/* Wraps the caller's reference to `m` (from ruda__memory_new) into a handle
+ * of `size` bytes on `stream` with no device (tests, benchmarks and
+ * internal pools). Takes the reference; NULL gives an empty handle. */
+ruda_handle_t ruda__handle_wrap(ruda_memory_t *m, uint64_t size, ruda_stream_id_t stream);
+/* The descriptor a handle or binding names while it is live (generation
+ * current, a user reference left), else NULL (empty, stale, forged). The
+ * pointer stays valid for as long as the caller holds the handle or
+ * binding. A table index and a compare; thread-safe. */
+ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h);
+ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b);
+/* The check the client runs on every handle argument before anything is
+ * queued: NULL when `h` is live, belongs to `device`, and its size,
+ * stream and offsets agree with its descriptor; otherwise
+ * RUDA_ERR_INVALID_HANDLE whose reason starts with "<who>: " ("write:
+ * handle #12.3 was released", "read: handle #12.3 belongs to cuda:0, not
+ * cpu:0"). A table index and a few compares; thread-safe. */
+ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device,
+                                 const char *who);
+/* ruda__handle_check, then a new binding of the view in *out (owned by the
+ * caller). On error *out is empty. Thread-safe. */
+ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
+                                const char *who, ruda_binding_t *out);
+/* ruda__handle_check for a binding, against the device its memory
+ * records. Thread-safe. */
+ruda_status_t ruda__binding_check(const ruda_binding_t *b, const char *who);
+
+#endif
