@@ -44,7 +44,7 @@ ruda_status_t ruda__client_future_make(ruda__future_t *inner, ruda_status_t earl
 }
 
 ruda_status_t ruda_future_wait(ruda_future_t *f) {
-  if (!f) return ruda__client_invalid("ruda_future_wait: NULL future");
+  if (!f) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_future_wait: NULL future");
   ruda_status_t s = f->early, w = ruda__client_future_finish(f->inner);
   if (s) ruda_status_free(w);
   else s = w;
