@@ -53,6 +53,14 @@ static inline uint32_t ruda__spin_budget(ruda__spin_t *s) {
 /* Records how a wait went: `ok` when it was answered within the budget. */
 void ruda__spin_adapt(ruda__spin_t *s, bool ok);
 
+/* Stores `cpu` in *where (if any) unless it is there already: the word
+ * shares a cache line with what the other side polls and updates. */
+static inline void ruda__sync_publish_cpu(atomic_int *where, int cpu) {
+  if (where && atomic_load_explicit(where, memory_order_relaxed) != cpu) {
+    atomic_store_explicit(where, cpu, memory_order_relaxed);
+  }
+}
+
 /* Polls until done(arg) is true, for at most s's budget (adapting it);
  * true when done returned true. Time spent inside done() itself (which
  * may do the work it waits for) is not counted against the budget.
@@ -69,7 +77,7 @@ static inline bool ruda__spin_until(ruda__spin_t *s, bool (*done)(const void *ar
   uint64_t start = ruda__sync_now_ns(), now = start;
   for (;;) {
     int cpu = ruda__sync_cpu();
-    if (self_cpu) atomic_store_explicit(self_cpu, cpu, memory_order_relaxed);
+    ruda__sync_publish_cpu(self_cpu, cpu);
     bool answered = false;
     if (partner_cpu && cpu >= 0 &&
         atomic_load_explicit(partner_cpu, memory_order_relaxed) == cpu) {

@@ -2,9 +2,11 @@
  * owns each one.
  *
  * Every device has exactly one server, created on first use on the device's
- * worker thread, which then executes submitted operations in FIFO order. A
- * submit from the worker thread itself (inside ruda_client_exclusive or
- * ruda_client_profile) runs inline.
+ * worker thread, which then executes submitted operations in FIFO order;
+ * on a server that runs on any thread (vt->any_thread: CPU) a caller
+ * waiting for its answer runs them itself while no other thread does
+ * (device.c, "Who runs the queue"). A submit from the thread running the
+ * queue (inside ruda_client_exclusive or ruda_client_profile) runs inline.
  */
 #ifndef RUDA_CLIENT_DEVICE_H
 #define RUDA_CLIENT_DEVICE_H
@@ -34,11 +36,31 @@ struct ruda__device {
   ruda__server_t *server;
   pthread_t thread;
   ruda__mpsc_t queue;
+  /* The words polled across threads, in cache lines by who writes them,
+   * so that a round trip run by its caller moves as few lines as possible
+   * while the worker polls. Written by submitters: */
+  char pad_submit_[64];
   atomic_ulong submitted;
-  unsigned long executed; /* worker only: ops popped */
+  atomic_int client_cpu; /* where the last submitter or waiter ran */
+  /* Written by the thread that runs the queue: */
+  char pad_run_[64];
+  /* Held by the thread that pops and runs ops (0 free, 1 held, 2 held with
+   * the worker waiting for it): the worker, or on a server that runs on
+   * any thread (vt->any_thread, copied to `caller_runs`) a caller waiting
+   * for its answer while no other thread runs the queue. */
+  atomic_uint running;
+  /* Ops popped, by the thread that holds `running`. */
+  atomic_ulong executed;
   atomic_ulong completed; /* ops whose run returned (release), for waiters */
+  atomic_int worker_cpu;  /* where the worker last ran */
+  char pad_end_[64];
   atomic_uint sleeping;
-  bool stop;              /* worker only */
+  bool caller_runs;
+  /* Polling budgets (base/sync.h): the worker's on an empty queue, and
+   * the callers' for an answer (progress, a blocking call's completion). */
+  ruda__spin_t idle_spin;
+  ruda__spin_t wait_spin;
+  atomic_bool stop;       /* set by the stop op, which only the worker runs */
   ruda_status_t init_error; /* creation only: the device is not kept */
   ruda__completion_t ready;
   int profile_level;      /* ruda_log_level_t of [profiling], read at creation */
@@ -125,6 +147,7 @@ ruda_status_t ruda__device_call(ruda__device_t *d, ruda_stream_id_t stream, ruda
 typedef struct ruda__call {
   ruda__op_t base;
   ruda__completion_t done;
+  ruda__device_t *dev;
   ruda__call_fn fn;
   void *ctx;
   ruda_status_t status;
