@@ -5,6 +5,9 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,8 +172,134 @@ void ruda_bench_compare(ruda_bench_sample_fn ruda, void *ruda_ctx,
   free(samples);
 }
 
-/* True when some thread of the process other than the caller is running
- * or runnable (state R in /proc/self/task/<tid>/stat). */
+void ruda_bench_compare_each(ruda_bench_op_fn ruda, void *ruda_ctx, ruda_bench_op_fn baseline,
+                             void *baseline_ctx, size_t warmup, size_t reps, size_t inner,
+                             uint64_t max_sample_ns, double *out_ruda, size_t *n_ruda,
+                             double *out_baseline, size_t *n_baseline) {
+  *n_ruda = *n_baseline = 0;
+  /* Touched before timing: a first write to each page of a fresh
+   * allocation faults, which would add a microsecond or two to every
+   * 512th operation. */
+  memset(out_ruda, 0, reps * inner * sizeof *out_ruda);
+  memset(out_baseline, 0, reps * inner * sizeof *out_baseline);
+  for (size_t i = 0; i < warmup; ++i) ruda(ruda_ctx);
+  ruda_bench_quiesce(QUIESCE_MAX_MS);
+  for (size_t i = 0; i < warmup; ++i) baseline(baseline_ctx);
+  for (size_t r = 0; r < reps; ++r) {
+    for (int side = 0; side < 2; ++side) {
+      bool ruda_now = (side == 0) == ((r % 2) == 0);
+      ruda_bench_op_fn fn = ruda_now ? ruda : baseline;
+      void *ctx = ruda_now ? ruda_ctx : baseline_ctx;
+      size_t *n = ruda_now ? n_ruda : n_baseline;
+      double *out = ruda_now ? out_ruda : out_baseline;
+      ruda_bench_quiesce(QUIESCE_MAX_MS);
+      uint64_t start = ruda_bench_now_ns(), t0 = start;
+      for (size_t i = 0; i < inner; ++i) {
+        fn(ctx);
+        uint64_t t1 = ruda_bench_now_ns();
+        out[(*n)++] = (double)(t1 - t0);
+        t0 = t1;
+        if (max_sample_ns && t1 - start >= max_sample_ns) break;
+      }
+    }
+  }
+}
+
+ruda_bench_stats_t ruda_bench_stats_quantile(double *samples, size_t n, double q) {
+  ruda_bench_stats_t s = ruda_bench_stats_from_samples(samples, n);
+  if (n == 0) return s;
+  /* Nearest rank: the smallest value with at least q * n values at or
+   * below it. */
+  double rank = ceil(q * (double)n);
+  size_t k = rank < 1 ? 0 : (size_t)rank - 1;
+  if (k >= n) k = n - 1;
+  s.median = samples[k];
+  return s;
+}
+
+/* ---- Background load ---- */
+
+#define LOAD_MAX_THREADS 1024
+
+struct ruda_bench_load {
+  unsigned threads;
+  atomic_bool stop;
+  atomic_uint started;
+  pthread_t thread[LOAD_MAX_THREADS];
+  _Atomic pid_t tid[LOAD_MAX_THREADS];
+};
+
+/* The load ruda_bench_quiesce ignores (one at a time, set by the main
+ * thread before the threads count as started). */
+static ruda_bench_load_t *g_load;
+
+typedef struct load_arg {
+  ruda_bench_load_t *load;
+  unsigned index;
+} load_arg_t;
+
+static load_arg_t g_load_args[LOAD_MAX_THREADS];
+
+static void *load_main(void *p) {
+  load_arg_t *a = p;
+  ruda_bench_load_t *l = a->load;
+  atomic_store(&l->tid[a->index], (pid_t)syscall(SYS_gettid));
+  atomic_fetch_add(&l->started, 1);
+  /* A compute loop: an LCG whose result is kept, checked against the stop
+   * flag every 4096 steps. */
+  uint64_t x = 88172645463325252ull + a->index;
+  while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+    for (int i = 0; i < 4096; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      __asm__ volatile("" : "+r"(x));
+    }
+  }
+  return NULL;
+}
+
+unsigned ruda_bench_online_cores(void) {
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (unsigned)n : 1u;
+}
+
+ruda_bench_load_t *ruda_bench_load_start(unsigned threads) {
+  if (g_load || threads > LOAD_MAX_THREADS) return NULL;
+  ruda_bench_load_t *l = calloc(1, sizeof *l);
+  if (!l) return NULL;
+  g_load = l;
+  for (unsigned i = 0; i < threads; ++i) {
+    g_load_args[i] = (load_arg_t){l, i};
+    if (pthread_create(&l->thread[i], NULL, load_main, &g_load_args[i]) != 0) {
+      ruda_bench_load_stop(l);
+      return NULL;
+    }
+    l->threads = i + 1;
+  }
+  /* Every thread runs (and is known to quiesce) before the case starts. */
+  while (atomic_load(&l->started) < l->threads) sched_yield();
+  return l;
+}
+
+void ruda_bench_load_stop(ruda_bench_load_t *l) {
+  if (!l) return;
+  atomic_store(&l->stop, true);
+  for (unsigned i = 0; i < l->threads; ++i) pthread_join(l->thread[i], NULL);
+  if (g_load == l) g_load = NULL;
+  free(l);
+}
+
+static bool is_load_thread(pid_t tid) {
+  const ruda_bench_load_t *l = g_load;
+  if (!l) return false;
+  for (unsigned i = 0; i < l->threads; ++i) {
+    if (atomic_load_explicit(&l->tid[i], memory_order_relaxed) == tid) return true;
+  }
+  return false;
+}
+
+/* True when some thread of the process other than the caller (and the
+ * background load) is running or runnable (state R in
+ * /proc/self/task/<tid>/stat). */
 static bool others_running(pid_t self, bool *ok) {
   DIR *dir = opendir("/proc/self/task");
   *ok = dir != NULL;
@@ -178,7 +307,9 @@ static bool others_running(pid_t self, bool *ok) {
   bool running = false;
   struct dirent *de;
   while (!running && (de = readdir(dir)) != NULL) {
-    if (de->d_name[0] < '0' || de->d_name[0] > '9' || atoi(de->d_name) == self) continue;
+    if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+    pid_t tid = (pid_t)atoi(de->d_name);
+    if (tid == self || is_load_thread(tid)) continue;
     char path[32 + sizeof de->d_name], line[512];
     snprintf(path, sizeof path, "/proc/self/task/%s/stat", de->d_name);
     FILE *f = fopen(path, "r");

@@ -66,13 +66,46 @@ void ruda_bench_compare(ruda_bench_sample_fn ruda, void *ruda_ctx,
                         size_t reps, size_t inner, ruda_bench_stats_t *out_ruda,
                         ruda_bench_stats_t *out_baseline);
 
+/* One operation of a case, timed on its own by ruda_bench_compare_each. */
+typedef void (*ruda_bench_op_fn)(void *ctx);
+
+/* Like ruda_bench_compare, but every operation is timed on its own (for
+ * percentiles): `warmup` untimed operations per side, then `reps` rounds
+ * of one sample per side, the side that goes first alternating, each
+ * sample starting once the other side's threads sleep. A sample is
+ * `inner` operations, or fewer when `max_sample_ns` (0: no limit) have
+ * passed, so that a slow side still ends in bounded time while a fast one
+ * spans the same stretch of scheduling. The per-operation nanoseconds go
+ * to out_ruda and out_baseline (the caller's arrays of reps * inner
+ * values); *n_ruda and *n_baseline say how many were stored. */
+void ruda_bench_compare_each(ruda_bench_op_fn ruda, void *ruda_ctx, ruda_bench_op_fn baseline,
+                             void *baseline_ctx, size_t warmup, size_t reps, size_t inner,
+                             uint64_t max_sample_ns, double *out_ruda, size_t *n_ruda,
+                             double *out_baseline, size_t *n_baseline);
+
+/* The q-quantile (0 < q <= 1, nearest rank) of `n` samples as `median`,
+ * with their min and max (sorted in place). n == 0 gives zeros. */
+ruda_bench_stats_t ruda_bench_stats_quantile(double *samples, size_t n, double q);
+
+/* Background load: `threads` threads spinning in a compute loop (no
+ * system calls, no memory traffic) from ruda_bench_load_start() until
+ * ruda_bench_load_stop(), so that a case runs while every core is
+ * contended. ruda_bench_quiesce ignores them. NULL when a thread cannot
+ * be started (none is left running). One load at a time. */
+typedef struct ruda_bench_load ruda_bench_load_t;
+ruda_bench_load_t *ruda_bench_load_start(unsigned threads);
+void ruda_bench_load_stop(ruda_bench_load_t *load);
+/* Online cores (sysconf), at least 1. */
+unsigned ruda_bench_online_cores(void);
+
 /* The name of an OpenMP baseline: "<construct> (N threads,
  * OMP_WAIT_POLICY=<value or unset>)", so a reader knows whether the team
  * spun between regions. snprintf semantics. */
 size_t ruda_bench_omp_name(const char *construct, int threads, char *out, size_t cap);
 
 /* Waits until every other thread of the process is asleep (none is running
- * or runnable in /proc/self/task), polling, for at most `max_ms`
+ * or runnable in /proc/self/task; the threads of a ruda_bench_load_start
+ * load do not count), polling, for at most `max_ms`
  * milliseconds. True when they all slept; false on timeout or where /proc
  * cannot be read. */
 bool ruda_bench_quiesce(unsigned max_ms);

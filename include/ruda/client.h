@@ -355,8 +355,10 @@ ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t
  * Blocking; thread-safe. */
 ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
                                       ruda_profile_duration_t *out);
-/* Runs fn(c, ctx) on the device's worker thread with no other operation of
- * any thread interleaved; client calls made inside fn run inline.
+/* Runs fn(c, ctx) on the thread that runs the device's operations (its
+ * worker; on the CPU backend possibly a thread waiting for the device) with
+ * no other operation of any thread interleaved; client calls made inside
+ * fn run inline.
  * ruda_shutdown() called inside fn returns RUDA_ERR_INVALID_ARGUMENT and
  * does nothing (it would wait for fn). Errors: fn's status;
  * RUDA_ERR_UNAVAILABLE after ruda_shutdown(); RUDA_ERR_INVALID_ARGUMENT

@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 void ruda__futex_wait(atomic_uint *addr, uint32_t expected) {
@@ -24,24 +25,57 @@ void ruda__completion_signal(ruda__completion_t *c) {
   }
 }
 
-/* Polls before yielding: about the cost of a launch round trip, so a
- * waiter whose answer is microseconds away never makes a system call. */
-#ifndef RUDA__WAIT_SPINS
-#define RUDA__WAIT_SPINS 2000
-#endif
+uint64_t ruda__sync_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void ruda__sync_yield(void) { sched_yield(); }
+
+int ruda__sync_cpu(void) { return sched_getcpu(); }
+
+void ruda__spin_init(ruda__spin_t *s, uint32_t min_ns, uint32_t max_ns) {
+  s->min_ns = min_ns;
+  s->max_ns = max_ns < min_ns ? min_ns : max_ns;
+  atomic_init(&s->ns, s->max_ns);
+}
+
+void ruda__spin_adapt(ruda__spin_t *s, bool ok) {
+  uint32_t b = atomic_load_explicit(&s->ns, memory_order_relaxed);
+  uint32_t n = ok ? (b > s->max_ns / 2 ? s->max_ns : 2 * b) : (b / 2 < s->min_ns ? s->min_ns : b / 2);
+  if (n != b) atomic_store_explicit(&s->ns, n, memory_order_relaxed);
+}
+
+/* The budget of waits that bring no ruda__spin_t of their own: most
+ * device operations answer within microseconds. */
+static ruda__spin_t default_spin = RUDA__SPIN_INIT(1000, 100000);
+
+static bool completion_is_done(const void *c) {
+  return atomic_load_explicit(&((ruda__completion_t *)c)->state, memory_order_acquire) == 1;
+}
+
+/* A yield that takes longer than this lost the core to another thread. */
+#define YIELD_LOST_NS 50000
+
+bool ruda__yield_until(bool (*done)(const void *arg), const void *arg, uint64_t max_ns) {
+  uint64_t start = ruda__sync_now_ns(), t = start;
+  while (!done(arg)) {
+    sched_yield();
+    uint64_t now = ruda__sync_now_ns();
+    if (now - t > YIELD_LOST_NS || now - start > max_ns) return done(arg);
+    t = now;
+  }
+  return true;
+}
 
 void ruda__completion_wait(ruda__completion_t *c) {
-  /* Spin briefly: most device operations answer within microseconds. */
-  for (int i = 0; i < RUDA__WAIT_SPINS; i++) {
-    if (atomic_load_explicit(&c->state, memory_order_acquire) == 1) return;
-    ruda__cpu_relax();
-  }
-  /* Then yield: on a machine with few cores the thread we wait for may
-   * need this one's core. */
-  for (int i = 0; i < 2000; i++) {
-    if (atomic_load_explicit(&c->state, memory_order_acquire) == 1) return;
-    sched_yield();
-  }
+  if (ruda__spin_until(&default_spin, completion_is_done, c, NULL, NULL)) return;
+  if (ruda__yield_until(completion_is_done, c, RUDA__YIELD_MAX_NS)) return;
+  ruda__completion_sleep(c);
+}
+
+void ruda__completion_sleep(ruda__completion_t *c) {
   for (;;) {
     unsigned v = atomic_load_explicit(&c->state, memory_order_acquire);
     if (v == 1) return;

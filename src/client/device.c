@@ -29,30 +29,171 @@ static void device_free(ruda__device_t *d) {
   ruda__free(d);
 }
 
-/* ---- The runner lock ---- */
+/* Polling budgets (adaptive, base/sync.h), in nanoseconds. The worker
+ * polls an empty queue for up to 500 us before it sleeps, so a burst of
+ * launches never pays for a wake-up; a caller polls for its answer for up
+ * to 100 us, about a hundred round trips. Both shrink to 1 us while their
+ * polls keep failing. */
+enum {
+  IDLE_SPIN_MIN_NS = 1000,
+  IDLE_SPIN_MAX_NS = 500000,
+  WAIT_SPIN_MIN_NS = 1000,
+  WAIT_SPIN_MAX_NS = 100000,
+};
 
-static bool runner_try(ruda__device_t *d) {
-  unsigned free_ = 0;
-  return atomic_compare_exchange_strong_explicit(&d->runner, &free_, 1, memory_order_acquire,
+/* The worker's poll for a caller that runs the queue: such runs are short
+ * (the caller stops at its own op), so a few microseconds, then a sleep. */
+static ruda__spin_t lock_spin = RUDA__SPIN_INIT(5000, 5000);
+
+static bool work_queued(const void *p) {
+  const ruda__device_t *d = p;
+  return atomic_load_explicit(&d->submitted, memory_order_seq_cst) !=
+         atomic_load_explicit(&d->executed, memory_order_seq_cst);
+}
+
+/* The worker leaves work that appears while it is idle to its submitter
+ * for this long: a caller that waits for it at once (a launch, then a
+ * sync) runs it on its own thread, which saves the hand-off to this
+ * thread and back (about 1 to 2 us). Work nobody waits for starts this
+ * much later. */
+enum { GRACE_NS = 2000 };
+static ruda__spin_t grace_spin = RUDA__SPIN_INIT(GRACE_NS, GRACE_NS);
+
+static bool never(const void *p) {
+  (void)p;
+  return false;
+}
+
+/* The worker's poll of an empty queue reads one word, which a submitter
+ * writes once per op. */
+typedef struct idle_poll {
+  const ruda__device_t *d;
+  unsigned long submitted; /* when the queue was found empty */
+} idle_poll_t;
+
+static bool submitted_since(const void *p) {
+  const idle_poll_t *w = p;
+  return atomic_load_explicit(&w->d->submitted, memory_order_acquire) != w->submitted;
+}
+
+static bool queue_free_or_empty(const void *p) {
+  const ruda__device_t *d = p;
+  return atomic_load_explicit(&d->running, memory_order_relaxed) == 0 || !work_queued(d);
+}
+
+/* ---- Who runs the queue ----
+ *
+ * Ops are popped and run by the thread holding `running`, one at a time
+ * and in queue order: the worker, or (servers with vt->any_thread) a
+ * caller that waits for its answer and finds nobody running the queue.
+ * That caller runs the ops ahead of its own and its own, then lets go.
+ * With more runnable threads than cores the worker is often waiting for a
+ * core, typically the caller's own (the scheduler puts a woken thread on
+ * the core of the thread that woke it), and a hand-off would cost the
+ * caller two context switches or a scheduler slice; running the op itself
+ * costs nothing the worker would not have spent. The worker never waits
+ * for a caller that is not running the queue, and callers only try the
+ * lock, so nobody waits in a circle: a waiter always waits for a thread
+ * that runs ops.
+ *
+ * The worker sleeps only when every op submitted has been popped
+ * (`submitted` == `executed` after it announced `sleeping`); a submit that
+ * finds it asleep wakes it, whoever runs the queue at the time, so an op
+ * left behind by a caller is always run. */
+
+static bool queue_trylock(ruda__device_t *d) {
+  unsigned c = 0;
+  return atomic_compare_exchange_strong_explicit(&d->running, &c, 1, memory_order_acquire,
                                                  memory_order_relaxed);
 }
 
-/* The worker's side: a caller's short call holds the lock for a few
- * driver calls at most. */
-static void runner_lock(ruda__device_t *d) {
-  for (unsigned i = 0; !runner_try(d); i++) {
-    ruda__cpu_relax();
-    if ((i & 1023) == 1023) sched_yield();
+static void queue_unlock(ruda__device_t *d) {
+  if (atomic_exchange_explicit(&d->running, 0, memory_order_release) == 2) {
+    ruda__futex_wake(&d->running, 1);
   }
 }
 
-static void runner_unlock(ruda__device_t *d) {
-  atomic_store_explicit(&d->runner, 0, memory_order_release);
+/* Sleeps until the caller that runs the queue lets go (2 tells it to wake
+ * this thread). */
+static void queue_lock_sleep(ruda__device_t *d) {
+  unsigned c = atomic_exchange_explicit(&d->running, 2, memory_order_acquire);
+  while (c != 0) {
+    ruda__futex_wait(&d->running, 2);
+    c = atomic_exchange_explicit(&d->running, 2, memory_order_acquire);
+  }
 }
 
-/* Spin this many times on an empty queue before sleeping; a burst of
- * launches then never pays for a wake-up. */
-enum { WORKER_SPINS = 20000 };
+/* The worker's lock: false (not taken) when a caller emptied the queue
+ * meanwhile. */
+static bool queue_lock(ruda__device_t *d) {
+  if (queue_trylock(d)) return true;
+  ruda__spin_until(&lock_spin, queue_free_or_empty, d, &d->worker_cpu, &d->client_cpu);
+  if (!work_queued(d)) return false;
+  if (!queue_trylock(d)) queue_lock_sleep(d); /* the caller may have lost its core */
+  return true;
+}
+
+/* Pops and runs ops (holding `running`) until the queue is empty or a
+ * push is half done, `done(arg)` holds (when given) or the stop op ran.
+ * True when it ran at least one. */
+static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void *arg) {
+  bool ran = false;
+  while (!atomic_load_explicit(&d->stop, memory_order_relaxed) && !(done && done(arg))) {
+    ruda__mpsc_node_t *n = ruda__mpsc_pop(&d->queue);
+    if (!n) break;
+    unsigned long e = atomic_load_explicit(&d->executed, memory_order_relaxed) + 1;
+    atomic_store_explicit(&d->executed, e, memory_order_seq_cst);
+    ruda__op_t *op = (ruda__op_t *)n;
+    op->run(d, op);
+    atomic_store_explicit(&d->completed, e, memory_order_release);
+    ran = true;
+  }
+  return ran;
+}
+
+/* A caller's turn: runs the queue up to `done` on this thread when nobody
+ * else runs it. Never on a device's worker (its ops would wait for this
+ * thread) nor once ruda_shutdown() has begun (the stop is the worker's). */
+static bool caller_run(ruda__device_t *d, bool (*done)(const void *), const void *arg) {
+  if (!d->caller_runs || tls_worker || !queue_trylock(d)) return false;
+  if (atomic_load_explicit(&d->closing, memory_order_seq_cst)) {
+    queue_unlock(d);
+    return false;
+  }
+  tls_worker = d;
+  run_queued(d, done, arg);
+  tls_worker = NULL;
+  queue_unlock(d);
+  return done(arg);
+}
+
+/* What a caller polls: its answer, or a free queue it then runs itself. */
+typedef struct caller_wait {
+  ruda__device_t *d;
+  bool (*done)(const void *);
+  const void *arg;
+} caller_wait_t;
+
+static bool answered_or_ran(const void *p) {
+  const caller_wait_t *w = p;
+  if (w->done(w->arg)) return true;
+  if (!w->d->caller_runs || atomic_load_explicit(&w->d->running, memory_order_relaxed) != 0) {
+    return false;
+  }
+  return caller_run(w->d, w->done, w->arg);
+}
+
+/* Polls (within the callers' budget) for done(arg), running the queue
+ * when nobody does; false when the budget ran out first. With `yield`,
+ * then yields while that is cheap (ruda__yield_until). */
+static bool caller_poll(ruda__device_t *d, bool (*done)(const void *), const void *arg,
+                        bool yield) {
+  caller_wait_t w = {d, done, arg};
+  if (ruda__spin_until(&d->wait_spin, answered_or_ran, &w, &d->client_cpu, &d->worker_cpu)) {
+    return true;
+  }
+  return yield && ruda__yield_until(answered_or_ran, &w, RUDA__YIELD_MAX_NS);
+}
 
 static void *worker_main(void *arg) {
   ruda__device_t *d = arg;
@@ -66,43 +207,52 @@ static void *worker_main(void *arg) {
     memcpy(d->info, u->info, sizeof d->info);
     d->layout_policy = u->layout_policy;
     d->check_mode = u->check_mode;
+    d->caller_runs = d->server->vt->any_thread;
   }
   ruda__completion_signal(&d->ready);
   if (d->init_error) return NULL;
 
-  while (!d->stop) {
-    ruda__mpsc_node_t *n = ruda__mpsc_pop(&d->queue);
-    if (n) {
-      d->executed++;
-      ruda__op_t *op = (ruda__op_t *)n;
-      runner_lock(d);
-      op->run(d, op);
-      runner_unlock(d);
-      atomic_store_explicit(&d->completed, d->executed, memory_order_release);
+  /* Set when work appears after the worker went idle (not when more is
+   * queued behind what it ran): see GRACE_NS. */
+  bool fresh = false;
+  while (!atomic_load_explicit(&d->stop, memory_order_relaxed)) {
+    if (work_queued(d)) {
+      if (fresh && d->caller_runs) {
+        /* A wait that reads nothing the caller writes (yielding instead
+         * while the caller is on this CPU). */
+        fresh = false;
+        ruda__spin_until(&grace_spin, never, NULL, &d->worker_cpu, &d->client_cpu);
+        continue;
+      }
+      if (queue_lock(d)) {
+        ruda__sync_publish_cpu(&d->worker_cpu, ruda__sync_cpu());
+        bool ran = run_queued(d, NULL, NULL);
+        queue_unlock(d);
+        if (!ran) ruda__cpu_relax(); /* a push half done */
+      }
       continue;
     }
-    bool found = false;
-    int spins = d->server->shares_host_cores ? 0 : WORKER_SPINS;
-    for (int i = 0; i < spins; i++) {
-      if (atomic_load_explicit(&d->submitted, memory_order_acquire) != d->executed) {
-        found = true;
-        break;
-      }
-      ruda__cpu_relax();
+    fresh = true;
+    idle_poll_t idle = {d, atomic_load_explicit(&d->submitted, memory_order_seq_cst)};
+    if (work_queued(d)) continue;
+    if (!d->server->shares_host_cores &&
+        ruda__spin_until(&d->idle_spin, submitted_since, &idle, &d->worker_cpu, &d->client_cpu)) {
+      continue;
     }
-    if (found) continue;
     atomic_store_explicit(&d->sleeping, 1, memory_order_seq_cst);
-    if (atomic_load_explicit(&d->submitted, memory_order_seq_cst) != d->executed) {
+    if (work_queued(d)) {
       atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
       continue;
     }
     ruda__futex_wait(&d->sleeping, 1);
     atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
   }
-  runner_lock(d);
+  /* No caller runs the queue once ruda_shutdown() has begun; taking the
+   * lock makes sure none is still at it. */
+  if (!queue_trylock(d)) queue_lock_sleep(d);
   d->server->vt->destroy(d->server);
   d->server = NULL;
-  runner_unlock(d);
+  queue_unlock(d);
   return NULL;
 }
 
@@ -123,6 +273,7 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
     op->run(d, op);
     return;
   }
+  ruda__sync_publish_cpu(&d->client_cpu, ruda__sync_cpu());
   atomic_fetch_add_explicit(&d->submitted, 1, memory_order_seq_cst);
   ruda__mpsc_push(&d->queue, &op->node);
   if (atomic_load_explicit(&d->sleeping, memory_order_seq_cst)) {
@@ -186,31 +337,39 @@ static void run_call(ruda__device_t *d, ruda__op_t *op) {
   ruda__completion_signal(&c->done); /* the caller's memory: last access */
 }
 
+static bool completion_done(const void *c) {
+  return ruda__completion_done((ruda__completion_t *)c);
+}
+
 void ruda__device_call_start(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
                              void *ctx, ruda__call_t *call) {
-  *call = (ruda__call_t){.base = {.run = run_call, .stream = stream}, .fn = fn, .ctx = ctx};
+  *call = (ruda__call_t){
+      .base = {.run = run_call, .stream = stream}, .dev = d, .fn = fn, .ctx = ctx};
   ruda__completion_init(&call->done);
   ruda__device_submit(d, &call->base);
 }
 
 ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
-  ruda__completion_wait(&call->done);
+  if (!caller_poll(call->dev, completion_done, &call->done, true)) {
+    ruda__completion_sleep(&call->done);
+  }
   return call->status;
 }
 
 bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
                            ruda_status_t *out) {
-  if (tls_worker == d ||
-      atomic_load_explicit(&d->submitted, memory_order_acquire) !=
-          atomic_load_explicit(&d->completed, memory_order_acquire) ||
-      !runner_try(d)) {
+  /* Only when nothing is queued: the call then keeps its place in the
+   * order without running anybody else's work on this thread. */
+  if (tls_worker == d || work_queued(d) || !queue_trylock(d)) return false;
+  if (work_queued(d)) {
+    queue_unlock(d);
     return false;
   }
   /* Under the lock the server cannot go: the worker destroys it holding it. */
   ruda__server_t *s = d->server;
   void *token = NULL;
   if (!s || (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
-    runner_unlock(d);
+    queue_unlock(d);
     return false;
   }
   /* Nested submits (none today) run inline too, as on the worker. */
@@ -219,7 +378,7 @@ bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__cal
   *out = fn(s, stream, ctx);
   if (s->vt->thread_leave) s->vt->thread_leave(s, token);
   tls_worker = prev;
-  runner_unlock(d);
+  queue_unlock(d);
   return true;
 }
 
@@ -275,19 +434,26 @@ void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
   ruda__free(block);
 }
 
+typedef struct progress {
+  ruda__device_t *d;
+  unsigned long target;
+} progress_t;
+
+static bool progress_reached(const void *p) {
+  const progress_t *g = p;
+  return atomic_load_explicit(&g->d->completed, memory_order_acquire) >= g->target;
+}
+
 bool ruda__device_quiet_after_progress(ruda__device_t *d) {
   if (tls_worker == d || ruda__trace_on() || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     return false;
   }
   ruda__server_t *s = d->server;
   if (!s || !s->vt->completes_in_order) return false;
-  unsigned long target = atomic_load_explicit(&d->submitted, memory_order_seq_cst);
-  /* About as long as a round trip would take; past it the regular path,
-   * which can sleep, is the better wait. */
-  for (int i = 0; atomic_load_explicit(&d->completed, memory_order_acquire) < target; i++) {
-    if (i == 4000) return false;
-    ruda__cpu_relax();
-  }
+  progress_t p = {d, atomic_load_explicit(&d->submitted, memory_order_seq_cst)};
+  /* Within the callers' polling budget (running the queue when nobody
+   * does); past it the regular path, which can sleep, is the better wait. */
+  if (!caller_poll(d, progress_reached, &p, false)) return false;
   return atomic_load_explicit(&s->queued_errors, memory_order_relaxed) == 0;
 }
 
@@ -297,7 +463,7 @@ typedef struct stop_op {
 } stop_op_t;
 
 static void run_stop(ruda__device_t *d, ruda__op_t *op) {
-  d->stop = true;
+  atomic_store_explicit(&d->stop, true, memory_order_relaxed);
   ruda__completion_signal(&((stop_op_t *)op)->done);
 }
 
@@ -460,6 +626,10 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     pthread_mutex_init(&d->recording_lock, NULL);
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
+    ruda__spin_init(&d->idle_spin, IDLE_SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
+    ruda__spin_init(&d->wait_spin, WAIT_SPIN_MIN_NS, WAIT_SPIN_MAX_NS);
+    atomic_init(&d->worker_cpu, -1);
+    atomic_init(&d->client_cpu, -1);
     ruda__completion_init(&d->ready);
     if (pthread_create(&d->thread, NULL, worker_main, d) != 0) {
       device_free(d);

@@ -2,9 +2,11 @@
  * owns each one.
  *
  * Every device has exactly one server, created on first use on the device's
- * worker thread, which then executes submitted operations in FIFO order. A
- * submit from the worker thread itself (inside ruda_client_exclusive or
- * ruda_client_profile) runs inline.
+ * worker thread, which then executes submitted operations in FIFO order;
+ * on a server that runs on any thread (vt->any_thread: CPU) a caller
+ * waiting for its answer runs them itself while no other thread does
+ * (device.c, "Who runs the queue"). A submit from the thread running the
+ * queue (inside ruda_client_exclusive or ruda_client_profile) runs inline.
  */
 #ifndef RUDA_CLIENT_DEVICE_H
 #define RUDA_CLIENT_DEVICE_H
@@ -29,23 +31,38 @@ struct ruda__op {
 };
 
 struct ruda__device {
-  /* The runner lock (0 free, 1 held): whoever runs an operation on the
-   * server holds it, the worker for each queued one, a caller for a short
-   * call made while the device was idle. Padded so that no other field
-   * shares its cache line (the struct comes from malloc, 16-byte aligned). */
-  char runner_pad_before_[64];
-  atomic_uint runner;
-  char runner_pad_after_[64];
   ruda_device_id_t id;
   const ruda__backend_t *backend;
   ruda__server_t *server;
   pthread_t thread;
   ruda__mpsc_t queue;
+  /* The words polled across threads, in cache lines by who writes them,
+   * so that a round trip run by its caller moves as few lines as possible
+   * while the worker polls. Written by submitters: */
+  char pad_submit_[64];
   atomic_ulong submitted;
-  unsigned long executed; /* worker only: ops popped */
+  atomic_int client_cpu; /* where the last submitter or waiter ran */
+  /* Written by the thread that runs the queue: */
+  char pad_run_[64];
+  /* Held by the thread that runs ops on the server (0 free, 1 held, 2 held
+   * with the worker waiting for it): the worker, a caller that makes a
+   * short call or an allocation while nothing is queued
+   * (ruda__device_run_here), or on a server that runs on any thread
+   * (vt->any_thread, copied to `caller_runs`) a caller waiting for its
+   * answer while no other thread runs the queue. */
+  atomic_uint running;
+  /* Ops popped, by the thread that holds `running`. */
+  atomic_ulong executed;
   atomic_ulong completed; /* ops whose run returned (release), for waiters */
+  atomic_int worker_cpu;  /* where the worker last ran */
+  char pad_end_[64];
   atomic_uint sleeping;
-  bool stop;              /* worker only */
+  bool caller_runs;
+  /* Polling budgets (base/sync.h): the worker's on an empty queue, and
+   * the callers' for an answer (progress, a blocking call's completion). */
+  ruda__spin_t idle_spin;
+  ruda__spin_t wait_spin;
+  atomic_bool stop;       /* set by the stop op, which only the worker runs */
   ruda_status_t init_error; /* creation only: the device is not kept */
   ruda__completion_t ready;
   int profile_level;      /* ruda_log_level_t of [profiling], read at creation */
@@ -135,7 +152,7 @@ typedef ruda_status_t (*ruda__call_fn)(ruda__server_t *s, ruda_stream_id_t strea
  * SHORT: a call that waits for nothing but this device's own driver calls
  *   (read, sync, flush, usage, resources, staging, profile marks). When
  *   the device is idle (everything submitted has run) it runs on the
- *   calling thread, under the device's runner lock, which the worker also
+ *   calling thread, holding the device's `running` lock, which the worker
  *   takes for every operation: the call is then ordered after all work
  *   submitted before it and before all work submitted after, as through
  *   the queue, without the two thread hand-offs. Otherwise it is queued. */
@@ -145,7 +162,7 @@ typedef enum ruda__call_kind {
 } ruda__call_kind_t;
 
 /* Runs fn(server, stream, ctx) on the calling thread when the device is
- * idle (everything submitted has run, the runner lock is free, the backend
+ * idle (everything submitted has run, `running` is free, the backend
  * accepts the thread) and sets *out; false, with nothing done, otherwise.
  * The server is used by one thread at a time as always: the worker waits
  * for the lock. For short work only (an allocation, a short call). */
@@ -161,6 +178,7 @@ ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
 typedef struct ruda__call {
   ruda__op_t base;
   ruda__completion_t done;
+  ruda__device_t *dev;
   ruda__call_fn fn;
   void *ctx;
   ruda_status_t status;

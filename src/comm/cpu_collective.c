@@ -416,8 +416,12 @@ static void do_share(ruda__round_t *round, uint32_t rank, void *ctx) {
       break;
     case RUDA__COLL_ALL_GATHER:
       for (uint32_t r = 0; r < n && bytes; r++) {
-        /* memmove: in place, src[rank] may already be this block. */
-        memmove(me->dst + (size_t)r * bytes, part_of(round, r)->src, bytes);
+        /* In place, src[rank] is already this block: copying it onto itself
+         * would write what the peers are reading (a data race, even though
+         * the bytes do not change). memmove for other overlaps. */
+        uint8_t *to = me->dst + (size_t)r * bytes;
+        const uint8_t *from = part_of(round, r)->src;
+        if (to != from) memmove(to, from, bytes);
       }
       break;
     case RUDA__COLL_RECV: {

@@ -11,7 +11,6 @@
  * sleeping on the condition variable; they change only under the lock.
  */
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +18,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
+#include "base/sync.h"
 #include "comm/rendezvous.h"
 
 struct ruda__rendezvous {
@@ -82,25 +82,32 @@ ruda_status_t ruda__rendezvous_get(uint64_t id, uint32_t size, const ruda_device
   return NULL;
 }
 
-static void cpu_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
+typedef struct change {
+  ruda__rendezvous_t *rv;
+  atomic_uint_fast64_t *counter;
+  uint64_t old;
+} change_t;
+
+static bool changed_or_broken(const void *p) {
+  const change_t *c = p;
+  return atomic_load_explicit(c->counter, memory_order_acquire) != c->old ||
+         atomic_load_explicit(&c->rv->broken, memory_order_acquire);
 }
 
-/* Spins a little while `*counter` still equals `old` (unlocked). True when
- * it changed or the rendezvous broke. */
+/* Spins a little while `*counter` still equals `old` (unlocked): 3000
+ * pauses, then yields while they return at once, for up to 2 ms
+ * (ruda__yield_until: with more runnable threads than cores one yield can
+ * hand the core away for a scheduler slice, and 1000 of them used to
+ * outlast the communication timeout). True when it changed or the
+ * rendezvous broke. */
 static bool spin_until_changed(ruda__rendezvous_t *rv, atomic_uint_fast64_t *counter,
                                uint64_t old) {
-  for (int i = 0; i < 4000; i++) {
-    if (atomic_load_explicit(counter, memory_order_acquire) != old) return true;
-    if (atomic_load_explicit(&rv->broken, memory_order_acquire)) return true;
-    if (i < 3000) cpu_pause();
-    else sched_yield();
+  change_t c = {rv, counter, old};
+  for (int i = 0; i < 3000; i++) {
+    if (changed_or_broken(&c)) return true;
+    ruda__cpu_relax();
   }
-  return false;
+  return ruda__yield_until(changed_or_broken, &c, RUDA__YIELD_MAX_NS);
 }
 
 static struct timespec deadline_in(uint64_t ns) {
@@ -183,10 +190,11 @@ ruda_status_t ruda__rendezvous_join(ruda__rendezvous_t *rv, uint32_t rank, void 
     atomic_store_explicit(&rv->opened, my_round + 1, memory_order_release);
     pthread_cond_broadcast(&rv->cond);
   } else {
+    /* The timeout counts from this participant's arrival. */
+    struct timespec deadline = deadline_in(ruda__comm_timeout_ns());
     pthread_mutex_unlock(&rv->lock);
     spin_until_changed(rv, &rv->opened, my_round);
     pthread_mutex_lock(&rv->lock);
-    struct timespec deadline = deadline_in(ruda__comm_timeout_ns());
     while (atomic_load(&rv->opened) == my_round && !atomic_load(&rv->broken)) {
       if (pthread_cond_timedwait(&rv->cond, &rv->lock, &deadline) != 0 &&
           atomic_load(&rv->opened) == my_round) {

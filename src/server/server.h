@@ -165,6 +165,11 @@ typedef struct ruda__server_vtable {
    * flush from the worker's progress counter, without a round trip, when
    * ruda__server_t.queued_errors is 0. */
   bool completes_in_order;
+  /* True when operations may run on any thread, one at a time (the server
+   * keeps no state bound to its worker thread: the CPU backend). A caller
+   * waiting for an operation then runs the queued operations itself while
+   * no other thread runs them (src/client/device.c, docs/cpu.md). */
+  bool any_thread;
 
   /* Optional. Called around a short blocking call (read, sync, flush,
    * usage, resources, staging, profile marks) that runs on a caller's

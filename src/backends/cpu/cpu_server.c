@@ -640,6 +640,7 @@ static const ruda__server_vtable_t cpu_vtable = {
     .start_profile = cpu_start_profile,
     .end_profile = cpu_end_profile,
     .completes_in_order = true,
+    .any_thread = true,
     .comm_enabled = true,
     .comm_reduce_types = RUDA__REDUCE_TYPES_CPU,
     .comm_strided_send = true,

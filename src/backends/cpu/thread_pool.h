@@ -7,7 +7,8 @@
  * the core of the thread they wait for, so the spin count is configurable
  * (0: sleep at once).
  *
- * Not thread-safe: one thread (the device worker) drives a pool.
+ * Not thread-safe: one thread at a time drives a pool (the one running the
+ * device's queue: its worker, or a waiting caller, docs/cpu.md).
  */
 #ifndef RUDA_CPU_THREAD_POOL_H
 #define RUDA_CPU_THREAD_POOL_H

@@ -169,3 +169,89 @@ TEST(futex_wait_returns_when_the_word_changes) {
   pthread_join(t, NULL);
   ASSERT_EQ(atomic_load(&g_word), 1);
 }
+
+/* ---- Adaptive polling ---- */
+
+TEST(spin_budget_doubles_on_success_and_halves_on_failure_within_bounds) {
+  ruda__spin_t s;
+  ruda__spin_init(&s, 1000, 8000);
+  ASSERT_UEQ(ruda__spin_budget(&s), 8000); /* starts at the maximum */
+  ruda__spin_adapt(&s, true);
+  ASSERT_UEQ(ruda__spin_budget(&s), 8000);
+  ruda__spin_adapt(&s, false);
+  ASSERT_UEQ(ruda__spin_budget(&s), 4000);
+  for (int i = 0; i < 10; i++) ruda__spin_adapt(&s, false);
+  ASSERT_UEQ(ruda__spin_budget(&s), 1000);
+  ruda__spin_adapt(&s, true);
+  ASSERT_UEQ(ruda__spin_budget(&s), 2000);
+  for (int i = 0; i < 10; i++) ruda__spin_adapt(&s, true);
+  ASSERT_UEQ(ruda__spin_budget(&s), 8000);
+  ruda__spin_t fixed = RUDA__SPIN_INIT(5000, 5000);
+  ruda__spin_adapt(&fixed, false);
+  ASSERT_UEQ(ruda__spin_budget(&fixed), 5000);
+}
+
+static bool flag_set(const void *p) { return atomic_load((atomic_bool *)p); }
+
+TEST(spin_until_answers_at_once_or_gives_up_after_its_budget) {
+  ruda__spin_t s;
+  ruda__spin_init(&s, 1000, 200000);
+  atomic_bool yes = true, no = false;
+  ASSERT_TRUE(ruda__spin_until(&s, flag_set, &yes, NULL, NULL));
+  ASSERT_UEQ(ruda__spin_budget(&s), 200000);
+  uint64_t t0 = ruda__sync_now_ns();
+  ASSERT_FALSE(ruda__spin_until(&s, flag_set, &no, NULL, NULL));
+  ASSERT_UGE(ruda__sync_now_ns() - t0, 200000u);
+  ASSERT_UEQ(ruda__spin_budget(&s), 100000); /* a failure halves it */
+  /* A partner on the poller's own CPU: the poller yields, and still gives
+   * up after its budget. */
+  atomic_int self = -1, partner = ruda__sync_cpu();
+  ASSERT_FALSE(ruda__spin_until(&s, flag_set, &no, &self, &partner));
+  ASSERT_TRUE(atomic_load(&self) >= -1);
+}
+
+static atomic_bool g_flag;
+static void *set_flag_later(void *arg) {
+  (void)arg;
+  sleep_us(2000);
+  atomic_store(&g_flag, true);
+  return NULL;
+}
+
+TEST(spin_and_yield_see_an_answer_from_another_thread) {
+  ruda__spin_t s;
+  ruda__spin_init(&s, 1000, 100000000); /* 100 ms */
+  atomic_store(&g_flag, false);
+  pthread_t t;
+  ASSERT_EQ(pthread_create(&t, NULL, set_flag_later, NULL), 0);
+  ASSERT_TRUE(ruda__spin_until(&s, flag_set, &g_flag, NULL, NULL));
+  pthread_join(t, NULL);
+  /* yield_until: answered, or it stops (at its limit or at a yield that
+   * lost the core); it never returns true without the answer. */
+  atomic_store(&g_flag, false);
+  ASSERT_EQ(pthread_create(&t, NULL, set_flag_later, NULL), 0);
+  bool answered = ruda__yield_until(flag_set, &g_flag, 1000000000ull);
+  ASSERT_TRUE(!answered || atomic_load(&g_flag));
+  pthread_join(t, NULL);
+  atomic_bool no = false;
+  uint64_t t0 = ruda__sync_now_ns();
+  ASSERT_FALSE(ruda__yield_until(flag_set, &no, 1000000));
+  ASSERT_ULT(ruda__sync_now_ns() - t0, 1000000000u);
+}
+
+static void *signal_later(void *p) {
+  sleep_us(3000);
+  ruda__completion_signal(p);
+  return NULL;
+}
+
+TEST(completion_sleep_returns_once_signalled) {
+  ruda__completion_t c;
+  ruda__completion_init(&c);
+  pthread_t t;
+  ASSERT_EQ(pthread_create(&t, NULL, signal_later, &c), 0);
+  ruda__completion_sleep(&c);
+  ASSERT_TRUE(ruda__completion_done(&c));
+  pthread_join(t, NULL);
+  ruda__completion_sleep(&c); /* stays done */
+}

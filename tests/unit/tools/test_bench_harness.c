@@ -133,6 +133,70 @@ TEST(quiesce_waits_for_running_threads_and_gives_up_at_the_limit) {
   ASSERT_TRUE(ruda_bench_quiesce(1000));
 }
 
+TEST(quiesce_ignores_the_background_load) {
+  ruda_bench_load_t *load = ruda_bench_load_start(2);
+  ASSERT_NOT_NULL(load);
+  ASSERT_NULL(ruda_bench_load_start(1)); /* one load at a time */
+  ASSERT_TRUE(ruda_bench_quiesce(1000)); /* the busy threads do not count */
+  atomic_store(&g_spin_stop, false);
+  pthread_t t;
+  ASSERT_EQ(pthread_create(&t, NULL, spinner, NULL), 0);
+  ASSERT_FALSE(ruda_bench_quiesce(20)); /* other threads still do */
+  atomic_store(&g_spin_stop, true);
+  pthread_join(t, NULL);
+  ruda_bench_load_stop(load);
+  ASSERT_TRUE(ruda_bench_quiesce(1000));
+  ASSERT_UGE(ruda_bench_online_cores(), 1);
+}
+
+TEST(quantile_is_the_nearest_rank) {
+  double s[100];
+  for (int i = 0; i < 100; ++i) s[i] = 100 - i; /* 100 .. 1 */
+  ruda_bench_stats_t q = ruda_bench_stats_quantile(s, 100, 0.5);
+  ASSERT_DBL_NEAR(q.median, 50, 0);
+  ASSERT_DBL_NEAR(q.min, 1, 0);
+  ASSERT_DBL_NEAR(q.max, 100, 0);
+  ASSERT_UEQ(q.samples, 100);
+  ASSERT_DBL_NEAR(ruda_bench_stats_quantile(s, 100, 0.99).median, 99, 0);
+  ASSERT_DBL_NEAR(ruda_bench_stats_quantile(s, 100, 1.0).median, 100, 0);
+  double one = 3;
+  ASSERT_DBL_NEAR(ruda_bench_stats_quantile(&one, 1, 0.99).median, 3, 0);
+  ASSERT_UEQ(ruda_bench_stats_quantile(NULL, 0, 0.5).samples, 0);
+}
+
+static void op_a(void *ctx) {
+  (void)ctx;
+  if (g_order_len + 1 < sizeof g_order) g_order[g_order_len++] = 'a';
+}
+static void op_b(void *ctx) {
+  (void)ctx;
+  if (g_order_len + 1 < sizeof g_order) g_order[g_order_len++] = 'b';
+}
+static void op_slow(void *ctx) {
+  (void)ctx;
+  struct timespec ts = {0, 2000000}; /* 2 ms */
+  nanosleep(&ts, NULL);
+}
+
+TEST(compare_each_times_every_operation_and_alternates) {
+  memset(g_order, 0, sizeof g_order);
+  g_order_len = 0;
+  double a[3 * 2], b[3 * 2];
+  size_t na = 99, nb = 99;
+  ruda_bench_compare_each(op_a, NULL, op_b, NULL, 1, 3, 2, 0, a, &na, b, &nb);
+  /* warm-up a then b, then rounds aabb, bbaa, aabb */
+  ASSERT_STR_EQ(g_order, "abaabbbbaaaabb");
+  ASSERT_UEQ(na, 6);
+  ASSERT_UEQ(nb, 6);
+  for (int i = 0; i < 6; ++i) ASSERT_TRUE(a[i] >= 0 && b[i] >= 0);
+  /* A sample ends once its time is up: 2 ms operations, 3 ms samples. */
+  double s[2 * 100], f[2 * 100];
+  ruda_bench_compare_each(op_slow, NULL, op_a, NULL, 0, 2, 100, 3000000, s, &na, f, &nb);
+  ASSERT_TRUE(na >= 2 && na <= 4);
+  ASSERT_UEQ(nb, 200);
+  ASSERT_TRUE(s[0] >= 2e6);
+}
+
 TEST(omp_name_says_the_wait_policy) {
   char name[96];
   const char *old = getenv("OMP_WAIT_POLICY");
