@@ -42,7 +42,9 @@ bool ruda__device_type_builtin_id(const char *name, size_t len, uint16_t *out) {
 
 /* The registry's lookup (device_names.h). Installed before main by the
  * server layer, read from any thread. */
-static _Atomic(ruda__device_type_name_fn) g_lookup = NULL;
+/* Static storage: starts as a null pointer (an atomic function pointer
+ * takes no NULL initialiser in every compiler). */
+static _Atomic(ruda__device_type_name_fn) g_lookup;
 
 ruda__device_type_name_fn ruda__device_type_names_install(ruda__device_type_name_fn lookup) {
   return atomic_exchange_explicit(&g_lookup, lookup, memory_order_acq_rel);
