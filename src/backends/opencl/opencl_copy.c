@@ -1,4 +1,4 @@
-/* Copies of the OpenCL server: writes, reads into marker-fenced futures,
+/* Copies of the OpenCL server: writes, reads into event-fenced futures,
  * sync and flush. See opencl_server.c for the design. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -123,6 +123,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
     st->dirty = true;
     if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
       ruda__ocl_trace_add(s, st, ev, "copy", "write", bytes);
+    ruda__ocl_note_event(s, st, ev);
     /* The copy reads `src` until it completes; it is released then (a
      * caller may be waiting for that: large inputs are borrowed). */
     ruda__ocl_release_when_done(s, st, ev, src);
@@ -134,7 +135,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
 
 /* Reads land straight in the destinations (the caller keeps them valid until
  * the future completes), through non-blocking clEnqueueRead{Buffer,
- * BufferRect}; the future waits on a marker after them. */
+ * BufferRect}; the future waits on the last one's event. */
 ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                              void *const *dsts, size_t count, ruda_stream_id_t stream,
                              ruda__future_t **out) {
@@ -169,14 +170,17 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
     if (early) break;
     cl_event ev = NULL;
     const char *call = "";
-    cl_int r = copy_rows(api, st->queue, false, dsts[i], p->mem, off, width, height, pitch,
-                         trace ? &ev : NULL, &call);
+    cl_int r = copy_rows(api, st->queue, false, dsts[i], p->mem, off, width, height, pitch, &ev,
+                         &call);
     if (r != CL_SUCCESS) {
       early = ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "reading %llu bytes",
                              (unsigned long long)bytes);
       break;
     }
-    if (trace) ruda__ocl_trace_add(s, st, ev, "copy", "read", bytes);
+    st->dirty = true;
+    if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
+      ruda__ocl_trace_add(s, st, ev, "copy", "read", bytes);
+    ruda__ocl_note_command(s, st, ev);
   }
   e = ruda__ocl_future_make(s, st, early, out);
   /* The read waits for all work before it: a later fault is in later

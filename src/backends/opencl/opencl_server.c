@@ -31,15 +31,23 @@
  * is CL_MEM_ALLOC_HOST_PTR pages mapped once. Releasing a page never
  * waits: OpenCL keeps a memory object until the commands using it finish.
  *
+ * Fences. Every command a stream enqueues (kernels, copies, info uploads,
+ * barriers, profile markers) is enqueued with an event, and the stream
+ * keeps the newest one (ocl_stream_t.last). The queue is in order, so that
+ * event completing means all of the stream's work has: syncs, reads and
+ * kept bindings wait on it, and nobody enqueues a marker (on PoCL a marker
+ * is one more command through the driver's scheduler, and its own flush
+ * wakes every driver thread). Once the newest command is seen complete the
+ * stream lets it go, and a sync with nothing in flight answers at once.
+ *
  * Cross-stream use. A binding of another stream makes the operation's
- * queue wait (a marker on the origin queue, a barrier with that event on
- * this one) when the origin has had work since the last such wait, and the
- * binding is kept (cloned) until a marker after the consuming work has
- * completed (polled on the worker).
+ * queue wait (a barrier on this queue with the origin's newest event) when
+ * the origin has work in flight, and the binding is kept (cloned) until
+ * the consuming work's newest event has completed (polled on the worker).
  *
  * Reads, syncs. A read enqueues non-blocking copies straight into the
- * destinations and returns a future fenced by a marker event; the caller
- * waits on it (no second hand-off from the worker). A command that fails
+ * destinations and returns a future fenced by the last copy's event; the
+ * caller waits on it (no second hand-off from the worker). A command that fails
  * on the device (an event whose status is an error code) is reported by
  * the wait as ServerError::Launch(LaunchError::Unknown) naming the kernels
  * launched on the stream since its last sync; errors of enqueue calls are

@@ -45,6 +45,17 @@ void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep);
 void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
 /* ruda__ocl_gc_poll(s, st, false) for every stream with kept bindings. */
 void ruda__ocl_gc_poll_all(ocl_server_t *s);
+/* The stream's newest command (st->last): ruda__ocl_note_command takes
+ * `ev` (the stream's reference now; NULL for a command enqueued without
+ * an event), ruda__ocl_note_event retains it first. Every command
+ * enqueued on a stream's queue is noted by one of them. */
+void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
+void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
+/* The newest command's event while it has not completed successfully
+ * (borrowed; *status its execution status, an error code when it failed),
+ * NULL once it has (the stream lets it go) or when there is none or it
+ * has no event (check st->last_unknown first). */
+cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status);
 /* Submits the stream's enqueued work (clFlush) when there is any. */
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st);
 

@@ -21,7 +21,7 @@
  *                       releases, the timeline trace)
  *   opencl_memory.c     the memory methods (allocation, staging, resources,
  *                       usage, cleanup, allocation mode)
- *   opencl_future.c     the marker-fenced futures of reads and syncs
+ *   opencl_future.c     the event-fenced futures of reads and syncs
  *   opencl_copy.c       writes, reads, sync, flush
  *   opencl_launch.c     kernel launches
  *   opencl_profile.c    event-timed profiles
@@ -133,6 +133,15 @@ typedef struct ocl_stream {
   info_slot_t ring[INFO_RING];
   uint32_t ring_pos;
   bool dirty; /* work enqueued since the last clFlush */
+  /* The event of the newest command on the queue (a reference of the
+   * stream's), NULL when there is none or it is known to have completed.
+   * The queue is in order, so its completion is that of all the stream's
+   * work: syncs, reads and kept bindings wait on it instead of enqueueing a
+   * marker. `last_unknown`: the newest command was enqueued without an
+   * event (the next fence then needs a marker); `last_fenced`: a read's or
+   * a sync's future waits on it (which reports its failure, once). */
+  cl_event last;
+  bool last_unknown, last_fenced;
   trace_item_t *trace;
   size_t ntrace, captrace;
   uint64_t trace_last_end;

@@ -1,7 +1,9 @@
 /* The OpenCL backend through the client, on opencl:0 (PoCL in CI): build
  * errors with their log, the program caches (memory, and disk from a second
  * process), sub-buffer alignment, enqueue errors and device faults reported
- * at the next sync naming the kernel, local-memory limits checked before
+ * at the next sync naming the kernel, syncs fenced by the stream's newest
+ * command (nothing to wait for once it completed, a failure reported
+ * once), local-memory limits checked before
  * the driver sees them, out of memory and recovery. Skips without an
  * OpenCL device. */
 #include <dirent.h>
@@ -24,6 +26,7 @@ TEST(opencl_backend_not_built) { SKIP("ruda was built without the OpenCL headers
 #else
 
 #include "backends/opencl/opencl_fault.h"
+#include "backends/opencl/opencl_stream.h"
 
 static char g_self[4096];
 
@@ -437,6 +440,88 @@ TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
   ruda_status_free(s);
   api->clReleaseEvent(ev);
   api->clReleaseContext(ctx);
+}
+
+/* ---- Fences ---- */
+
+/* A server of opencl:0 driven on this thread, and one of its streams. */
+typedef struct fence_rig {
+  ruda__server_t *srv;
+  ocl_server_t *s;
+  ruda_stream_id_t id;
+  ocl_stream_t *st;
+} fence_rig_t;
+
+static void fence_rig_open(fence_rig_t *g) {
+  (void)client(); /* skips without a device */
+  const ruda__backend_t *be = ruda__backend_for(RUDA_DEVICE_TYPE_OPENCL);
+  ASSERT_NOT_NULL(be);
+  ASSERT_OK(be->create_server(0, &g->srv));
+  g->s = (ocl_server_t *)g->srv;
+  g->id = ruda_stream_id_next();
+  g->st = ruda__ocl_stream_get(g->s, g->id);
+  ASSERT_NOT_NULL(g->st);
+}
+
+/* A command of the stream that completes when `*gate` does (a marker on
+ * a user event), noted as its newest. */
+static void gated_command(fence_rig_t *g, cl_event *gate) {
+  const ruda__opencl_api_t *api = g->s->api;
+  cl_int r = 0;
+  *gate = api->clCreateUserEvent(g->s->ctx, &r);
+  ASSERT_EQ(r, CL_SUCCESS);
+  cl_event ev = NULL;
+  ASSERT_EQ(api->clEnqueueMarkerWithWaitList(g->st->queue, 1, gate, &ev), CL_SUCCESS);
+  g->st->dirty = true;
+  ruda__ocl_note_command(g->s, g->st, ev);
+}
+
+static ruda__future_t *fence(fence_rig_t *g) {
+  ruda__future_t *f = NULL;
+  ASSERT_OK(g->srv->vt->sync(g->srv, g->id, &f));
+  return f;
+}
+
+TEST(sync_waits_on_the_newest_command_and_answers_at_once_with_nothing_in_flight) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  const ruda__opencl_api_t *api = g.s->api;
+  ASSERT_NULL(fence(&g)); /* nothing ever enqueued */
+  cl_event gate = NULL;
+  gated_command(&g, &gate);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ASSERT_FALSE(f->vt->poll(f));
+  ruda__future_t *f2 = fence(&g); /* still in flight: waits too */
+  ASSERT_NOT_NULL(f2);
+  ASSERT_EQ(api->clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  ASSERT_OK(f->vt->wait(f));
+  f->vt->destroy(f);
+  ASSERT_OK(f2->vt->wait(f2));
+  f2->vt->destroy(f2);
+  ASSERT_NULL(fence(&g)); /* completed: nothing to wait for */
+  ASSERT_NULL(g.st->last);
+  api->clReleaseEvent(gate);
+  g.srv->vt->destroy(g.srv);
+}
+
+TEST(a_failed_command_is_reported_by_one_fence) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  const ruda__opencl_api_t *api = g.s->api;
+  cl_event gate = NULL;
+  gated_command(&g, &gate);
+  ASSERT_EQ(api->clSetUserEventStatus(gate, CL_OUT_OF_RESOURCES), CL_SUCCESS);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ruda_status_t e = f->vt->wait(f);
+  f->vt->destroy(f);
+  ASSERT_NOT_NULL(e);
+  ASSERT_NOT_NULL(ruda_status_find(e, RUDA_ERR_LAUNCH_UNKNOWN));
+  ruda_status_free(e);
+  ASSERT_NULL(fence(&g)); /* reported already */
+  api->clReleaseEvent(gate);
+  g.srv->vt->destroy(g.srv);
 }
 
 TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
