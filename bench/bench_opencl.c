@@ -8,7 +8,12 @@
  *  launch   launch_empty_caller      caller's cost of a launch   vs clEnqueueNDRangeKernel
  *           launch_empty_roundtrip   launch + sync               vs clEnqueueNDRangeKernel + clFinish
  *  memory   reserve_release_mixed    empty + release, 16 B..1 MiB (a sync per batch)
- *                                    vs clCreateBuffer + clReleaseMemObject
+ *                                    vs clCreateBuffer + clReleaseMemObject (on PoCL
+ *                                    a buffer gets its memory at its first use, so
+ *                                    this baseline allocates nothing)
+ *           reserve_release_mixed_first_use   the same ruda side vs clCreateBuffer +
+ *                                    a 1-byte clEnqueueFillBuffer + clReleaseMemObject
+ *                                    (a clFinish per batch): buffers that have memory
  *  copy     write_256MiB             ruda_client_write + sync    vs blocking clEnqueueWriteBuffer
  *           read_256MiB              ruda_client_read            vs blocking clEnqueueReadBuffer
  *                                    (both from/to the same pageable host buffer)
@@ -259,6 +264,25 @@ static void raw_batch(void *p) {
     }
 }
 
+/* PoCL (like many drivers) gives a buffer memory at its first use, not in
+ * clCreateBuffer: a buffer created and released unused costs a handle.
+ * This side gives each buffer its memory, with the smallest first use (a
+ * one-byte fill), and waits once per batch as ruda_batch syncs once. */
+static void raw_batch_first_use(void *p) {
+  mem_ctx_t *x = p;
+  const ruda__opencl_api_t *api = x->raw->api;
+  static const cl_uchar zero = 0;
+  for (int rep = 0; rep < 8; rep++)
+    for (size_t i = 0; i < NMIXED; i++) {
+      cl_int e = CL_SUCCESS;
+      cl_mem m = api->clCreateBuffer(x->raw->ctx, CL_MEM_READ_WRITE, mixed_sizes[i], NULL, &e);
+      if (m == NULL) continue;
+      api->clEnqueueFillBuffer(x->raw->q, m, &zero, 1, 0, 1, 0, NULL, NULL);
+      api->clReleaseMemObject(m);
+    }
+  api->clFinish(x->raw->q);
+}
+
 static ruda_bench_stats_t per_op(ruda_bench_stats_t s) {
   double n = 8.0 * (double)NMIXED;
   s.median /= n;
@@ -284,6 +308,13 @@ void ruda_bench_opencl_memory(ruda_bench_t *b) {
   if (check(b, "memory", "reserve_release_mixed", x.err))
     ruda_bench_report(b, "memory", "reserve_release_mixed", "ns", rs, bs,
                       "clCreateBuffer+clReleaseMemObject", true);
+  x.err = NULL;
+  compare_calls(ruda_batch, raw_batch_first_use, &x, 5, reps, 1, &rs, &bs);
+  rs = per_op(rs);
+  bs = per_op(bs);
+  if (check(b, "memory", "reserve_release_mixed_first_use", x.err))
+    ruda_bench_report(b, "memory", "reserve_release_mixed_first_use", "ns", rs, bs,
+                      "clCreateBuffer+clEnqueueFillBuffer(1 B)+clReleaseMemObject", true);
   raw_close(&raw);
   ruda_client_release(c);
 }
