@@ -15,9 +15,11 @@
  * (no aliasing of ids onto slots): an in-order command queue with
  * profiling on, a memory manager for device memory, one for pinned
  * staging, its error list, and a cursor bumped by every operation. The
- * host buffer a write copies from is released by the driver's event
- * callback as soon as that copy has completed. Operations submit their
- * commands (clFlush) before they return, so work starts promptly.
+ * host buffer a non-blocking write copies from is released by the
+ * driver's event callback as soon as that copy has completed; transfers
+ * of 1 MiB or more from or to pageable memory are blocking (opencl_copy.c
+ * says why). Operations submit their commands (clFlush) before they
+ * return, so work starts promptly.
  *
  * Memory. Pools take pages from clCreateBuffer; a slice is (page, offset).
  * Copies address it directly (clEnqueue{Read,Write}Buffer[Rect] take an
@@ -45,8 +47,9 @@
  * the origin has work in flight, and the binding is kept (cloned) until
  * the consuming work's newest event has completed (polled on the worker).
  *
- * Reads, syncs. A read enqueues non-blocking copies straight into the
- * destinations and returns a future fenced by the last copy's event; the
+ * Reads, syncs. A read enqueues copies straight into the destinations
+ * and returns a future fenced by the last copy's event (none when the
+ * copies were blocking and are done); the
  * caller waits on it (no second hand-off from the worker). A command that fails
  * on the device (an event whose status is an error code) is reported by
  * the wait as ServerError::Launch(LaunchError::Unknown) naming the kernels
@@ -104,6 +107,7 @@ static void opencl_destroy(ruda__server_t *base) {
    * driver's threads. */
   while (atomic_load(&s->pending_releases) > 0) sched_yield();
   ruda__stream_table_deinit(&base->streams);
+  ruda__free(s->pinned);
   ruda__opencl_program_cache_destroy(s->programs);
   if (s->service) {
     api->clFinish(s->service);

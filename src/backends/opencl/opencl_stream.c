@@ -23,9 +23,41 @@ static void page_drop_subs(ocl_server_t *s, page_t *p) {
   p->nsubs = p->capsubs = 0;
 }
 
+static bool pinned_add(ocl_server_t *s, const void *host, uint64_t size) {
+  if (s->npinned == s->cappinned) {
+    size_t cap = s->cappinned ? s->cappinned * 2 : 8;
+    pinned_range_t *n = ruda__realloc(s->pinned, cap * sizeof *n);
+    if (n == NULL) return false;
+    s->pinned = n;
+    s->cappinned = cap;
+  }
+  s->pinned[s->npinned++] = (pinned_range_t){host, size};
+  return true;
+}
+
+static void pinned_remove(ocl_server_t *s, const void *host) {
+  for (size_t i = 0; i < s->npinned; i++)
+    if (s->pinned[i].host == host) {
+      s->pinned[i] = s->pinned[--s->npinned];
+      return;
+    }
+}
+
+bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes) {
+  const char *c = p;
+  for (size_t i = 0; i < s->npinned; i++) {
+    const pinned_range_t *r = &s->pinned[i];
+    if (c >= r->host && (uint64_t)(c - r->host) <= r->size &&
+        bytes <= r->size - (uint64_t)(c - r->host))
+      return true;
+  }
+  return false;
+}
+
 /* Releases a page. OpenCL keeps a memory object alive until the commands
  * that use it have finished, so nothing waits here. */
 static void page_free(ocl_server_t *s, page_t *p) {
+  if (p->host != NULL) pinned_remove(s, p->host);
   page_drop_subs(s, p);
   if (p->host != NULL) s->api->clEnqueueUnmapMemObject(s->service, p->mem, p->host, 0, NULL, NULL);
   if (p->mem != NULL) s->api->clReleaseMemObject(p->mem);
@@ -124,6 +156,8 @@ static ruda_status_t store_alloc(void *self, uint64_t size, ruda__storage_handle
       ruda__free(p);
       return ruda__cl_alloc_error(r, "clEnqueueMapBuffer", size);
     }
+    /* Unlisted, reads into it are only slower (blocking, Copies). */
+    (void)pinned_add(s, p->host, size);
   }
   out->id = ++g->next_id;
   out->base = (uint64_t)(uintptr_t)p;

@@ -34,6 +34,8 @@ ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t
  * base-address alignment. */
 ruda_status_t ruda__ocl_view_mem(ocl_server_t *s, page_t *page, uint64_t offset, uint64_t size,
                                  cl_mem *out);
+/* Whether [p, p + bytes) lies in a pinned staging page of any stream. */
+bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes);
 /* Pinned staging of `size` bytes from the stream's pinned pool. */
 ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                        void **out_ptr);

@@ -71,6 +71,12 @@ typedef struct page {
   size_t nsubs, capsubs;
 } page_t;
 
+/* The host range of a pinned staging page (its mapping). */
+typedef struct pinned_range {
+  const char *host;
+  uint64_t size;
+} pinned_range_t;
+
 typedef struct cl_storage {
   ocl_server_t *server;
   bool pinned;
@@ -162,6 +168,10 @@ struct ocl_server {
   /* Host buffers whose release waits for an event callback; destroy waits
    * for them (the callbacks run on the driver's threads). */
   atomic_size_t pending_releases;
+  /* The mappings of every stream's pinned staging pages, so that a read
+   * can tell a pinned destination from pageable memory. */
+  pinned_range_t *pinned;
+  size_t npinned, cappinned;
 };
 
 /* The bindings an operation uses from other streams, cloned to keep their

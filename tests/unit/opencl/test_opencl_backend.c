@@ -669,4 +669,53 @@ TEST(pinned_staging_round_trip_and_pitched_copies) {
   ruda_client_release(c);
 }
 
+/* Transfers of 1 MiB and more from and to pageable memory are blocking,
+ * into pinned staging they are not: both land, pitched ones too, and a
+ * kernel launched before a large read is done when the read returns. */
+TEST(large_pageable_and_pinned_transfers_round_trip) {
+  ruda_client_t *c = fresh();
+  const size_t n = (3u << 20) / 4 + 5; /* over 3 MiB of u32 */
+  uint32_t *src = malloc(n * 4), *back = malloc(n * 4);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(back);
+  for (size_t i = 0; i < n; i++) src[i] = (uint32_t)(i * 2654435761u);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, n * 4, &h));
+  memset(back, 0, n * 4);
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_TRUE(memcmp(src, back, n * 4) == 0);
+  /* A kernel, then a large read of what it wrote. */
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  ASSERT_OK(fill(c, k, &h, n, 7u));
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_UEQ(back[0], 7u);
+  ASSERT_UEQ(back[n - 1], 7u);
+  /* Into pinned staging (non-blocking). */
+  uint64_t sizes[1] = {n * 4};
+  ruda_bytes_t st;
+  ASSERT_OK(ruda_client_staging(c, sizes, 1, &st));
+  ASSERT_OK(ruda_client_write(c, &h, src, n * 4));
+  ASSERT_OK(ruda_client_read(c, &h, st.data, n * 4));
+  ASSERT_TRUE(memcmp(src, st.data, n * 4) == 0);
+  ruda_bytes_release(&st);
+  /* A pitched [600, 600] u32 view with rows 1024 elements apart (1.4 MiB
+   * packed): rows land, the gaps between them stay. */
+  ruda_shape_t shape = ruda_shape_2d(600, 600);
+  ruda_strides_t strides = {2, {1024, 1}};
+  ASSERT_OK(ruda_client_write_tensor(c, &h, &shape, &strides, 4, src));
+  uint32_t *tile = malloc(600 * 600 * 4);
+  ASSERT_NOT_NULL(tile);
+  ASSERT_OK(ruda_client_read_tensor(c, &h, &shape, &strides, 4, tile));
+  ASSERT_TRUE(memcmp(tile, src, 600 * 600 * 4) == 0);
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_UEQ(back[1024 + 599], src[600 + 599]);
+  ASSERT_UEQ(back[1024 + 600], src[1024 + 600]); /* between rows: the earlier write */
+  free(tile);
+  free(src);
+  free(back);
+  ruda_kernel_release(k);
+  ruda_handle_release(&h);
+  ruda_client_release(c);
+}
+
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
