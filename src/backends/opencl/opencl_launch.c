@@ -234,8 +234,10 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
   size_t localsz[3] = {d->ruda_dim.x, d->ruda_dim.y, d->ruda_dim.z};
   cl_uint work_dim = 3;
   if (global[2] == 1 && localsz[2] == 1) work_dim = (global[1] == 1 && localsz[1] == 1) ? 1 : 2;
+  bool trace = ruda__ocl_trace_wanted();
   cl_event ev = NULL;
-  r = api->clEnqueueNDRangeKernel(st->queue, k, work_dim, NULL, global, localsz, 0, NULL, &ev);
+  r = api->clEnqueueNDRangeKernel(st->queue, k, work_dim, NULL, global, localsz, 0, NULL,
+                                  s->kernel_events || trace ? &ev : NULL);
   if (r != CL_SUCCESS)
     return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clEnqueueNDRangeKernel",
                           "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of "
@@ -243,8 +245,12 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
                           d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
                           d->ruda_dim.z, (unsigned long long)local);
   st->dirty = true;
-  if (ruda__ocl_trace_wanted() && api->clRetainEvent(ev) == CL_SUCCESS)
+  if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
     ruda__ocl_trace_add(s, st, ev, "kernel", d->name, 0);
+  if (!s->kernel_events && ev != NULL) {
+    api->clReleaseEvent(ev); /* the trace's; the next fence is a marker */
+    ev = NULL;
+  }
   ruda__ocl_note_command(s, st, ev);
   ruda__ocl_note_kernel(st, d->name);
   return NULL;

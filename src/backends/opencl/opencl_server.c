@@ -33,14 +33,17 @@
  * is CL_MEM_ALLOC_HOST_PTR pages mapped once. Releasing a page never
  * waits: OpenCL keeps a memory object until the commands using it finish.
  *
- * Fences. Every command a stream enqueues (kernels, copies, info uploads,
- * barriers, profile markers) is enqueued with an event, and the stream
- * keeps the newest one (ocl_stream_t.last). The queue is in order, so that
- * event completing means all of the stream's work has: syncs, reads and
- * kept bindings wait on it, and nobody enqueues a marker (on PoCL a marker
- * is one more command through the driver's scheduler, and its own flush
- * wakes every driver thread). Once the newest command is seen complete the
- * stream lets it go, and a sync with nothing in flight answers at once.
+ * Fences. Every command a stream enqueues (copies, info uploads, barriers,
+ * profile markers, and kernels on CPU devices) is enqueued with an event,
+ * and the stream keeps the newest one (ocl_stream_t.last). The queue is in
+ * order, so that event completing means all of the stream's work has:
+ * syncs, reads and kept bindings wait on it, and nobody enqueues a marker
+ * (on PoCL a marker is one more command through the driver's scheduler,
+ * and its own flush wakes every driver thread). Once the newest command is
+ * seen complete the stream lets it go, and a sync with nothing in flight
+ * answers at once. Where a kernel's event costs as much as a marker
+ * (NVIDIA's OpenCL: ocl_server_t.kernel_events), kernels go without one
+ * and the fence after them is a marker.
  *
  * Cross-stream use. A binding of another stream makes the operation's
  * queue wait (a barrier on this queue with the origin's newest event) when
@@ -190,6 +193,7 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   s->base.device.type_id = RUDA_DEVICE_TYPE_OPENCL;
   s->base.device.index_id = index;
   s->base.shares_host_cores = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
+  s->kernel_events = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
   atomic_init(&s->pending_releases, 0);
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;

@@ -524,6 +524,32 @@ TEST(a_failed_command_is_reported_by_one_fence) {
   g.srv->vt->destroy(g.srv);
 }
 
+/* Where kernels go without an event (GPUs: kernel_events is false), a
+ * sync after one is fenced by a marker, which then is the newest command:
+ * once it completed a sync answers at once. */
+TEST(kernels_without_events_are_fenced_by_a_marker) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  g.s->kernel_events = false;
+  ruda_kernel_t *k =
+      ocl_kernel("empty", "__kernel void empty(__global const ulong *info) {}\n",
+                 ruda_dim_new_1d(1), 0);
+  ruda__count_t count = {.fixed = {1, 1, 1}};
+  ruda__launch_args_t args;
+  memset(&args, 0, sizeof args);
+  g.srv->vt->launch(g.srv, k, &count, &args, RUDA_EXEC_CHECKED, g.id);
+  ASSERT_NULL(g.st->last);
+  ASSERT_TRUE(g.st->last_unknown);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ASSERT_NOT_NULL(g.st->last); /* the marker */
+  ASSERT_OK(f->vt->wait(f));
+  f->vt->destroy(f);
+  ASSERT_NULL(fence(&g));
+  ruda_kernel_release(k);
+  g.srv->vt->destroy(g.srv);
+}
+
 TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
   ruda_client_t *c = fresh();
   const ruda_device_properties_t *p = ruda_client_properties(c);
