@@ -53,9 +53,9 @@ static ruda_status_t check_extent(uint64_t width, uint64_t height, uint64_t pitc
  * NVIDIA's OpenCL a non-blocking 256 MiB write from pageable memory ran at
  * 4.1-5.2 GB/s, the blocking call at 6-7 GB/s (the H200 host); on a CPU
  * device (PoCL) device memory is host memory and either way is one
- * memcpy. Pinned staging keeps
- * non-blocking transfers. The worker is busy for a blocking transfer: other
- * streams' operations on the device wait behind it. */
+ * memcpy. Transfers from or into pinned staging stay non-blocking. The
+ * worker is busy for a blocking transfer: other streams' operations on the
+ * device wait behind it. */
 #define BLOCKING_COPY (1u << 20)
 
 /* Enqueues a copy (`blocking`: returns once it is done) of `height` rows of

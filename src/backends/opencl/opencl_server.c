@@ -52,10 +52,10 @@
  *
  * Reads, syncs. A read enqueues copies straight into the destinations
  * and returns a future fenced by the last copy's event (none when the
- * copies were blocking and are done); the
- * caller waits on it (no second hand-off from the worker). A command that fails
- * on the device (an event whose status is an error code) is reported by
- * the wait as ServerError::Launch(LaunchError::Unknown) naming the kernels
+ * copies were blocking and are done); the caller waits on it (no second
+ * hand-off from the worker). A command that fails on the device (an event
+ * whose status is an error code) is reported by the wait as
+ * ServerError::Launch(LaunchError::Unknown) naming the kernels
  * launched on the stream since its last sync; errors of enqueue calls are
  * queued on the stream and returned by its next flush, sync or read.
  *

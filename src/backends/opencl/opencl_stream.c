@@ -44,12 +44,11 @@ static void pinned_remove(ocl_server_t *s, const void *host) {
 }
 
 bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes) {
-  const char *c = p;
+  uintptr_t a = (uintptr_t)p;
   for (size_t i = 0; i < s->npinned; i++) {
-    const pinned_range_t *r = &s->pinned[i];
-    if (c >= r->host && (uint64_t)(c - r->host) <= r->size &&
-        bytes <= r->size - (uint64_t)(c - r->host))
-      return true;
+    uintptr_t base = (uintptr_t)s->pinned[i].host;
+    uint64_t size = s->pinned[i].size;
+    if (a >= base && a - base <= size && bytes <= size - (a - base)) return true;
   }
   return false;
 }
