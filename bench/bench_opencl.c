@@ -1,12 +1,19 @@
 /* OpenCL benchmark cases for `ruda bench --device opencl:N`. Every case runs
  * ruda and the raw OpenCL calls in the same process, on the same device
  * (the raw side has its own context and an in-order queue with default
- * properties, as a program using OpenCL directly would):
+ * properties, as a program using OpenCL directly would), in alternating
+ * samples (ruda_bench_compare), so that other load on the machine hits
+ * both sides alike:
  *
  *  launch   launch_empty_caller      caller's cost of a launch   vs clEnqueueNDRangeKernel
  *           launch_empty_roundtrip   launch + sync               vs clEnqueueNDRangeKernel + clFinish
  *  memory   reserve_release_mixed    empty + release, 16 B..1 MiB (a sync per batch)
- *                                    vs clCreateBuffer + clReleaseMemObject
+ *                                    vs clCreateBuffer + clReleaseMemObject (on PoCL
+ *                                    a buffer gets its memory at its first use, so
+ *                                    this baseline allocates nothing)
+ *           reserve_release_mixed_first_use   the same ruda side vs clCreateBuffer +
+ *                                    a 1-byte clEnqueueFillBuffer + clReleaseMemObject
+ *                                    (a clFinish per batch): buffers that have memory
  *  copy     write_256MiB             ruda_client_write + sync    vs blocking clEnqueueWriteBuffer
  *           read_256MiB              ruda_client_read            vs blocking clEnqueueReadBuffer
  *                                    (both from/to the same pageable host buffer)
@@ -150,6 +157,16 @@ static ruda_bench_stats_t stats_of(double *samples, size_t n) {
   return ruda_bench_stats_from_samples(samples, n);
 }
 
+/* ruda_fn and raw_fn (each on ctx) in alternating samples of `inner`
+ * calls, after `warmup` calls of each. */
+static void compare_calls(void (*ruda_fn)(void *), void (*raw_fn)(void *), void *ctx,
+                          size_t warmup, size_t reps, size_t inner, ruda_bench_stats_t *r,
+                          ruda_bench_stats_t *base) {
+  ruda_bench_calls_t rc = {ruda_fn, ctx}, bc = {raw_fn, ctx};
+  ruda_bench_compare(ruda_bench_sample_calls, &rc, ruda_bench_sample_calls, &bc, warmup, reps,
+                     inner, r, base);
+}
+
 void ruda_bench_opencl_launch(ruda_bench_t *b) {
   ruda_client_t *c = NULL;
   if (!ruda_bench_open_client(b, "launch", "launch_empty_caller", &c)) return;
@@ -195,8 +212,8 @@ void ruda_bench_opencl_launch(ruda_bench_t *b) {
     ruda_bench_report(b, "launch", "launch_empty_caller", "ns", stats_of(rs, reps),
                       stats_of(bs, reps), "clEnqueueNDRangeKernel", true);
   x.err = NULL;
-  ruda_bench_stats_t rr = ruda_bench_measure(ruda_roundtrip, &x, 10, reps, batch / 4 + 1);
-  ruda_bench_stats_t br = ruda_bench_measure(raw_roundtrip, &x, 10, reps, batch / 4 + 1);
+  ruda_bench_stats_t rr, br;
+  compare_calls(ruda_roundtrip, raw_roundtrip, &x, 10, reps, batch / 4 + 1, &rr, &br);
   if (check(b, "launch", "launch_empty_roundtrip", x.err))
     ruda_bench_report(b, "launch", "launch_empty_roundtrip", "ns", rr, br,
                       "clEnqueueNDRangeKernel+clFinish", true);
@@ -247,6 +264,25 @@ static void raw_batch(void *p) {
     }
 }
 
+/* PoCL (like many drivers) gives a buffer memory at its first use, not in
+ * clCreateBuffer: a buffer created and released unused costs a handle.
+ * This side gives each buffer its memory, with the smallest first use (a
+ * one-byte fill), and waits once per batch as ruda_batch syncs once. */
+static void raw_batch_first_use(void *p) {
+  mem_ctx_t *x = p;
+  const ruda__opencl_api_t *api = x->raw->api;
+  static const cl_uchar zero = 0;
+  for (int rep = 0; rep < 8; rep++)
+    for (size_t i = 0; i < NMIXED; i++) {
+      cl_int e = CL_SUCCESS;
+      cl_mem m = api->clCreateBuffer(x->raw->ctx, CL_MEM_READ_WRITE, mixed_sizes[i], NULL, &e);
+      if (m == NULL) continue;
+      api->clEnqueueFillBuffer(x->raw->q, m, &zero, 1, 0, 1, 0, NULL, NULL);
+      api->clReleaseMemObject(m);
+    }
+  api->clFinish(x->raw->q);
+}
+
 static ruda_bench_stats_t per_op(ruda_bench_stats_t s) {
   double n = 8.0 * (double)NMIXED;
   s.median /= n;
@@ -265,11 +301,20 @@ void ruda_bench_opencl_memory(ruda_bench_t *b) {
   }
   mem_ctx_t x = {c, &raw, NULL};
   size_t reps = ruda_bench_pick(b, 30, 10, 2);
-  ruda_bench_stats_t rs = per_op(ruda_bench_measure(ruda_batch, &x, 5, reps, 1));
-  ruda_bench_stats_t bs = per_op(ruda_bench_measure(raw_batch, &x, 2, reps, 1));
+  ruda_bench_stats_t rs, bs;
+  compare_calls(ruda_batch, raw_batch, &x, 5, reps, 1, &rs, &bs);
+  rs = per_op(rs);
+  bs = per_op(bs);
   if (check(b, "memory", "reserve_release_mixed", x.err))
     ruda_bench_report(b, "memory", "reserve_release_mixed", "ns", rs, bs,
                       "clCreateBuffer+clReleaseMemObject", true);
+  x.err = NULL;
+  compare_calls(ruda_batch, raw_batch_first_use, &x, 5, reps, 1, &rs, &bs);
+  rs = per_op(rs);
+  bs = per_op(bs);
+  if (check(b, "memory", "reserve_release_mixed_first_use", x.err))
+    ruda_bench_report(b, "memory", "reserve_release_mixed_first_use", "ns", rs, bs,
+                      "clCreateBuffer+clEnqueueFillBuffer(1 B)+clReleaseMemObject", true);
   raw_close(&raw);
   ruda_client_release(c);
 }
@@ -348,10 +393,8 @@ static ruda_bench_stats_t bandwidth(ruda_bench_stats_t t, double bytes) {
 static void copy_case(ruda_bench_t *b, copy_ctx_t *x, const char *name, void (*ruda_fn)(void *),
                       void (*raw_fn)(void *), const char *baseline, size_t reps) {
   x->err = NULL;
-  ruda_fn(x);
-  raw_fn(x);
-  ruda_bench_stats_t r = ruda_bench_measure(ruda_fn, x, 1, reps, 1);
-  ruda_bench_stats_t base = ruda_bench_measure(raw_fn, x, 1, reps, 1);
+  ruda_bench_stats_t r, base;
+  compare_calls(ruda_fn, raw_fn, x, 1, reps, 1, &r, &base);
   if (check(b, "copy", name, x->err))
     ruda_bench_report(b, "copy", name, "GB/s", bandwidth(r, (double)x->size),
                       bandwidth(base, (double)x->size), baseline, false);
@@ -484,8 +527,8 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
   x.key = ruda_kernel_hash(x.k);
   size_t reps = ruda_bench_pick(b, 20, 5, 1);
   ruda_warm_load(&x); /* fills the disk cache */
-  ruda_bench_stats_t r = ruda_bench_measure(ruda_warm_load, &x, 3, reps, 1);
-  ruda_bench_stats_t base = ruda_bench_measure(raw_build, &x, 1, reps, 1);
+  ruda_bench_stats_t r, base;
+  compare_calls(ruda_warm_load, raw_build, &x, 1, reps, 1, &r, &base);
   ruda__opencl_compile_stats_t st = ruda__opencl_compile_stats();
   ruda_bench_progress(b, "compile: disk hits %llu, builds %llu, disk skips %llu",
                       (unsigned long long)st.disk_hits, (unsigned long long)st.builds,

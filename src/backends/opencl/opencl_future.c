@@ -6,10 +6,11 @@
 
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_future.h"
+#include "backends/opencl/opencl_stream.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-/* A read or a sync: completes when `event` (a marker after the work) has,
+/* A read or a sync: completes when `event` (the newest command) has,
  * on whichever thread waits. Reads land in their destinations directly, so
  * a future holds nothing of the server's and may outlive it. */
 typedef struct ocl_future {
@@ -73,14 +74,35 @@ static const ruda__future_vtable_t ocl_future_vt = {ocl_future_wait, ocl_future_
 ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_status_t early,
                                     ruda__future_t **out) {
   const ruda__opencl_api_t *api = s->api;
+  *out = NULL;
+  /* The fence is the stream's newest command (in order: its completion is
+   * that of everything before it); a marker only when that command has no
+   * event. A newest command that completed leaves nothing to wait for. */
   cl_event ev = NULL;
-  cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
-  api->clFlush(st->queue);
-  st->dirty = false;
+  cl_int r = CL_SUCCESS;
+  if (st->last_unknown) {
+    r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
+    if (r == CL_SUCCESS) {
+      st->dirty = true;
+      ruda__ocl_note_event(s, st, ev);
+      st->last_fenced = true;
+    }
+  } else {
+    cl_int status = CL_COMPLETE;
+    ev = ruda__ocl_last_event(s, st, &status);
+    if (ev != NULL && api->clRetainEvent(ev) != CL_SUCCESS) {
+      ev = NULL;
+      r = CL_OUT_OF_RESOURCES;
+    }
+    st->last_fenced = ev != NULL; /* a failure is reported by one fence */
+  }
+  ruda__ocl_submit(s, st);
+  if (ev == NULL && r == CL_SUCCESS) return early; /* nothing in flight */
   ocl_future_t *f = ruda__calloc(1, sizeof *f);
   if (f == NULL || r != CL_SUCCESS) {
     /* Wait here instead. */
     cl_int fr = api->clFinish(st->queue);
+    st->dirty = false;
     ruda_status_t e = early;
     if (e == NULL && r != CL_SUCCESS && fr != CL_SUCCESS) {
       char kernels[300];

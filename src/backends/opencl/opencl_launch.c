@@ -102,6 +102,8 @@ static ruda_status_t upload_info(ocl_server_t *s, ocl_stream_t *st, const ruda_i
     return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clEnqueueWriteBuffer",
                           "uploading the info words");
   }
+  st->dirty = true;
+  ruda__ocl_note_event(s, st, slot->done);
   memcpy(st->info_last, info->data, bytes);
   st->info_last_len = words;
   *out = st->info_mem;
@@ -119,9 +121,11 @@ static ruda_status_t read_count(ocl_server_t *s, ocl_stream_t *st, const ruda_bi
                               "kernel %s: a dynamic count buffer needs 12 bytes, it has %llu", name,
                               (unsigned long long)size);
   uint32_t xyz[3];
+  cl_event ev = NULL;
   cl_int r = s->api->clEnqueueReadBuffer(st->queue, p->mem, CL_TRUE, (size_t)off, sizeof xyz, xyz,
-                                         0, NULL, NULL);
+                                         0, NULL, &ev);
   st->dirty = false;
+  if (r == CL_SUCCESS) ruda__ocl_note_command(s, st, ev);
   if (r != CL_SUCCESS)
     return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clEnqueueReadBuffer",
                           "reading the dynamic count of kernel %s", name);
@@ -233,7 +237,7 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
   bool trace = ruda__ocl_trace_wanted();
   cl_event ev = NULL;
   r = api->clEnqueueNDRangeKernel(st->queue, k, work_dim, NULL, global, localsz, 0, NULL,
-                                  trace ? &ev : NULL);
+                                  s->kernel_events || trace ? &ev : NULL);
   if (r != CL_SUCCESS)
     return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clEnqueueNDRangeKernel",
                           "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of "
@@ -241,7 +245,13 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
                           d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
                           d->ruda_dim.z, (unsigned long long)local);
   st->dirty = true;
-  if (trace) ruda__ocl_trace_add(s, st, ev, "kernel", d->name, 0);
+  if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
+    ruda__ocl_trace_add(s, st, ev, "kernel", d->name, 0);
+  if (!s->kernel_events && ev != NULL) {
+    api->clReleaseEvent(ev); /* the trace's; the next fence is a marker */
+    ev = NULL;
+  }
+  ruda__ocl_note_command(s, st, ev);
   ruda__ocl_note_kernel(st, d->name);
   return NULL;
 }

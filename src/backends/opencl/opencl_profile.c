@@ -32,6 +32,7 @@ ruda_status_t ruda__ocl_start_profile(ruda__server_t *base, ruda_stream_id_t str
     return ruda__cl_error(RUDA_ERR_PROFILE_UNKNOWN, r, "clEnqueueMarkerWithWaitList",
                           "starting a profile");
   st->dirty = true;
+  ruda__ocl_note_event(s, st, ev);
   ruda__ocl_submit(s, st);
   ruda_status_t e =
       ruda__stream_profile_start(&base->streams, ocl_rs(st), ruda__now_ns(), ev, out);
@@ -55,6 +56,7 @@ ruda_status_t ruda__ocl_end_profile(ruda__server_t *base, ruda_stream_id_t strea
   if (timed) {
     cl_event end = NULL;
     cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);
+    if (r == CL_SUCCESS) ruda__ocl_note_event(s, st, end);
     api->clFlush(st->queue);
     st->dirty = false;
     uint64_t t0 = 0, t1 = 0;

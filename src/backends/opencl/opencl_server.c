@@ -15,9 +15,11 @@
  * (no aliasing of ids onto slots): an in-order command queue with
  * profiling on, a memory manager for device memory, one for pinned
  * staging, its error list, and a cursor bumped by every operation. The
- * host buffer a write copies from is released by the driver's event
- * callback as soon as that copy has completed. Operations submit their
- * commands (clFlush) before they return, so work starts promptly.
+ * host buffer a non-blocking write copies from is released by the
+ * driver's event callback as soon as that copy has completed; transfers
+ * of 1 MiB or more from or to pageable memory are blocking (opencl_copy.c
+ * says why). Operations submit their commands (clFlush) before they
+ * return, so work starts promptly.
  *
  * Memory. Pools take pages from clCreateBuffer; a slice is (page, offset).
  * Copies address it directly (clEnqueue{Read,Write}Buffer[Rect] take an
@@ -31,17 +33,29 @@
  * is CL_MEM_ALLOC_HOST_PTR pages mapped once. Releasing a page never
  * waits: OpenCL keeps a memory object until the commands using it finish.
  *
- * Cross-stream use. A binding of another stream makes the operation's
- * queue wait (a marker on the origin queue, a barrier with that event on
- * this one) when the origin has had work since the last such wait, and the
- * binding is kept (cloned) until a marker after the consuming work has
- * completed (polled on the worker).
+ * Fences. Every command a stream enqueues (copies, info uploads, barriers,
+ * profile markers, and kernels on CPU devices) is enqueued with an event,
+ * and the stream keeps the newest one (ocl_stream_t.last). The queue is in
+ * order, so that event completing means all of the stream's work has:
+ * syncs, reads and kept bindings wait on it, and nobody enqueues a marker
+ * (on PoCL a marker is one more command through the driver's scheduler,
+ * and its own flush wakes every driver thread). Once the newest command is
+ * seen complete the stream lets it go, and a sync with nothing in flight
+ * answers at once. Where a kernel's event costs as much as a marker
+ * (NVIDIA's OpenCL: ocl_server_t.kernel_events), kernels go without one
+ * and the fence after them is a marker.
  *
- * Reads, syncs. A read enqueues non-blocking copies straight into the
- * destinations and returns a future fenced by a marker event; the caller
- * waits on it (no second hand-off from the worker). A command that fails
- * on the device (an event whose status is an error code) is reported by
- * the wait as ServerError::Launch(LaunchError::Unknown) naming the kernels
+ * Cross-stream use. A binding of another stream makes the operation's
+ * queue wait (a barrier on this queue with the origin's newest event) when
+ * the origin has work in flight, and the binding is kept (cloned) until
+ * the consuming work's newest event has completed (polled on the worker).
+ *
+ * Reads, syncs. A read enqueues copies straight into the destinations
+ * and returns a future fenced by the last copy's event (none when the
+ * copies were blocking and are done); the caller waits on it (no second
+ * hand-off from the worker). A command that fails on the device (an event
+ * whose status is an error code) is reported by the wait as
+ * ServerError::Launch(LaunchError::Unknown) naming the kernels
  * launched on the stream since its last sync; errors of enqueue calls are
  * queued on the stream and returned by its next flush, sync or read.
  *
@@ -96,6 +110,7 @@ static void opencl_destroy(ruda__server_t *base) {
    * driver's threads. */
   while (atomic_load(&s->pending_releases) > 0) sched_yield();
   ruda__stream_table_deinit(&base->streams);
+  ruda__free(s->pinned);
   ruda__opencl_program_cache_destroy(s->programs);
   if (s->service) {
     api->clFinish(s->service);
@@ -178,6 +193,7 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   s->base.device.type_id = RUDA_DEVICE_TYPE_OPENCL;
   s->base.device.index_id = index;
   s->base.shares_host_cores = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
+  s->kernel_events = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
   atomic_init(&s->pending_releases, 0);
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;

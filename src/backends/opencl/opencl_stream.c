@@ -23,9 +23,40 @@ static void page_drop_subs(ocl_server_t *s, page_t *p) {
   p->nsubs = p->capsubs = 0;
 }
 
+static bool pinned_add(ocl_server_t *s, const void *host, uint64_t size) {
+  if (s->npinned == s->cappinned) {
+    size_t cap = s->cappinned ? s->cappinned * 2 : 8;
+    pinned_range_t *n = ruda__realloc(s->pinned, cap * sizeof *n);
+    if (n == NULL) return false;
+    s->pinned = n;
+    s->cappinned = cap;
+  }
+  s->pinned[s->npinned++] = (pinned_range_t){host, size};
+  return true;
+}
+
+static void pinned_remove(ocl_server_t *s, const void *host) {
+  for (size_t i = 0; i < s->npinned; i++)
+    if (s->pinned[i].host == host) {
+      s->pinned[i] = s->pinned[--s->npinned];
+      return;
+    }
+}
+
+bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes) {
+  uintptr_t a = (uintptr_t)p;
+  for (size_t i = 0; i < s->npinned; i++) {
+    uintptr_t base = (uintptr_t)s->pinned[i].host;
+    uint64_t size = s->pinned[i].size;
+    if (a >= base && a - base <= size && bytes <= size - (a - base)) return true;
+  }
+  return false;
+}
+
 /* Releases a page. OpenCL keeps a memory object alive until the commands
  * that use it have finished, so nothing waits here. */
 static void page_free(ocl_server_t *s, page_t *p) {
+  if (p->host != NULL) pinned_remove(s, p->host);
   page_drop_subs(s, p);
   if (p->host != NULL) s->api->clEnqueueUnmapMemObject(s->service, p->mem, p->host, 0, NULL, NULL);
   if (p->mem != NULL) s->api->clReleaseMemObject(p->mem);
@@ -124,6 +155,8 @@ static ruda_status_t store_alloc(void *self, uint64_t size, ruda__storage_handle
       ruda__free(p);
       return ruda__cl_alloc_error(r, "clEnqueueMapBuffer", size);
     }
+    /* Unlisted, reads into it are only slower (blocking, Copies). */
+    (void)pinned_add(s, p->host, size);
   }
   out->id = ++g->next_id;
   out->base = (uint64_t)(uintptr_t)p;
@@ -258,8 +291,9 @@ ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_mem
 /* ---- Cross-stream ordering, deferred releases ---- */
 
 /* Orders `st` after the work on `b`'s stream when that is another stream (a
- * marker there and a barrier here, when the origin has had work since the
- * last such wait), and keeps a clone of `b` in `keep`. */
+ * barrier here on the origin's newest event, when the origin has had work
+ * since the last such wait and it is still in flight), and keeps a clone
+ * of `b` in `keep`. */
 void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
                              keep_list_t *keep) {
   if (ruda_binding_is_empty(b)) return;
@@ -278,14 +312,30 @@ void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_bindi
   }
   bool known = st->nlast > ors->index;
   if (!known || st->last_synced[ors->index] < ors->cursor) {
-    cl_event ev = NULL;
-    cl_int r = api->clEnqueueMarkerWithWaitList(origin->queue, 0, NULL, &ev);
-    if (r == CL_SUCCESS) {
+    /* The origin's newest command is the point to wait for; a marker only
+     * when it has no event. */
+    cl_int status = CL_COMPLETE;
+    cl_event ev = origin->last_unknown ? NULL : ruda__ocl_last_event(s, origin, &status);
+    cl_int r = CL_SUCCESS;
+    if (ev != NULL) {
+      r = api->clRetainEvent(ev);
+    } else if (origin->last_unknown) {
+      r = api->clEnqueueMarkerWithWaitList(origin->queue, 0, NULL, &ev);
+      if (r == CL_SUCCESS) {
+        origin->dirty = true;
+        ruda__ocl_note_event(s, origin, ev);
+      }
+    }
+    if (r == CL_SUCCESS && ev != NULL) {
       /* An event of another queue in a wait list needs that queue flushed. */
-      api->clFlush(origin->queue);
-      origin->dirty = false;
-      r = api->clEnqueueBarrierWithWaitList(st->queue, 1, &ev, NULL);
+      ruda__ocl_submit(s, origin);
+      cl_event barrier = NULL;
+      r = api->clEnqueueBarrierWithWaitList(st->queue, 1, &ev, &barrier);
       api->clReleaseEvent(ev);
+      if (r == CL_SUCCESS) {
+        st->dirty = true;
+        ruda__ocl_note_command(s, st, barrier);
+      }
     }
     if (r != CL_SUCCESS) api->clFinish(origin->queue);
     if (known) st->last_synced[ors->index] = ors->cursor;
@@ -310,6 +360,35 @@ static void keep_release(keep_list_t *keep) {
   ruda__free(keep->items);
 }
 
+void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
+  if (st->last != NULL) s->api->clReleaseEvent(st->last);
+  st->last = ev;
+  st->last_unknown = ev == NULL;
+  st->last_fenced = false;
+}
+
+void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
+  if (ev != NULL && s->api->clRetainEvent(ev) != CL_SUCCESS) ev = NULL;
+  ruda__ocl_note_command(s, st, ev);
+}
+
+cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status) {
+  *status = CL_COMPLETE;
+  if (st->last == NULL) return NULL;
+  cl_int v = CL_COMPLETE;
+  if (s->api->clGetEventInfo(st->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof v, &v, NULL) !=
+      CL_SUCCESS)
+    v = CL_QUEUED; /* unknown: waited for like pending work */
+  /* Finished: completed, or failed and reported by a fence already. */
+  if (v == CL_COMPLETE || (v < 0 && st->last_fenced)) {
+    s->api->clReleaseEvent(st->last);
+    st->last = NULL;
+    return NULL;
+  }
+  *status = v;
+  return st->last;
+}
+
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
   if (!st->dirty) return;
   s->api->clFlush(st->queue);
@@ -332,15 +411,30 @@ void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep) {
       st->capgc = cap;
     }
   }
-  cl_event ev = NULL;
-  if (keep->sync || st->ngc == st->capgc ||
-      s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) != CL_SUCCESS) {
+  /* The bindings go back once the stream's newest command has completed
+   * (a marker when it has no event; nothing to wait for when it is done). */
+  cl_int status = CL_COMPLETE;
+  cl_event ev = st->last_unknown ? NULL : ruda__ocl_last_event(s, st, &status);
+  bool ok = !keep->sync && st->ngc < st->capgc;
+  if (ok && ev != NULL) {
+    ok = s->api->clRetainEvent(ev) == CL_SUCCESS;
+  } else if (ok && st->last_unknown) {
+    ok = s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) == CL_SUCCESS;
+    if (ok) {
+      st->dirty = true;
+      ruda__ocl_note_event(s, st, ev);
+    }
+  } else if (ok) {
+    ruda__ocl_submit(s, st);
+    keep_release(keep); /* nothing of the stream is in flight */
+    return;
+  }
+  if (!ok) {
     s->api->clFinish(st->queue);
     st->dirty = false;
     keep_release(keep);
     return;
   }
-  st->dirty = true;
   ruda__ocl_submit(s, st);
   st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
 }
@@ -490,6 +584,7 @@ static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
   const ruda__opencl_api_t *api = s->api;
   if (st->queue != NULL) api->clFinish(st->queue);
   ruda__ocl_gc_poll(s, st, true);
+  if (st->last != NULL) api->clReleaseEvent(st->last);
   ruda__free(st->gc);
   ruda__free(st->trace);
   for (int i = 0; i < INFO_RING; i++) {

@@ -34,6 +34,8 @@ ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t
  * base-address alignment. */
 ruda_status_t ruda__ocl_view_mem(ocl_server_t *s, page_t *page, uint64_t offset, uint64_t size,
                                  cl_mem *out);
+/* Whether [p, p + bytes) lies in a pinned staging page of any stream. */
+bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes);
 /* Pinned staging of `size` bytes from the stream's pinned pool. */
 ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                        void **out_ptr);
@@ -45,6 +47,17 @@ void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep);
 void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
 /* ruda__ocl_gc_poll(s, st, false) for every stream with kept bindings. */
 void ruda__ocl_gc_poll_all(ocl_server_t *s);
+/* The stream's newest command (st->last): ruda__ocl_note_command takes
+ * `ev` (the stream's reference now; NULL for a command enqueued without
+ * an event), ruda__ocl_note_event retains it first. Every command
+ * enqueued on a stream's queue is noted by one of them. */
+void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
+void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
+/* The newest command's event while it has not completed successfully
+ * (borrowed; *status its execution status, an error code when it failed),
+ * NULL once it has (the stream lets it go) or when there is none or it
+ * has no event (check st->last_unknown first). */
+cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status);
 /* Submits the stream's enqueued work (clFlush) when there is any. */
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st);
 

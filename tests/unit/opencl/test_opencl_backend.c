@@ -1,7 +1,9 @@
 /* The OpenCL backend through the client, on opencl:0 (PoCL in CI): build
  * errors with their log, the program caches (memory, and disk from a second
  * process), sub-buffer alignment, enqueue errors and device faults reported
- * at the next sync naming the kernel, local-memory limits checked before
+ * at the next sync naming the kernel, syncs fenced by the stream's newest
+ * command (nothing to wait for once it completed, a failure reported
+ * once), local-memory limits checked before
  * the driver sees them, out of memory and recovery. Skips without an
  * OpenCL device. */
 #include <dirent.h>
@@ -26,6 +28,7 @@ TEST(opencl_backend_not_built) {
 #else
 
 #include "backends/opencl/opencl_fault.h"
+#include "backends/opencl/opencl_stream.h"
 
 static char g_self[4096];
 
@@ -443,6 +446,114 @@ TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
   api->clReleaseContext(ctx);
 }
 
+/* ---- Fences ---- */
+
+/* A server of opencl:0 driven on this thread, and one of its streams. */
+typedef struct fence_rig {
+  ruda__server_t *srv;
+  ocl_server_t *s;
+  ruda_stream_id_t id;
+  ocl_stream_t *st;
+} fence_rig_t;
+
+static void fence_rig_open(fence_rig_t *g) {
+  (void)client(); /* skips without a device */
+  const ruda__backend_t *be = ruda__backend_for(RUDA_DEVICE_TYPE_OPENCL);
+  ASSERT_NOT_NULL(be);
+  ASSERT_OK(be->create_server(0, &g->srv));
+  g->s = (ocl_server_t *)g->srv;
+  g->id = ruda_stream_id_next();
+  g->st = ruda__ocl_stream_get(g->s, g->id);
+  ASSERT_NOT_NULL(g->st);
+}
+
+/* A command of the stream that completes when `*gate` does (a marker on
+ * a user event), noted as its newest. */
+static void gated_command(fence_rig_t *g, cl_event *gate) {
+  const ruda__opencl_api_t *api = g->s->api;
+  cl_int r = 0;
+  *gate = api->clCreateUserEvent(g->s->ctx, &r);
+  ASSERT_EQ(r, CL_SUCCESS);
+  cl_event ev = NULL;
+  ASSERT_EQ(api->clEnqueueMarkerWithWaitList(g->st->queue, 1, gate, &ev), CL_SUCCESS);
+  g->st->dirty = true;
+  ruda__ocl_note_command(g->s, g->st, ev);
+}
+
+static ruda__future_t *fence(fence_rig_t *g) {
+  ruda__future_t *f = NULL;
+  ASSERT_OK(g->srv->vt->sync(g->srv, g->id, &f));
+  return f;
+}
+
+TEST(sync_waits_on_the_newest_command_and_answers_at_once_with_nothing_in_flight) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  const ruda__opencl_api_t *api = g.s->api;
+  ASSERT_NULL(fence(&g)); /* nothing ever enqueued */
+  cl_event gate = NULL;
+  gated_command(&g, &gate);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ASSERT_FALSE(f->vt->poll(f));
+  ruda__future_t *f2 = fence(&g); /* still in flight: waits too */
+  ASSERT_NOT_NULL(f2);
+  ASSERT_EQ(api->clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+  ASSERT_OK(f->vt->wait(f));
+  f->vt->destroy(f);
+  ASSERT_OK(f2->vt->wait(f2));
+  f2->vt->destroy(f2);
+  ASSERT_NULL(fence(&g)); /* completed: nothing to wait for */
+  ASSERT_NULL(g.st->last);
+  api->clReleaseEvent(gate);
+  g.srv->vt->destroy(g.srv);
+}
+
+TEST(a_failed_command_is_reported_by_one_fence) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  const ruda__opencl_api_t *api = g.s->api;
+  cl_event gate = NULL;
+  gated_command(&g, &gate);
+  ASSERT_EQ(api->clSetUserEventStatus(gate, CL_OUT_OF_RESOURCES), CL_SUCCESS);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ruda_status_t e = f->vt->wait(f);
+  f->vt->destroy(f);
+  ASSERT_NOT_NULL(e);
+  ASSERT_NOT_NULL(ruda_status_find(e, RUDA_ERR_LAUNCH_UNKNOWN));
+  ruda_status_free(e);
+  ASSERT_NULL(fence(&g)); /* reported already */
+  api->clReleaseEvent(gate);
+  g.srv->vt->destroy(g.srv);
+}
+
+/* Where kernels go without an event (GPUs: kernel_events is false), a
+ * sync after one is fenced by a marker, which then is the newest command:
+ * once it completed a sync answers at once. */
+TEST(kernels_without_events_are_fenced_by_a_marker) {
+  fence_rig_t g;
+  fence_rig_open(&g);
+  g.s->kernel_events = false;
+  ruda_kernel_t *k =
+      ocl_kernel("empty", "__kernel void empty(__global const ulong *info) {}\n",
+                 ruda_dim_new_1d(1), 0);
+  ruda__count_t count = {.fixed = {1, 1, 1}};
+  ruda__launch_args_t args;
+  memset(&args, 0, sizeof args);
+  g.srv->vt->launch(g.srv, k, &count, &args, RUDA_EXEC_CHECKED, g.id);
+  ASSERT_NULL(g.st->last);
+  ASSERT_TRUE(g.st->last_unknown);
+  ruda__future_t *f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  ASSERT_NOT_NULL(g.st->last); /* the marker */
+  ASSERT_OK(f->vt->wait(f));
+  f->vt->destroy(f);
+  ASSERT_NULL(fence(&g));
+  ruda_kernel_release(k);
+  g.srv->vt->destroy(g.srv);
+}
+
 TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
   ruda_client_t *c = fresh();
   const ruda_device_properties_t *p = ruda_client_properties(c);
@@ -584,6 +695,55 @@ TEST(pinned_staging_round_trip_and_pitched_copies) {
   ASSERT_OK(ruda_client_read(c, &h, all, sizeof all));
   ASSERT_UEQ(all[16 * 2 + 3], 13);
   ASSERT_UEQ(all[16 * 2 + 5], 0xAB000000u + 37); /* between rows: untouched */
+  ruda_handle_release(&h);
+  ruda_client_release(c);
+}
+
+/* Transfers of 1 MiB and more from and to pageable memory are blocking,
+ * into pinned staging they are not: both land, pitched ones too, and a
+ * kernel launched before a large read is done when the read returns. */
+TEST(large_pageable_and_pinned_transfers_round_trip) {
+  ruda_client_t *c = fresh();
+  const size_t n = (3u << 20) / 4 + 5; /* over 3 MiB of u32 */
+  uint32_t *src = malloc(n * 4), *back = malloc(n * 4);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(back);
+  for (size_t i = 0; i < n; i++) src[i] = (uint32_t)(i * 2654435761u);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, n * 4, &h));
+  memset(back, 0, n * 4);
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_TRUE(memcmp(src, back, n * 4) == 0);
+  /* A kernel, then a large read of what it wrote. */
+  ruda_kernel_t *k = ocl_kernel("fill", fill_src, ruda_dim_new_1d(64), 0);
+  ASSERT_OK(fill(c, k, &h, n, 7u));
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_UEQ(back[0], 7u);
+  ASSERT_UEQ(back[n - 1], 7u);
+  /* Into pinned staging (non-blocking). */
+  uint64_t sizes[1] = {n * 4};
+  ruda_bytes_t st;
+  ASSERT_OK(ruda_client_staging(c, sizes, 1, &st));
+  ASSERT_OK(ruda_client_write(c, &h, src, n * 4));
+  ASSERT_OK(ruda_client_read(c, &h, st.data, n * 4));
+  ASSERT_TRUE(memcmp(src, st.data, n * 4) == 0);
+  ruda_bytes_release(&st);
+  /* A pitched [600, 600] u32 view with rows 1024 elements apart (1.4 MiB
+   * packed): rows land, the gaps between them stay. */
+  ruda_shape_t shape = ruda_shape_2d(600, 600);
+  ruda_strides_t strides = {2, {1024, 1}};
+  ASSERT_OK(ruda_client_write_tensor(c, &h, &shape, &strides, 4, src));
+  uint32_t *tile = malloc(600 * 600 * 4);
+  ASSERT_NOT_NULL(tile);
+  ASSERT_OK(ruda_client_read_tensor(c, &h, &shape, &strides, 4, tile));
+  ASSERT_TRUE(memcmp(tile, src, 600 * 600 * 4) == 0);
+  ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
+  ASSERT_UEQ(back[1024 + 599], src[600 + 599]);
+  ASSERT_UEQ(back[1024 + 600], src[1024 + 600]); /* between rows: the earlier write */
+  free(tile);
+  free(src);
+  free(back);
+  ruda_kernel_release(k);
   ruda_handle_release(&h);
   ruda_client_release(c);
 }
