@@ -129,6 +129,9 @@ static const ruda__server_vtable_t opencl_vtable = {
     .read = ruda__ocl_read,
     .write = ruda__ocl_write,
     .sync = ruda__ocl_sync,
+    /* Nothing of an OpenCL server is tied to its worker thread: a waiting
+     * caller may run the queue itself (docs/opencl.md). */
+    .any_thread = true,
     .get_resource = ruda__ocl_get_resource,
     .launch = ruda__ocl_launch,
     .flush = ruda__ocl_flush,
