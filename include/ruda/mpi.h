@@ -21,7 +21,14 @@
  * the same order with the same sizes, and every send has a matching recv.
  * Operations are non-blocking like a launch: they are queued on the
  * client's stream, run after the work queued before, and report errors on
- * the stream (next flush, sync or read). Rules for sizes are those of
+ * the stream (next flush, sync or read). One exception: an operation on CPU
+ * buffers of at most RUDA_MPI_INLINE_BYTES bytes (default 65536; 0 turns
+ * this off) issued while the device has nothing queued or running runs on
+ * the calling thread and returns when MPI has finished it (in the same
+ * order, with its errors still on the stream): it then blocks as the MPI
+ * call does, until the peers take part. So issue the operations of
+ * different groups in one order on every rank, as MPI requires of blocking
+ * collectives. Recvs are always queued. Rules for sizes are those of
  * ruda/comm.h, per rank. Only one device of a process may use a group (split
  * the group to give each device of a process its own).
  *
@@ -124,8 +131,8 @@ ruda_status_t ruda_group_device(const ruda_group_t *g, const char *name, ruda_de
 /* The operations of ruda/comm.h across the group: `c` is this rank's
  * device, the buffers live on it. See ruda/comm.h for the meaning and the
  * size rules (per rank: all-gather's dst holds size x src, reduce-scatter's
- * src holds size x dst). Non-blocking except on the host path (see the top
- * of this file). Errors at once: RUDA_ERR_INVALID_ARGUMENT (NULL or empty
+ * src holds size x dst). Non-blocking except on the host path and for
+ * small operations on an idle CPU device (see the top of this file). Errors at once: RUDA_ERR_INVALID_ARGUMENT (NULL or empty
  * arguments, sizes that break the rules on this rank, a type the transport
  * cannot reduce, an unknown op, a root or peer outside the group, a call
  * from a device worker), RUDA_ERR_UNAVAILABLE (finalized, or the device was

@@ -313,6 +313,152 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
   return s;
 }
 
+/* ---- On the caller's thread ----
+ *
+ * A queued job costs a hand-off to the worker and back per operation,
+ * which for small messages is a good part of MPI's own latency. So when
+ * the device has nothing queued or running (ruda__client_run_if_idle) and
+ * the buffers are small, the caller runs the job itself, over addresses
+ * the group remembers per view; it then returns when MPI has finished
+ * (MPI's blocking semantics). Its error, if any, is queued on the stream
+ * as a queued job's would be. RUDA_MPI_INLINE_BYTES sets the size limit
+ * (0: always queue). */
+
+#define INLINE_BYTES_DEFAULT (64u << 10)
+
+static uint64_t inline_bytes(void) {
+  static _Atomic int64_t cached = -1;
+  int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v >= 0) return (uint64_t)v;
+  const char *e = getenv("RUDA_MPI_INLINE_BYTES");
+  char *end = NULL;
+  unsigned long long n = e && *e ? strtoull(e, &end, 10) : INLINE_BYTES_DEFAULT;
+  if (e && *e && (!end || *end)) n = INLINE_BYTES_DEFAULT; /* not a number: the default */
+  v = n > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)n;
+  atomic_store_explicit(&cached, v, memory_order_relaxed);
+  return (uint64_t)v;
+}
+
+static bool same_view(const ruda_handle_t *a, const ruda_handle_t *b) {
+  return a->id == b->id && a->offset_start == b->offset_start && a->offset_end == b->offset_end &&
+         a->size == b->size && a->stream.value == b->stream.value &&
+         a->device.type_id == b->device.type_id && a->device.index_id == b->device.index_id;
+}
+
+/* The host address of a live view of c's device: remembered, or asked of
+ * the device once (a blocking call). False when it cannot be had. */
+static bool view_address(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *h,
+                         uint8_t **out, uint64_t *out_size) {
+  pthread_mutex_lock(&g->lock);
+  for (size_t i = 0; i < RUDA__GROUP_ADDRS; i++) {
+    if (g->addrs[i].view.id && same_view(&g->addrs[i].view, h)) {
+      *out = (uint8_t *)(uintptr_t)g->addrs[i].address;
+      *out_size = g->addrs[i].size;
+      pthread_mutex_unlock(&g->lock);
+      return true;
+    }
+  }
+  pthread_mutex_unlock(&g->lock);
+  ruda_resource_t r;
+  ruda_status_t s = ruda_client_get_resource(c, h, &r);
+  if (s) {
+    ruda_status_free(s); /* the queued path reports what is wrong */
+    return false;
+  }
+  *out = (uint8_t *)(uintptr_t)r.address;
+  *out_size = r.size;
+  pthread_mutex_lock(&g->lock);
+  ruda__group_addr_t *slot = &g->addrs[g->addr_next++ % RUDA__GROUP_ADDRS];
+  slot->view = *h;
+  slot->address = r.address;
+  slot->size = r.size;
+  pthread_mutex_unlock(&g->lock);
+  /* The caller's live handle keeps the memory; the binding is not needed. */
+  ruda_resource_release(&r);
+  return true;
+}
+
+typedef struct inline_call {
+  ruda_client_t *c;
+  mpi_job_t *job;
+  const ruda_handle_t *src, *dst;
+  bool ran;
+  ruda_status_t status;
+} inline_call_t;
+
+/* On the caller's thread, with the device idle: the views' addresses
+ * (remembered, or asked of the idle device), then the job. */
+static void inline_run(void *ctx) {
+  inline_call_t *ic = ctx;
+  mpi_job_t *j = ic->job;
+  uint8_t *sp = NULL, *dp = NULL;
+  uint64_t sn = 0, dn = 0;
+  if ((ic->src && !view_address(j->g, ic->c, ic->src, &sp, &sn)) ||
+      (ic->dst && !view_address(j->g, ic->c, ic->dst, &dp, &dn)) || sn < j->src_need ||
+      dn < j->dst_need) {
+    return; /* the queued path, which reports what is wrong */
+  }
+  ic->ran = true;
+  ic->status = run_job(j, sp, sn, dp, dn);
+}
+
+/* A queued host call whose only work is to put an error on the stream:
+ * the stream takes the status from report_error; a call cancelled by
+ * ruda_shutdown frees it in report_free. */
+typedef struct report {
+  ruda_status_t status;
+} report_t;
+
+static ruda_status_t report_error(void *ctx, void *src, uint64_t sn, void *dst, uint64_t dn) {
+  (void)src, (void)sn, (void)dst, (void)dn;
+  report_t *r = ctx;
+  ruda_status_t s = r->status;
+  r->status = NULL;
+  return s;
+}
+
+static void report_free(void *ctx) {
+  report_t *r = ctx;
+  ruda_status_free(r->status);
+  ruda__free(r);
+}
+
+ruda_status_t ruda__mpi_queue_error(ruda_client_t *c, ruda_status_t err) {
+  report_t *r = ruda__calloc(1, sizeof *r);
+  if (r) r->status = err;
+  ruda_status_t s = r ? ruda__client_host_call(c, NULL, NULL, report_error, r, report_free)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *r);
+  if (s) { /* not queued: r and err are still ours */
+    ruda_status_free(s);
+    ruda__free(r);
+    return err;
+  }
+  return NULL;
+}
+
+static _Atomic uint64_t inline_runs;
+
+uint64_t ruda__mpi_inline_runs(void) {
+  return atomic_load_explicit(&inline_runs, memory_order_relaxed);
+}
+
+/* Runs `job` on the caller's thread when it is small, its buffers'
+ * addresses are known and the device is idle; *out_ran says whether it
+ * did (otherwise nothing happened and the caller queues it). */
+static ruda_status_t run_inline(ruda_client_t *c, mpi_job_t *job, const ruda_handle_t *src,
+                                const ruda_handle_t *dst, bool *out_ran) {
+  *out_ran = false;
+  uint64_t limit = inline_bytes();
+  if (job->src_need > limit || job->dst_need > limit) return NULL;
+  inline_call_t ic = {c, job, src, dst, false, NULL};
+  bool idle = false;
+  ruda_status_t s = ruda__client_run_if_idle(c, inline_run, &ic, &idle);
+  if (s || !ic.ran) return s;
+  *out_ran = true;
+  atomic_fetch_add_explicit(&inline_runs, 1, memory_order_relaxed);
+  return ic.status ? ruda__mpi_queue_error(c, ic.status) : NULL;
+}
+
 static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t *a) {
   const char *fn = a->fn;
   ruda_status_t s = ruda__group_check(g, fn);
@@ -328,8 +474,10 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
   ruda_device_id_t dev = ruda_client_device(c);
   if (needs_src && (s = ruda__handle_check(a->src, dev, fn))) return s;
   if (needs_dst && (s = ruda__handle_check(a->dst, dev, fn))) return s;
+  /* The device's slot in the group, and what it offers (asked once). */
+  size_t idx = 0;
   ruda__comm_caps_t caps;
-  s = ruda__client_comm_caps(c, &caps);
+  s = ruda__group_use(g, c, &idx, &caps);
   if (s) return s;
   bool nccl = !caps.host_call && caps.tokens;
   bool reduces = a->kind == RUDA__COLL_ALL_REDUCE || a->kind == RUDA__COLL_REDUCE_SCATTER;
@@ -377,9 +525,6 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
                               "%s: blocks of %llu bytes are more than MPI counts (INT_MAX)", fn,
                               (unsigned long long)unit);
   }
-  size_t idx = 0;
-  s = ruda__group_use(g, c, &idx);
-  if (s) return s;
   if (a->kind == RUDA__COLL_RECV) {
     s = ruda_client_empty(c, a->recv_bytes, a->out);
     if (s) return s;
@@ -424,20 +569,20 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
     return s;
   }
 
+  mpi_job_t job = {g, a->kind, count, dtype, a->op, a->root, a->peer, want_in,
+                   needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0};
+  if (caps.host_call && a->kind != RUDA__COLL_RECV) {
+    bool ran = false;
+    s = run_inline(c, &job, needs_src ? a->src : NULL, needs_dst ? dst : NULL, &ran);
+    if (ran || s) return s;
+  }
   mpi_job_t *j = ruda__calloc(1, sizeof *j);
   if (!j) {
     if (a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *j);
   }
-  j->g = ruda_group_retain(g);
-  j->kind = a->kind;
-  j->count = count;
-  j->dtype = dtype;
-  j->op = a->op;
-  j->root = a->root;
-  j->peer = a->peer;
-  j->src_need = want_in;
-  j->dst_need = needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0;
+  *j = job;
+  ruda_group_retain(g);
   if (caps.host_call) {
     s = ruda__client_host_call(c, needs_src ? a->src : NULL, dst, run_job, j, job_free);
     if (s) job_free(j);
@@ -484,6 +629,7 @@ ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_hand
                  peer, 0, NULL};
   return group_op(g, c, &a);
 }
+
 
 ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
                               ruda_handle_t *out) {

@@ -11,10 +11,13 @@
  * the others waiting, which the watchdog ends (RUDA_COMM_TIMEOUT, set low
  * by CTest). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../unit/comm/collective_checks.h"
+#include "mpi/mpi_internal.h"
 #include "ruda/mpi.h"
 #include "ruda/ruda.h"
 #include "test.h"
@@ -44,6 +47,8 @@ static void setup(void) {
   ASSERT_OK(ruda_client_create(dev, &client));
   ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 1}, &client2));
 }
+
+static void expect_error_naming(ruda_status_t s, ruda_error_kind_t kind, const char *needle);
 
 static const ruda_elem_type_t mpi_types[] = {RUDA_ELEM_F64, RUDA_ELEM_F32, RUDA_ELEM_F16,
                                              RUDA_ELEM_BF16, RUDA_ELEM_I8, RUDA_ELEM_I16,
@@ -236,6 +241,88 @@ TEST(send_recv_every_pair) {
     }
   }
   ASSERT_OK(ruda_group_barrier(world));
+}
+
+/* Small operations on an idle CPU device run on the caller's thread (no
+ * hand-off to the worker); behind queued work they are queued, and the
+ * call returns at once. Both give the same results, in stream order. */
+static ruda_status_t hold_worker(void *ctx, void *src, uint64_t sn, void *dst, uint64_t dn) {
+  (void)src, (void)sn, (void)dst, (void)dn;
+  atomic_int *release = ctx;
+  while (!atomic_load(release)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void nothing(void *ctx) { (void)ctx; }
+
+/* Waits (bounded) until the device has finished what was queued, as a
+ * later operation's check sees it. */
+static void wait_idle(ruda_client_t *c) {
+  bool ran = false;
+  for (int i = 0; i < 10000 && !ran; i++) ASSERT_OK(ruda__client_run_if_idle(c, nothing, NULL, &ran));
+  ASSERT_TRUE(ran);
+}
+
+TEST(small_operations_on_the_callers_thread) {
+  setup();
+  /* The size limit is RUDA_MPI_INLINE_BYTES's (64 KiB when unset). */
+  bool default_limit = !getenv("RUDA_MPI_INLINE_BYTES") && !getenv("RUDA_TRACE");
+  float v[64];
+  for (int i = 0; i < 64; i++) v[i] = (float)(rank + 1);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(client, v, sizeof v, &h));
+  ASSERT_OK(ruda_client_sync(client));
+  /* Idle: on this thread. */
+  wait_idle(client);
+  uint64_t runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  if (default_limit) ASSERT_UEQ(ruda__mpi_inline_runs(), runs + 1);
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  float sum = (float)size * (float)(size + 1) / 2;
+  ASSERT_DBL_NEAR(v[0], sum, 1e-6);
+  ASSERT_DBL_NEAR(v[63], sum, 1e-6);
+  /* Busy (the worker held by a host call): queued, and back at once. */
+  atomic_int release = 0;
+  ASSERT_OK(ruda__client_host_call(client, NULL, NULL, hold_worker, &release, NULL));
+  runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  ASSERT_OK(ruda_group_broadcast(world, client, size - 1, &h));
+  ASSERT_UEQ(ruda__mpi_inline_runs(), runs);
+  atomic_store(&release, 1);
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  ASSERT_DBL_NEAR(v[0], sum * (float)size, 1e-4);
+  /* A write queued just before: the all-reduce comes after it, whichever
+   * way it runs. */
+  for (int i = 0; i < 64; i++) v[i] = (float)i;
+  ASSERT_OK(ruda_client_write(client, &h, v, sizeof v));
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_MAX));
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  for (int i = 0; i < 64; i++) ASSERT_DBL_NEAR(v[i], (double)i, 0);
+  /* Beyond the size limit (64 KiB): queued even when idle. */
+  ruda_handle_t big;
+  ASSERT_OK(ruda_client_empty(client, 1u << 20, &big));
+  ASSERT_OK(ruda_client_sync(client));
+  wait_idle(client);
+  runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_broadcast(world, client, 0, &big));
+  if (default_limit) ASSERT_UEQ(ruda__mpi_inline_runs(), runs);
+  ASSERT_OK(ruda_client_sync(client));
+  ruda_handle_release(&big);
+  ruda_handle_release(&h);
+}
+
+/* An error of a job that ran on the caller's thread goes where a queued
+ * job's would: on the stream, for its next sync. */
+TEST(errors_of_callers_thread_jobs_are_queued) {
+  setup();
+  ASSERT_OK(ruda_client_sync(client));
+  ASSERT_NULL(ruda__mpi_queue_error(client, ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                                               "an inline job failed")));
+  expect_error_naming(ruda_client_sync(client), RUDA_ERR_SERVER_UNHEALTHY, "an inline job failed");
+  ASSERT_OK(ruda_client_sync(client));
 }
 
 /* Groups split by parity, ordered by descending rank; a rank without a
