@@ -149,15 +149,27 @@ ruda_status_t ruda_group_reduce_scatter(ruda_group_t *g, ruda_client_t *c,
                                         const ruda_handle_t *src, const ruda_handle_t *dst,
                                         ruda_elem_type_t dtype, ruda_reduce_op_t op);
 
-/* Point to point: rank `peer` of the group receives what this rank sends
- * (the whole view of src, as bytes). The receiver reserves the destination
- * on its own stream: *out (owned by the caller, usable at once) holds
- * `bytes`. A message of another size is an error on the receiver's stream
- * naming both sizes. Sends block the device's stream until the receiver
- * takes the message (for large messages): order sends and receives so that
- * each has its match, as with MPI_Send/MPI_Recv. */
+/* Point to point: rank `peer` of the group receives what this rank sends.
+ * ruda_group_send sends the whole view of src as bytes;
+ * ruda_group_send_view sends the view that `shape` and `strides` describe
+ * (in elements of `dtype`, from the start of src's view, as
+ * ruda_client_send_recv takes them; both NULL: the whole view as bytes),
+ * packed row-major on this rank into shape-product x element-size bytes.
+ * The receiver reserves the destination on its own stream: *out (owned by
+ * the caller, usable at once) holds `bytes`, contiguous. A message of
+ * another size is an error on the receiver's stream naming both sizes.
+ * Sends block the device's stream until the receiver takes the message
+ * (for large messages): order sends and receives so that each has its
+ * match, as with MPI_Send/MPI_Recv. Errors of send_view at once, besides
+ * those above: RUDA_ERR_INVALID_ARGUMENT (only one of shape and strides,
+ * ranks that differ or exceed RUDA_MAX_RANK, an unknown dtype, a view that
+ * spans more than src or overflows), RUDA_ERR_IO_UNSUPPORTED_STRIDES (a
+ * strided view of a GPU buffer that goes through NCCL). */
 ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                               uint32_t peer);
+ruda_status_t ruda_group_send_view(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                   ruda_elem_type_t dtype, uint32_t peer);
 ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
                               ruda_handle_t *out);
 

@@ -68,6 +68,10 @@ typedef struct mpi_job {
   ruda_reduce_op_t op;
   uint32_t root, peer;
   uint64_t src_need, dst_need;
+  /* A send of a strided view: packed from src (view.shape, view.strides,
+   * view.elem_size) into count bytes before MPI_Send. */
+  bool pack;
+  ruda__copy_desc_t view;
 } mpi_job_t;
 
 static void job_free(void *ctx) {
@@ -143,14 +147,31 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
       call = "MPI_Reduce_scatter_block";
       rc = MPI_Reduce_scatter_block(src, dst, (int)j->count, type, op, g->comm);
       break;
-    case RUDA__COLL_SEND:
+    case RUDA__COLL_SEND: {
       call = "MPI_Send";
-      for (uint64_t at = 0; at < j->count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
-        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
-        rc = MPI_Send((uint8_t *)src + at * esize, (int)n, type, (int)j->peer, TAG, g->comm);
+      const uint8_t *data = src;
+      uint64_t count = j->count;
+      uint8_t *packed = NULL;
+      if (j->pack && count) {
+        packed = ruda__malloc((size_t)count);
+        if (packed) {
+          ruda__cpu_gather_view(src, &j->view, packed);
+        } else if (!own) {
+          /* Nothing to send: an empty message, so the receiver fails on
+           * the size instead of waiting. */
+          own = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, count);
+          count = 0;
+        }
+        data = packed;
       }
-      if (j->count == 0) rc = MPI_Send(src, 0, type, (int)j->peer, TAG, g->comm);
+      for (uint64_t at = 0; at < count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
+        uint64_t n = count - at < CHUNK_ELEMS ? count - at : CHUNK_ELEMS;
+        rc = MPI_Send(data + at * esize, (int)n, type, (int)j->peer, TAG, g->comm);
+      }
+      if (count == 0) rc = MPI_Send(data, 0, type, (int)j->peer, TAG, g->comm);
+      ruda__free(packed);
       break;
+    }
     case RUDA__COLL_RECV:
       call = "MPI_Recv";
       for (uint64_t at = 0; (at < j->count || (at == 0 && j->count == 0)) && rc == MPI_SUCCESS;
@@ -208,6 +229,8 @@ typedef struct op_args {
   uint32_t root, peer;
   uint64_t recv_bytes;
   ruda_handle_t *out; /* recv */
+  const ruda_shape_t *shape; /* a send's view (with strides, elements of dtype); NULL: bytes */
+  const ruda_strides_t *strides;
 } op_args_t;
 
 static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_empty(h); }
@@ -459,6 +482,40 @@ static ruda_status_t run_inline(ruda_client_t *c, mpi_job_t *job, const ruda_han
   return ic.status ? ruda__mpi_queue_error(c, ic.status) : NULL;
 }
 
+/* A send's view (shape and strides in elements of a->dtype, as
+ * ruda_client_send_recv takes them) against its handle: *view described,
+ * *extent the bytes it spans, *packs when it is not contiguous. Its packed
+ * size (elements x element size) fits in 64 bits when this succeeds. */
+static ruda_status_t check_view(const char *fn, const op_args_t *a, ruda__copy_desc_t *view,
+                                uint64_t *extent, bool *packs) {
+  const ruda_shape_t *shape = a->shape;
+  const ruda_strides_t *strides = a->strides;
+  if (!strides) return invalid(fn, "give both shape and strides, or neither");
+  if (shape->rank > RUDA_MAX_RANK) return invalid(fn, "shape rank above RUDA_MAX_RANK");
+  if (strides->rank != shape->rank) return invalid(fn, "the strides' rank differs from the shape's");
+  size_t esize = (unsigned)a->dtype < RUDA_ELEM_COUNT_ ? ruda_elem_type_size(a->dtype) : 0;
+  if (!esize) return invalid(fn, "unknown element type");
+  view->shape = *shape;
+  view->strides = *strides;
+  view->elem_size = esize;
+  uint64_t elems = 1, bytes;
+  for (uint32_t i = 0; i < shape->rank; i++) {
+    if (__builtin_mul_overflow(elems, shape->dims[i], &elems)) elems = UINT64_MAX;
+  }
+  if (elems == UINT64_MAX || __builtin_mul_overflow(elems, (uint64_t)esize, &bytes) ||
+      !ruda__cpu_view_extent(view, extent)) {
+    return invalid(fn, "the view's size overflows");
+  }
+  uint64_t have = ruda_handle_size_in_used(a->src);
+  if (*extent > have) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the view spans %llu bytes, the handle has %llu", fn,
+                              (unsigned long long)*extent, (unsigned long long)have);
+  }
+  *packs = bytes && shape->rank > 0 && !ruda_strides_is_contiguous(shape, strides);
+  return NULL;
+}
+
 static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t *a) {
   const char *fn = a->fn;
   ruda_status_t s = ruda__group_check(g, fn);
@@ -501,8 +558,19 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
                               "%s: rank %u is outside the group of %u ranks, or this rank", fn,
                               a->kind == RUDA__COLL_BROADCAST ? a->root : a->peer, g->size);
   }
+  /* A send of a view: `in` becomes the bytes it packs to, `extent` what it
+   * spans of src. */
+  ruda__copy_desc_t view;
+  memset(&view, 0, sizeof view);
+  uint64_t extent = 0;
+  bool packs = false;
+  if (a->kind == RUDA__COLL_SEND && a->shape) {
+    s = check_view(fn, a, &view, &extent, &packs);
+    if (s) return s;
+  }
   size_t esize = ruda_elem_type_size(dtype);
   uint64_t in = a->src ? ruda_handle_size_in_used(a->src) : 0;
+  if (a->kind == RUDA__COLL_SEND && a->shape) in = ruda_shape_num_elems(&view.shape) * view.elem_size;
   uint64_t out = a->dst ? ruda_handle_size_in_used(a->dst) : 0;
   if (a->kind == RUDA__COLL_RECV) out = a->recv_bytes;
   uint64_t unit = a->kind == RUDA__COLL_REDUCE_SCATTER || !needs_src ? out : in, times;
@@ -542,6 +610,11 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
       }
     }
   }
+  if (!s && nccl && packs) {
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                           "%s: a strided view of a %s buffer (NCCL sends contiguous views only)",
+                           fn, caps.backend);
+  }
   if (nccl || s) {
     if (!s) {
       ruda__coll_t coll;
@@ -569,8 +642,9 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
     return s;
   }
 
-  mpi_job_t job = {g, a->kind, count, dtype, a->op, a->root, a->peer, want_in,
-                   needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0};
+  mpi_job_t job = {g, a->kind, count, dtype, a->op, a->root, a->peer,
+                   a->shape ? extent : want_in, needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0,
+                   packs, view};
   if (caps.host_call && a->kind != RUDA__COLL_RECV) {
     bool ran = false;
     s = run_inline(c, &job, needs_src ? a->src : NULL, needs_dst ? dst : NULL, &ran);
@@ -597,21 +671,22 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
 ruda_status_t ruda_group_all_reduce(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                                     const ruda_handle_t *dst, ruda_elem_type_t dtype,
                                     ruda_reduce_op_t op) {
-  op_args_t a = {"ruda_group_all_reduce", RUDA__COLL_ALL_REDUCE, src, dst, dtype, op, 0, 0, 0, NULL};
+  op_args_t a = {"ruda_group_all_reduce", RUDA__COLL_ALL_REDUCE, src, dst, dtype, op, 0, 0, 0, NULL,
+                 NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_broadcast(ruda_group_t *g, ruda_client_t *c, uint32_t root,
                                    const ruda_handle_t *buf) {
   op_args_t a = {"ruda_group_broadcast", RUDA__COLL_BROADCAST, NULL, buf, RUDA_ELEM_U8,
-                 RUDA_REDUCE_SUM, root, 0, 0, NULL};
+                 RUDA_REDUCE_SUM, root, 0, 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_all_gather(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                                     const ruda_handle_t *dst) {
   op_args_t a = {"ruda_group_all_gather", RUDA__COLL_ALL_GATHER, src, dst, RUDA_ELEM_U8,
-                 RUDA_REDUCE_SUM, 0, 0, 0, NULL};
+                 RUDA_REDUCE_SUM, 0, 0, 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
@@ -619,22 +694,31 @@ ruda_status_t ruda_group_reduce_scatter(ruda_group_t *g, ruda_client_t *c,
                                         const ruda_handle_t *src, const ruda_handle_t *dst,
                                         ruda_elem_type_t dtype, ruda_reduce_op_t op) {
   op_args_t a = {"ruda_group_reduce_scatter", RUDA__COLL_REDUCE_SCATTER, src, dst, dtype, op, 0, 0,
-                 0, NULL};
+                 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                               uint32_t peer) {
   op_args_t a = {"ruda_group_send", RUDA__COLL_SEND, src, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
-                 peer, 0, NULL};
+                 peer, 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
+ruda_status_t ruda_group_send_view(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                   ruda_elem_type_t dtype, uint32_t peer) {
+  const char *fn = "ruda_group_send_view";
+  if (!shape != !strides) return invalid(fn, "give both shape and strides, or neither");
+  op_args_t a = {fn, RUDA__COLL_SEND, src, NULL, dtype, RUDA_REDUCE_SUM, 0, peer, 0, NULL, shape,
+                 strides};
+  return group_op(g, c, &a);
+}
 
 ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
                               ruda_handle_t *out) {
   if (out) memset(out, 0, sizeof *out);
   op_args_t a = {"ruda_group_recv", RUDA__COLL_RECV, NULL, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
-                 peer, bytes, out};
+                 peer, bytes, out, NULL, NULL};
   return group_op(g, c, &a);
 }

@@ -243,6 +243,88 @@ TEST(send_recv_every_pair) {
   ASSERT_OK(ruda_group_barrier(world));
 }
 
+/* A send of a strided view (every other column of a 5 x 8 matrix of i32)
+ * arrives packed and contiguous, as in one process; so do a contiguous
+ * prefix (two rows), and a large strided view (256 KiB packed, beyond what
+ * runs on the caller's thread). Rank 0 sends, the last rank receives. */
+TEST(send_view_packs_on_the_sender) {
+  setup();
+  uint32_t last = size - 1;
+  enum { R = 5, C = 8, BR = 512, BC = 256 };
+  int32_t m[R][C];
+  for (int r = 0; r < R; r++) {
+    for (int c = 0; c < C; c++) m[r][c] = r * 100 + c;
+  }
+  int32_t *big = malloc(sizeof(int32_t) * BR * BC);
+  ASSERT_TRUE(big != NULL);
+  for (int i = 0; i < BR * BC; i++) big[i] = i;
+  ruda_shape_t cols = {.rank = 2, .dims = {R, C / 2}};
+  ruda_strides_t cols_st = {.rank = 2, .values = {C, 2}};
+  ruda_shape_t rows = {.rank = 2, .dims = {2, C}};
+  ruda_strides_t rows_st = {.rank = 2, .values = {C, 1}};
+  ruda_shape_t bcols = {.rank = 2, .dims = {BR, BC / 2}};
+  ruda_strides_t bcols_st = {.rank = 2, .values = {BC, 2}};
+  if (size >= 2 && rank == 0) {
+    ruda_handle_t src, bsrc;
+    ASSERT_OK(ruda_client_create_buffer(client, m, sizeof m, &src));
+    ASSERT_OK(ruda_client_create_buffer(client, big, sizeof(int32_t) * BR * BC, &bsrc));
+    ASSERT_OK(ruda_client_sync(client));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, &cols, &cols_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, &rows, &rows_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &bsrc, &bcols, &bcols_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, NULL, NULL, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_client_sync(client));
+    /* Refused at once, nothing sent. */
+    ruda_shape_t wide = {.rank = 2, .dims = {R, C}};
+    ruda_strides_t wide_st = {.rank = 2, .values = {C + 1, 1}};
+    expect_error_naming(ruda_group_send_view(world, client, &src, &wide, &wide_st, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "the view spans 176 bytes, the handle has 160");
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, NULL, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "give both shape and strides");
+    ruda_strides_t flat = {.rank = 1, .values = {1}};
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, &flat, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "rank differs");
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, &cols_st,
+                                             (ruda_elem_type_t)999, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "unknown element type");
+    ASSERT_OK(ruda_client_sync(client));
+    ruda_handle_release(&src);
+    ruda_handle_release(&bsrc);
+  } else if (size >= 2 && rank == last) {
+    ruda_handle_t a, b, c, d;
+    ASSERT_OK(ruda_group_recv(world, client, R * (C / 2) * sizeof(int32_t), 0, &a));
+    ASSERT_OK(ruda_group_recv(world, client, 2 * C * sizeof(int32_t), 0, &b));
+    ASSERT_OK(ruda_group_recv(world, client, BR * (BC / 2) * sizeof(int32_t), 0, &c));
+    ASSERT_OK(ruda_group_recv(world, client, sizeof m, 0, &d));
+    int32_t got[R][C / 2], two[2][C], whole[R][C];
+    ASSERT_OK(ruda_client_read(client, &a, got, sizeof got));
+    for (int r = 0; r < R; r++) {
+      for (int k = 0; k < C / 2; k++) ASSERT_EQ(got[r][k], r * 100 + 2 * k);
+    }
+    ASSERT_OK(ruda_client_read(client, &b, two, sizeof two));
+    for (int r = 0; r < 2; r++) {
+      for (int k = 0; k < C; k++) ASSERT_EQ(two[r][k], r * 100 + k);
+    }
+    int32_t *bgot = malloc(sizeof(int32_t) * BR * (BC / 2));
+    ASSERT_TRUE(bgot != NULL);
+    ASSERT_OK(ruda_client_read(client, &c, bgot, sizeof(int32_t) * BR * (BC / 2)));
+    for (int r = 0; r < BR; r++) {
+      for (int k = 0; k < BC / 2; k++) {
+        if (bgot[r * (BC / 2) + k] != r * BC + 2 * k) CC_FAIL("big view: [%d][%d]", r, k);
+      }
+    }
+    free(bgot);
+    ASSERT_OK(ruda_client_read(client, &d, whole, sizeof whole));
+    ASSERT_EQ(memcmp(whole, m, sizeof m), 0);
+    ruda_handle_release(&a);
+    ruda_handle_release(&b);
+    ruda_handle_release(&c);
+    ruda_handle_release(&d);
+  }
+  free(big);
+  ASSERT_OK(ruda_group_barrier(world));
+}
+
 /* Small operations on an idle CPU device run on the caller's thread (no
  * hand-off to the worker); behind queued work they are queued, and the
  * call returns at once. Both give the same results, in stream order. */
