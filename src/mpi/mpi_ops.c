@@ -339,15 +339,18 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
 /* ---- On the caller's thread ----
  *
  * A queued job costs a hand-off to the worker and back per operation,
- * which for small messages is a good part of MPI's own latency. So when
- * the device has nothing queued or running (ruda__client_run_if_idle) and
- * the buffers are small, the caller runs the job itself, over addresses
- * the group remembers per view; it then returns when MPI has finished
- * (MPI's blocking semantics). Its error, if any, is queued on the stream
- * as a queued job's would be. RUDA_MPI_INLINE_BYTES sets the size limit
- * (0: always queue). */
+ * which for small messages is a good part of MPI's own latency; and on the
+ * 2-core VM queued jobs of 256 KiB to 4 MiB also ran 12-20% slower than
+ * the same MPI call made directly, for reasons not pinned down (not CPU
+ * time in ruda, nor the caller's wait in sync). So when the device has
+ * nothing queued or running (ruda__client_run_if_idle) and the buffers
+ * are at most RUDA_MPI_INLINE_BYTES (1 MiB; 0: always queue), the caller
+ * runs the job itself, over addresses the group remembers per view; it
+ * then returns when MPI has finished (MPI's blocking semantics, for at
+ * most about a millisecond at that size). Its error, if any, is queued on
+ * the stream as a queued job's would be. */
 
-#define INLINE_BYTES_DEFAULT (64u << 10)
+#define INLINE_BYTES_DEFAULT (1u << 20)
 
 static uint64_t inline_bytes(void) {
   static _Atomic int64_t cached = -1;

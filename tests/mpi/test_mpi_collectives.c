@@ -245,12 +245,13 @@ TEST(send_recv_every_pair) {
 
 /* A send of a strided view (every other column of a 5 x 8 matrix of i32)
  * arrives packed and contiguous, as in one process; so do a contiguous
- * prefix (two rows), and a large strided view (256 KiB packed, beyond what
- * runs on the caller's thread). Rank 0 sends, the last rank receives. */
+ * prefix (two rows), and a large strided view (1 MiB packed out of 2 MiB,
+ * beyond what runs on the caller's thread). Rank 0 sends, the last rank
+ * receives. */
 TEST(send_view_packs_on_the_sender) {
   setup();
   uint32_t last = size - 1;
-  enum { R = 5, C = 8, BR = 512, BC = 256 };
+  enum { R = 5, C = 8, BR = 1024, BC = 512 };
   int32_t m[R][C];
   for (int r = 0; r < R; r++) {
     for (int c = 0; c < C; c++) m[r][c] = r * 100 + c;
@@ -350,7 +351,7 @@ static void wait_idle(ruda_client_t *c) {
 
 TEST(small_operations_on_the_callers_thread) {
   setup();
-  /* The size limit is RUDA_MPI_INLINE_BYTES's (64 KiB when unset). */
+  /* The size limit is RUDA_MPI_INLINE_BYTES's (1 MiB when unset). */
   bool default_limit = !getenv("RUDA_MPI_INLINE_BYTES") && !getenv("RUDA_TRACE");
   float v[64];
   for (int i = 0; i < 64; i++) v[i] = (float)(rank + 1);
@@ -383,9 +384,9 @@ TEST(small_operations_on_the_callers_thread) {
   ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_MAX));
   ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
   for (int i = 0; i < 64; i++) ASSERT_DBL_NEAR(v[i], (double)i, 0);
-  /* Beyond the size limit (64 KiB): queued even when idle. */
+  /* Beyond the size limit (1 MiB): queued even when idle. */
   ruda_handle_t big;
-  ASSERT_OK(ruda_client_empty(client, 1u << 20, &big));
+  ASSERT_OK(ruda_client_empty(client, (1u << 20) + 4, &big));
   ASSERT_OK(ruda_client_sync(client));
   wait_idle(client);
   runs = ruda__mpi_inline_runs();
