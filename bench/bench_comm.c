@@ -18,7 +18,8 @@
  *     as one thread driving both GPUs must. With one GPU the all-reduce and
  *     broadcast run over cuda:0 alone (algbw: one rank has no bus) and
  *     send/recv is skipped.
- * Sizes: 4 KiB, 1 MiB, 64 MiB and, on CUDA, 1 GiB. */
+ * Sizes: 4 KiB, 1 MiB, 64 MiB and, on CUDA, 1 GiB; --quick and --smoke run
+ * smaller ones, and every case is named by the size it ran. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,25 +33,33 @@
 
 #define BENCH "comm"
 
-/* Under a launcher with the MPI transport built: runs the cases across
- * processes and returns true. The weak default (no MPI) returns false. */
+/* Under an MPI launcher (ruda_world_launcher) with the MPI transport
+ * built: runs the cases across processes and returns true; false when no
+ * launcher started this process. The weak default, linked when ruda was
+ * built without the MPI transport (which is where launchers are
+ * recognized), returns false: the in-process cases run instead. */
 __attribute__((weak)) bool ruda_bench_comm_mpi(ruda_bench_t *b) {
   (void)b;
   return false;
 }
 
-static bool launched(void) {
-  static const char *vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_SIZE",
-                               "MV2_COMM_WORLD_SIZE", "PALS_RANKID"};
-  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
-    if (getenv(vars[i])) return true;
+/* The name of a case's size: the bytes it moves in this run (--quick and
+ * --smoke run smaller sizes than the full run), "4KiB", "8MiB", "1GiB",
+ * else bytes ("100B"). Also used by bench_comm_mpi.c. */
+void ruda_bench_comm_size_name(uint64_t bytes, char *out, size_t cap) {
+  static const struct { uint64_t unit; const char *name; } units[] = {
+      {1ull << 30, "GiB"}, {1ull << 20, "MiB"}, {1ull << 10, "KiB"}};
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    if (bytes >= units[i].unit && bytes % units[i].unit == 0) {
+      snprintf(out, cap, "%llu%s", (unsigned long long)(bytes / units[i].unit), units[i].name);
+      return;
+    }
   }
-  return getenv("SLURM_STEP_ID") && getenv("SLURM_PROCID");
+  snprintf(out, cap, "%lluB", (unsigned long long)bytes);
 }
 
 typedef struct comm_size {
-  const char *tag;
-  uint64_t full, quick, smoke;
+  uint64_t full, quick, smoke; /* bytes per run kind (ruda_bench_pick) */
 } comm_size_t;
 
 /* ---- CPU: all-reduce between two CPU devices against a triad ---- */
@@ -97,8 +106,8 @@ static double triad_sample(void *ctx, size_t inner) {
 
 static void cpu_cases(ruda_bench_t *b) {
   static const comm_size_t sizes[] = {
-      {"1MiB", 1ull << 20, 1ull << 20, 1ull << 12},
-      {"64MiB", 64ull << 20, 16ull << 20, 1ull << 14},
+      {1ull << 20, 1ull << 20, 1ull << 12},
+      {64ull << 20, 16ull << 20, 1ull << 14},
   };
   setenv("RUDA_CPU_DEVICES", "2", 0); /* read on the first CPU device */
   /* The machine's memory bandwidth, measured once with arrays well past
@@ -143,8 +152,9 @@ static void cpu_cases(ruda_bench_t *b) {
 
   for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
     uint64_t bytes = ruda_bench_pick(b, sizes[si].full, sizes[si].quick, sizes[si].smoke);
-    char name[64];
-    snprintf(name, sizeof name, "allreduce_cpu2_%s", sizes[si].tag);
+    char name[64], tag[24];
+    ruda_bench_comm_size_name(bytes, tag, sizeof tag);
+    snprintf(name, sizeof name, "allreduce_cpu2_%s", tag);
     cpu_side_t r;
     memset(&r, 0, sizeof r);
     ruda_status_t s = NULL;
@@ -340,8 +350,9 @@ static bool gpu_raw_open(ruda_bench_t *b, const char *name, size_t n, uint64_t b
 static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t *sz) {
   uint64_t bytes = ruda_bench_pick(b, sz->full, sz->quick, sz->smoke);
   bool latency = sz->full <= 4096;
-  char name[64];
-  snprintf(name, sizeof name, "%s_%s%s", op_names[op], sz->tag, n == 1 ? "_1gpu" : "");
+  char name[64], tag[24];
+  ruda_bench_comm_size_name(bytes, tag, sizeof tag);
+  snprintf(name, sizeof name, "%s_%s%s", op_names[op], tag, n == 1 ? "_1gpu" : "");
   gpu_ruda_t r;
   memset(&r, 0, sizeof r);
   r.n = n;
@@ -410,25 +421,28 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
 
 static void cuda_cases(ruda_bench_t *b) {
   static const comm_size_t sizes[] = {
-      {"4KiB", 4096, 4096, 4096},
-      {"1MiB", 1ull << 20, 1ull << 20, 1ull << 16},
-      {"64MiB", 64ull << 20, 64ull << 20, 1ull << 16},
-      {"1GiB", 1ull << 30, 256ull << 20, 1ull << 16},
+      {4096, 4096, 4096},
+      {1ull << 20, 1ull << 20, 1ull << 16},
+      {64ull << 20, 64ull << 20, 1ull << 16},
+      {1ull << 30, 256ull << 20, 1ull << 16},
   };
   uint32_t count = 0;
   ruda_status_free(ruda_device_count(RUDA_DEVICE_TYPE_CUDA, &count));
   size_t n = count >= 2 ? 2 : 1;
   for (int op = OP_ALLREDUCE; op <= OP_SENDRECV; op++) {
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+      char tag[24];
+      ruda_bench_comm_size_name(ruda_bench_pick(b, sizes[si].full, sizes[si].quick, sizes[si].smoke),
+                                tag, sizeof tag);
       if (op == OP_SENDRECV && n < 2) {
         char name[64];
-        snprintf(name, sizeof name, "%s_%s", op_names[op], sizes[si].tag);
+        snprintf(name, sizeof name, "%s_%s", op_names[op], tag);
         ruda_bench_skip(b, BENCH, name, "send/recv needs two GPUs (one is here)");
         continue;
       }
       if (op == OP_BROADCAST && n < 2 && sizes[si].full > 4096) {
         char name[64];
-        snprintf(name, sizeof name, "%s_%s_1gpu", op_names[op], sizes[si].tag);
+        snprintf(name, sizeof name, "%s_%s_1gpu", op_names[op], tag);
         ruda_bench_skip(b, BENCH, name, "a broadcast of one rank moves no data (latency only)");
         continue;
       }
@@ -440,13 +454,7 @@ static void cuda_cases(ruda_bench_t *b) {
 #endif /* RUDA_HAVE_NCCL_HEADERS */
 
 void ruda_bench_comm(ruda_bench_t *b) {
-  if (launched()) {
-    if (!ruda_bench_comm_mpi(b)) {
-      ruda_bench_skip(b, BENCH, "mpi", "started by an MPI launcher, but this ruda was built "
-                                       "without the MPI transport (libruda_mpi)");
-    }
-    return;
-  }
+  if (ruda_bench_comm_mpi(b)) return; /* started by an MPI launcher */
   if (ruda_bench_on_cuda(b)) {
 #if defined(RUDA_HAVE_NCCL_HEADERS)
     cuda_cases(b);

@@ -17,6 +17,9 @@
 
 #define BENCH "comm"
 
+/* bench_comm.c: the name of a case's size, by the bytes it moves. */
+void ruda_bench_comm_size_name(uint64_t bytes, char *out, size_t cap);
+
 typedef struct mpi_side {
   ruda_group_t *g;
   ruda_client_t *c;
@@ -63,6 +66,7 @@ static double mpi_sample(void *ctx, size_t inner) {
 }
 
 bool ruda_bench_comm_mpi(ruda_bench_t *b) {
+  if (!ruda_world_launcher()) return false; /* not started by a launcher */
   ruda_group_t *world = NULL;
   ruda_status_t s = ruda_world_init(NULL, NULL, &world);
   if (s) {
@@ -82,17 +86,18 @@ bool ruda_bench_comm_mpi(ruda_bench_t *b) {
     ruda_group_release(world);
     return true;
   }
-  static const struct { const char *tag; uint64_t full, quick, smoke; } sizes[] = {
-      {"4KiB", 4096, 4096, 4096},
-      {"1MiB", 1u << 20, 1u << 20, 1u << 14},
-      {"64MiB", 64u << 20, 8u << 20, 1u << 16},
+  static const struct { uint64_t full, quick, smoke; } sizes[] = {
+      {4096, 4096, 4096},
+      {1u << 20, 1u << 20, 1u << 14},
+      {64u << 20, 8u << 20, 1u << 16},
   };
   for (int bcast = 0; bcast < 2; bcast++) {
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       uint64_t bytes = ruda_bench_pick(b, sizes[si].full, sizes[si].quick, sizes[si].smoke);
       bool latency = sizes[si].full <= 4096;
-      char name[64];
-      snprintf(name, sizeof name, "%s_%s_np%u", bcast ? "broadcast" : "allreduce", sizes[si].tag, n);
+      char name[64], tag[24];
+      ruda_bench_comm_size_name(bytes, tag, sizeof tag);
+      snprintf(name, sizeof name, "%s_%s_np%u", bcast ? "broadcast" : "allreduce", tag, n);
       mpi_side_t r;
       memset(&r, 0, sizeof r);
       r.g = world;

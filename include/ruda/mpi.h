@@ -21,7 +21,14 @@
  * the same order with the same sizes, and every send has a matching recv.
  * Operations are non-blocking like a launch: they are queued on the
  * client's stream, run after the work queued before, and report errors on
- * the stream (next flush, sync or read). Rules for sizes are those of
+ * the stream (next flush, sync or read). One exception: an operation on CPU
+ * buffers of at most RUDA_MPI_INLINE_BYTES bytes (default 1 MiB; 0 turns
+ * this off) issued while the device has nothing queued or running runs on
+ * the calling thread and returns when MPI has finished it (in the same
+ * order, with its errors still on the stream): it then blocks as the MPI
+ * call does, until the peers take part. So issue the operations of
+ * different groups in one order on every rank, as MPI requires of blocking
+ * collectives. Recvs are always queued. Rules for sizes are those of
  * ruda/comm.h, per rank. Only one device of a process may use a group (split
  * the group to give each device of a process its own).
  *
@@ -124,8 +131,8 @@ ruda_status_t ruda_group_device(const ruda_group_t *g, const char *name, ruda_de
 /* The operations of ruda/comm.h across the group: `c` is this rank's
  * device, the buffers live on it. See ruda/comm.h for the meaning and the
  * size rules (per rank: all-gather's dst holds size x src, reduce-scatter's
- * src holds size x dst). Non-blocking except on the host path (see the top
- * of this file). Errors at once: RUDA_ERR_INVALID_ARGUMENT (NULL or empty
+ * src holds size x dst). Non-blocking except on the host path and for
+ * small operations on an idle CPU device (see the top of this file). Errors at once: RUDA_ERR_INVALID_ARGUMENT (NULL or empty
  * arguments, sizes that break the rules on this rank, a type the transport
  * cannot reduce, an unknown op, a root or peer outside the group, a call
  * from a device worker), RUDA_ERR_UNAVAILABLE (finalized, or the device was
@@ -142,15 +149,27 @@ ruda_status_t ruda_group_reduce_scatter(ruda_group_t *g, ruda_client_t *c,
                                         const ruda_handle_t *src, const ruda_handle_t *dst,
                                         ruda_elem_type_t dtype, ruda_reduce_op_t op);
 
-/* Point to point: rank `peer` of the group receives what this rank sends
- * (the whole view of src, as bytes). The receiver reserves the destination
- * on its own stream: *out (owned by the caller, usable at once) holds
- * `bytes`. A message of another size is an error on the receiver's stream
- * naming both sizes. Sends block the device's stream until the receiver
- * takes the message (for large messages): order sends and receives so that
- * each has its match, as with MPI_Send/MPI_Recv. */
+/* Point to point: rank `peer` of the group receives what this rank sends.
+ * ruda_group_send sends the whole view of src as bytes;
+ * ruda_group_send_view sends the view that `shape` and `strides` describe
+ * (in elements of `dtype`, from the start of src's view, as
+ * ruda_client_send_recv takes them; both NULL: the whole view as bytes),
+ * packed row-major on this rank into shape-product x element-size bytes.
+ * The receiver reserves the destination on its own stream: *out (owned by
+ * the caller, usable at once) holds `bytes`, contiguous. A message of
+ * another size is an error on the receiver's stream naming both sizes.
+ * Sends block the device's stream until the receiver takes the message
+ * (for large messages): order sends and receives so that each has its
+ * match, as with MPI_Send/MPI_Recv. Errors of send_view at once, besides
+ * those above: RUDA_ERR_INVALID_ARGUMENT (only one of shape and strides,
+ * ranks that differ or exceed RUDA_MAX_RANK, an unknown dtype, a view that
+ * spans more than src or overflows), RUDA_ERR_IO_UNSUPPORTED_STRIDES (a
+ * strided view of a GPU buffer that goes through NCCL). */
 ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                               uint32_t peer);
+ruda_status_t ruda_group_send_view(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                   ruda_elem_type_t dtype, uint32_t peer);
 ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
                               ruda_handle_t *out);
 

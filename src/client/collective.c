@@ -15,11 +15,13 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "client/client_internal.h"
 #include "client/collective.h"
 #include "client/device.h"
 #include "comm/comm_id.h"
 #include "ruda/comm.h"
 #include "ruda/log.h"
+#include "server/trace.h"
 
 static pthread_mutex_t order_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -732,6 +734,40 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
   h->ctx = ctx;
   h->ctx_free = ctx_free;
   ruda__device_submit(d, &h->base);
+  ruda__device_end(d);
+  return NULL;
+}
+
+ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), void *ctx,
+                                       bool *out_ran) {
+  *out_ran = false;
+  if (!c) return invalid("collective", "NULL client");
+  ruda__device_t *d = c->dev;
+  if (ruda__device_on_worker(d)) {
+    return invalid("collective", "called from a device worker (ruda_client_exclusive or "
+                                 "ruda_client_profile)");
+  }
+  ruda_status_t s = ruda__device_begin(d, "collective");
+  if (s) return s;
+  /* Everything submitted before this load has run (completed <= submitted).
+   * One op still running may be about to end (a blocking call's caller
+   * wakes before the worker counts the op): it gets a microsecond. */
+  unsigned long submitted = atomic_load_explicit(&d->submitted, memory_order_seq_cst);
+  bool idle = false;
+  if (d->server->vt->completes_in_order && !ruda__trace_on()) {
+    unsigned long done = atomic_load_explicit(&d->completed, memory_order_seq_cst);
+    for (uint64_t until = 0; done + 1 == submitted; done = atomic_load_explicit(&d->completed, memory_order_seq_cst)) {
+      uint64_t now = ruda__now_ns();
+      if (!until) until = now + 1000;
+      if (now >= until) break;
+      ruda__cpu_relax();
+    }
+    idle = done == submitted;
+  }
+  if (idle) {
+    fn(ctx);
+    *out_ran = true;
+  }
   ruda__device_end(d);
   return NULL;
 }

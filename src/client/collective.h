@@ -60,4 +60,15 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
                                      const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
                                      void (*ctx_free)(void *ctx));
 
+/* Runs fn(ctx) on the caller's thread, now, when the device of `c` has
+ * finished every operation submitted to it (on any stream) and its work is
+ * complete when its worker returns (completes_in_order: CPU); fn then
+ * follows everything queued before, as a queued operation would, and the
+ * device stays entered (ruda_shutdown waits) while it runs. Not while the
+ * trace is on (queued host calls are traced). *out_ran says whether fn
+ * ran; when it did not, nothing happened. Errors: those of
+ * ruda__client_host_call's checks (a device worker, shut down). */
+ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), void *ctx,
+                                       bool *out_ran);
+
 #endif

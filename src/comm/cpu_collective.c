@@ -245,9 +245,7 @@ void ruda__cpu_divide(ruda_elem_type_t dtype, void *data, size_t count, uint64_t
 
 /* ---- Strided copies (send/recv) ---- */
 
-/* The bytes a strided view spans: (sum of (dim-1)*stride + 1) * elem, or 0
- * when it has no element. False on overflow. */
-static bool view_extent(const ruda__copy_desc_t *d, uint64_t *out) {
+bool ruda__cpu_view_extent(const ruda__copy_desc_t *d, uint64_t *out) {
   uint64_t last = 0;
   *out = 0;
   for (uint32_t i = 0; i < d->shape.rank; i++) {
@@ -262,8 +260,7 @@ static bool view_extent(const ruda__copy_desc_t *d, uint64_t *out) {
          !__builtin_mul_overflow(last, (uint64_t)d->elem_size, out);
 }
 
-/* Gathers the view `d` of `base` into contiguous `out`. */
-static void gather_view(const uint8_t *base, const ruda__copy_desc_t *d, uint8_t *out) {
+void ruda__cpu_gather_view(const uint8_t *base, const ruda__copy_desc_t *d, uint8_t *out) {
   uint64_t n = ruda_shape_num_elems(&d->shape);
   size_t elem = d->elem_size;
   uint32_t rank = d->shape.rank;
@@ -308,7 +305,7 @@ static void needs(const ruda__coll_t *c, uint64_t *src_need, uint64_t *dst_need)
     case RUDA__COLL_BROADCAST: *dst_need = bytes; break;
     case RUDA__COLL_ALL_GATHER: *src_need = bytes; *dst_need = bytes * c->peers.size; break;
     case RUDA__COLL_REDUCE_SCATTER: *src_need = bytes * c->peers.size; *dst_need = bytes; break;
-    case RUDA__COLL_SEND: if (!view_extent(&c->src, src_need)) *src_need = UINT64_MAX; break;
+    case RUDA__COLL_SEND: if (!ruda__cpu_view_extent(&c->src, src_need)) *src_need = UINT64_MAX; break;
     case RUDA__COLL_RECV: *dst_need = bytes; break;
   }
 }
@@ -426,7 +423,7 @@ static void do_share(ruda__round_t *round, uint32_t rank, void *ctx) {
       break;
     case RUDA__COLL_RECV: {
       const ruda__cpu_part_t *from = part_of(round, c->peer);
-      gather_view(from->src, &from->coll->src, me->dst);
+      ruda__cpu_gather_view(from->src, &from->coll->src, me->dst);
       break;
     }
     case RUDA__COLL_SEND:

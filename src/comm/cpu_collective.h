@@ -51,6 +51,14 @@ ruda_status_t ruda__cpu_collective(const ruda__cpu_part_t *part);
 void ruda__cpu_reduce(ruda_elem_type_t dtype, ruda_reduce_op_t op, const void *const *src,
                       size_t nsrc, void *const *dst, size_t ndst, size_t count);
 
+/* The bytes the view `d` spans from its start: (sum of (dim-1)*stride + 1)
+ * x elem_size, 0 when it has no element. False on overflow. */
+bool ruda__cpu_view_extent(const ruda__copy_desc_t *d, uint64_t *out);
+/* Gathers the view `d` (shape, strides in elements, elem_size; the
+ * binding is not used) of `base` into contiguous `out`, row-major.
+ * Thread-safe; the MPI transport packs strided sends with it. */
+void ruda__cpu_gather_view(const uint8_t *base, const ruda__copy_desc_t *d, uint8_t *out);
+
 /* Divides each of `count` elements of `dtype` in place by n (integers
  * truncate toward zero; 64-bit integers as in a wrapped sum). */
 void ruda__cpu_divide(ruda_elem_type_t dtype, void *data, size_t count, uint64_t n);

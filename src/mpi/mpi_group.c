@@ -223,25 +223,42 @@ ruda_status_t ruda__group_check(const ruda_group_t *g, const char *fn) {
   return NULL;
 }
 
-ruda_status_t ruda__group_use(ruda_group_t *g, ruda_client_t *c, size_t *out_index) {
-  ruda_device_id_t id = ruda_client_device(c);
-  pthread_mutex_lock(&g->lock);
+static bool group_find_locked(const ruda_group_t *g, ruda_device_id_t id, size_t *out_index) {
   for (size_t i = 0; i < g->nclients; i++) {
     ruda_device_id_t k = ruda_client_device(g->clients[i]);
     if (k.type_id == id.type_id && k.index_id == id.index_id) {
       *out_index = i;
-      pthread_mutex_unlock(&g->lock);
-      return NULL;
+      return true;
     }
   }
-  if (g->nclients == RUDA__GROUP_MAX_CLIENTS) {
-    pthread_mutex_unlock(&g->lock);
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "a group is used by at most %d devices of a process (split it)",
-                              RUDA__GROUP_MAX_CLIENTS);
+  return false;
+}
+
+ruda_status_t ruda__group_use(ruda_group_t *g, ruda_client_t *c, size_t *out_index,
+                              ruda__comm_caps_t *out_caps) {
+  ruda_device_id_t id = ruda_client_device(c);
+  pthread_mutex_lock(&g->lock);
+  bool found = group_find_locked(g, id, out_index);
+  if (found) *out_caps = g->caps[*out_index];
+  pthread_mutex_unlock(&g->lock);
+  if (found) return NULL;
+  /* First use by this device: what it offers, asked outside the lock. */
+  ruda__comm_caps_t caps;
+  ruda_status_t s = ruda__client_comm_caps(c, &caps);
+  if (s) return s;
+  pthread_mutex_lock(&g->lock);
+  if (!group_find_locked(g, id, out_index)) {
+    if (g->nclients == RUDA__GROUP_MAX_CLIENTS) {
+      pthread_mutex_unlock(&g->lock);
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "a group is used by at most %d devices of a process (split it)",
+                                RUDA__GROUP_MAX_CLIENTS);
+    }
+    *out_index = g->nclients;
+    g->caps[g->nclients] = caps;
+    g->clients[g->nclients++] = ruda_client_retain(c);
   }
-  *out_index = g->nclients;
-  g->clients[g->nclients++] = ruda_client_retain(c);
+  *out_caps = g->caps[*out_index];
   pthread_mutex_unlock(&g->lock);
   return NULL;
 }

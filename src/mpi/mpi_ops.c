@@ -68,6 +68,10 @@ typedef struct mpi_job {
   ruda_reduce_op_t op;
   uint32_t root, peer;
   uint64_t src_need, dst_need;
+  /* A send of a strided view: packed from src (view.shape, view.strides,
+   * view.elem_size) into count bytes before MPI_Send. */
+  bool pack;
+  ruda__copy_desc_t view;
 } mpi_job_t;
 
 static void job_free(void *ctx) {
@@ -143,14 +147,31 @@ static ruda_status_t run_job(void *ctx, void *src, uint64_t src_bytes, void *dst
       call = "MPI_Reduce_scatter_block";
       rc = MPI_Reduce_scatter_block(src, dst, (int)j->count, type, op, g->comm);
       break;
-    case RUDA__COLL_SEND:
+    case RUDA__COLL_SEND: {
       call = "MPI_Send";
-      for (uint64_t at = 0; at < j->count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
-        uint64_t n = j->count - at < CHUNK_ELEMS ? j->count - at : CHUNK_ELEMS;
-        rc = MPI_Send((uint8_t *)src + at * esize, (int)n, type, (int)j->peer, TAG, g->comm);
+      const uint8_t *data = src;
+      uint64_t count = j->count;
+      uint8_t *packed = NULL;
+      if (j->pack && count) {
+        packed = ruda__malloc((size_t)count);
+        if (packed) {
+          ruda__cpu_gather_view(src, &j->view, packed);
+        } else if (!own) {
+          /* Nothing to send: an empty message, so the receiver fails on
+           * the size instead of waiting. */
+          own = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, count);
+          count = 0;
+        }
+        data = packed;
       }
-      if (j->count == 0) rc = MPI_Send(src, 0, type, (int)j->peer, TAG, g->comm);
+      for (uint64_t at = 0; at < count && rc == MPI_SUCCESS; at += CHUNK_ELEMS) {
+        uint64_t n = count - at < CHUNK_ELEMS ? count - at : CHUNK_ELEMS;
+        rc = MPI_Send(data + at * esize, (int)n, type, (int)j->peer, TAG, g->comm);
+      }
+      if (count == 0) rc = MPI_Send(data, 0, type, (int)j->peer, TAG, g->comm);
+      ruda__free(packed);
       break;
+    }
     case RUDA__COLL_RECV:
       call = "MPI_Recv";
       for (uint64_t at = 0; (at < j->count || (at == 0 && j->count == 0)) && rc == MPI_SUCCESS;
@@ -208,6 +229,8 @@ typedef struct op_args {
   uint32_t root, peer;
   uint64_t recv_bytes;
   ruda_handle_t *out; /* recv */
+  const ruda_shape_t *shape; /* a send's view (with strides, elements of dtype); NULL: bytes */
+  const ruda_strides_t *strides;
 } op_args_t;
 
 static bool handle_empty(const ruda_handle_t *h) { return !h || ruda_handle_is_empty(h); }
@@ -313,6 +336,189 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
   return s;
 }
 
+/* ---- On the caller's thread ----
+ *
+ * A queued job costs a hand-off to the worker and back per operation,
+ * which for small messages is a good part of MPI's own latency; and on the
+ * 2-core VM queued jobs of 256 KiB to 4 MiB also ran 12-20% slower than
+ * the same MPI call made directly, for reasons not pinned down (not CPU
+ * time in ruda, nor the caller's wait in sync). So when the device has
+ * nothing queued or running (ruda__client_run_if_idle) and the buffers
+ * are at most RUDA_MPI_INLINE_BYTES (1 MiB; 0: always queue), the caller
+ * runs the job itself, over addresses the group remembers per view; it
+ * then returns when MPI has finished (MPI's blocking semantics, for at
+ * most about a millisecond at that size). Its error, if any, is queued on
+ * the stream as a queued job's would be. */
+
+#define INLINE_BYTES_DEFAULT (1u << 20)
+
+static uint64_t inline_bytes(void) {
+  static _Atomic int64_t cached = -1;
+  int64_t v = atomic_load_explicit(&cached, memory_order_relaxed);
+  if (v >= 0) return (uint64_t)v;
+  const char *e = getenv("RUDA_MPI_INLINE_BYTES");
+  char *end = NULL;
+  unsigned long long n = e && *e ? strtoull(e, &end, 10) : INLINE_BYTES_DEFAULT;
+  if (e && *e && (!end || *end)) n = INLINE_BYTES_DEFAULT; /* not a number: the default */
+  v = n > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)n;
+  atomic_store_explicit(&cached, v, memory_order_relaxed);
+  return (uint64_t)v;
+}
+
+static bool same_view(const ruda_handle_t *a, const ruda_handle_t *b) {
+  return a->id == b->id && a->offset_start == b->offset_start && a->offset_end == b->offset_end &&
+         a->size == b->size && a->stream.value == b->stream.value &&
+         a->device.type_id == b->device.type_id && a->device.index_id == b->device.index_id;
+}
+
+/* The host address of a live view of c's device: remembered, or asked of
+ * the device once (a blocking call). False when it cannot be had. */
+static bool view_address(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *h,
+                         uint8_t **out, uint64_t *out_size) {
+  pthread_mutex_lock(&g->lock);
+  for (size_t i = 0; i < RUDA__GROUP_ADDRS; i++) {
+    if (g->addrs[i].view.id && same_view(&g->addrs[i].view, h)) {
+      *out = (uint8_t *)(uintptr_t)g->addrs[i].address;
+      *out_size = g->addrs[i].size;
+      pthread_mutex_unlock(&g->lock);
+      return true;
+    }
+  }
+  pthread_mutex_unlock(&g->lock);
+  ruda_resource_t r;
+  ruda_status_t s = ruda_client_get_resource(c, h, &r);
+  if (s) {
+    ruda_status_free(s); /* the queued path reports what is wrong */
+    return false;
+  }
+  *out = (uint8_t *)(uintptr_t)r.address;
+  *out_size = r.size;
+  pthread_mutex_lock(&g->lock);
+  ruda__group_addr_t *slot = &g->addrs[g->addr_next++ % RUDA__GROUP_ADDRS];
+  slot->view = *h;
+  slot->address = r.address;
+  slot->size = r.size;
+  pthread_mutex_unlock(&g->lock);
+  /* The caller's live handle keeps the memory; the binding is not needed. */
+  ruda_resource_release(&r);
+  return true;
+}
+
+typedef struct inline_call {
+  ruda_client_t *c;
+  mpi_job_t *job;
+  const ruda_handle_t *src, *dst;
+  bool ran;
+  ruda_status_t status;
+} inline_call_t;
+
+/* On the caller's thread, with the device idle: the views' addresses
+ * (remembered, or asked of the idle device), then the job. */
+static void inline_run(void *ctx) {
+  inline_call_t *ic = ctx;
+  mpi_job_t *j = ic->job;
+  uint8_t *sp = NULL, *dp = NULL;
+  uint64_t sn = 0, dn = 0;
+  if ((ic->src && !view_address(j->g, ic->c, ic->src, &sp, &sn)) ||
+      (ic->dst && !view_address(j->g, ic->c, ic->dst, &dp, &dn)) || sn < j->src_need ||
+      dn < j->dst_need) {
+    return; /* the queued path, which reports what is wrong */
+  }
+  ic->ran = true;
+  ic->status = run_job(j, sp, sn, dp, dn);
+}
+
+/* A queued host call whose only work is to put an error on the stream:
+ * the stream takes the status from report_error; a call cancelled by
+ * ruda_shutdown frees it in report_free. */
+typedef struct report {
+  ruda_status_t status;
+} report_t;
+
+static ruda_status_t report_error(void *ctx, void *src, uint64_t sn, void *dst, uint64_t dn) {
+  (void)src, (void)sn, (void)dst, (void)dn;
+  report_t *r = ctx;
+  ruda_status_t s = r->status;
+  r->status = NULL;
+  return s;
+}
+
+static void report_free(void *ctx) {
+  report_t *r = ctx;
+  ruda_status_free(r->status);
+  ruda__free(r);
+}
+
+ruda_status_t ruda__mpi_queue_error(ruda_client_t *c, ruda_status_t err) {
+  report_t *r = ruda__calloc(1, sizeof *r);
+  if (r) r->status = err;
+  ruda_status_t s = r ? ruda__client_host_call(c, NULL, NULL, report_error, r, report_free)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *r);
+  if (s) { /* not queued: r and err are still ours */
+    ruda_status_free(s);
+    ruda__free(r);
+    return err;
+  }
+  return NULL;
+}
+
+static _Atomic uint64_t inline_runs;
+
+uint64_t ruda__mpi_inline_runs(void) {
+  return atomic_load_explicit(&inline_runs, memory_order_relaxed);
+}
+
+/* Runs `job` on the caller's thread when it is small, its buffers'
+ * addresses are known and the device is idle; *out_ran says whether it
+ * did (otherwise nothing happened and the caller queues it). */
+static ruda_status_t run_inline(ruda_client_t *c, mpi_job_t *job, const ruda_handle_t *src,
+                                const ruda_handle_t *dst, bool *out_ran) {
+  *out_ran = false;
+  uint64_t limit = inline_bytes();
+  if (job->src_need > limit || job->dst_need > limit) return NULL;
+  inline_call_t ic = {c, job, src, dst, false, NULL};
+  bool idle = false;
+  ruda_status_t s = ruda__client_run_if_idle(c, inline_run, &ic, &idle);
+  if (s || !ic.ran) return s;
+  *out_ran = true;
+  atomic_fetch_add_explicit(&inline_runs, 1, memory_order_relaxed);
+  return ic.status ? ruda__mpi_queue_error(c, ic.status) : NULL;
+}
+
+/* A send's view (shape and strides in elements of a->dtype, as
+ * ruda_client_send_recv takes them) against its handle: *view described,
+ * *extent the bytes it spans, *packs when it is not contiguous. Its packed
+ * size (elements x element size) fits in 64 bits when this succeeds. */
+static ruda_status_t check_view(const char *fn, const op_args_t *a, ruda__copy_desc_t *view,
+                                uint64_t *extent, bool *packs) {
+  const ruda_shape_t *shape = a->shape;
+  const ruda_strides_t *strides = a->strides;
+  if (!strides) return invalid(fn, "give both shape and strides, or neither");
+  if (shape->rank > RUDA_MAX_RANK) return invalid(fn, "shape rank above RUDA_MAX_RANK");
+  if (strides->rank != shape->rank) return invalid(fn, "the strides' rank differs from the shape's");
+  size_t esize = (unsigned)a->dtype < RUDA_ELEM_COUNT_ ? ruda_elem_type_size(a->dtype) : 0;
+  if (!esize) return invalid(fn, "unknown element type");
+  view->shape = *shape;
+  view->strides = *strides;
+  view->elem_size = esize;
+  uint64_t elems = 1, bytes;
+  for (uint32_t i = 0; i < shape->rank; i++) {
+    if (__builtin_mul_overflow(elems, shape->dims[i], &elems)) elems = UINT64_MAX;
+  }
+  if (elems == UINT64_MAX || __builtin_mul_overflow(elems, (uint64_t)esize, &bytes) ||
+      !ruda__cpu_view_extent(view, extent)) {
+    return invalid(fn, "the view's size overflows");
+  }
+  uint64_t have = ruda_handle_size_in_used(a->src);
+  if (*extent > have) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the view spans %llu bytes, the handle has %llu", fn,
+                              (unsigned long long)*extent, (unsigned long long)have);
+  }
+  *packs = bytes && shape->rank > 0 && !ruda_strides_is_contiguous(shape, strides);
+  return NULL;
+}
+
 static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t *a) {
   const char *fn = a->fn;
   ruda_status_t s = ruda__group_check(g, fn);
@@ -328,8 +534,10 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
   ruda_device_id_t dev = ruda_client_device(c);
   if (needs_src && (s = ruda__handle_check(a->src, dev, fn))) return s;
   if (needs_dst && (s = ruda__handle_check(a->dst, dev, fn))) return s;
+  /* The device's slot in the group, and what it offers (asked once). */
+  size_t idx = 0;
   ruda__comm_caps_t caps;
-  s = ruda__client_comm_caps(c, &caps);
+  s = ruda__group_use(g, c, &idx, &caps);
   if (s) return s;
   bool nccl = !caps.host_call && caps.tokens;
   bool reduces = a->kind == RUDA__COLL_ALL_REDUCE || a->kind == RUDA__COLL_REDUCE_SCATTER;
@@ -353,8 +561,19 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
                               "%s: rank %u is outside the group of %u ranks, or this rank", fn,
                               a->kind == RUDA__COLL_BROADCAST ? a->root : a->peer, g->size);
   }
+  /* A send of a view: `in` becomes the bytes it packs to, `extent` what it
+   * spans of src. */
+  ruda__copy_desc_t view;
+  memset(&view, 0, sizeof view);
+  uint64_t extent = 0;
+  bool packs = false;
+  if (a->kind == RUDA__COLL_SEND && a->shape) {
+    s = check_view(fn, a, &view, &extent, &packs);
+    if (s) return s;
+  }
   size_t esize = ruda_elem_type_size(dtype);
   uint64_t in = a->src ? ruda_handle_size_in_used(a->src) : 0;
+  if (a->kind == RUDA__COLL_SEND && a->shape) in = ruda_shape_num_elems(&view.shape) * view.elem_size;
   uint64_t out = a->dst ? ruda_handle_size_in_used(a->dst) : 0;
   if (a->kind == RUDA__COLL_RECV) out = a->recv_bytes;
   uint64_t unit = a->kind == RUDA__COLL_REDUCE_SCATTER || !needs_src ? out : in, times;
@@ -377,9 +596,6 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
                               "%s: blocks of %llu bytes are more than MPI counts (INT_MAX)", fn,
                               (unsigned long long)unit);
   }
-  size_t idx = 0;
-  s = ruda__group_use(g, c, &idx);
-  if (s) return s;
   if (a->kind == RUDA__COLL_RECV) {
     s = ruda_client_empty(c, a->recv_bytes, a->out);
     if (s) return s;
@@ -396,6 +612,11 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
                                ruda_elem_type_name(dtype));
       }
     }
+  }
+  if (!s && nccl && packs) {
+    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                           "%s: a strided view of a %s buffer (NCCL sends contiguous views only)",
+                           fn, caps.backend);
   }
   if (nccl || s) {
     if (!s) {
@@ -424,20 +645,21 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
     return s;
   }
 
+  mpi_job_t job = {g, a->kind, count, dtype, a->op, a->root, a->peer,
+                   a->shape ? extent : want_in, needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0,
+                   packs, view};
+  if (caps.host_call && a->kind != RUDA__COLL_RECV) {
+    bool ran = false;
+    s = run_inline(c, &job, needs_src ? a->src : NULL, needs_dst ? dst : NULL, &ran);
+    if (ran || s) return s;
+  }
   mpi_job_t *j = ruda__calloc(1, sizeof *j);
   if (!j) {
     if (a->kind == RUDA__COLL_RECV) ruda_handle_release(a->out);
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *j);
   }
-  j->g = ruda_group_retain(g);
-  j->kind = a->kind;
-  j->count = count;
-  j->dtype = dtype;
-  j->op = a->op;
-  j->root = a->root;
-  j->peer = a->peer;
-  j->src_need = want_in;
-  j->dst_need = needs_dst || a->kind == RUDA__COLL_RECV ? want_out : 0;
+  *j = job;
+  ruda_group_retain(g);
   if (caps.host_call) {
     s = ruda__client_host_call(c, needs_src ? a->src : NULL, dst, run_job, j, job_free);
     if (s) job_free(j);
@@ -452,21 +674,22 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
 ruda_status_t ruda_group_all_reduce(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                                     const ruda_handle_t *dst, ruda_elem_type_t dtype,
                                     ruda_reduce_op_t op) {
-  op_args_t a = {"ruda_group_all_reduce", RUDA__COLL_ALL_REDUCE, src, dst, dtype, op, 0, 0, 0, NULL};
+  op_args_t a = {"ruda_group_all_reduce", RUDA__COLL_ALL_REDUCE, src, dst, dtype, op, 0, 0, 0, NULL,
+                 NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_broadcast(ruda_group_t *g, ruda_client_t *c, uint32_t root,
                                    const ruda_handle_t *buf) {
   op_args_t a = {"ruda_group_broadcast", RUDA__COLL_BROADCAST, NULL, buf, RUDA_ELEM_U8,
-                 RUDA_REDUCE_SUM, root, 0, 0, NULL};
+                 RUDA_REDUCE_SUM, root, 0, 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_all_gather(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                                     const ruda_handle_t *dst) {
   op_args_t a = {"ruda_group_all_gather", RUDA__COLL_ALL_GATHER, src, dst, RUDA_ELEM_U8,
-                 RUDA_REDUCE_SUM, 0, 0, 0, NULL};
+                 RUDA_REDUCE_SUM, 0, 0, 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
@@ -474,14 +697,24 @@ ruda_status_t ruda_group_reduce_scatter(ruda_group_t *g, ruda_client_t *c,
                                         const ruda_handle_t *src, const ruda_handle_t *dst,
                                         ruda_elem_type_t dtype, ruda_reduce_op_t op) {
   op_args_t a = {"ruda_group_reduce_scatter", RUDA__COLL_REDUCE_SCATTER, src, dst, dtype, op, 0, 0,
-                 0, NULL};
+                 0, NULL, NULL, NULL};
   return group_op(g, c, &a);
 }
 
 ruda_status_t ruda_group_send(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
                               uint32_t peer) {
   op_args_t a = {"ruda_group_send", RUDA__COLL_SEND, src, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
-                 peer, 0, NULL};
+                 peer, 0, NULL, NULL, NULL};
+  return group_op(g, c, &a);
+}
+
+ruda_status_t ruda_group_send_view(ruda_group_t *g, ruda_client_t *c, const ruda_handle_t *src,
+                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                   ruda_elem_type_t dtype, uint32_t peer) {
+  const char *fn = "ruda_group_send_view";
+  if (!shape != !strides) return invalid(fn, "give both shape and strides, or neither");
+  op_args_t a = {fn, RUDA__COLL_SEND, src, NULL, dtype, RUDA_REDUCE_SUM, 0, peer, 0, NULL, shape,
+                 strides};
   return group_op(g, c, &a);
 }
 
@@ -489,6 +722,6 @@ ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes,
                               ruda_handle_t *out) {
   if (out) memset(out, 0, sizeof *out);
   op_args_t a = {"ruda_group_recv", RUDA__COLL_RECV, NULL, NULL, RUDA_ELEM_U8, RUDA_REDUCE_SUM, 0,
-                 peer, bytes, out};
+                 peer, bytes, out, NULL, NULL};
   return group_op(g, c, &a);
 }

@@ -11,10 +11,13 @@
  * the others waiting, which the watchdog ends (RUDA_COMM_TIMEOUT, set low
  * by CTest). */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../unit/comm/collective_checks.h"
+#include "mpi/mpi_internal.h"
 #include "ruda/mpi.h"
 #include "ruda/ruda.h"
 #include "test.h"
@@ -44,6 +47,8 @@ static void setup(void) {
   ASSERT_OK(ruda_client_create(dev, &client));
   ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 1}, &client2));
 }
+
+static void expect_error_naming(ruda_status_t s, ruda_error_kind_t kind, const char *needle);
 
 static const ruda_elem_type_t mpi_types[] = {RUDA_ELEM_F64, RUDA_ELEM_F32, RUDA_ELEM_F16,
                                              RUDA_ELEM_BF16, RUDA_ELEM_I8, RUDA_ELEM_I16,
@@ -236,6 +241,171 @@ TEST(send_recv_every_pair) {
     }
   }
   ASSERT_OK(ruda_group_barrier(world));
+}
+
+/* A send of a strided view (every other column of a 5 x 8 matrix of i32)
+ * arrives packed and contiguous, as in one process; so do a contiguous
+ * prefix (two rows), and a large strided view (1 MiB packed out of 2 MiB,
+ * beyond what runs on the caller's thread). Rank 0 sends, the last rank
+ * receives. */
+TEST(send_view_packs_on_the_sender) {
+  setup();
+  uint32_t last = size - 1;
+  enum { R = 5, C = 8, BR = 1024, BC = 512 };
+  int32_t m[R][C];
+  for (int r = 0; r < R; r++) {
+    for (int c = 0; c < C; c++) m[r][c] = r * 100 + c;
+  }
+  int32_t *big = malloc(sizeof(int32_t) * BR * BC);
+  ASSERT_TRUE(big != NULL);
+  for (int i = 0; i < BR * BC; i++) big[i] = i;
+  ruda_shape_t cols = {.rank = 2, .dims = {R, C / 2}};
+  ruda_strides_t cols_st = {.rank = 2, .values = {C, 2}};
+  ruda_shape_t rows = {.rank = 2, .dims = {2, C}};
+  ruda_strides_t rows_st = {.rank = 2, .values = {C, 1}};
+  ruda_shape_t bcols = {.rank = 2, .dims = {BR, BC / 2}};
+  ruda_strides_t bcols_st = {.rank = 2, .values = {BC, 2}};
+  if (size >= 2 && rank == 0) {
+    ruda_handle_t src, bsrc;
+    ASSERT_OK(ruda_client_create_buffer(client, m, sizeof m, &src));
+    ASSERT_OK(ruda_client_create_buffer(client, big, sizeof(int32_t) * BR * BC, &bsrc));
+    ASSERT_OK(ruda_client_sync(client));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, &cols, &cols_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, &rows, &rows_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &bsrc, &bcols, &bcols_st, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_group_send_view(world, client, &src, NULL, NULL, RUDA_ELEM_I32, last));
+    ASSERT_OK(ruda_client_sync(client));
+    /* Refused at once, nothing sent. */
+    ruda_shape_t wide = {.rank = 2, .dims = {R, C}};
+    ruda_strides_t wide_st = {.rank = 2, .values = {C + 1, 1}};
+    expect_error_naming(ruda_group_send_view(world, client, &src, &wide, &wide_st, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "the view spans 176 bytes, the handle has 160");
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, NULL, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "give both shape and strides");
+    ruda_strides_t flat = {.rank = 1, .values = {1}};
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, &flat, RUDA_ELEM_I32, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "rank differs");
+    expect_error_naming(ruda_group_send_view(world, client, &src, &cols, &cols_st,
+                                             (ruda_elem_type_t)999, last),
+                        RUDA_ERR_INVALID_ARGUMENT, "unknown element type");
+    ASSERT_OK(ruda_client_sync(client));
+    ruda_handle_release(&src);
+    ruda_handle_release(&bsrc);
+  } else if (size >= 2 && rank == last) {
+    ruda_handle_t a, b, c, d;
+    ASSERT_OK(ruda_group_recv(world, client, R * (C / 2) * sizeof(int32_t), 0, &a));
+    ASSERT_OK(ruda_group_recv(world, client, 2 * C * sizeof(int32_t), 0, &b));
+    ASSERT_OK(ruda_group_recv(world, client, BR * (BC / 2) * sizeof(int32_t), 0, &c));
+    ASSERT_OK(ruda_group_recv(world, client, sizeof m, 0, &d));
+    int32_t got[R][C / 2], two[2][C], whole[R][C];
+    ASSERT_OK(ruda_client_read(client, &a, got, sizeof got));
+    for (int r = 0; r < R; r++) {
+      for (int k = 0; k < C / 2; k++) ASSERT_EQ(got[r][k], r * 100 + 2 * k);
+    }
+    ASSERT_OK(ruda_client_read(client, &b, two, sizeof two));
+    for (int r = 0; r < 2; r++) {
+      for (int k = 0; k < C; k++) ASSERT_EQ(two[r][k], r * 100 + k);
+    }
+    int32_t *bgot = malloc(sizeof(int32_t) * BR * (BC / 2));
+    ASSERT_TRUE(bgot != NULL);
+    ASSERT_OK(ruda_client_read(client, &c, bgot, sizeof(int32_t) * BR * (BC / 2)));
+    for (int r = 0; r < BR; r++) {
+      for (int k = 0; k < BC / 2; k++) {
+        if (bgot[r * (BC / 2) + k] != r * BC + 2 * k) CC_FAIL("big view: [%d][%d]", r, k);
+      }
+    }
+    free(bgot);
+    ASSERT_OK(ruda_client_read(client, &d, whole, sizeof whole));
+    ASSERT_EQ(memcmp(whole, m, sizeof m), 0);
+    ruda_handle_release(&a);
+    ruda_handle_release(&b);
+    ruda_handle_release(&c);
+    ruda_handle_release(&d);
+  }
+  free(big);
+  ASSERT_OK(ruda_group_barrier(world));
+}
+
+/* Small operations on an idle CPU device run on the caller's thread (no
+ * hand-off to the worker); behind queued work they are queued, and the
+ * call returns at once. Both give the same results, in stream order. */
+static ruda_status_t hold_worker(void *ctx, void *src, uint64_t sn, void *dst, uint64_t dn) {
+  (void)src, (void)sn, (void)dst, (void)dn;
+  atomic_int *release = ctx;
+  while (!atomic_load(release)) {
+    struct timespec ts = {0, 1000000};
+    nanosleep(&ts, NULL);
+  }
+  return NULL;
+}
+
+static void nothing(void *ctx) { (void)ctx; }
+
+/* Waits (bounded) until the device has finished what was queued, as a
+ * later operation's check sees it. */
+static void wait_idle(ruda_client_t *c) {
+  bool ran = false;
+  for (int i = 0; i < 10000 && !ran; i++) ASSERT_OK(ruda__client_run_if_idle(c, nothing, NULL, &ran));
+  ASSERT_TRUE(ran);
+}
+
+TEST(small_operations_on_the_callers_thread) {
+  setup();
+  /* The size limit is RUDA_MPI_INLINE_BYTES's (1 MiB when unset). */
+  bool default_limit = !getenv("RUDA_MPI_INLINE_BYTES") && !getenv("RUDA_TRACE");
+  float v[64];
+  for (int i = 0; i < 64; i++) v[i] = (float)(rank + 1);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(client, v, sizeof v, &h));
+  ASSERT_OK(ruda_client_sync(client));
+  /* Idle: on this thread. */
+  wait_idle(client);
+  uint64_t runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  if (default_limit) ASSERT_UEQ(ruda__mpi_inline_runs(), runs + 1);
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  float sum = (float)size * (float)(size + 1) / 2;
+  ASSERT_DBL_NEAR(v[0], sum, 1e-6);
+  ASSERT_DBL_NEAR(v[63], sum, 1e-6);
+  /* Busy (the worker held by a host call): queued, and back at once. */
+  atomic_int release = 0;
+  ASSERT_OK(ruda__client_host_call(client, NULL, NULL, hold_worker, &release, NULL));
+  runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+  ASSERT_OK(ruda_group_broadcast(world, client, size - 1, &h));
+  ASSERT_UEQ(ruda__mpi_inline_runs(), runs);
+  atomic_store(&release, 1);
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  ASSERT_DBL_NEAR(v[0], sum * (float)size, 1e-4);
+  /* A write queued just before: the all-reduce comes after it, whichever
+   * way it runs. */
+  for (int i = 0; i < 64; i++) v[i] = (float)i;
+  ASSERT_OK(ruda_client_write(client, &h, v, sizeof v));
+  ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_MAX));
+  ASSERT_OK(ruda_client_read(client, &h, v, sizeof v));
+  for (int i = 0; i < 64; i++) ASSERT_DBL_NEAR(v[i], (double)i, 0);
+  /* Beyond the size limit (1 MiB): queued even when idle. */
+  ruda_handle_t big;
+  ASSERT_OK(ruda_client_empty(client, (1u << 20) + 4, &big));
+  ASSERT_OK(ruda_client_sync(client));
+  wait_idle(client);
+  runs = ruda__mpi_inline_runs();
+  ASSERT_OK(ruda_group_broadcast(world, client, 0, &big));
+  if (default_limit) ASSERT_UEQ(ruda__mpi_inline_runs(), runs);
+  ASSERT_OK(ruda_client_sync(client));
+  ruda_handle_release(&big);
+  ruda_handle_release(&h);
+}
+
+/* An error of a job that ran on the caller's thread goes where a queued
+ * job's would: on the stream, for its next sync. */
+TEST(errors_of_callers_thread_jobs_are_queued) {
+  setup();
+  ASSERT_OK(ruda_client_sync(client));
+  ASSERT_NULL(ruda__mpi_queue_error(client, ruda_status_create(RUDA_ERR_SERVER_GENERIC,
+                                                               "an inline job failed")));
+  expect_error_naming(ruda_client_sync(client), RUDA_ERR_SERVER_UNHEALTHY, "an inline job failed");
+  ASSERT_OK(ruda_client_sync(client));
 }
 
 /* Groups split by parity, ordered by descending rank; a rank without a
