@@ -738,6 +738,17 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
   return NULL;
 }
 
+typedef struct run_if_idle {
+  void (*fn)(void *ctx);
+  void *ctx;
+} run_if_idle_t;
+
+static ruda_status_t run_if_idle_fn(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  run_if_idle_t *r = ctx;
+  r->fn(r->ctx);
+  return NULL;
+}
+
 ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), void *ctx,
                                        bool *out_ran) {
   *out_ran = false;
@@ -749,24 +760,18 @@ ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), 
   }
   ruda_status_t s = ruda__device_begin(d, "collective");
   if (s) return s;
-  /* Everything submitted before this load has run (completed <= submitted).
-   * One op still running may be about to end (a blocking call's caller
-   * wakes before the worker counts the op): it gets a microsecond. */
-  unsigned long submitted = atomic_load_explicit(&d->submitted, memory_order_seq_cst);
-  bool idle = false;
+  /* On the caller's thread only when nothing is queued or running, holding
+   * the device's `running` lock like any operation (ruda__device_run_here):
+   * fn then follows everything submitted before it. One op about to end (a
+   * blocking call's caller wakes before the worker lets go) gets a
+   * microsecond. */
   if (d->server->vt->completes_in_order && !ruda__trace_on()) {
-    unsigned long done = atomic_load_explicit(&d->completed, memory_order_seq_cst);
-    for (uint64_t until = 0; done + 1 == submitted; done = atomic_load_explicit(&d->completed, memory_order_seq_cst)) {
-      uint64_t now = ruda__now_ns();
-      if (!until) until = now + 1000;
-      if (now >= until) break;
-      ruda__cpu_relax();
-    }
-    idle = done == submitted;
-  }
-  if (idle) {
-    fn(ctx);
-    *out_ran = true;
+    run_if_idle_t r = {fn, ctx};
+    ruda_status_t ignored;
+    uint64_t until = ruda__now_ns() + 1000;
+    do {
+      *out_ran = ruda__device_run_here(d, ruda_client_stream(c), run_if_idle_fn, &r, &ignored);
+    } while (!*out_ran && ruda__now_ns() < until && (ruda__cpu_relax(), true));
   }
   ruda__device_end(d);
   return NULL;
