@@ -253,10 +253,10 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
   if (r == CUDA_SUCCESS) {
     memcpy(dst, block, (size_t)bytes);
     ruda__cuda_synced_note(st->synced, rs->cursor);
-    ruda__cuda_recent_clear(&st->recent);
+    ruda__recent_kernels_clear(&st->recent);
   } else if (ruda__cu_result_is_sticky(r)) {
     char kernels[300];
-    ruda__cuda_recent_names(&st->recent, kernels, sizeof kernels);
+    ruda__recent_kernels_format(&st->recent, kernels, sizeof kernels);
     *out = ruda__cuda_stream_fault(&s->fault, r, "cuMemcpyDtoHAsync", kernels);
   } else {
     *out = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync", "reading %llu bytes",
@@ -342,7 +342,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
     if (r != CUDA_SUCCESS) {
       if (ruda__cu_result_is_sticky(r)) {
         char kernels[300];
-        ruda__cuda_recent_names(&f->recent, kernels, sizeof kernels);
+        ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
         f->early = ruda__cuda_stream_fault(&s->fault, r, "cuMemcpyDtoHAsync", kernels);
       } else {
         f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
@@ -359,7 +359,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
     ruda_status_free(fe);
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
-  ruda__cuda_recent_clear(&st->recent);
+  ruda__recent_kernels_clear(&st->recent);
   ruda__cuda_op_end(s, st, &keep);
   ruda__cuda_future_covers(st, f, cuda_rs(st)->cursor);
   *out = &f->base;
@@ -389,7 +389,7 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
   }
   f->early = ruda__cuda_future_record(s, st, f);
   ruda__cuda_future_covers(st, f, rs->cursor);
-  ruda__cuda_recent_clear(&st->recent);
+  ruda__recent_kernels_clear(&st->recent);
   *out = &f->base;
   return NULL;
 }
@@ -400,7 +400,7 @@ bool ruda__cuda_flush_check(cuda_server_t *s, ruda_stream_id_t stream) {
   CUresult r = s->api->cuStreamQuery(st->cu);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
     char names[300];
-    ruda__cuda_recent_names(&st->recent, names, sizeof names);
+    ruda__recent_kernels_format(&st->recent, names, sizeof names);
     ruda__cuda_poison(&s->fault, r, names, false);
     return true; /* the caller resets the device: st is empty after it */
   }

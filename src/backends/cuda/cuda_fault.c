@@ -59,32 +59,6 @@ void ruda__cuda_fault_unpoison(cuda_fault_t *f) { atomic_store(&f->poisoned, 0);
 
 /* ---- Fault reports ---- */
 
-void ruda__cuda_recent_note(recent_kernels_t *rk, const char *name) {
-  rk->total++;
-  if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RECENT_KERNELS], name, 63) == 0) return;
-  char *slot;
-  if (rk->n < RECENT_KERNELS) {
-    slot = rk->names[rk->n++];
-  } else {
-    memmove(rk->names[0], rk->names[1], sizeof rk->names[0] * (RECENT_KERNELS - 1));
-    slot = rk->names[RECENT_KERNELS - 1];
-  }
-  size_t len = strnlen(name, sizeof rk->names[0] - 1);
-  memcpy(slot, name, len);
-  slot[len] = '\0';
-}
-
-void ruda__cuda_recent_names(const recent_kernels_t *rk, char *buf, size_t cap) {
-  buf[0] = '\0';
-  size_t used = 0;
-  uint32_t n = rk->n < RECENT_KERNELS ? rk->n : RECENT_KERNELS;
-  for (uint32_t i = 0; i < n && used < cap; i++)
-    used += (size_t)snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", rk->names[i]);
-  if (rk->total > n && used < cap)
-    snprintf(buf + used, cap - used, " (and %u more)", rk->total - n);
-  if (buf[0] == '\0') snprintf(buf, cap, "(no kernel recorded)");
-}
-
 ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels) {
   ruda_status_t s = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call,
                                    "a kernel failed on the device; kernels launched on this "

@@ -52,16 +52,6 @@ void ruda__cuda_fault_unpoison(cuda_fault_t *f);
 
 /* ---- Fault reports ---- */
 
-/* Notes that `name` was launched on the stream whose list is `rk`. */
-void ruda__cuda_recent_note(recent_kernels_t *rk, const char *name);
-/* Work before a completed sync or read cannot be the cause of a later
- * fault: forgets the names. */
-static inline void ruda__cuda_recent_clear(recent_kernels_t *rk) {
-  rk->n = 0;
-  rk->total = 0;
-}
-/* "k1, k2 (and 3 more)", or "(no kernel recorded)". */
-void ruda__cuda_recent_names(const recent_kernels_t *rk, char *buf, size_t cap);
 /* The error for a fault seen while waiting on the stream. */
 ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels);
 /* The error for a failure `r` of `call` on work of a stream; a sticky one

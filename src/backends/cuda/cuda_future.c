@@ -22,7 +22,7 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r, const char *cal
   f->early = NULL;
   if (r != CUDA_SUCCESS && st == NULL) {
     char kernels[300];
-    ruda__cuda_recent_names(&f->recent, kernels, sizeof kernels);
+    ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
     if (ruda__cu_result_is_sticky(r) && f->generation == ruda__cuda_generation(&s->fault)) {
       char text[400];
       snprintf(text, sizeof text, "kernels: %s", kernels);
@@ -212,7 +212,7 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
   }
   f->recent.n = st != NULL ? st->recent.n : 0;
   f->recent.total = st != NULL ? st->recent.total : 0;
-  for (uint32_t i = 0; i < f->recent.n && i < RECENT_KERNELS; i++)
+  for (uint32_t i = 0; i < f->recent.n && i < RUDA__RECENT_KERNELS; i++)
     memcpy(f->recent.names[i], st->recent.names[i], sizeof f->recent.names[i]);
   f->generation = ruda__cuda_generation(&s->fault);
   f->done = false;
@@ -239,7 +239,7 @@ ruda_status_t ruda__cuda_future_record(cuda_server_t *s, cuda_stream_t *st, cuda
     CUresult r2 = s->api->cuStreamSynchronize(st->cu);
     if (r2 != CUDA_SUCCESS) {
       char kernels[300];
-      ruda__cuda_recent_names(&f->recent, kernels, sizeof kernels);
+      ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
       return ruda__cuda_stream_fault(&s->fault, r2, "cuStreamSynchronize", kernels);
     }
   }

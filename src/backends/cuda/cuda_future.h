@@ -44,7 +44,7 @@ typedef struct cuda_future {
   uint64_t cursor;
   /* ruda__cuda_future_new clears the fields above; those below are set one
    * by one. */
-  recent_kernels_t recent; /* formatted only when a fault is reported */
+  ruda__recent_kernels_t recent; /* formatted only when a fault is reported */
   uint64_t generation;
   bool done; /* completed: a wait returns what `early` still holds */
   future_home_t *home;

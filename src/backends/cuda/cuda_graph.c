@@ -244,7 +244,7 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
                        g->num_launches),
         cg->first_kernel);
   } else {
-    if (cg->first_kernel[0]) ruda__cuda_recent_note(&st->recent, cg->first_kernel);
+    if (cg->first_kernel[0]) ruda__recent_kernels_note(&st->recent, cg->first_kernel);
     cg->refs++;
     ruda__cuda_drop_when_done(s, st, cg, 0, drop_replay);
   }

@@ -211,7 +211,7 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   e = ruda__cuda_launch_on(s, st->cu, fn, d, grid, args, info);
   ruda__cuda_trace_end(s, st, tr);
   if (e) goto fail;
-  ruda__cuda_recent_note(&st->recent, d->name);
+  ruda__recent_kernels_note(&st->recent, d->name);
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   goto done;
 fail:

@@ -56,7 +56,7 @@ ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
     if (end) s->api->cuEventDestroy(end);
     if (r != CUDA_SUCCESS) {
       char names[300];
-      ruda__cuda_recent_names(&st->recent, names, sizeof names);
+      ruda__recent_kernels_format(&st->recent, names, sizeof names);
       ruda_status_t fe = ruda__cuda_stream_fault(&s->fault, r, "cuEventSynchronize", names);
       if (mark.error == NULL) {
         mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));

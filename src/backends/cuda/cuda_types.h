@@ -53,13 +53,13 @@
 
 #include "backends/cuda/cuda_host_copy.h"
 #include "base/alloc.h"
+#include "server/recent_kernels.h"
 #include "server/server.h"
 
 #define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
 #define STAGE_CHUNK (4u * 1024u * 1024u)
 #define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
 #define PINNED_PAGE (1ull << 30)
-#define RECENT_KERNELS 4
 #define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
 #define SCRATCH_BYTES 256u        /* a stream's pinned scratch: dynamic counts, tiny reads */
 #define READ_BLOCKS 16            /* pinned blocks kept for small reads */
@@ -101,13 +101,6 @@ typedef struct gc_batch {
   ruda_binding_t *bindings;
   size_t n;
 } gc_batch_t;
-
-/* Kernels launched on a stream since its last completed sync, for fault
- * reports: the last RECENT_KERNELS distinct names and how many in all. */
-typedef struct recent_kernels {
-  char names[RECENT_KERNELS][64];
-  uint32_t n, total;
-} recent_kernels_t;
 
 /* The fault state of a server (cuda_fault.c owns every write to it). */
 typedef struct cuda_fault {
@@ -158,7 +151,7 @@ typedef struct cuda_stream {
   struct trace_item *trace;
   size_t ntrace, captrace;
   uint64_t trace_last_end; /* host ns where the previous slice ended */
-  recent_kernels_t recent;
+  ruda__recent_kernels_t recent;
   /* How far the stream's work is known to have completed (cuda_synced_t);
    * shared with its futures. */
   struct cuda_synced *synced;

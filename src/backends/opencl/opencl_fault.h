@@ -1,6 +1,6 @@
-/* Fault reports of the OpenCL server (opencl_fault.c): the names of the
- * kernels launched on a stream since its last sync, and the error of a
- * command that failed on the device (an event whose status is an error
+/* Fault reports of the OpenCL server (opencl_fault.c): the error of a
+ * command that failed on the device, naming the kernels launched on its
+ * stream since the last sync (server/recent_kernels.h), (an event whose status is an error
  * code), found by waiting for its event.
  *
  * The backend keeps no poison state: a failed command fails its event, and
@@ -16,10 +16,6 @@
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-/* "k1, k2 (and 3 more)", or "(no kernel recorded)". */
-void ruda__ocl_recent_names(const recent_kernels_t *rk, char *buf, size_t cap);
-/* Notes that `name` was launched on `st`. */
-void ruda__ocl_note_kernel(ocl_stream_t *st, const char *name);
 /* The error for a command of the stream that failed on the device (an
  * event with a negative status, or a failed wait). */
 ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels);
@@ -28,7 +24,7 @@ ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *k
  * error (ServerError::Launch(LaunchError::Unknown) with the event's error
  * code as the vendor code) naming the kernels of `recent`. */
 ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
-                                    const recent_kernels_t *recent);
+                                    const ruda__recent_kernels_t *recent);
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
 

@@ -18,7 +18,7 @@ typedef struct ocl_future {
   const ruda__opencl_api_t *api;
   cl_event event;      /* NULL once waited */
   ruda_status_t early; /* error found while enqueueing; the result once done */
-  recent_kernels_t recent;
+  ruda__recent_kernels_t recent;
   bool done;
   pthread_mutex_t lock;
 } ocl_future_t;
@@ -106,7 +106,7 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
     ruda_status_t e = early;
     if (e == NULL && r != CL_SUCCESS && fr != CL_SUCCESS) {
       char kernels[300];
-      ruda__ocl_recent_names(&st->recent, kernels, sizeof kernels);
+      ruda__recent_kernels_format(&st->recent, kernels, sizeof kernels);
       e = ruda__ocl_fault_error(fr, "clFinish", kernels);
     }
     if (ev != NULL) {

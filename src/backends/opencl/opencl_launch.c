@@ -252,7 +252,7 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
     ev = NULL;
   }
   ruda__ocl_note_command(s, st, ev);
-  ruda__ocl_note_kernel(st, d->name);
+  ruda__recent_kernels_note(&st->recent, d->name);
   return NULL;
 }
 

@@ -44,9 +44,9 @@
 #include <stdint.h>
 
 #include "base/alloc.h"
+#include "server/recent_kernels.h"
 #include "server/server.h"
 
-#define RECENT_KERNELS 4
 #define INFO_RING 16             /* host copies of info words in flight */
 #define SUBBUF_MAX 1024          /* cached sub-buffers per page before a reset */
 #define PINNED_PAGE (256ull << 20)
@@ -82,13 +82,6 @@ typedef struct cl_storage {
   bool pinned;
   uint64_t next_id;
 } cl_storage_t;
-
-/* Kernels launched on a stream since its last completed sync, for fault
- * reports: the last RECENT_KERNELS distinct names and how many in all. */
-typedef struct recent_kernels {
-  char names[RECENT_KERNELS][64];
-  uint32_t n, total;
-} recent_kernels_t;
 
 /* Bindings kept alive until the work that uses them has completed. */
 typedef struct gc_batch {
@@ -151,7 +144,7 @@ typedef struct ocl_stream {
   trace_item_t *trace;
   size_t ntrace, captrace;
   uint64_t trace_last_end;
-  recent_kernels_t recent;
+  ruda__recent_kernels_t recent;
 } ocl_stream_t;
 
 static inline ocl_stream_t *ocl_ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }

@@ -429,7 +429,7 @@ TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
   cl_event ev = api->clCreateUserEvent(ctx, &r);
   ASSERT_EQ(r, CL_SUCCESS);
   ASSERT_EQ(api->clSetUserEventStatus(ev, CL_OUT_OF_RESOURCES), CL_SUCCESS);
-  recent_kernels_t rk;
+  ruda__recent_kernels_t rk;
   memset(&rk, 0, sizeof rk);
   snprintf(rk.names[0], sizeof rk.names[0], "%s", "faulty_kernel");
   rk.n = 1;
