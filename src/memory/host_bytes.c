@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "memory/memory_handle.h"
 #include "ruda/memory.h"
 
 void ruda_bytes_release(ruda_bytes_t *b) {
@@ -28,6 +29,19 @@ ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t
   out->release = bytes_free_native;
   out->owner = p;
   return NULL;
+}
+
+static void staging_release(ruda_bytes_t *b) {
+  if (b->owner) ruda__memory_release_handle(b->owner);
+  b->owner = NULL;
+}
+
+void ruda__bytes_of_staging(ruda_memory_t *m, void *data, uint64_t size, ruda_bytes_t *out) {
+  out->data = data;
+  out->size = size;
+  out->property = RUDA_BYTES_PINNED;
+  out->release = staging_release;
+  out->owner = m;
 }
 
 void ruda_resource_release(ruda_resource_t *r) {

@@ -29,6 +29,9 @@ uint64_t ruda__memory_id(const ruda_memory_t *m);
 void ruda__memory_retain_handle(ruda_memory_t *m);
 void ruda__memory_retain_binding(ruda_memory_t *m);
 void ruda__memory_release_handle(ruda_memory_t *m);
+/* Pinned staging as host bytes: *out holds `size` bytes at `data`, inside
+ * the memory of handle `m` (taken), which ruda_bytes_release releases. */
+void ruda__bytes_of_staging(ruda_memory_t *m, void *data, uint64_t size, ruda_bytes_t *out);
 void ruda__memory_release_binding(ruda_memory_t *m);
 
 /* A new handle of `size` bytes on (device, stream), unbound, holding the

@@ -18,11 +18,6 @@ void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint6
   if (e) ruda__stream_push_error(cuda_rs(st), e);
 }
 
-static void staging_release(ruda_bytes_t *b) {
-  if (b->owner) ruda__memory_release_handle(b->owner);
-  b->owner = NULL;
-}
-
 ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,
                                  ruda_stream_id_t stream, ruda_bytes_t *out) {
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
@@ -35,11 +30,7 @@ ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t
       for (size_t k = 0; k < i; k++) ruda_bytes_release(&out[k]);
       return e;
     }
-    out[i].data = p;
-    out[i].size = sizes[i];
-    out[i].property = RUDA_BYTES_PINNED;
-    out[i].release = staging_release;
-    out[i].owner = m;
+    ruda__bytes_of_staging(m, p, sizes[i], &out[i]);
   }
   return NULL;
 }

@@ -32,11 +32,6 @@ void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, ui
   if (e) ruda__stream_push_error(ocl_rs(st), e);
 }
 
-static void staging_release(ruda_bytes_t *b) {
-  if (b->owner) ruda__memory_release_handle(b->owner);
-  b->owner = NULL;
-}
-
 ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
                                 ruda_stream_id_t stream, ruda_bytes_t *out) {
   ocl_server_t *s = as_ocl(base);
@@ -52,11 +47,7 @@ ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, siz
       for (size_t k = 0; k < i; k++) ruda_bytes_release(&out[k]);
       return e;
     }
-    out[i].data = p;
-    out[i].size = sizes[i];
-    out[i].property = RUDA_BYTES_PINNED;
-    out[i].release = staging_release;
-    out[i].owner = m;
+    ruda__bytes_of_staging(m, p, sizes[i], &out[i]);
   }
   return NULL;
 }
