@@ -93,6 +93,11 @@ ruda_status_t ruda__nccl_api_get(const ruda__nccl_api_t **out) {
   return s;
 }
 
-const ruda__nccl_api_t *ruda__nccl_api_loaded(void) { return g_tried && !g_error ? &g_api : NULL; }
+const ruda__nccl_api_t *ruda__nccl_api_loaded(void) {
+  pthread_mutex_lock(&g_lock);
+  const ruda__nccl_api_t *api = g_tried && !g_error ? &g_api : NULL;
+  pthread_mutex_unlock(&g_lock);
+  return api;
+}
 
 #endif /* RUDA_HAVE_NCCL_HEADERS */
