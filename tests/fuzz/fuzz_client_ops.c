@@ -172,6 +172,11 @@ typedef struct slot {
 #if FUZZ_STALE_AND_STRIDES
   bool has_stale;
   ruda_handle_t stale; /* a copy kept after release */
+  /* The release was the last of its allocation (no clone, no other view of
+   * the same empty_tensors allocation alive): the copy must then be
+   * refused. A copy whose memory another handle keeps alive is not
+   * detected (ruda/memory.h says so), and is not checked. */
+  bool stale_dead;
 #endif
 } slot_t;
 
@@ -220,8 +225,15 @@ static void slot_release(thread_state_t *t, int i) {
   s->has_stale = true;
 #endif
   ruda_handle_release(&s->h);
+  int group = t->mems[s->mem].group;
   mem_unref(t, s->mem);
   s->live = false;
+#if FUZZ_STALE_AND_STRIDES
+  s->stale_dead = t->mems[s->mem].refs == 0;
+  for (int i = 0; group != 0 && i < MEMS && s->stale_dead; i++) {
+    if (t->mems[i].refs && t->mems[i].group == group) s->stale_dead = false;
+  }
+#endif
 }
 
 static int free_mems(const thread_state_t *t) {
@@ -716,7 +728,7 @@ static void run_op(thread_state_t *t, const uint8_t *op) {
     }
     case OP_STALE:
 #if FUZZ_STALE_AND_STRIDES
-      if (s->has_stale && !s->live) {
+      if (s->has_stale && s->stale_dead && !s->live) {
         /* A handle used after its release: an error, never a crash. */
         ruda_status_t r = ruda_client_read(cl, &s->stale, t->scratch, MAX_SMALL);
         CHECK(r != NULL, "read through a released handle succeeded");
