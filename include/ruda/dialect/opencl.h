@@ -7,7 +7,7 @@
  * OpenCL C 1.2 or newer.
  *
  * A RUDA_KERNEL becomes `__kernel void NAME(buffers..., __global const ulong
- * *info[, __local uchar *dynamic_shared])`: one __global pointer per buffer
+ * *info[, __local uint4 *dynamic_shared])`: one __global pointer per buffer
  * in declaration order, the info words, and, in a kernel that declares
  * RUDA_SHARED_DYNAMIC, a __local argument the backend sizes to the kernel's
  * shared_mem_bytes. Fixed dims give reqd_work_group_size. Shared arrays are declared at kernel scope (as
@@ -258,11 +258,14 @@ static inline double ruda_atomic_add_f64(volatile __global double *p, double v) 
 #define RUDA__OCL_KPARAM_RudaShared(t, n, c)
 #define RUDA__OCL_KPARAM_RudaSharedDyn(t, n, c)
 /* After the info words: the dynamic local memory, only in kernels that
- * declare RUDA_SHARED_DYNAMIC. */
+ * declare RUDA_SHARED_DYNAMIC. It is declared as uint4 so that it is 16-byte
+ * aligned: drivers place a __local argument at the alignment of its pointee
+ * (NVIDIA's puts a __local uchar * at any byte, and a float read through it
+ * faults). */
 #define RUDA__OCL_LPARAM_RudaBuf(t, n, c)
 #define RUDA__OCL_LPARAM_RudaScalar(t, n, c)
 #define RUDA__OCL_LPARAM_RudaShared(t, n, c)
-#define RUDA__OCL_LPARAM_RudaSharedDyn(t, n, c) , __local uchar *ruda__dyn_shared
+#define RUDA__OCL_LPARAM_RudaSharedDyn(t, n, c) , __local uint4 *ruda__dyn_shared
 
 #define RUDA__OCL_DECL_RudaBuf(t, n, c)
 #define RUDA__OCL_DECL_RudaScalar(t, n, c) RUDA__GPU_SCALAR(t, n)
