@@ -10,23 +10,54 @@
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-/* A read or a sync: completes when `event` (the newest command) has,
- * on whichever thread waits. Reads land in their destinations directly, so
- * a future holds nothing of the server's and may outlive it. */
+/* A read or a sync: completes when `event` (the newest command) has, on
+ * whichever thread waits; or, where the newest command has no event, when
+ * `queue` is finished (clFinish on the waiting thread, which then
+ * publishes `seq` in `mark`; a poll enqueues a marker to ask). Reads land
+ * in their destinations directly and the future keeps its own references,
+ * so it holds nothing of the server's and may outlive it. */
 typedef struct ocl_future {
   ruda__future_t base;
   const ruda__opencl_api_t *api;
-  cl_event event;      /* NULL once waited */
+  cl_event event;         /* NULL once waited */
+  cl_command_queue queue; /* finish-fenced: retained; NULL once waited */
+  ocl_finish_mark_t *mark;
+  uint64_t seq;
   ruda_status_t early; /* error found while enqueueing; the result once done */
   ruda__recent_kernels_t recent;
   bool done;
   pthread_mutex_t lock;
 } ocl_future_t;
 
+/* Finishes a finish-fenced future's queue: NULL, or the fault error. */
+static ruda_status_t finish_queue(ocl_future_t *f) {
+  cl_int r = f->api->clFinish(f->queue);
+  f->api->clReleaseCommandQueue(f->queue);
+  f->queue = NULL;
+  if (r == CL_SUCCESS) {
+    uint64_t seen = atomic_load_explicit(&f->mark->finished, memory_order_relaxed);
+    while (seen < f->seq && !atomic_compare_exchange_weak_explicit(&f->mark->finished, &seen,
+                                                                   f->seq, memory_order_release,
+                                                                   memory_order_relaxed)) {
+    }
+    return NULL;
+  }
+  char kernels[300];
+  ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
+  return ruda__ocl_fault_error(r, "clFinish", kernels);
+}
+
 static ruda_status_t ocl_future_wait(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
   if (!f->done) {
+    if (f->queue != NULL) {
+      ruda_status_t e = finish_queue(f);
+      if (f->early == NULL)
+        f->early = e;
+      else
+        ruda_status_free(e);
+    }
     if (f->event != NULL) {
       ruda_status_t e = ruda__ocl_event_error(f->api, f->event, &f->recent);
       if (f->early == NULL)
@@ -47,8 +78,17 @@ static ruda_status_t ocl_future_wait(ruda__future_t *base) {
 static bool ocl_future_poll(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
-  bool ready = f->done || f->event == NULL;
-  if (!ready) {
+  bool ready = f->done || (f->event == NULL && f->queue == NULL);
+  if (!ready && f->event == NULL) {
+    /* Finish-fenced: a marker on the queue tells when it is done (the
+     * queue is in order; OpenCL calls may come from any thread). */
+    cl_event ev = NULL;
+    if (f->api->clEnqueueMarkerWithWaitList(f->queue, 0, NULL, &ev) == CL_SUCCESS) {
+      f->api->clFlush(f->queue);
+      f->event = ev;
+    }
+  }
+  if (!ready && f->event != NULL) {
     cl_int status = CL_COMPLETE;
     if (f->api->clGetEventInfo(f->event, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
                                &status, NULL) != CL_SUCCESS)
@@ -64,6 +104,7 @@ static void ocl_future_destroy(ruda__future_t *base) {
   /* Never waited: wait, so no copy into a destination outlives the
    * future. */
   ruda_status_free(ocl_future_wait(base));
+  ruda__ocl_finish_mark_release(f->mark);
   pthread_mutex_destroy(&f->lock);
   ruda__free(f);
 }
@@ -80,6 +121,28 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
    * event. A newest command that completed leaves nothing to wait for. */
   cl_event ev = NULL;
   cl_int r = CL_SUCCESS;
+  ruda__ocl_settle_unknown(st);
+  if (st->last_unknown && !s->kernel_events) {
+    /* Where events are dear (GPU drivers), finish the queue instead. */
+    ruda__ocl_submit(s, st);
+    ocl_future_t *f = ruda__calloc(1, sizeof *f);
+    ocl_finish_mark_t *m = f ? ruda__ocl_finish_mark(st) : NULL;
+    if (m != NULL && api->clRetainCommandQueue(st->queue) == CL_SUCCESS) {
+      f->base.vt = &ocl_future_vt;
+      f->api = api;
+      f->queue = st->queue;
+      f->mark = m;
+      f->seq = st->unknown_seq;
+      f->early = early;
+      f->recent = st->recent;
+      pthread_mutex_init(&f->lock, NULL);
+      *out = &f->base;
+      return NULL;
+    }
+    ruda__ocl_finish_mark_release(m);
+    ruda__free(f);
+    /* No memory: a marker below, or a wait here. */
+  }
   if (st->last_unknown) {
     r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev);
     if (r == CL_SUCCESS) {

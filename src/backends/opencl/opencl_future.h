@@ -10,8 +10,9 @@
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
 /* A future for the work enqueued so far on `st`, with `early` (taken) as
- * its first error, fenced by the stream's newest command (a marker only
- * when that has no event), so copies enqueued before an early error have
+ * its first error, fenced by the stream's newest command (when that has
+ * no event: clFinish of the queue where events are dear, a marker
+ * elsewhere), so copies enqueued before an early error have
  * finished when it completes. Submits the work. With nothing in flight
  * there is nothing to wait for: *out is NULL and `early` is returned; when
  * no future can be made, waits here: *out is NULL and the result

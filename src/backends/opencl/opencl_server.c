@@ -9,7 +9,7 @@
  *
  * Device. One cl_context per device (server), created on the device's
  * worker thread; every OpenCL call of the server is made there, except the
- * waits of futures (clWaitForEvents is thread-safe).
+ * waits and polls of futures (OpenCL calls are thread-safe).
  *
  * Streams. Each ruda stream id gets its own state, found by the id itself
  * (no aliasing of ids onto slots): an in-order command queue with
@@ -42,8 +42,11 @@
  * and its own flush wakes every driver thread). Once the newest command is
  * seen complete the stream lets it go, and a sync with nothing in flight
  * answers at once. Where a kernel's event costs as much as a marker
- * (NVIDIA's OpenCL: ocl_server_t.kernel_events), kernels go without one
- * and the fence after them is a marker.
+ * (NVIDIA's OpenCL: ocl_server_t.kernel_events), kernels go without one;
+ * a read's or a sync's future after them finishes the queue (clFinish) on
+ * the waiting thread and publishes how far that reached (the stream's
+ * finish mark), and a poll of it enqueues a marker; a cross-stream wait or
+ * kept bindings after them use a marker.
  *
  * Cross-stream use. A binding of another stream makes the operation's
  * queue wait (a barrier on this queue with the origin's newest event) when

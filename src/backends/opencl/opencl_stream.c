@@ -315,6 +315,7 @@ void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_bindi
     /* The origin's newest command is the point to wait for; a marker only
      * when it has no event. */
     cl_int status = CL_COMPLETE;
+    ruda__ocl_settle_unknown(origin);
     cl_event ev = origin->last_unknown ? NULL : ruda__ocl_last_event(s, origin, &status);
     cl_int r = CL_SUCCESS;
     if (ev != NULL) {
@@ -365,6 +366,30 @@ void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
   st->last = ev;
   st->last_unknown = ev == NULL;
   st->last_fenced = false;
+  if (ev == NULL) st->unknown_seq++;
+}
+
+bool ruda__ocl_settle_unknown(ocl_stream_t *st) {
+  if (st->last_unknown && st->mark != NULL &&
+      atomic_load_explicit(&st->mark->finished, memory_order_acquire) >= st->unknown_seq)
+    st->last_unknown = false;
+  return !st->last_unknown;
+}
+
+ocl_finish_mark_t *ruda__ocl_finish_mark(ocl_stream_t *st) {
+  if (st->mark == NULL) {
+    st->mark = ruda__calloc(1, sizeof *st->mark);
+    if (st->mark == NULL) return NULL;
+    atomic_init(&st->mark->finished, 0);
+    atomic_init(&st->mark->refs, 1); /* the stream's */
+  }
+  atomic_fetch_add_explicit(&st->mark->refs, 1, memory_order_relaxed);
+  return st->mark;
+}
+
+void ruda__ocl_finish_mark_release(ocl_finish_mark_t *m) {
+  if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+    ruda__free(m);
 }
 
 void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
@@ -414,6 +439,7 @@ void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep) {
   /* The bindings go back once the stream's newest command has completed
    * (a marker when it has no event; nothing to wait for when it is done). */
   cl_int status = CL_COMPLETE;
+  ruda__ocl_settle_unknown(st);
   cl_event ev = st->last_unknown ? NULL : ruda__ocl_last_event(s, st, &status);
   bool ok = !keep->sync && st->ngc < st->capgc;
   if (ok && ev != NULL) {
@@ -600,6 +626,7 @@ static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
   else ruda__free(st->pin_store);
   if (st->queue != NULL) api->clReleaseCommandQueue(st->queue);
   ruda__free(st->last_synced);
+  ruda__ocl_finish_mark_release(st->mark);
   memset(st, 0, sizeof *st);
 }
 

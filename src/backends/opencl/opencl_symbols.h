@@ -21,6 +21,7 @@
   X(clReleaseContext, 1)                      \
   X(clCreateCommandQueueWithProperties, 0)    \
   X(clCreateCommandQueue, 0)                  \
+  X(clRetainCommandQueue, 1)                  \
   X(clReleaseCommandQueue, 1)                 \
   X(clFlush, 1)                               \
   X(clFinish, 1)                              \

@@ -104,6 +104,14 @@ typedef struct trace_item {
   char name[64];
 } trace_item_t;
 
+/* How far clFinish has covered a stream's commands enqueued without an
+ * event: shared by the stream and the futures that fence such commands by
+ * finishing the queue (which may outlive the stream), counted. */
+typedef struct ocl_finish_mark {
+  _Atomic uint64_t finished; /* the newest event-less command known complete */
+  atomic_uint refs;
+} ocl_finish_mark_t;
+
 /* The OpenCL part of a stream's state: the extension of its server-layer
  * state (src/server/stream_table.h: errors, profiles, cursor, index),
  * initialised on first use. Everything per-stream the backend keeps is
@@ -141,6 +149,12 @@ typedef struct ocl_stream {
    * a sync's future waits on it (which reports its failure, once). */
   cl_event last;
   bool last_unknown, last_fenced;
+  /* Commands enqueued without an event are numbered: `unknown_seq` is the
+   * newest's. A sync after one is fenced by finishing the queue on the
+   * waiting thread, which publishes the number it covered in `mark`; once
+   * that reaches unknown_seq, nothing of the stream is in flight. */
+  uint64_t unknown_seq;
+  ocl_finish_mark_t *mark;
   trace_item_t *trace;
   size_t ntrace, captrace;
   uint64_t trace_last_end;
@@ -164,8 +178,10 @@ struct ocl_server {
    * cores) than with a marker. NVIDIA's OpenCL pays about 8.5 us for a
    * kernel's event (10.2 -> 18.7 us per round trip on the H200), as much
    * as for a marker, and 7 us of it in the enqueueing thread (4.4 -> 11.5
-   * us per launch in a batch), so there kernels go without one and a
-   * fence after a kernel is a marker. */
+   * us per launch in a batch), so there kernels go without one. A sync
+   * after them is fenced by clFinish on the waiting thread (10.0 us per
+   * round trip there, against 19.0 us with a marker and clWaitForEvents);
+   * cross-stream waits and kept bindings after them use a marker. */
   bool kernel_events;
   /* Host buffers whose release waits for an event callback; destroy waits
    * for them (the callbacks run on the driver's threads). */

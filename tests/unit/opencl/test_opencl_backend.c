@@ -529,9 +529,10 @@ TEST(a_failed_command_is_reported_by_one_fence) {
 }
 
 /* Where kernels go without an event (GPUs: kernel_events is false), a
- * sync after one is fenced by a marker, which then is the newest command:
- * once it completed a sync answers at once. */
-TEST(kernels_without_events_are_fenced_by_a_marker) {
+ * sync after one is fenced by finishing the queue on the waiting thread,
+ * with no marker; once that finished, a sync answers at once. A poll of
+ * such a future asks with a marker. */
+TEST(kernels_without_events_are_fenced_by_finishing_the_queue) {
   fence_rig_t g;
   fence_rig_open(&g);
   g.s->kernel_events = false;
@@ -546,12 +547,34 @@ TEST(kernels_without_events_are_fenced_by_a_marker) {
   ASSERT_TRUE(g.st->last_unknown);
   ruda__future_t *f = fence(&g);
   ASSERT_NOT_NULL(f);
-  ASSERT_NOT_NULL(g.st->last); /* the marker */
+  ASSERT_NULL(g.st->last); /* no marker */
+  ASSERT_TRUE(g.st->last_unknown);
+  ASSERT_OK(f->vt->wait(f));
+  ASSERT_TRUE(f->vt->poll(f));
+  f->vt->destroy(f);
+  ASSERT_NULL(fence(&g)); /* the finish covered the kernel */
+  ASSERT_FALSE(g.st->last_unknown);
+
+  /* Polled before it is waited: true once the kernel has run. */
+  g.srv->vt->launch(g.srv, k, &count, &args, RUDA_EXEC_CHECKED, g.id);
+  ASSERT_TRUE(g.st->last_unknown);
+  f = fence(&g);
+  ASSERT_NOT_NULL(f);
+  int polls = 0;
+  while (!f->vt->poll(f) && polls < 1000000) polls++;
+  ASSERT_TRUE(f->vt->poll(f));
   ASSERT_OK(f->vt->wait(f));
   f->vt->destroy(f);
   ASSERT_NULL(fence(&g));
+
+  /* A future may outlive the stream's server. */
+  g.srv->vt->launch(g.srv, k, &count, &args, RUDA_EXEC_CHECKED, g.id);
+  f = fence(&g);
+  ASSERT_NOT_NULL(f);
   ruda_kernel_release(k);
   g.srv->vt->destroy(g.srv);
+  ASSERT_OK(f->vt->wait(f));
+  f->vt->destroy(f);
 }
 
 TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
