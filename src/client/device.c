@@ -570,7 +570,10 @@ ruda_status_t ruda_shutdown(void) {
   return NULL;
 }
 
-static void shutdown_at_exit(void) { ruda_status_free(ruda_shutdown()); }
+static void shutdown_at_exit(void) {
+  ruda__server_mark_process_exit();
+  ruda_status_free(ruda_shutdown());
+}
 
 static ruda_status_t shut_down(const ruda__backend_t *b, uint16_t index) {
   return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s:%u was shut down (ruda_shutdown)", b->name,

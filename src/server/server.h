@@ -96,6 +96,10 @@ ruda__future_t *ruda__future_ready(ruda_status_t status);
 typedef struct ruda__server_vtable {
   const char *name; /* "cpu", "cuda" */
 
+  /* Frees the server and its driver objects. During process exit
+   * (ruda__server_process_exiting()), a backend whose driver may already
+   * have torn itself down in its own exit handlers may skip the driver
+   * calls: the process is ending and the OS reclaims the device. */
   void (*destroy)(ruda__server_t *s);
 
   /* Reserves `size` bytes on `stream` and binds `memory` to them. Errors
@@ -343,6 +347,12 @@ size_t ruda__backend_index(const ruda__backend_t *b);
 
 /* Monotonic host clock in nanoseconds. */
 uint64_t ruda__now_ns(void);
+
+/* Whether the process is exiting: set (once, never cleared) by the
+ * client's exit handler before it shuts the devices down, read by
+ * servers' destroy. */
+void ruda__server_mark_process_exit(void);
+bool ruda__server_process_exiting(void);
 
 /* ---- Communication: collectives and send/recv ---- */
 

@@ -1,6 +1,7 @@
 /* ServerUtilities, the server layer's launch validation and entry point,
  * device-wide usage, ready futures and the helpers of collectives: the
  * pieces every backend shares. Per-stream state is in stream_table.c. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,16 @@ uint64_t ruda__now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static atomic_bool g_process_exiting;
+
+void ruda__server_mark_process_exit(void) {
+  atomic_store_explicit(&g_process_exiting, true, memory_order_release);
+}
+
+bool ruda__server_process_exiting(void) {
+  return atomic_load_explicit(&g_process_exiting, memory_order_acquire);
 }
 
 /* ---- Utilities ---- */

@@ -107,6 +107,13 @@ static void finish_queue(void *ctx, ruda__stream_t *rs) {
 static void opencl_destroy(ruda__server_t *base) {
   ocl_server_t *s = as_ocl(base);
   const ruda__opencl_api_t *api = s->api;
+  /* At process exit a GPU driver's objects are left to the OS: NVIDIA's
+   * OpenCL tears down its own state in exit handlers that can run before
+   * ruda's, and a clFinish or clRelease* after that crashes (seen on the
+   * H200: a segfault on the worker thread after every test had passed).
+   * CPU devices (PoCL) are released as usual, which keeps leak checkers
+   * meaningful. */
+  if (ruda__server_process_exiting() && !base->shares_host_cores) return;
   ruda__stream_table_foreach(&base->streams, finish_queue, s);
   /* The queues are finished; the callbacks releasing the host buffers of
    * their writes (pinned staging among them) may still be running on the
