@@ -198,6 +198,7 @@ static int run_child(const char *mode, const char *tag, const char *cache_dir) {
     setenv("RUDA_TEST_CACHE_MODE", mode, 1);
     setenv("RUDA_TEST_CACHE_TAG", tag, 1);
     setenv("RUDA_CACHE_DIR", cache_dir, 1);
+    setenv("RUDA_LOG_COMPILATION", "basic", 1); /* the paths looked at, for a failure */
     execl(g_self, g_self, "cache_child", (char *)NULL);
     _exit(127);
   }
@@ -234,7 +235,8 @@ TEST(cache_child) {
   ruda_client_t *c = client();
   run_tagged(c, tag);
   ruda__opencl_compile_stats_t st = ruda__opencl_compile_stats();
-  printf("  child(%s): disk hits %llu, builds %llu, writes %llu, skips %llu\n", mode,
+  printf("  child(%s) on %s: disk hits %llu, builds %llu, writes %llu, skips %llu\n", mode,
+         ruda_client_properties(c)->name,
          (unsigned long long)st.disk_hits, (unsigned long long)st.builds,
          (unsigned long long)st.disk_writes, (unsigned long long)st.disk_skips);
   if (strcmp(mode, "first") == 0) {
