@@ -449,8 +449,9 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   if (use_disk) {
     size_t size = 0;
     void *bin = disk_read(path, &size);
-    if (bin == NULL) ruda__opencl_log("compilation", "kernel %s: nothing usable at %s", entry, path);
-    if (bin != NULL) {
+    if (bin == NULL) {
+      ruda__opencl_log("compilation", "kernel %s: nothing usable at %s", entry, path);
+    } else {
       prog = load_binary(c, path, bin, size);
       ruda__free(bin);
       if (prog != NULL) {

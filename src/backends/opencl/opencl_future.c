@@ -29,6 +29,14 @@ typedef struct ocl_future {
   pthread_mutex_t lock;
 } ocl_future_t;
 
+/* Keeps the first error of a future: `e` (taken) unless one is there. */
+static void keep_first(ruda_status_t *into, ruda_status_t e) {
+  if (*into == NULL)
+    *into = e;
+  else
+    ruda_status_free(e);
+}
+
 /* Finishes a finish-fenced future's queue: NULL, or the fault error. */
 static ruda_status_t finish_queue(ocl_future_t *f) {
   cl_int r = f->api->clFinish(f->queue);
@@ -51,19 +59,9 @@ static ruda_status_t ocl_future_wait(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
   if (!f->done) {
-    if (f->queue != NULL) {
-      ruda_status_t e = finish_queue(f);
-      if (f->early == NULL)
-        f->early = e;
-      else
-        ruda_status_free(e);
-    }
+    if (f->queue != NULL) keep_first(&f->early, finish_queue(f));
     if (f->event != NULL) {
-      ruda_status_t e = ruda__ocl_event_error(f->api, f->event, &f->recent);
-      if (f->early == NULL)
-        f->early = e;
-      else
-        ruda_status_free(e);
+      keep_first(&f->early, ruda__ocl_event_error(f->api, f->event, &f->recent));
       f->api->clReleaseEvent(f->event);
       f->event = NULL;
     }
@@ -112,6 +110,26 @@ static void ocl_future_destroy(ruda__future_t *base) {
 static const ruda__future_vtable_t ocl_future_vt = {ocl_future_wait, ocl_future_poll,
                                                     ocl_future_destroy};
 
+/* A future of `st` with `early` as its first error, fenced by nothing yet
+ * (the caller sets event, or queue and mark); NULL without memory. */
+static ocl_future_t *future_new(const ruda__opencl_api_t *api, const ocl_stream_t *st,
+                                ruda_status_t early) {
+  ocl_future_t *f = ruda__calloc(1, sizeof *f);
+  if (f == NULL) return NULL;
+  f->base.vt = &ocl_future_vt;
+  f->api = api;
+  f->early = early;
+  f->recent = st->recent;
+  pthread_mutex_init(&f->lock, NULL);
+  return f;
+}
+
+static void future_free_unused(ocl_future_t *f) {
+  if (f == NULL) return;
+  pthread_mutex_destroy(&f->lock);
+  ruda__free(f);
+}
+
 ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_status_t early,
                                     ruda__future_t **out) {
   const ruda__opencl_api_t *api = s->api;
@@ -125,22 +143,17 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
   if (st->last_unknown && !s->kernel_events) {
     /* Where events are dear (GPU drivers), finish the queue instead. */
     ruda__ocl_submit(s, st);
-    ocl_future_t *f = ruda__calloc(1, sizeof *f);
+    ocl_future_t *f = future_new(api, st, early);
     ocl_finish_mark_t *m = f ? ruda__ocl_finish_mark(st) : NULL;
     if (m != NULL && api->clRetainCommandQueue(st->queue) == CL_SUCCESS) {
-      f->base.vt = &ocl_future_vt;
-      f->api = api;
       f->queue = st->queue;
       f->mark = m;
       f->seq = st->unknown_seq;
-      f->early = early;
-      f->recent = st->recent;
-      pthread_mutex_init(&f->lock, NULL);
       *out = &f->base;
       return NULL;
     }
     ruda__ocl_finish_mark_release(m);
-    ruda__free(f);
+    future_free_unused(f);
     /* No memory: a marker below, or a wait here. */
   }
   if (st->last_unknown) {
@@ -161,8 +174,8 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
   }
   ruda__ocl_submit(s, st);
   if (ev == NULL && r == CL_SUCCESS) return early; /* nothing in flight */
-  ocl_future_t *f = ruda__calloc(1, sizeof *f);
-  if (f == NULL || r != CL_SUCCESS) {
+  ocl_future_t *f = r == CL_SUCCESS ? future_new(api, st, early) : NULL;
+  if (f == NULL) {
     /* Wait here instead. */
     cl_int fr = api->clFinish(st->queue);
     st->dirty = false;
@@ -178,16 +191,10 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
       else ruda_status_free(fe);
       api->clReleaseEvent(ev);
     }
-    ruda__free(f);
     *out = NULL;
     return e;
   }
-  f->base.vt = &ocl_future_vt;
-  f->api = api;
   f->event = ev;
-  f->early = early;
-  f->recent = st->recent;
-  pthread_mutex_init(&f->lock, NULL);
   *out = &f->base;
   return NULL;
 }

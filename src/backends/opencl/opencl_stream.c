@@ -369,11 +369,10 @@ void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
   if (ev == NULL) st->unknown_seq++;
 }
 
-bool ruda__ocl_settle_unknown(ocl_stream_t *st) {
+void ruda__ocl_settle_unknown(ocl_stream_t *st) {
   if (st->last_unknown && st->mark != NULL &&
       atomic_load_explicit(&st->mark->finished, memory_order_acquire) >= st->unknown_seq)
     st->last_unknown = false;
-  return !st->last_unknown;
 }
 
 ocl_finish_mark_t *ruda__ocl_finish_mark(ocl_stream_t *st) {

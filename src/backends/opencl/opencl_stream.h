@@ -53,10 +53,10 @@ void ruda__ocl_gc_poll_all(ocl_server_t *s);
  * enqueued on a stream's queue is noted by one of them. */
 void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
 void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev);
-/* Whether the stream's newest command is known complete where it has no
- * event (a finishing future covered it): clears st->last_unknown then.
- * True when there is nothing event-less to wait for. */
-bool ruda__ocl_settle_unknown(ocl_stream_t *st);
+/* Clears st->last_unknown when the stream's newest command, enqueued
+ * without an event, is known complete (a finishing future covered it).
+ * The stream's thread (the one running the server's ops). */
+void ruda__ocl_settle_unknown(ocl_stream_t *st);
 /* The stream's finish mark (created on first use), with a reference for
  * the caller (NULL without memory); ..._release drops one. */
 ocl_finish_mark_t *ruda__ocl_finish_mark(ocl_stream_t *st);
