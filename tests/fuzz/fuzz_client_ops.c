@@ -230,8 +230,8 @@ static void slot_release(thread_state_t *t, int i) {
   s->live = false;
 #if FUZZ_STALE_AND_STRIDES
   s->stale_dead = t->mems[s->mem].refs == 0;
-  for (int i = 0; group != 0 && i < MEMS && s->stale_dead; i++) {
-    if (t->mems[i].refs && t->mems[i].group == group) s->stale_dead = false;
+  for (int m = 0; group != 0 && m < MEMS && s->stale_dead; m++) {
+    if (t->mems[m].refs && t->mems[m].group == group) s->stale_dead = false;
   }
 #endif
 }
