@@ -142,29 +142,12 @@ static void raw_roundtrip(void *p) {
  * Medians over many calls of the pieces a ruda launch, sync and small read
  * are made of, on an idle stream, printed as progress lines. */
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
-#define PART_N 2000
-#define PART(label, stmt)                                         \
-  do {                                                            \
-    for (int i_ = 0; i_ < 50; i_++) { stmt; }                     \
-    for (int i_ = 0; i_ < PART_N; i_++) {                         \
-      uint64_t t0_ = ruda_bench_now_ns();                         \
-      stmt;                                                       \
-      samples[i_] = (double)(ruda_bench_now_ns() - t0_);          \
-    }                                                             \
-    qsort(samples, PART_N, sizeof *samples, cmp_double);          \
-    ruda_bench_progress(b, "parts: %-44s p50 %8.0f ns  p90 %8.0f ns", label, \
-                        samples[PART_N / 2], samples[PART_N * 9 / 10]); \
-  } while (0)
+#define PART(label, stmt) RUDA_BENCH_PART(b, samples, label, stmt)
 
 static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw, CUfunction fn,
                                   ruda_kernel_t *k) {
   const ruda__cuda_api_t *api = raw->api;
-  double *samples = calloc(PART_N, sizeof *samples);
+  double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
   void *pinned = NULL;
   CUdeviceptr dev = 0;
   CUevent ev = NULL;
@@ -300,7 +283,7 @@ void ruda_bench_cuda_launch(ruda_bench_t *b) {
                       stats_of(bs, reps), "cuLaunchKernel", true);
   }
   x.err = NULL;
-  if (getenv("RUDA_BENCH_PARTS")) ruda_bench_cuda_parts(b, c, &raw, x.fn, x.k);
+  if (ruda_bench_parts_wanted()) ruda_bench_cuda_parts(b, c, &raw, x.fn, x.k);
   ruda_bench_stats_t rr = ruda_bench_measure(ruda_roundtrip, &x, 10, reps, batch / 4 + 1);
   ruda_bench_stats_t br = ruda_bench_measure(raw_roundtrip, &x, 10, reps, batch / 4 + 1);
   if (check(b, "launch", "launch_empty_roundtrip", x.err))

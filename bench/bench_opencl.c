@@ -167,6 +167,65 @@ static void compare_calls(void (*ruda_fn)(void *), void (*raw_fn)(void *), void 
                      inner, r, base);
 }
 
+/* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
+ * Medians over many calls of the OpenCL calls and ruda calls a launch and
+ * a sync are made of, on an idle queue, printed as progress lines. */
+
+#define PART(label, stmt) RUDA_BENCH_PART(b, samples, label, stmt)
+
+static void ruda_bench_opencl_parts(ruda_bench_t *b, launch_ctx_t *x) {
+  const ruda__opencl_api_t *api = x->raw->api;
+  cl_command_queue q = x->raw->q;
+  cl_kernel k = x->kernel;
+  ruda_client_t *c = x->c;
+  double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
+  if (!samples) return;
+  size_t one = 1;
+  ruda_kernel_args_t a = {0};
+  cl_event ev = NULL;
+  PART("clFinish (idle)", api->clFinish(q));
+  PART("clFlush (idle)", api->clFlush(q));
+  PART("clSetKernelArg (NULL buffer)", api->clSetKernelArg(k, 0, sizeof(cl_mem), NULL));
+  PART("clRetainCommandQueue+clReleaseCommandQueue", {
+    api->clRetainCommandQueue(q);
+    api->clReleaseCommandQueue(q);
+  });
+  PART("clEnqueueNDRangeKernel (host cost)",
+       api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL));
+  api->clFinish(q);
+  PART("clEnqueueNDRangeKernel + clFinish", {
+    api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    api->clFinish(q);
+  });
+  PART("clEnqueueNDRangeKernel + clFlush + clFinish", {
+    api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    api->clFlush(q);
+    api->clFinish(q);
+  });
+  PART("clSetKernelArg + enqueue + clFlush + clFinish", {
+    api->clSetKernelArg(k, 0, sizeof(cl_mem), NULL);
+    api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    api->clFlush(q);
+    api->clFinish(q);
+  });
+  PART("enqueue + marker(event) + clWaitForEvents", {
+    api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    api->clEnqueueMarkerWithWaitList(q, 0, NULL, &ev);
+    api->clWaitForEvents(1, &ev);
+    api->clReleaseEvent(ev);
+  });
+  PART("ruda_client_flush (idle)", ruda_status_free(ruda_client_flush(c)));
+  PART("ruda_client_sync (idle)", ruda_status_free(ruda_client_sync(c)));
+  PART("ruda_client_launch (caller)",
+       ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a)));
+  ruda_status_free(ruda_client_sync(c));
+  PART("ruda_client_launch + ruda_client_sync", {
+    ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a));
+    ruda_status_free(ruda_client_sync(c));
+  });
+  free(samples);
+}
+
 void ruda_bench_opencl_launch(ruda_bench_t *b) {
   ruda_client_t *c = NULL;
   if (!ruda_bench_open_client(b, "launch", "launch_empty_caller", &c)) return;
@@ -217,6 +276,7 @@ void ruda_bench_opencl_launch(ruda_bench_t *b) {
   if (check(b, "launch", "launch_empty_roundtrip", x.err))
     ruda_bench_report(b, "launch", "launch_empty_roundtrip", "ns", rr, br,
                       "clEnqueueNDRangeKernel+clFinish", true);
+  if (ruda_bench_parts_wanted()) ruda_bench_opencl_parts(b, &x);
 out:
   free(rs);
   free(bs);

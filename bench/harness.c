@@ -526,6 +526,22 @@ void ruda_bench_progress(ruda_bench_t *b, const char *fmt, ...) {
   fputc('\n', stderr);
 }
 
+static int cmp_part(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+bool ruda_bench_parts_wanted(void) {
+  const char *e = getenv("RUDA_BENCH_PARTS");
+  return e != NULL && e[0] == '1';
+}
+
+void ruda_bench_part_report(ruda_bench_t *b, const char *label, double *samples) {
+  qsort(samples, RUDA_BENCH_PART_N, sizeof *samples, cmp_part);
+  ruda_bench_progress(b, "parts: %-48s p50 %8.0f ns  p90 %8.0f ns", label,
+                      samples[RUDA_BENCH_PART_N / 2], samples[RUDA_BENCH_PART_N * 9 / 10]);
+}
+
 /* ---- Weak stubs for cases other engineers provide ---- */
 
 __attribute__((weak)) void ruda_bench_cuda_launch(ruda_bench_t *b) {

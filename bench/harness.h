@@ -123,6 +123,25 @@ void ruda_bench_skip(ruda_bench_t *b, const char *bench, const char *case_name,
 void ruda_bench_progress(ruda_bench_t *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- Parts (RUDA_BENCH_PARTS=1): where the time of a call goes ----
+ * RUDA_BENCH_PART(b, samples, label, stmt) runs `stmt` 50 times, then
+ * times it RUDA_BENCH_PART_N times one by one and prints the median and
+ * the 90th percentile as a progress line ("parts: label p50 .. p90 ..").
+ * `samples` holds RUDA_BENCH_PART_N doubles. */
+#define RUDA_BENCH_PART_N 2000
+bool ruda_bench_parts_wanted(void);
+void ruda_bench_part_report(ruda_bench_t *b, const char *label, double *samples);
+#define RUDA_BENCH_PART(b, samples, label, stmt)                      \
+  do {                                                                \
+    for (int i_ = 0; i_ < 50; i_++) { stmt; }                         \
+    for (int i_ = 0; i_ < RUDA_BENCH_PART_N; i_++) {                  \
+      uint64_t t0_ = ruda_bench_now_ns();                             \
+      stmt;                                                           \
+      (samples)[i_] = (double)(ruda_bench_now_ns() - t0_);            \
+    }                                                                 \
+    ruda_bench_part_report((b), (label), (samples));                  \
+  } while (0)
+
 /* The benchmark groups. Each lives in bench/bench_<group>.c. */
 void ruda_bench_memory(ruda_bench_t *b);
 void ruda_bench_launch(ruda_bench_t *b);

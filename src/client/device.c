@@ -133,12 +133,27 @@ static bool queue_lock(ruda__device_t *d) {
   return true;
 }
 
+/* May a caller's run go on to the next op? Asks the server (thread_enter
+ * on a thread it prepared already), which refuses once work must go back
+ * to the worker (CUDA: a fault to settle, collectives set up). */
+static bool caller_may_go_on(ruda__device_t *d) {
+  ruda__server_t *s = d->server;
+  void *token = NULL;
+  if (!s->vt->thread_enter) return true;
+  if (!s->vt->thread_enter(s, &token)) return false;
+  if (s->vt->thread_leave) s->vt->thread_leave(s, token);
+  return true;
+}
+
 /* Pops and runs ops (holding `running`) until the queue is empty or a
- * push is half done, `done(arg)` holds (when given) or the stop op ran.
- * True when it ran at least one. */
-static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void *arg) {
+ * push is half done, `done(arg)` holds (when given) or the stop op ran;
+ * on a caller's thread (`caller`) also when the server wants the rest on
+ * its worker. True when it ran at least one. */
+static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void *arg,
+                       bool caller) {
   bool ran = false;
-  while (!atomic_load_explicit(&d->stop, memory_order_relaxed) && !(done && done(arg))) {
+  while (!atomic_load_explicit(&d->stop, memory_order_relaxed) && !(done && done(arg)) &&
+         !(caller && ran && !caller_may_go_on(d))) {
     ruda__mpsc_node_t *n = ruda__mpsc_pop(&d->queue);
     if (!n) break;
     unsigned long e = atomic_load_explicit(&d->executed, memory_order_relaxed) + 1;
@@ -152,17 +167,22 @@ static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void
 }
 
 /* A caller's turn: runs the queue up to `done` on this thread when nobody
- * else runs it. Never on a device's worker (its ops would wait for this
- * thread) nor once ruda_shutdown() has begun (the stop is the worker's). */
+ * else runs it and the server accepts the thread (thread_enter). Never on
+ * a device's worker (its ops would wait for this thread) nor once
+ * ruda_shutdown() has begun (the stop is the worker's). */
 static bool caller_run(ruda__device_t *d, bool (*done)(const void *), const void *arg) {
   if (!d->caller_runs || tls_worker || !queue_trylock(d)) return false;
-  if (atomic_load_explicit(&d->closing, memory_order_seq_cst)) {
+  ruda__server_t *s = d->server;
+  void *token = NULL;
+  if (atomic_load_explicit(&d->closing, memory_order_seq_cst) || !s ||
+      (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
     queue_unlock(d);
     return false;
   }
   tls_worker = d;
-  run_queued(d, done, arg);
+  run_queued(d, done, arg, true);
   tls_worker = NULL;
+  if (s->vt->thread_leave) s->vt->thread_leave(s, token);
   queue_unlock(d);
   return done(arg);
 }
@@ -226,7 +246,7 @@ static void *worker_main(void *arg) {
       }
       if (queue_lock(d)) {
         ruda__sync_publish_cpu(&d->worker_cpu, ruda__sync_cpu());
-        bool ran = run_queued(d, NULL, NULL);
+        bool ran = run_queued(d, NULL, NULL, false);
         queue_unlock(d);
         if (!ran) ruda__cpu_relax(); /* a push half done */
       }

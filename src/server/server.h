@@ -169,20 +169,25 @@ typedef struct ruda__server_vtable {
    * flush from the worker's progress counter, without a round trip, when
    * ruda__server_t.queued_errors is 0. */
   bool completes_in_order;
-  /* True when operations may run on any thread, one at a time (the server
-   * keeps no state bound to its worker thread: the CPU backend). A caller
-   * waiting for an operation then runs the queued operations itself while
-   * no other thread runs them (src/client/device.c, docs/cpu.md). */
+  /* True when operations may run on any thread, one at a time, once
+   * thread_enter (when given) has prepared it: the server keeps no state
+   * bound to its worker thread (every backend). A caller waiting for an
+   * operation then runs the queued operations itself while no other thread
+   * runs them (src/client/device.c, docs/cpu.md). */
   bool any_thread;
 
-  /* Optional. Called around a short blocking call (read, sync, flush,
-   * usage, resources, staging, profile marks) that runs on a caller's
-   * thread instead of the worker, because the device was idle; the worker
-   * is then held off, so the server is still used by one thread at a time.
-   * thread_enter prepares the thread (CUDA: makes the context current),
-   * sets *token to what thread_leave restores, and may refuse (false: the
-   * call then goes through the worker, e.g. while a fault waits to be
-   * settled there). NULL: nothing to prepare, never refused. */
+  /* Optional. Called around work that runs on a caller's thread instead of
+   * the worker: a short blocking call (read, sync, flush, usage,
+   * resources, staging, profile marks) made while the device was idle, or
+   * (any_thread) the queued operations a waiting caller runs itself. The
+   * worker is then held off, so the server is still used by one thread at
+   * a time. thread_enter prepares the thread (CUDA: makes the context
+   * current), sets *token to what thread_leave restores, and may refuse
+   * (false: the work then goes through the worker, e.g. while a fault
+   * waits to be settled there). A caller running the queue asks again
+   * before each further operation (the thread is prepared already: the
+   * answer is whether it may go on) and leaves the rest to the worker at
+   * a refusal. NULL: nothing to prepare, never refused. */
   bool (*thread_enter)(ruda__server_t *s, void **token);
   void (*thread_leave)(ruda__server_t *s, void *token);
 

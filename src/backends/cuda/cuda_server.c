@@ -37,10 +37,14 @@
  * next operation on the worker (settle_poison), since the reset frees
  * every stream.
  *
- * Every method runs on the device's worker thread, where create_server
- * made the primary context current. Futures may be waited on from any
- * thread; they make the context current themselves, and may outlive the
- * server (it completes them when destroyed: ruda__cuda_futures_settle).
+ * Methods run one at a time, on the device's worker thread (where
+ * create_server made the primary context current) or on a caller's thread
+ * that cuda_thread_enter prepared: a short call made while the device was
+ * idle, or the queue run by a caller waiting for its answer. Recovery and
+ * NCCL's settling stay on the worker (cuda_thread_enter refuses while they
+ * are pending). Futures may be waited on from any thread; they make the
+ * context current themselves, and may outlive the server (it completes
+ * them when destroyed: ruda__cuda_futures_settle).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -359,8 +363,8 @@ static void cuda_graph_destroy(ruda__server_t *base, void *native) {
   ruda__cuda_graph_destroy(as_cuda(base), native);
 }
 
-/* A short call on a caller's thread (the device was idle): the context is
- * made current there. A thread that had no context keeps this one (its
+/* Work on a caller's thread (a short call while the device was idle, or
+ * the queue run by a waiting caller): the context is made current there. A thread that had no context keeps this one (its
  * next call needs it again); another context is restored. Refused while a
  * fault waits to be settled, or while collectives are set up: recovery and
  * NCCL's settling stay on the worker. */
@@ -397,6 +401,9 @@ static const ruda__server_vtable_t cuda_vtable = {
     .allocation_mode = cuda_allocation_mode,
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
+    /* A waiting caller may run the queue itself once cuda_thread_enter
+     * made the context current there (docs/cuda.md). */
+    .any_thread = true,
     .thread_enter = cuda_thread_enter,
     .thread_leave = cuda_thread_leave,
     .graph_build = cuda_graph_build,
