@@ -25,6 +25,18 @@ static inline uint64_t load_le64(const uint8_t *p, size_t n) {
   return v;
 }
 
+/* Eight bytes as a little-endian u64: one load (memcpy, any alignment),
+ * swapped on big-endian machines. The block loop is the hash's whole cost:
+ * the byte-by-byte form above ran at about 1 GB/s. */
+static inline uint64_t load8_le(const uint8_t *p) {
+  uint64_t v;
+  memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return v;
+}
+
 static inline uint64_t fmix64(uint64_t k) {
   k ^= k >> 33;
   k *= UINT64_C(0xff51afd7ed558ccd);
@@ -46,19 +58,22 @@ static inline uint64_t mix_k2(uint64_t k2) {
   return k2 * C1;
 }
 
-static void block(ruda__hasher_t *h, const uint8_t *p) {
-  uint64_t k1 = load_le64(p, 8);
-  uint64_t k2 = load_le64(p + 8, 8);
+/* Mixes `n` blocks of 16 bytes at `p` into the lanes (kept in registers). */
+static void blocks(ruda__hasher_t *h, const uint8_t *p, size_t n) {
+  uint64_t h1 = h->h1, h2 = h->h2;
+  for (size_t i = 0; i < n; i++, p += 16) {
+    h1 ^= mix_k1(load8_le(p));
+    h1 = rotl64(h1, 27);
+    h1 += h2;
+    h1 = h1 * 5 + 0x52dce729;
 
-  h->h1 ^= mix_k1(k1);
-  h->h1 = rotl64(h->h1, 27);
-  h->h1 += h->h2;
-  h->h1 = h->h1 * 5 + 0x52dce729;
-
-  h->h2 ^= mix_k2(k2);
-  h->h2 = rotl64(h->h2, 31);
-  h->h2 += h->h1;
-  h->h2 = h->h2 * 5 + 0x38495ab5;
+    h2 ^= mix_k2(load8_le(p + 8));
+    h2 = rotl64(h2, 31);
+    h2 += h1;
+    h2 = h2 * 5 + 0x38495ab5;
+  }
+  h->h1 = h1;
+  h->h2 = h2;
 }
 
 void ruda__hasher_init(ruda__hasher_t *h, uint64_t seed) {
@@ -79,14 +94,13 @@ void ruda__hasher_update(ruda__hasher_t *h, const void *data, size_t len) {
     p += take;
     len -= take;
     if (h->tail_len < 16) return;
-    block(h, h->tail);
+    blocks(h, h->tail, 1);
     h->tail_len = 0;
   }
-  while (len >= 16) {
-    block(h, p);
-    p += 16;
-    len -= 16;
-  }
+  size_t n = len / 16;
+  blocks(h, p, n);
+  p += n * 16;
+  len -= n * 16;
   if (len > 0) {
     memcpy(h->tail, p, len);
     h->tail_len = len;

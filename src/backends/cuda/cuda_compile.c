@@ -33,6 +33,7 @@
 #include "server/device_settings.h"
 #include "server/server.h"
 #include "server/portable_kernel.h"
+#include "types/hasher.h"
 
 bool ruda__cuda_cache_root(char *buf, size_t cap) {
   /* The server layer's settings: [compilation] cache, the user's cache
@@ -82,8 +83,9 @@ struct ruda__cuda_module_cache {
   char root[RUDA_CONFIG_PATH_MAX]; /* the disk cache directory */
   /* What every disk key of this cache shares (format, device, driver, the
    * NVRTC options), built on first use. */
-  char key_prefix[1536];
-  size_t key_prefix_len;
+  /* The disk key's hash state after its per-device prefix (key_state). */
+  ruda__hasher_t key_prefix;
+  bool key_prefix_set;
 };
 
 static const char *cuda_root(void) {
@@ -334,17 +336,46 @@ static void options_text(uint32_t cc, char *out, size_t cap) {
   pthread_mutex_unlock(&g_opts_lock);
 }
 
+/* The hash state after the key's prefix ("fmt=..;props=..;driver=..;cc=..;"
+ * and the options), which is the same for every kernel of a device: made
+ * once per process for the last (cc, properties, driver) asked, since a
+ * new process's first loads (and every cache after a device reset) would
+ * otherwise format and hash the same kilobyte again. The key's value is
+ * that of hashing prefix and kernel part in one go. */
+static pthread_mutex_t g_prefix_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  bool set;
+  uint32_t cc;
+  uint64_t props;
+  int driver;
+  ruda__hasher_t state;
+} g_prefix;
+
+static void key_state(ruda__cuda_module_cache_t *c) {
+  pthread_mutex_lock(&g_prefix_lock);
+  if (!g_prefix.set || g_prefix.cc != c->cc || g_prefix.props != c->props_checksum ||
+      g_prefix.driver != c->api->driver_version) {
+    char opts[1024], text[1536];
+    options_text(c->cc, opts, sizeof opts);
+    size_t used = (size_t)snprintf(text, sizeof text, "fmt=%u;props=%016llx;driver=%d;cc=%u;%s",
+                                   CACHE_FORMAT, (unsigned long long)c->props_checksum,
+                                   c->api->driver_version, c->cc, opts);
+    if (used >= sizeof text) used = sizeof text - 1;
+    ruda__hasher_init(&g_prefix.state, CACHE_SEED);
+    ruda__hasher_update(&g_prefix.state, text, used);
+    g_prefix.cc = c->cc;
+    g_prefix.props = c->props_checksum;
+    g_prefix.driver = c->api->driver_version;
+    g_prefix.set = true;
+  }
+  c->key_prefix = g_prefix.state;
+  pthread_mutex_unlock(&g_prefix_lock);
+  c->key_prefix_set = true;
+}
+
 static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t *k,
                                const ruda_kernel_code_t *code) {
-  if (c->key_prefix_len == 0) {
-    char opts[1024];
-    options_text(c->cc, opts, sizeof opts);
-    size_t used = (size_t)snprintf(c->key_prefix, sizeof c->key_prefix,
-                                   "fmt=%u;props=%016llx;driver=%d;cc=%u;%s", CACHE_FORMAT,
-                                   (unsigned long long)c->props_checksum, c->api->driver_version,
-                                   c->cc, opts);
-    c->key_prefix_len = used < sizeof c->key_prefix ? used : sizeof c->key_prefix - 1;
-  }
+  if (!c->key_prefix_set) key_state(c);
   /* A portable kernel is compiled behind the prelude, which changes with
    * ruda: its hash is part of the key (computed once per process). */
   static _Atomic uint64_t prelude_hash;
@@ -359,14 +390,13 @@ static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t
     }
   }
   ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
-  char buf[1600];
-  memcpy(buf, c->key_prefix, c->key_prefix_len);
-  size_t used = c->key_prefix_len;
-  used += (size_t)snprintf(buf + used, sizeof buf - used, "kernel=%016llx%016llx;prelude=%016llx;",
-                           (unsigned long long)kh.hi, (unsigned long long)kh.lo,
-                           (unsigned long long)ph);
-  if (used > sizeof buf) used = sizeof buf;
-  return ruda_hash128(buf, used, CACHE_SEED);
+  char buf[128];
+  int used = snprintf(buf, sizeof buf, "kernel=%016llx%016llx;prelude=%016llx;",
+                      (unsigned long long)kh.hi, (unsigned long long)kh.lo,
+                      (unsigned long long)ph);
+  ruda__hasher_t h = c->key_prefix;
+  ruda__hasher_update(&h, buf, used > 0 ? (size_t)used : 0);
+  return ruda__hasher_final(&h);
 }
 
 /* The NVRTC version as the cache header stores it; 0 when not loaded. */
