@@ -16,14 +16,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <unistd.h>
 
 #include "backends/cuda/cuda_internal.h"
 #include "base/alloc.h"
@@ -32,6 +30,7 @@
 #include "ruda/kernel.h"
 #include "server/device_settings.h"
 #include "server/server.h"
+#include "server/binary_cache.h"
 #include "server/portable_kernel.h"
 #include "types/hasher.h"
 
@@ -412,137 +411,57 @@ static bool cache_path(const ruda__cuda_module_cache_t *c, ruda_hash128_t key, c
                           (unsigned long long)key.hi, (unsigned long long)key.lo) < pcap;
 }
 
-static bool mkdir_p(const char *dir) {
-  char tmp[1024];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
-    *p = '/';
-  }
-  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
-}
-
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-/* magic, format, payload size, payload checksum (16), NVRTC version. */
-enum { HEADER = 8 + 8 + 8 + 16 + 8 };
+static const ruda__binary_kind_t cubin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
 
 /* Reads a cached CUBIN; NULL (with a log line when the file exists but is
- * unusable) on any problem. A warm load should cost little more than
- * cuModuleLoadData, and system calls are dear in a virtual machine: one
- * open, one read into a buffer that fits most CUBINs (a second read only
- * for larger files, whose size the header gives), one close. */
-enum { DISK_READ_FIRST = 96 * 1024 }; /* below malloc's mmap threshold */
-
+ * unusable or stale) on any problem. */
 static void *disk_read(const char *path, size_t *out_size) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
+  void *bin = NULL;
+  uint64_t made_by = 0;
   const char *why = NULL;
-  size_t cap = DISK_READ_FIRST, got = 0;
-  unsigned char *file = ruda__malloc(cap);
-  if (file == NULL) {
-    why = "no memory";
-    goto out;
-  }
-  for (;;) {
-    ssize_t n = read(fd, file + got, cap - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += (size_t)n;
-    if (got < HEADER) continue;
-    /* The header says how long the file is: no read to find its end. */
-    uint64_t want = get_u64(file + 16) + HEADER;
-    if (got >= want || want > (1ull << 31) + HEADER) break;
-    if (want <= cap) continue;
-    unsigned char *bigger = ruda__realloc(file, (size_t)want);
-    if (bigger == NULL) {
-      why = "no memory";
-      goto out;
-    }
-    file = bigger;
-    cap = (size_t)want;
-  }
-  if (got < HEADER || memcmp(file, CACHE_MAGIC, 8) != 0) {
-    why = got < HEADER ? "truncated" : "bad header";
-    goto out;
-  }
-  uint64_t fmt = get_u64(file + 8), size = get_u64(file + 16);
-  ruda_hash128_t want = {get_u64(file + 24), get_u64(file + 32)};
-  if (fmt != CACHE_FORMAT || size == 0 || size != got - HEADER) {
-    why = size > got - HEADER ? "truncated" : "unsupported format or size";
-    goto out;
-  }
-  ruda_hash128_t sum = ruda_hash128(file + HEADER, (size_t)size, CACHE_SEED);
-  if (sum.lo != want.lo || sum.hi != want.hi) {
-    why = "checksum mismatch";
-    goto out;
+  switch (ruda__binary_cache_read(&cubin_kind, path, &bin, out_size, &made_by, &why)) {
+    case RUDA__BINARY_READ_ABSENT:
+      return NULL;
+    case RUDA__BINARY_READ_UNUSABLE:
+      atomic_fetch_add(&g_disk_skips, 1);
+      ruda__cuda_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
+      return NULL;
+    case RUDA__BINARY_READ_OK:
+      break;
   }
   /* Compiled by another NVRTC than the one this process loaded: stale (not
    * an error: it is compiled again and replaced). */
-  uint64_t made_by = get_u64(file + 40), loaded = nvrtc_version_word();
+  uint64_t loaded = nvrtc_version_word();
   if (loaded != 0 && made_by != loaded) {
-    close(fd);
-    ruda__free(file);
+    ruda__free(bin);
     ruda__cuda_log("compilation", "cached %s was compiled by another NVRTC; recompiling", path);
     return NULL;
   }
-  close(fd);
-  /* The payload moves to the front: callers free what they are given. */
-  memmove(file, file + HEADER, (size_t)size);
-  *out_size = (size_t)size;
-  return file;
-out:
-  close(fd);
-  ruda__free(file);
-  atomic_fetch_add(&g_disk_skips, 1);
-  ruda__cuda_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
-  return NULL;
+  return bin;
 }
 
 static void disk_write(ruda__cuda_module_cache_t *c, const char *dir, const char *path,
                        const void *bin, size_t size) {
-  if (!mkdir_p(dir)) {
-    ruda__cuda_warn("compilation cache directory %s cannot be created (%s); disk cache off", dir,
-                    strerror(errno));
-    c->disk_disabled = true;
-    return;
+  switch (ruda__binary_cache_write(&cubin_kind, dir, path, nvrtc_version_word(), bin, size)) {
+    case RUDA__BINARY_WRITE_OK:
+      atomic_fetch_add(&g_disk_writes, 1);
+      ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
+      return;
+    case RUDA__BINARY_WRITE_NO_DIRECTORY:
+      ruda__cuda_warn("compilation cache directory %s cannot be created (%s); disk cache off", dir,
+                      strerror(errno));
+      c->disk_disabled = true;
+      return;
+    case RUDA__BINARY_WRITE_NOT_WRITABLE:
+      ruda__cuda_warn("compilation cache %s is not writable (%s); disk cache off", dir,
+                      strerror(errno));
+      c->disk_disabled = true;
+      return;
+    case RUDA__BINARY_WRITE_FAILED:
+      ruda__cuda_warn("writing compilation cache entry %s failed (%s); skipping it", path,
+                      strerror(errno));
+      return;
   }
-  char tmp[1200];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (f == NULL) {
-    ruda__cuda_warn("compilation cache %s is not writable (%s); disk cache off", dir,
-                    strerror(errno));
-    c->disk_disabled = true;
-    return;
-  }
-  unsigned char h[HEADER];
-  memcpy(h, CACHE_MAGIC, 8);
-  put_u64(h + 8, CACHE_FORMAT);
-  put_u64(h + 16, size);
-  ruda_hash128_t sum = ruda_hash128(bin, size, CACHE_SEED);
-  put_u64(h + 24, sum.lo);
-  put_u64(h + 32, sum.hi);
-  put_u64(h + 40, nvrtc_version_word());
-  bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(bin, 1, size, f) == size;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    ruda__cuda_warn("writing compilation cache entry %s failed (%s); skipping it", path,
-                    strerror(errno));
-    unlink(tmp);
-    return;
-  }
-  atomic_fetch_add(&g_disk_writes, 1);
-  ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
 }
 
 /* ---- Lookup ---- */

@@ -17,12 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 #include "backends/opencl/opencl_internal.h"
 #include "base/alloc.h"
+#include "server/binary_cache.h"
 #include "server/device_settings.h"
 
 bool ruda__opencl_cache_root(char *buf, size_t cap) {
@@ -45,7 +43,7 @@ ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void) {
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
 #define CACHE_MAGIC "RUDACLB1"
-#define CACHE_FORMAT 1u
+#define CACHE_FORMAT 2u /* 2: the shared header (server/binary_cache.h) */
 #define CACHE_SEED 0x6f70656e636c6263ull
 
 /* ---- Building ---- */
@@ -255,106 +253,44 @@ static bool cache_path(const char *root, ruda_hash128_t key, char *dir, size_t d
                           (unsigned long long)key.lo) < pcap;
 }
 
-static bool mkdir_p(const char *dir) {
-  char tmp[1200];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
-    *p = '/';
-  }
-  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
-}
-
-static void put_u64(unsigned char *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (8 * i));
-}
-static uint64_t get_u64(const unsigned char *p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= (uint64_t)p[i] << (8 * i);
-  return v;
-}
-
-enum { HEADER = 8 + 8 + 8 + 16 };
+static const ruda__binary_kind_t clbin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
 
 /* A cached binary; NULL (with a warning when the file exists but is
  * unusable) on any problem. */
 static void *disk_read(const char *path, size_t *out_size) {
-  FILE *f = fopen(path, "rb");
-  if (f == NULL) return NULL;
-  unsigned char h[HEADER];
-  void *payload = NULL;
+  void *bin = NULL;
+  uint64_t word = 0;
   const char *why = NULL;
-  if (fread(h, 1, HEADER, f) != HEADER || memcmp(h, CACHE_MAGIC, 8) != 0) {
-    why = "bad header";
-    goto out;
+  ruda__binary_read_t r = ruda__binary_cache_read(&clbin_kind, path, &bin, out_size, &word, &why);
+  if (r == RUDA__BINARY_READ_UNUSABLE) {
+    atomic_fetch_add(&g_disk_skips, 1);
+    ruda__opencl_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
   }
-  uint64_t fmt = get_u64(h + 8), size = get_u64(h + 16);
-  ruda_hash128_t want = {get_u64(h + 24), get_u64(h + 32)};
-  if (fmt != CACHE_FORMAT || size == 0 || size > (1ull << 31)) {
-    why = "unsupported format or size";
-    goto out;
-  }
-  payload = ruda__malloc((size_t)size);
-  if (payload == NULL) {
-    why = "no memory";
-    goto out;
-  }
-  if (fread(payload, 1, (size_t)size, f) != size) {
-    why = "truncated";
-    goto out;
-  }
-  ruda_hash128_t got = ruda_hash128(payload, (size_t)size, CACHE_SEED);
-  if (got.lo != want.lo || got.hi != want.hi) {
-    why = "checksum mismatch";
-    goto out;
-  }
-  fclose(f);
-  *out_size = (size_t)size;
-  return payload;
-out:
-  fclose(f);
-  ruda__free(payload);
-  atomic_fetch_add(&g_disk_skips, 1);
-  ruda__opencl_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
-  return NULL;
+  return r == RUDA__BINARY_READ_OK ? bin : NULL;
 }
 
 static void disk_write(ruda__opencl_program_cache_t *c, const char *dir, const char *path,
                        const void *bin, size_t size) {
-  if (!mkdir_p(dir)) {
-    ruda__opencl_warn("compilation cache directory %s cannot be created (%s); disk cache off",
-                      dir, strerror(errno));
-    c->disk_disabled = true;
-    return;
+  switch (ruda__binary_cache_write(&clbin_kind, dir, path, 0, bin, size)) {
+    case RUDA__BINARY_WRITE_OK:
+      atomic_fetch_add(&g_disk_writes, 1);
+      ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
+      return;
+    case RUDA__BINARY_WRITE_NO_DIRECTORY:
+      ruda__opencl_warn("compilation cache directory %s cannot be created (%s); disk cache off",
+                        dir, strerror(errno));
+      c->disk_disabled = true;
+      return;
+    case RUDA__BINARY_WRITE_NOT_WRITABLE:
+      ruda__opencl_warn("compilation cache %s is not writable (%s); disk cache off", dir,
+                        strerror(errno));
+      c->disk_disabled = true;
+      return;
+    case RUDA__BINARY_WRITE_FAILED:
+      ruda__opencl_warn("writing compilation cache entry %s failed (%s); skipping it", path,
+                        strerror(errno));
+      return;
   }
-  char tmp[1300];
-  snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (f == NULL) {
-    ruda__opencl_warn("compilation cache %s is not writable (%s); disk cache off", dir,
-                      strerror(errno));
-    c->disk_disabled = true;
-    return;
-  }
-  unsigned char h[HEADER];
-  memcpy(h, CACHE_MAGIC, 8);
-  put_u64(h + 8, CACHE_FORMAT);
-  put_u64(h + 16, size);
-  ruda_hash128_t sum = ruda_hash128(bin, size, CACHE_SEED);
-  put_u64(h + 24, sum.lo);
-  put_u64(h + 32, sum.hi);
-  bool ok = fwrite(h, 1, HEADER, f) == HEADER && fwrite(bin, 1, size, f) == size;
-  ok = (fclose(f) == 0) && ok;
-  if (!ok || rename(tmp, path) != 0) {
-    ruda__opencl_warn("writing compilation cache entry %s failed (%s); skipping it", path,
-                      strerror(errno));
-    unlink(tmp);
-    return;
-  }
-  atomic_fetch_add(&g_disk_writes, 1);
-  ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
 }
 
 /* A program from a cached binary; NULL (and a warning) when the driver

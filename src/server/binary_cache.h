@@ -1,0 +1,58 @@
+/* The files of the compiled-kernel disk cache, one format for every
+ * backend (CUDA keeps CUBINs, OpenCL program binaries).
+ *
+ * A file is a 48-byte header, then the payload; integers little-endian:
+ *   magic (8 bytes, the backend's), format (u64), payload size (u64),
+ *   payload checksum (ruda_hash128 with the backend's seed: lo, hi),
+ *   a word of the backend's own (u64: CUDA records the NVRTC version),
+ * A reader trusts nothing in it: a file whose header, size or checksum
+ * does not match is reported unusable, never loaded. Writers write a
+ * temporary file and rename it, so a reader sees a whole file or none,
+ * whichever processes share the directory.
+ *
+ * A warm load should cost little more than the driver's own load, and
+ * system calls are dear in a virtual machine: a read is one open, one read
+ * into a buffer that fits most binaries (a second read only for larger
+ * files, whose size the header gives) and one close. */
+#ifndef RUDA_SERVER_BINARY_CACHE_H
+#define RUDA_SERVER_BINARY_CACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What tells one backend's files from another's. */
+typedef struct ruda__binary_kind {
+  const char *magic; /* exactly 8 characters */
+  uint64_t format;
+  uint64_t seed; /* of the payload checksum */
+} ruda__binary_kind_t;
+
+typedef enum ruda__binary_read {
+  RUDA__BINARY_READ_OK,
+  RUDA__BINARY_READ_ABSENT,   /* no such file (or not readable) */
+  RUDA__BINARY_READ_UNUSABLE, /* there, but not a whole file of this kind */
+} ruda__binary_read_t;
+
+/* Reads the file at `path`. OK: *payload (ruda__malloc'ed, the caller
+ * frees it), *size (> 0) and *word. UNUSABLE: *why says what was wrong
+ * ("bad header", "truncated", "checksum mismatch", ...). */
+ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, const char *path,
+                                            void **payload, size_t *size, uint64_t *word,
+                                            const char **why);
+
+typedef enum ruda__binary_write {
+  RUDA__BINARY_WRITE_OK,
+  RUDA__BINARY_WRITE_NO_DIRECTORY, /* `dir` could not be created */
+  RUDA__BINARY_WRITE_NOT_WRITABLE, /* no file could be created in it */
+  RUDA__BINARY_WRITE_FAILED,       /* writing or renaming failed */
+} ruda__binary_write_t;
+
+/* Writes `size` bytes at `bin` with `word` to `path` (in `dir`, created
+ * with its parents when missing), through a temporary file renamed into
+ * place. On failure errno tells why and nothing is left behind. */
+ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, const char *dir,
+                                              const char *path, uint64_t word, const void *bin,
+                                              size_t size);
+
+#endif

@@ -1,0 +1,147 @@
+/* The disk cache's file format (server/binary_cache.h): a round trip keeps
+ * payload and word; a missing file is absent; every damaged file (short,
+ * foreign magic, other format, wrong size, flipped payload byte) is
+ * unusable with its reason; a write creates the directories and leaves no
+ * temporary behind; a directory that cannot be made is reported. */
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "server/binary_cache.h"
+#include "test.h"
+
+static const ruda__binary_kind_t kind = {"RUDATST1", 7, 0x1234};
+
+static void make_root(char *dir, size_t cap) {
+  static int n;
+  snprintf(dir, cap, "%s/binary-cache-%ld-%ld-%d", rt_tmpdir(), (long)getpid(), (long)time(NULL),
+           n++);
+}
+
+static unsigned char *file_bytes(const char *path, size_t *len) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  unsigned char *b = malloc(1 << 20);
+  *len = fread(b, 1, 1 << 20, f);
+  fclose(f);
+  return b;
+}
+
+static void put_bytes(const char *path, const unsigned char *b, size_t len) {
+  FILE *f = fopen(path, "wb");
+  fwrite(b, 1, len, f);
+  fclose(f);
+}
+
+static ruda__binary_read_t read_back(const char *path, const char **why) {
+  void *p = NULL;
+  size_t size = 0;
+  uint64_t word = 0;
+  ruda__binary_read_t r = ruda__binary_cache_read(&kind, path, &p, &size, &word, why);
+  ruda__free(p);
+  return r;
+}
+
+TEST(binary_cache_round_trip_keeps_payload_and_word) {
+  char root[512], dir[600], path[700];
+  make_root(root, sizeof root);
+  snprintf(dir, sizeof dir, "%s/a/b", root);
+  snprintf(path, sizeof path, "%s/entry.bin", dir);
+  unsigned char payload[200000]; /* larger than the first read's buffer */
+  for (size_t i = 0; i < sizeof payload; i++) payload[i] = (unsigned char)(i * 31 + 7);
+  ASSERT_EQ(ruda__binary_cache_write(&kind, dir, path, 0xfeedULL, payload, sizeof payload),
+            RUDA__BINARY_WRITE_OK);
+  void *p = NULL;
+  size_t size = 0;
+  uint64_t word = 0;
+  const char *why = "unset";
+  ASSERT_EQ(ruda__binary_cache_read(&kind, path, &p, &size, &word, &why), RUDA__BINARY_READ_OK);
+  ASSERT_UEQ(size, sizeof payload);
+  ASSERT_UEQ(word, 0xfeedULL);
+  ASSERT_NULL(why);
+  ASSERT_MEM_EQ(p, payload, sizeof payload);
+  ruda__free(p);
+  /* Nothing but the entry is left in the directory. */
+  DIR *d = opendir(dir);
+  ASSERT_NOT_NULL(d);
+  int files = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.') files++;
+  closedir(d);
+  ASSERT_EQ(files, 1);
+}
+
+TEST(binary_cache_missing_file_is_absent) {
+  char root[512], path[600];
+  make_root(root, sizeof root);
+  snprintf(path, sizeof path, "%s/none.bin", root);
+  const char *why = NULL;
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_ABSENT);
+  ASSERT_NULL(why);
+}
+
+TEST(binary_cache_damaged_files_are_unusable_with_a_reason) {
+  char root[512], path[600];
+  make_root(root, sizeof root);
+  snprintf(path, sizeof path, "%s/e.bin", root);
+  const unsigned char payload[100] = {1, 2, 3, 4, 5};
+  ASSERT_EQ(ruda__binary_cache_write(&kind, root, path, 1, payload, sizeof payload),
+            RUDA__BINARY_WRITE_OK);
+  size_t len = 0;
+  unsigned char *good = file_bytes(path, &len);
+  ASSERT_NOT_NULL(good);
+  ASSERT_UEQ(len, 48 + sizeof payload);
+  unsigned char *b = malloc(len);
+  const char *why = NULL;
+
+  put_bytes(path, good, 20); /* shorter than the header */
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "truncated");
+
+  put_bytes(path, good, len - 1); /* the payload cut short */
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "truncated");
+
+  memcpy(b, good, len);
+  b[0] ^= 1; /* another kind's magic */
+  put_bytes(path, b, len);
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "bad header");
+
+  memcpy(b, good, len);
+  b[8] ^= 1; /* another format */
+  put_bytes(path, b, len);
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "unsupported format or size");
+
+  memcpy(b, good, len);
+  b[48 + 50] ^= 0x40; /* one payload bit */
+  put_bytes(path, b, len);
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "checksum mismatch");
+
+  put_bytes(path, good, len); /* and the intact file reads again */
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_OK);
+  free(b);
+  free(good);
+}
+
+TEST(binary_cache_directory_that_cannot_be_made_is_reported) {
+  char root[512], file[600], dir[700], path[800];
+  make_root(root, sizeof root);
+  ASSERT_EQ(mkdir(root, 0755), 0);
+  snprintf(file, sizeof file, "%s/plain-file", root);
+  put_bytes(file, (const unsigned char *)"x", 1);
+  snprintf(dir, sizeof dir, "%s/sub", file); /* under a regular file */
+  snprintf(path, sizeof path, "%s/e.bin", dir);
+  const unsigned char payload[4] = {9, 9, 9, 9};
+  ASSERT_EQ(ruda__binary_cache_write(&kind, dir, path, 0, payload, sizeof payload),
+            RUDA__BINARY_WRITE_NO_DIRECTORY);
+  const char *why = NULL;
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_ABSENT);
+}
