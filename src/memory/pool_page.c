@@ -27,11 +27,28 @@ void ruda__slice_put(ruda__page_store_t *ps, ruda__slice_t *s) {
 
 /* ---- Pages ---- */
 
-void ruda__pool_free_empty_pages(ruda__page_store_t *ps, ruda__pool_t *p) {
+/* Bounded reclaim (unless keep_empty_pages, which keeps every page until an
+ * explicit cleanup): before any pool takes a new page from the storage, the
+ * empty pages of the sliced pools go back to it, flushed so that the
+ * storage can hand their bytes out again. Otherwise the manager holds the
+ * sum of every pool's own high-water mark. A page that became empty since
+ * the previous page allocation is spared this once: when the live set
+ * moves between pools (a few sizes reserved and released in turn), freeing
+ * a page that was just emptied only makes its pool take a new one at its
+ * next reservation, so every other reservation would cost the storage an
+ * allocation and a deallocation. Spared pages go at the next page
+ * allocation if still empty, so what a manager holds beyond its live set
+ * is at most the pages emptied between two page allocations. Near the
+ * storage's limit (the new page would not fit beside what the store
+ * holds), nothing is spared. Pools count their empty pages, so with none
+ * this is a loop over at most RUDA_MAX_POOLS counters, and it runs only
+ * when a page is allocated. Exclusive pages keep their free-count ageing
+ * and persistent slices are kept on purpose, so neither is touched. */
+static void ruda__pool_reclaim_pages(ruda__page_store_t *ps, ruda__pool_t *p, bool spare) {
   uint32_t j = 0;
   for (uint32_t i = 0; i < p->npages; i++) {
     ruda__page_t *pg = p->pages[i];
-    if (pg->used_slices == 0)
+    if (pg->used_slices == 0 && !(spare && pg->empty_since >= ps->page_allocs))
       ruda__pool_page_free(ps, p, pg);
     else
       ruda__pool_keep_page(p, pg, &j);
@@ -39,24 +56,25 @@ void ruda__pool_free_empty_pages(ruda__page_store_t *ps, ruda__pool_t *p) {
   p->npages = j;
 }
 
-/* Bounded reclaim (unless keep_empty_pages, which keeps every page until an
- * explicit cleanup): before any pool takes a new page from the storage, the empty
- * pages of the sliced pools go back to it, flushed so that the storage can
- * hand their bytes out again. Otherwise the manager holds the sum of every
- * pool's own high-water mark. Pools count their empty pages, so with none
- * this is a loop over at most RUDA_MAX_POOLS counters, and it runs only
- * when a page is allocated. The pool asking has no empty page that fits
- * (else it would have reserved there), so its own empty pages go too.
- * Exclusive pages keep their free-count ageing and persistent slices are
- * kept on purpose, so neither is touched. */
-static void ruda__page_store_reclaim(ruda__page_store_t *ps) {
+void ruda__pool_free_empty_pages(ruda__page_store_t *ps, ruda__pool_t *p) {
+  ruda__pool_reclaim_pages(ps, p, false);
+}
+
+static void ruda__page_store_reclaim(ruda__page_store_t *ps, uint64_t size) {
   if (ps->keep_empty_pages) return;
+  bool spare = true;
+  if (ps->storage.limit) {
+    uint64_t held = 0;
+    for (uint32_t i = 0; i < ps->npools; i++) held += ps->pools[i].usage.bytes_reserved;
+    spare = held <= ps->storage.limit && size <= ps->storage.limit - held;
+  }
   bool freed = false;
   for (uint32_t i = 0; i < ps->npools; i++) {
     ruda__pool_t *p = &ps->pools[i];
     if (p->empty_pages == 0 || p->opt.kind != RUDA_POOL_SLICED) continue;
-    ruda__pool_free_empty_pages(ps, p);
-    freed = true;
+    uint32_t before = p->npages;
+    ruda__pool_reclaim_pages(ps, p, spare);
+    freed = freed || p->npages != before;
   }
   if (freed) ruda__page_store_flush(ps);
 }
@@ -75,7 +93,7 @@ ruda_status_t ruda__pool_page_new(ruda__page_store_t *ps, ruda__pool_t *p, uint6
   }
   ruda__page_t *pg = ruda__calloc(1, sizeof *pg);
   if (!pg) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda__page_store_reclaim(ps);
+  ruda__page_store_reclaim(ps, size);
   ruda_status_t st = ps->storage.vt->alloc(ps->storage.self, size, &pg->storage);
   if (st) {
     ps->storage_refused = true;
@@ -85,6 +103,7 @@ ruda_status_t ruda__pool_page_new(ruda__page_store_t *ps, ruda__pool_t *p, uint6
   pg->index = p->npages;
   pg->pool = p->index;
   pg->id = p->next_page_id++;
+  pg->empty_since = ++ps->page_allocs;
   p->pages[p->npages] = pg;
   p->page_max[p->npages] = 0;
   p->npages++;

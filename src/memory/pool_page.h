@@ -55,6 +55,10 @@ struct ruda__page {
   ruda__slice_t *root;            /* sliced: free-slice tree by offset */
   ruda__slice_t *slice;           /* exclusive/persistent: the one slice */
   uint64_t free_count;            /* exclusive */
+  /* sliced: the store's page_allocs when the page last became empty (or
+   * was made); the bounded reclaim spares a page emptied since the last
+   * page allocation. */
+  uint64_t empty_since;
   uint64_t bucket_key;            /* persistent: effective size */
 };
 
@@ -83,6 +87,8 @@ typedef struct ruda__page_store {
   ruda__pool_t *pools;
   uint32_t npools;
   bool keep_empty_pages; /* ruda__memory_config_t.keep_empty_pages */
+  /* Pages allocated so far (the bounded reclaim's clock). */
+  uint64_t page_allocs;
   /* Set when the storage refused a page during the current reservation
    * (the manager then makes the error the detailed OutOfMemory). */
   bool storage_refused;
@@ -98,7 +104,7 @@ ruda__slice_t *ruda__slice_get(ruda__page_store_t *ps);
 void ruda__slice_put(ruda__page_store_t *ps, ruda__slice_t *s);
 
 /* Allocates `size` bytes of storage as a new page appended to the pool
- * (index npages), after giving every empty sliced page of the store's pools
+ * (index npages), after giving the empty sliced pages of the store's pools
  * back to the storage (ruda's bounded reclaim, see pool_page.c). Errors:
  * the storage's (storage_refused is then set), or OutOfMemory for
  * metadata. */

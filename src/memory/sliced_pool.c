@@ -135,6 +135,7 @@ static void ruda__sliced_unlink(ruda__page_t *pg, ruda__slice_t *s) {
 void ruda__sliced_on_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__slice_t *s) {
   ruda__page_t *pg = s->page;
   ruda__slice_mark_free(p, s);
+  if (pg->used_slices == 0) pg->empty_since = ps->page_allocs;
   /* A free slice covers its padding too. */
   s->size += s->padding;
   s->padding = 0;

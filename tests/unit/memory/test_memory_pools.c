@@ -693,6 +693,40 @@ TEST(new_page_reclaims_empty_pages_of_other_pools) {
   ruda__memory_manager_destroy(mm);
 }
 
+/* Sizes of two pools reserved and released in turn, one live at a time:
+ * each pool's page, emptied just before the other pool's page allocation,
+ * is spared, so after the first round the storage is never asked again
+ * (without the grace every reservation took a page and freed one). */
+TEST(sizes_in_turn_across_pools_take_no_page_after_the_first_round) {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  static const uint64_t sizes[] = {1 * MIB, 4 * MIB, 1000, 300000};
+  for (int round = 0; round < 50; round++) {
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+      ruda_handle_t h;
+      ALLOC(mm, sizes[i], &h);
+      ruda_handle_release(&h);
+    }
+    if (round == 0) ASSERT_UEQ(cs.allocs, 2); /* pool 1's page, pool 2's */
+  }
+  ASSERT_UEQ(cs.allocs, 2);
+  ASSERT_UEQ(cs.deallocs, 0);
+  /* Both pages are empty: spared by the next page allocation (they were
+   * emptied after the last one), given back by the one after. */
+  ruda_handle_t big, big2;
+  ALLOC(mm, 20 * MIB, &big);
+  ASSERT_UEQ(cs.allocs, 3);
+  ASSERT_UEQ(cs.deallocs, 0);
+  ALLOC(mm, 120 * MIB, &big2);
+  ASSERT_UEQ(cs.allocs, 4);
+  ASSERT_UEQ(cs.deallocs, 2);
+  ruda_handle_release(&big2);
+  ruda_handle_release(&big);
+  ruda__memory_cleanup(mm, true);
+  ASSERT_UEQ(cs.outstanding, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
 TEST(reclaim_keeps_busy_bound_persistent_and_exclusive_pages) {
   counting_storage_t cs;
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
@@ -710,11 +744,22 @@ TEST(reclaim_keeps_busy_bound_persistent_and_exclusive_pages) {
   ruda_handle_release(&z);
   ruda_handle_release(&p);
   ASSERT_UEQ(cs.allocs, 4);
-  /* A new page for pool 3: only pool 2's empty page goes back. */
+  /* A new page for pool 3: pool 2's page, emptied since the last page
+   * allocation, is spared once. */
   ALLOC(mm, 20 * MIB, &big);
   ASSERT_UEQ(MEM(big)->loc.pool, 3);
+  ASSERT_UEQ(cs.deallocs, 0);
+  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (8 + 32 + 128) * MIB + 1024);
+  /* The next new page (120 MiB does not fit beside `big`): now only pool
+   * 2's empty page goes back. */
+  ruda_handle_t big2;
+  ALLOC(mm, 120 * MIB, &big2);
+  ASSERT_UEQ(MEM(big2)->loc.pool, 3);
+  ASSERT_UEQ(cs.allocs, 6);
   ASSERT_UEQ(cs.deallocs, 1);
-  ASSERT_UEQ(ruda__memory_usage(mm).bytes_reserved, (8 + 128) * MIB + 1024);
+  ASSERT_UEQ(mm->pools[2].npages, 0);
+  ASSERT_UEQ(mm->pools[1].npages, 1);
+  ruda_handle_release(&big2);
   ruda__storage_handle_t sh;
   ASSERT_OK(ruda__memory_resolve_binding(mm, &bind, &sh));
   ASSERT_UEQ(ruda__storage_handle_addr(&sh), addr_a);
@@ -722,7 +767,7 @@ TEST(reclaim_keeps_busy_bound_persistent_and_exclusive_pages) {
   ALLOC(mm, 1000, &p);
   ASSERT_UEQ(MEM(p)->loc.pool, mm->npools);
   ALLOC(mm, 0, &z);
-  ASSERT_UEQ(cs.allocs, 5);
+  ASSERT_UEQ(cs.allocs, 6);
   ruda_handle_release(&p);
   ruda_handle_release(&z);
   ruda_handle_release(&big);
