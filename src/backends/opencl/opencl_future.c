@@ -12,15 +12,16 @@
 
 /* A read or a sync: completes when `event` (the newest command) has, on
  * whichever thread waits; or, where the newest command has no event, when
- * `queue` is finished (clFinish on the waiting thread, which then
- * publishes `seq` in `mark`; a poll enqueues a marker to ask). Reads land
- * in their destinations directly and the future keeps its own references,
- * so it holds nothing of the server's and may outlive it. */
+ * the stream's queue is finished (clFinish of `mark`'s queue on the
+ * waiting thread, which then publishes `seq` in `mark`; a poll enqueues a
+ * marker to ask). Reads land in their destinations directly and the
+ * future keeps its own references (the event, the mark, which holds the
+ * queue), so it holds nothing of the server's and may outlive it. */
 typedef struct ocl_future {
   ruda__future_t base;
   const ruda__opencl_api_t *api;
-  cl_event event;         /* NULL once waited */
-  cl_command_queue queue; /* finish-fenced: retained; NULL once waited */
+  cl_event event;      /* NULL once waited */
+  bool finish_pending; /* finish-fenced and not waited yet */
   ocl_finish_mark_t *mark;
   uint64_t seq;
   ruda_status_t early; /* error found while enqueueing; the result once done */
@@ -39,9 +40,8 @@ static void keep_first(ruda_status_t *into, ruda_status_t e) {
 
 /* Finishes a finish-fenced future's queue: NULL, or the fault error. */
 static ruda_status_t finish_queue(ocl_future_t *f) {
-  cl_int r = f->api->clFinish(f->queue);
-  f->api->clReleaseCommandQueue(f->queue);
-  f->queue = NULL;
+  cl_int r = f->api->clFinish(f->mark->queue);
+  f->finish_pending = false;
   if (r == CL_SUCCESS) {
     uint64_t seen = atomic_load_explicit(&f->mark->finished, memory_order_relaxed);
     while (seen < f->seq && !atomic_compare_exchange_weak_explicit(&f->mark->finished, &seen,
@@ -59,7 +59,7 @@ static ruda_status_t ocl_future_wait(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
   if (!f->done) {
-    if (f->queue != NULL) keep_first(&f->early, finish_queue(f));
+    if (f->finish_pending) keep_first(&f->early, finish_queue(f));
     if (f->event != NULL) {
       keep_first(&f->early, ruda__ocl_event_error(f->api, f->event, &f->recent));
       f->api->clReleaseEvent(f->event);
@@ -76,13 +76,13 @@ static ruda_status_t ocl_future_wait(ruda__future_t *base) {
 static bool ocl_future_poll(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
-  bool ready = f->done || (f->event == NULL && f->queue == NULL);
+  bool ready = f->done || (f->event == NULL && !f->finish_pending);
   if (!ready && f->event == NULL) {
     /* Finish-fenced: a marker on the queue tells when it is done (the
      * queue is in order; OpenCL calls may come from any thread). */
     cl_event ev = NULL;
-    if (f->api->clEnqueueMarkerWithWaitList(f->queue, 0, NULL, &ev) == CL_SUCCESS) {
-      f->api->clFlush(f->queue);
+    if (f->api->clEnqueueMarkerWithWaitList(f->mark->queue, 0, NULL, &ev) == CL_SUCCESS) {
+      f->api->clFlush(f->mark->queue);
       f->event = ev;
     }
   }
@@ -145,14 +145,13 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
     ruda__ocl_submit(s, st);
     ocl_future_t *f = future_new(api, st, early);
     ocl_finish_mark_t *m = f ? ruda__ocl_finish_mark(st) : NULL;
-    if (m != NULL && api->clRetainCommandQueue(st->queue) == CL_SUCCESS) {
-      f->queue = st->queue;
+    if (m != NULL) {
+      f->finish_pending = true;
       f->mark = m;
       f->seq = st->unknown_seq;
       *out = &f->base;
       return NULL;
     }
-    ruda__ocl_finish_mark_release(m);
     future_free_unused(f);
     /* No memory: a marker below, or a wait here. */
   }

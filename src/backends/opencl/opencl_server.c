@@ -164,6 +164,18 @@ static ruda_status_t opencl_device_count(uint32_t *out) {
   return NULL;
 }
 
+
+/* Whether kernels are enqueued with an event (docs/opencl.md): on CPU
+ * devices, where an event is free; not on GPUs, where it costs NVIDIA's
+ * driver about 8 us and a sync after a kernel finishes the queue instead.
+ * RUDA_OPENCL_KERNEL_EVENTS=0 or 1 chooses either on any device (the
+ * tests run the GPUs' way on PoCL with 0). */
+static bool kernel_events_wanted(const ruda__opencl_device_t *dev) {
+  const char *e = getenv("RUDA_OPENCL_KERNEL_EVENTS");
+  if (e != NULL && (strcmp(e, "0") == 0 || strcmp(e, "1") == 0)) return e[0] == '1';
+  return (dev->type & CL_DEVICE_TYPE_CPU) != 0;
+}
+
 static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
   const ruda__opencl_device_t *devs = NULL;
@@ -206,7 +218,7 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   s->base.device.type_id = RUDA_DEVICE_TYPE_OPENCL;
   s->base.device.index_id = index;
   s->base.shares_host_cores = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
-  s->kernel_events = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
+  s->kernel_events = kernel_events_wanted(dev);
   atomic_init(&s->pending_releases, 0);
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;

@@ -377,18 +377,27 @@ void ruda__ocl_settle_unknown(ocl_stream_t *st) {
 
 ocl_finish_mark_t *ruda__ocl_finish_mark(ocl_stream_t *st) {
   if (st->mark == NULL) {
-    st->mark = ruda__calloc(1, sizeof *st->mark);
-    if (st->mark == NULL) return NULL;
-    atomic_init(&st->mark->finished, 0);
-    atomic_init(&st->mark->refs, 1); /* the stream's */
+    ocl_finish_mark_t *m = ruda__calloc(1, sizeof *m);
+    if (m == NULL) return NULL;
+    if (st->api->clRetainCommandQueue(st->queue) != CL_SUCCESS) {
+      ruda__free(m);
+      return NULL;
+    }
+    atomic_init(&m->finished, 0);
+    atomic_init(&m->refs, 1); /* the stream's */
+    m->api = st->api;
+    m->queue = st->queue;
+    st->mark = m;
   }
   atomic_fetch_add_explicit(&st->mark->refs, 1, memory_order_relaxed);
   return st->mark;
 }
 
 void ruda__ocl_finish_mark_release(ocl_finish_mark_t *m) {
-  if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+  if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) {
+    m->api->clReleaseCommandQueue(m->queue);
     ruda__free(m);
+  }
 }
 
 void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
