@@ -166,6 +166,9 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw,
   ruda_kernel_args_t a = {0};
   ruda_status_t err = ruda_client_create_buffer(c, &word, sizeof word, &h);
   ruda_status_free(err);
+  volatile uint64_t clock_sink = 0;
+  PART("clock_gettime(CLOCK_MONOTONIC)", clock_sink += ruda_bench_now_ns());
+  (void)clock_sink;
   PART("cuStreamQuery (idle)", api->cuStreamQuery(st));
   PART("cuEventRecord", api->cuEventRecord(ev, st));
   PART("cuEventRecord+cuEventQuery until done", {
