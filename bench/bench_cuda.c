@@ -198,6 +198,12 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw,
     api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL);
     api->cuStreamSynchronize(st);
   });
+  ruda_bench_load_t *poller = ruda_bench_poll_start(1);
+  PART("cuLaunchKernel + cuStreamSynchronize, 1 thread polling", {
+    api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL);
+    api->cuStreamSynchronize(st);
+  });
+  ruda_bench_load_stop(poller);
   PART("cuLaunchKernel + event record + query", {
     api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, st, params, NULL);
     api->cuEventRecord(ev, st);

@@ -200,6 +200,12 @@ static void ruda_bench_opencl_parts(ruda_bench_t *b, launch_ctx_t *x) {
     api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
     api->clFinish(q);
   });
+  ruda_bench_load_t *poller = ruda_bench_poll_start(1);
+  PART("clEnqueueNDRangeKernel + clFinish, 1 thread polling", {
+    api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
+    api->clFinish(q);
+  });
+  ruda_bench_load_stop(poller);
   PART("clEnqueueNDRangeKernel + clFlush + clFinish", {
     api->clEnqueueNDRangeKernel(q, k, 1, NULL, &one, &one, 0, NULL, NULL);
     api->clFlush(q);

@@ -223,6 +223,7 @@ ruda_bench_stats_t ruda_bench_stats_quantile(double *samples, size_t n, double q
 
 struct ruda_bench_load {
   unsigned threads;
+  bool poll; /* poll the stop word (pause between reads) instead of computing */
   atomic_bool stop;
   atomic_uint started;
   pthread_t thread[LOAD_MAX_THREADS];
@@ -247,6 +248,14 @@ static void *load_main(void *p) {
   atomic_fetch_add(&l->started, 1);
   /* A compute loop: an LCG whose result is kept, checked against the stop
    * flag every 4096 steps. */
+  if (l->poll) {
+    while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    return NULL;
+  }
   uint64_t x = 88172645463325252ull + a->index;
   while (!atomic_load_explicit(&l->stop, memory_order_relaxed)) {
     for (int i = 0; i < 4096; ++i) {
@@ -262,10 +271,11 @@ unsigned ruda_bench_online_cores(void) {
   return n > 0 ? (unsigned)n : 1u;
 }
 
-ruda_bench_load_t *ruda_bench_load_start(unsigned threads) {
+static ruda_bench_load_t *load_start(unsigned threads, bool poll) {
   if (g_load || threads > LOAD_MAX_THREADS) return NULL;
   ruda_bench_load_t *l = calloc(1, sizeof *l);
   if (!l) return NULL;
+  l->poll = poll;
   g_load = l;
   for (unsigned i = 0; i < threads; ++i) {
     g_load_args[i] = (load_arg_t){l, i};
@@ -279,6 +289,10 @@ ruda_bench_load_t *ruda_bench_load_start(unsigned threads) {
   while (atomic_load(&l->started) < l->threads) sched_yield();
   return l;
 }
+
+ruda_bench_load_t *ruda_bench_load_start(unsigned threads) { return load_start(threads, false); }
+
+ruda_bench_load_t *ruda_bench_poll_start(unsigned threads) { return load_start(threads, true); }
 
 void ruda_bench_load_stop(ruda_bench_load_t *l) {
   if (!l) return;

@@ -94,6 +94,10 @@ ruda_bench_stats_t ruda_bench_stats_quantile(double *samples, size_t n, double q
  * be started (none is left running). One load at a time. */
 typedef struct ruda_bench_load ruda_bench_load_t;
 ruda_bench_load_t *ruda_bench_load_start(unsigned threads);
+/* The same with threads that poll a shared word with a pause between
+ * reads, as an idle worker polls its queue (parts: what such a neighbour
+ * costs a driver call). */
+ruda_bench_load_t *ruda_bench_poll_start(unsigned threads);
 void ruda_bench_load_stop(ruda_bench_load_t *load);
 /* Online cores (sysconf), at least 1. */
 unsigned ruda_bench_online_cores(void);
