@@ -220,6 +220,7 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw,
     ruda_status_free(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a));
     ruda_status_free(ruda_client_sync(c));
   });
+  ruda_bench_server_parts(b, c, k);
   PART("ruda_client_empty 4 KiB + release", {
     ruda_handle_t t;
     ruda_status_free(ruda_client_empty(c, 4096, &t));

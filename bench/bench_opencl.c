@@ -232,6 +232,7 @@ static void ruda_bench_opencl_parts(ruda_bench_t *b, launch_ctx_t *x) {
     ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a));
     ruda_status_free(ruda_client_sync(c));
   });
+  ruda_bench_server_parts(b, c, x->k);
   free(samples);
 }
 

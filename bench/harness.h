@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ruda/client.h"
+#include "ruda/kernel.h"
 #include "ruda/status.h"
 
 typedef struct ruda_bench ruda_bench_t;
@@ -135,6 +137,9 @@ void ruda_bench_progress(ruda_bench_t *b, const char *fmt, ...)
 #define RUDA_BENCH_PART_N 2000
 bool ruda_bench_parts_wanted(void);
 void ruda_bench_part_report(ruda_bench_t *b, const char *label, double *samples);
+/* The server-side parts of an empty kernel's round trip on `c`
+ * (bench/parts_server.c). */
+void ruda_bench_server_parts(ruda_bench_t *b, ruda_client_t *c, ruda_kernel_t *k);
 #define RUDA_BENCH_PART(b, samples, label, stmt)                      \
   do {                                                                \
     for (int i_ = 0; i_ < 50; i_++) { stmt; }                         \
