@@ -657,10 +657,12 @@ void ruda_bench_cuda_compile(ruda_bench_t *b) {
                       (unsigned long long)st.disk_hits, (unsigned long long)st.compiles,
                       (unsigned long long)st.disk_skips);
   if (st.disk_hits) {
-    ruda_bench_progress(b, "compile: per disk hit: key %.0f ns, file %.0f ns, module load %.0f ns",
+    ruda_bench_progress(b, "compile: per disk hit: key %.0f ns, file %.0f ns, module load %.0f ns, "
+                        "whole hit %.0f ns",
                         (double)st.hit_key_ns / (double)st.disk_hits,
                         (double)st.hit_read_ns / (double)st.disk_hits,
-                        (double)st.hit_load_ns / (double)st.disk_hits);
+                        (double)st.hit_load_ns / (double)st.disk_hits,
+                        (double)st.hit_total_ns / (double)st.disk_hits);
   }
   if (check(b, "compile", "kernel_load_warm_cache", x.err)) {
     ruda_bench_report(b, "compile", "kernel_load_warm_cache", "ns", r, base, "nvrtcCompileProgram",

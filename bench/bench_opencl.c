@@ -603,6 +603,14 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
   ruda_bench_progress(b, "compile: disk hits %llu, builds %llu, disk skips %llu",
                       (unsigned long long)st.disk_hits, (unsigned long long)st.builds,
                       (unsigned long long)st.disk_skips);
+  if (st.disk_hits > 0) {
+    double n = (double)st.disk_hits;
+    ruda_bench_progress(b, "compile: per disk hit: key %.0f ns, file %.0f ns, program from binary "
+                        "%.0f ns, kernel %.0f ns, whole hit %.0f ns",
+                        (double)st.hit_key_ns / n, (double)st.hit_read_ns / n,
+                        (double)st.hit_build_ns / n, (double)st.hit_kernel_ns / n,
+                        (double)st.hit_total_ns / n);
+  }
   if (check(b, "compile", "kernel_load_warm_cache", x.err))
     ruda_bench_report(b, "compile", "kernel_load_warm_cache", "ns", r, base,
                       "clBuildProgram (source)", true);

@@ -50,8 +50,9 @@ ruda_status_t ruda__cuda_test_alloc_error(int code, const char *call, uint64_t s
 typedef struct ruda__cuda_compile_stats {
   uint64_t memory_hits, disk_hits, compiles, disk_writes, disk_skips;
   /* Time spent by disk-cache hits, in total: computing the key, reading
-   * the file, loading the module (cuModuleLoadData + GetFunction). */
-  uint64_t hit_key_ns, hit_read_ns, hit_load_ns;
+   * the file, loading the module (cuModuleLoadData + GetFunction), and the
+   * whole hit from the key to the cached entry. */
+  uint64_t hit_key_ns, hit_read_ns, hit_load_ns, hit_total_ns;
 } ruda__cuda_compile_stats_t;
 ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 

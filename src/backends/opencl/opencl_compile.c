@@ -22,6 +22,7 @@
 #include "base/alloc.h"
 #include "server/binary_cache.h"
 #include "server/device_settings.h"
+#include "server/server.h"
 
 bool ruda__opencl_cache_root(char *buf, size_t cap) {
   /* The server layer's settings: [compilation] cache, the user's cache
@@ -32,11 +33,15 @@ bool ruda__opencl_cache_root(char *buf, size_t cap) {
 }
 
 static _Atomic uint64_t g_memory_hits, g_disk_hits, g_builds, g_disk_writes, g_disk_skips;
+static _Atomic uint64_t g_hit_key_ns, g_hit_read_ns, g_hit_build_ns, g_hit_kernel_ns,
+    g_hit_total_ns;
 
 ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void) {
-  ruda__opencl_compile_stats_t s = {atomic_load(&g_memory_hits), atomic_load(&g_disk_hits),
-                                    atomic_load(&g_builds), atomic_load(&g_disk_writes),
-                                    atomic_load(&g_disk_skips)};
+  ruda__opencl_compile_stats_t s = {
+      atomic_load(&g_memory_hits),  atomic_load(&g_disk_hits),    atomic_load(&g_builds),
+      atomic_load(&g_disk_writes),  atomic_load(&g_disk_skips),   atomic_load(&g_hit_key_ns),
+      atomic_load(&g_hit_read_ns),  atomic_load(&g_hit_build_ns), atomic_load(&g_hit_kernel_ns),
+      atomic_load(&g_hit_total_ns)};
   return s;
 }
 
@@ -374,6 +379,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   }
   const ruda__opencl_api_t *api = c->api;
   cl_device_id dev = c->dev->device;
+  uint64_t t0 = ruda__now_ns(), t1 = 0, t2 = 0, t3 = 0;
   if (len == 0) len = strlen(source);
   char *opts = join_options(options, num_options);
   if (opts == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
@@ -384,11 +390,14 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   bool from_disk = false;
   if (use_disk) {
     size_t size = 0;
+    t1 = ruda__now_ns();
     void *bin = disk_read(path, &size);
     if (bin == NULL) {
       ruda__opencl_log("compilation", "kernel %s: nothing usable at %s", entry, path);
     } else {
+      t2 = ruda__now_ns();
       prog = load_binary(c, path, bin, size);
+      t3 = ruda__now_ns();
       ruda__free(bin);
       if (prog != NULL) {
         from_disk = true;
@@ -435,6 +444,14 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     api->clReleaseProgram(prog);
     ruda__free(e);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
+  }
+  if (from_disk) {
+    uint64_t t4 = ruda__now_ns();
+    atomic_fetch_add(&g_hit_key_ns, t1 - t0);
+    atomic_fetch_add(&g_hit_read_ns, t2 - t1);
+    atomic_fetch_add(&g_hit_build_ns, t3 - t2);
+    atomic_fetch_add(&g_hit_kernel_ns, t4 - t3);
+    atomic_fetch_add(&g_hit_total_ns, t4 - t0);
   }
   *out = &e->fn;
   return NULL;

@@ -51,6 +51,10 @@ bool ruda__opencl_cache_root(char *buf, size_t cap);
 /* Program cache counters (process-wide), for tests and benchmarks. */
 typedef struct ruda__opencl_compile_stats {
   uint64_t memory_hits, disk_hits, builds, disk_writes, disk_skips;
+  /* Time spent by disk-cache hits, in total: the key, reading the file,
+   * the program from its binary (clCreateProgramWithBinary +
+   * clBuildProgram), the kernel and its queries, and the whole hit. */
+  uint64_t hit_key_ns, hit_read_ns, hit_build_ns, hit_kernel_ns, hit_total_ns;
 } ruda__opencl_compile_stats_t;
 ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void);
 
