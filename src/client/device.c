@@ -170,13 +170,15 @@ static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void
  * else runs it and the server accepts the thread (thread_enter). Never on
  * a device's worker (its ops would wait for this thread) nor once
  * ruda_shutdown() has begun (the stop is the worker's). */
-static bool caller_run(ruda__device_t *d, bool (*done)(const void *), const void *arg) {
+static bool caller_run(ruda__device_t *d, bool (*done)(const void *), const void *arg,
+                       bool *refused) {
   if (!d->caller_runs || tls_worker || !queue_trylock(d)) return false;
   ruda__server_t *s = d->server;
   void *token = NULL;
   if (atomic_load_explicit(&d->closing, memory_order_seq_cst) || !s ||
       (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
     queue_unlock(d);
+    *refused = true; /* not again during this wait */
     return false;
   }
   tls_worker = d;
@@ -187,20 +189,23 @@ static bool caller_run(ruda__device_t *d, bool (*done)(const void *), const void
   return done(arg);
 }
 
-/* What a caller polls: its answer, or a free queue it then runs itself. */
+/* What a caller polls: its answer, or a free queue it then runs itself
+ * (until the device refuses this thread once: the worker then runs it). */
 typedef struct caller_wait {
   ruda__device_t *d;
   bool (*done)(const void *);
   const void *arg;
+  bool refused;
 } caller_wait_t;
 
 static bool answered_or_ran(const void *p) {
-  const caller_wait_t *w = p;
+  caller_wait_t *w = (caller_wait_t *)p; /* the caller's own, polled by it alone */
   if (w->done(w->arg)) return true;
-  if (!w->d->caller_runs || atomic_load_explicit(&w->d->running, memory_order_relaxed) != 0) {
+  if (!w->d->caller_runs || w->refused ||
+      atomic_load_explicit(&w->d->running, memory_order_relaxed) != 0) {
     return false;
   }
-  return caller_run(w->d, w->done, w->arg);
+  return caller_run(w->d, w->done, w->arg, &w->refused);
 }
 
 /* Polls (within the callers' budget) for done(arg), running the queue
@@ -208,7 +213,7 @@ static bool answered_or_ran(const void *p) {
  * then yields while that is cheap (ruda__yield_until). */
 static bool caller_poll(ruda__device_t *d, bool (*done)(const void *), const void *arg,
                         bool yield) {
-  caller_wait_t w = {d, done, arg};
+  caller_wait_t w = {d, done, arg, false};
   if (ruda__spin_until(&d->wait_spin, answered_or_ran, &w, &d->client_cpu, &d->worker_cpu)) {
     return true;
   }
