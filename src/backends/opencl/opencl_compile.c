@@ -13,6 +13,7 @@
  *    from source.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "server/binary_cache.h"
 #include "server/device_settings.h"
 #include "server/server.h"
+#include "types/hasher.h"
 
 bool ruda__opencl_cache_root(char *buf, size_t cap) {
   /* The server layer's settings: [compilation] cache, the user's cache
@@ -236,19 +238,51 @@ static bool insert(ruda__opencl_program_cache_t *c, entry_t *e) {
 
 /* ---- Disk cache ---- */
 
+/* The disk key: the format and the device (its properties' checksum, the
+ * platform's and device's names and versions, the driver's), then the
+ * kernel (its code's hash, entry point and options). The device part is
+ * the same for every kernel: its hash state is made once per process for
+ * the last device asked (a new process's first loads, and every program
+ * cache made afterwards, would otherwise format and hash it again). */
+static pthread_mutex_t g_prefix_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  const ruda__opencl_device_t *dev;
+  uint64_t props;
+  ruda__hasher_t state;
+} g_prefix;
+
+static ruda__hasher_t key_prefix(const ruda__opencl_program_cache_t *c) {
+  pthread_mutex_lock(&g_prefix_lock);
+  if (g_prefix.dev != c->dev || g_prefix.props != c->props_checksum) {
+    const ruda__opencl_device_t *d = c->dev;
+    char buf[2048];
+    int w = snprintf(buf, sizeof buf,
+                     "fmt=%u;props=%016llx;platform=%s;pversion=%s;device=%s;dversion=%s;"
+                     "driver=%s;",
+                     CACHE_FORMAT, (unsigned long long)c->props_checksum, d->platform_name,
+                     d->platform_version, d->props.name, d->device_version, d->driver_version);
+    size_t used = w < 0 ? 0 : (size_t)w;
+    if (used >= sizeof buf) used = sizeof buf - 1;
+    ruda__hasher_init(&g_prefix.state, CACHE_SEED);
+    ruda__hasher_update(&g_prefix.state, buf, used);
+    g_prefix.dev = c->dev;
+    g_prefix.props = c->props_checksum;
+  }
+  ruda__hasher_t h = g_prefix.state;
+  pthread_mutex_unlock(&g_prefix_lock);
+  return h;
+}
+
 static ruda_hash128_t disk_key(const ruda__opencl_program_cache_t *c, ruda_hash128_t kh,
                                const char *entry, const char *options) {
-  const ruda__opencl_device_t *d = c->dev;
-  char buf[4096];
-  int w = snprintf(buf, sizeof buf,
-                   "fmt=%u;kernel=%016llx%016llx;entry=%s;props=%016llx;platform=%s;"
-                   "pversion=%s;device=%s;dversion=%s;driver=%s;opts=%s;",
-                   CACHE_FORMAT, (unsigned long long)kh.hi, (unsigned long long)kh.lo, entry,
-                   (unsigned long long)c->props_checksum, d->platform_name, d->platform_version,
-                   d->props.name, d->device_version, d->driver_version, options);
-  size_t used = w < 0 ? 0 : (size_t)w;
-  if (used > sizeof buf) used = sizeof buf;
-  return ruda_hash128(buf, used, CACHE_SEED);
+  ruda__hasher_t h = key_prefix(c);
+  char buf[64];
+  int w = snprintf(buf, sizeof buf, "kernel=%016llx%016llx;", (unsigned long long)kh.hi,
+                   (unsigned long long)kh.lo);
+  ruda__hasher_update(&h, buf, w > 0 ? (size_t)w : 0);
+  ruda__hasher_bytes(&h, entry, strlen(entry));
+  ruda__hasher_bytes(&h, options, strlen(options));
+  return ruda__hasher_final(&h);
 }
 
 static bool cache_path(const char *root, ruda_hash128_t key, char *dir, size_t dcap, char *path,
