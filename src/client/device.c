@@ -41,9 +41,13 @@ enum {
   WAIT_SPIN_MAX_NS = 100000,
 };
 
-/* The worker's poll for a caller that runs the queue: such runs are short
- * (the caller stops at its own op), so a few microseconds, then a sleep. */
-static ruda__spin_t lock_spin = RUDA__SPIN_INIT(5000, 5000);
+/* The worker's poll for a caller that runs the queue, before it sleeps
+ * until that caller lets go: half a microsecond. Polling longer reads, at
+ * every round, the line the caller writes as it runs each op, and those
+ * misses cost the caller more than the wake-up its unlock then owes the
+ * worker: on the H200 machine an empty kernel's launch + sync took about
+ * 1 us longer with 5 us of polling. */
+static ruda__spin_t lock_spin = RUDA__SPIN_INIT(500, 500);
 
 static bool work_queued(const void *p) {
   const ruda__device_t *d = p;
@@ -52,12 +56,16 @@ static bool work_queued(const void *p) {
 }
 
 /* The worker leaves work that appears while it is idle to its submitter
- * for this long: a caller that waits for it at once (a launch, then a
- * sync) runs it on its own thread, which saves the hand-off to this
- * thread and back (about 1 to 2 us). Work nobody waits for starts this
- * much later. */
-enum { GRACE_NS = 2000 };
-static ruda__spin_t grace_spin = RUDA__SPIN_INIT(GRACE_NS, GRACE_NS);
+ * for a while (the grace): a caller that waits for it at once (a launch,
+ * then a sync) runs it on its own thread, which saves the hand-off to
+ * this thread and back (about 1 to 2 us), and the worker stays off the
+ * lines that caller writes meanwhile. Work nobody waits for starts that
+ * much later, so the grace adapts per device (d->grace_spin): it doubles,
+ * up to 10 us (a GPU launch takes 4 to 8 us on the H200 machine, and the
+ * caller should be done with it before the worker looks), each time a
+ * caller took the work, and halves, down to 1 us, each time the worker
+ * had to. */
+enum { GRACE_MIN_NS = 1000, GRACE_MAX_NS = 10000 };
 
 static bool never(const void *p) {
   (void)p;
@@ -101,8 +109,11 @@ static bool queue_free_or_empty(const void *p) {
  * finds it asleep wakes it, whoever runs the queue at the time, so an op
  * left behind by a caller is always run. */
 
+/* Reads before it writes: a failed compare-exchange still takes the line
+ * from the thread that holds the lock (and writes `executed` beside it). */
 static bool queue_trylock(ruda__device_t *d) {
   unsigned c = 0;
+  if (atomic_load_explicit(&d->running, memory_order_relaxed) != 0) return false;
   return atomic_compare_exchange_strong_explicit(&d->running, &c, 1, memory_order_acquire,
                                                  memory_order_relaxed);
 }
@@ -238,15 +249,21 @@ static void *worker_main(void *arg) {
   if (d->init_error) return NULL;
 
   /* Set when work appears after the worker went idle (not when more is
-   * queued behind what it ran): see GRACE_NS. */
+   * queued behind what it ran): see GRACE_MIN_NS. */
   bool fresh = false;
   while (!atomic_load_explicit(&d->stop, memory_order_relaxed)) {
     if (work_queued(d)) {
       if (fresh && d->caller_runs) {
         /* A wait that reads nothing the caller writes (yielding instead
-         * while the caller is on this CPU). */
+         * while the caller is on this CPU), then one look at whether a
+         * caller took the work. */
         fresh = false;
-        ruda__spin_until(&grace_spin, never, NULL, &d->worker_cpu, &d->client_cpu);
+        uint32_t b = ruda__spin_budget(&d->grace_spin);
+        ruda__spin_t grace = RUDA__SPIN_INIT(b, b);
+        ruda__spin_until(&grace, never, NULL, &d->worker_cpu, &d->client_cpu);
+        ruda__spin_adapt(&d->grace_spin,
+                         atomic_load_explicit(&d->running, memory_order_relaxed) != 0 ||
+                             !work_queued(d));
         continue;
       }
       if (queue_lock(d)) {
@@ -655,6 +672,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__spin_init(&d->idle_spin, IDLE_SPIN_MIN_NS, IDLE_SPIN_MAX_NS);
+    ruda__spin_init(&d->grace_spin, GRACE_MIN_NS, GRACE_MAX_NS);
     ruda__spin_init(&d->wait_spin, WAIT_SPIN_MIN_NS, WAIT_SPIN_MAX_NS);
     atomic_init(&d->worker_cpu, -1);
     atomic_init(&d->client_cpu, -1);

@@ -54,13 +54,19 @@ struct ruda__device {
   /* Ops popped, by the thread that holds `running`. */
   atomic_ulong executed;
   atomic_ulong completed; /* ops whose run returned (release), for waiters */
-  atomic_int worker_cpu;  /* where the worker last ran */
+  /* Written by the worker alone (its polls read it every round, so it must
+   * not share the line the queue's runner writes): */
+  char pad_worker_[64];
+  atomic_int worker_cpu; /* where the worker last ran */
   char pad_end_[64];
   atomic_uint sleeping;
   bool caller_runs;
-  /* Polling budgets (base/sync.h): the worker's on an empty queue, and
-   * the callers' for an answer (progress, a blocking call's completion). */
+  /* Polling budgets (base/sync.h): the worker's on an empty queue, the
+   * time it leaves fresh work to its submitter (device.c, GRACE_MIN_NS),
+   * and the callers' for an answer (progress, a blocking call's
+   * completion). */
   ruda__spin_t idle_spin;
+  ruda__spin_t grace_spin;
   ruda__spin_t wait_spin;
   atomic_bool stop;       /* set by the stop op, which only the worker runs */
   ruda_status_t init_error; /* creation only: the device is not kept */
