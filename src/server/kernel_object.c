@@ -52,6 +52,7 @@ static void kernel_free(ruda_kernel_t *k) {
     for (size_t i = 0; i < k->desc.num_code; i++) code_free(&k->code[i]);
     ruda__free(k->code);
   }
+  ruda__free(k->code_hash);
   ruda__free(k);
 }
 
@@ -141,12 +142,18 @@ static void hash_code(ruda__hasher_t *h, const ruda_kernel_code_t *c) {
     ruda__hasher_bytes(h, c->options[i], strlen(c->options[i]));
 }
 
-ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code) {
+static ruda_hash128_t code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code) {
   ruda__hasher_t h;
   ruda__hasher_init(&h, KERNEL_CODE_SEED);
   hash_header(&h, &k->desc);
   hash_code(&h, code);
   return ruda__hasher_final(&h);
+}
+
+ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code) {
+  if (k->code_hash && code >= k->code && code < k->code + k->desc.num_code)
+    return k->code_hash[code - k->code];
+  return code_hash(k, code);
 }
 
 static ruda_hash128_t kernel_hash(const ruda_kernel_t *k) {
@@ -203,6 +210,12 @@ ruda_status_t ruda_kernel_create(const ruda_kernel_desc_t *desc, ruda_kernel_t *
   if (portable && portable->data)
     ruda__portable_scan_needs(portable->data, portable->size, &k->portable_needs);
   k->hash = kernel_hash(k);
+  k->code_hash = ruda__calloc(k->desc.num_code, sizeof *k->code_hash);
+  if (!k->code_hash) {
+    kernel_free(k);
+    return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "creating kernel '%s'", desc->name);
+  }
+  for (size_t i = 0; i < k->desc.num_code; i++) k->code_hash[i] = code_hash(k, &k->code[i]);
   *out = k;
   return NULL;
 }

@@ -12,6 +12,7 @@ struct ruda_kernel {
   ruda_kernel_desc_t desc; /* desc.name and desc.code point at owned copies */
   ruda_hash128_t hash;
   ruda_kernel_code_t *code; /* owned: data, entry, origin and options copied */
+  ruda_hash128_t *code_hash; /* owned: ruda__kernel_code_hash of each entry */
   ruda__portable_needs_t portable_needs; /* what the portable entry's text needs */
 };
 
@@ -28,8 +29,9 @@ const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
 /* A stable hash of what one code entry compiles to: the kernel's name, dims,
  * shared memory and cluster, plus the entry's format, data, entry point and
  * options (not the other entries). Disk caches key compiled code by it, so
- * adding an entry of another format keeps a cached binary valid.
- * Thread-safe. */
+ * adding an entry of another format keeps a cached binary valid. Made
+ * once per entry when the kernel is created (a launch that looks its
+ * program up by it hashes nothing). Thread-safe. */
 ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code);
 
 /* NULL when a device of `device_type` with `features` can run the kernel
