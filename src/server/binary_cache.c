@@ -159,3 +159,22 @@ ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, c
   }
   return RUDA__BINARY_WRITE_OK;
 }
+
+bool ruda__binary_cache_write_problem(ruda__binary_write_t w, const char *dir, const char *path,
+                                      char *buf, size_t cap) {
+  const char *err = strerror(errno);
+  switch (w) {
+    case RUDA__BINARY_WRITE_NO_DIRECTORY:
+      snprintf(buf, cap, "compilation cache directory %s cannot be created (%s); disk cache off",
+               dir, err);
+      return true;
+    case RUDA__BINARY_WRITE_NOT_WRITABLE:
+      snprintf(buf, cap, "compilation cache %s is not writable (%s); disk cache off", dir, err);
+      return true;
+    case RUDA__BINARY_WRITE_FAILED:
+    case RUDA__BINARY_WRITE_OK:
+      break;
+  }
+  snprintf(buf, cap, "writing compilation cache entry %s failed (%s); skipping it", path, err);
+  return false;
+}

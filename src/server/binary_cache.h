@@ -55,4 +55,10 @@ ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, c
                                               const char *path, uint64_t word, const void *bin,
                                               size_t size);
 
+/* The warning for a failed write `w` (errno still that of the failure),
+ * into `buf`; true when the cache should be turned off (its directory
+ * cannot be made or written), false when only this entry is skipped. */
+bool ruda__binary_cache_write_problem(ruda__binary_write_t w, const char *dir, const char *path,
+                                      char *buf, size_t cap);
+
 #endif

@@ -443,26 +443,15 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__cuda_module_cache_t *c, const char *dir, const char *path,
                        const void *bin, size_t size) {
-  switch (ruda__binary_cache_write(&cubin_kind, dir, path, nvrtc_version_word(), bin, size)) {
-    case RUDA__BINARY_WRITE_OK:
-      atomic_fetch_add(&g_disk_writes, 1);
-      ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
-      return;
-    case RUDA__BINARY_WRITE_NO_DIRECTORY:
-      ruda__cuda_warn("compilation cache directory %s cannot be created (%s); disk cache off", dir,
-                      strerror(errno));
-      c->disk_disabled = true;
-      return;
-    case RUDA__BINARY_WRITE_NOT_WRITABLE:
-      ruda__cuda_warn("compilation cache %s is not writable (%s); disk cache off", dir,
-                      strerror(errno));
-      c->disk_disabled = true;
-      return;
-    case RUDA__BINARY_WRITE_FAILED:
-      ruda__cuda_warn("writing compilation cache entry %s failed (%s); skipping it", path,
-                      strerror(errno));
-      return;
+  ruda__binary_write_t w = ruda__binary_cache_write(&cubin_kind, dir, path, nvrtc_version_word(), bin, size);
+  if (w == RUDA__BINARY_WRITE_OK) {
+    atomic_fetch_add(&g_disk_writes, 1);
+    ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
+    return;
   }
+  char why[2600];
+  if (ruda__binary_cache_write_problem(w, dir, path, why, sizeof why)) c->disk_disabled = true;
+  ruda__cuda_warn("%s", why);
 }
 
 /* ---- Lookup ---- */

@@ -310,26 +310,15 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__opencl_program_cache_t *c, const char *dir, const char *path,
                        const void *bin, size_t size) {
-  switch (ruda__binary_cache_write(&clbin_kind, dir, path, 0, bin, size)) {
-    case RUDA__BINARY_WRITE_OK:
-      atomic_fetch_add(&g_disk_writes, 1);
-      ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
-      return;
-    case RUDA__BINARY_WRITE_NO_DIRECTORY:
-      ruda__opencl_warn("compilation cache directory %s cannot be created (%s); disk cache off",
-                        dir, strerror(errno));
-      c->disk_disabled = true;
-      return;
-    case RUDA__BINARY_WRITE_NOT_WRITABLE:
-      ruda__opencl_warn("compilation cache %s is not writable (%s); disk cache off", dir,
-                        strerror(errno));
-      c->disk_disabled = true;
-      return;
-    case RUDA__BINARY_WRITE_FAILED:
-      ruda__opencl_warn("writing compilation cache entry %s failed (%s); skipping it", path,
-                        strerror(errno));
-      return;
+  ruda__binary_write_t w = ruda__binary_cache_write(&clbin_kind, dir, path, 0, bin, size);
+  if (w == RUDA__BINARY_WRITE_OK) {
+    atomic_fetch_add(&g_disk_writes, 1);
+    ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
+    return;
   }
+  char why[2600];
+  if (ruda__binary_cache_write_problem(w, dir, path, why, sizeof why)) c->disk_disabled = true;
+  ruda__opencl_warn("%s", why);
 }
 
 /* A program from a cached binary; NULL (and a warning) when the driver

@@ -142,6 +142,15 @@ TEST(binary_cache_directory_that_cannot_be_made_is_reported) {
   const unsigned char payload[4] = {9, 9, 9, 9};
   ASSERT_EQ(ruda__binary_cache_write(&kind, dir, path, 0, payload, sizeof payload),
             RUDA__BINARY_WRITE_NO_DIRECTORY);
+  char text[2000];
+  ASSERT_TRUE(ruda__binary_cache_write_problem(RUDA__BINARY_WRITE_NO_DIRECTORY, dir, path, text,
+                                               sizeof text));
+  ASSERT_STR_CONTAINS(text, dir);
+  ASSERT_STR_CONTAINS(text, "disk cache off");
+  ASSERT_FALSE(ruda__binary_cache_write_problem(RUDA__BINARY_WRITE_FAILED, dir, path, text,
+                                                sizeof text));
+  ASSERT_STR_CONTAINS(text, path);
+  ASSERT_STR_CONTAINS(text, "skipping it");
   const char *why = NULL;
   ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_ABSENT);
 }
