@@ -364,10 +364,11 @@ static void cuda_graph_destroy(ruda__server_t *base, void *native) {
 }
 
 /* Work on a caller's thread (a short call while the device was idle, or
- * the queue run by a waiting caller): the context is made current there. A thread that had no context keeps this one (its
- * next call needs it again); another context is restored. Refused while a
- * fault waits to be settled, or while collectives are set up: recovery and
- * NCCL's settling stay on the worker. */
+ * the queue run by a waiting caller): the context is made current there.
+ * A thread that had no context keeps this one (its next call needs it
+ * again); another context is restored. Refused while a fault waits to be
+ * settled, or while collectives are set up: recovery and NCCL's settling
+ * stay on the worker. */
 static bool cuda_thread_enter(ruda__server_t *base, void **token) {
   cuda_server_t *s = as_cuda(base);
   if (ruda__cuda_faulted(&s->fault) || s->comms != NULL) return false;
