@@ -13,7 +13,10 @@
  * A warm load should cost little more than the driver's own load, and
  * system calls are dear in a virtual machine: a read is one open, one read
  * into a buffer that fits most binaries (a second read only for larger
- * files, whose size the header gives) and one close. */
+ * files, whose size the header gives) and one close.
+ *
+ * Every function is thread-safe (no shared state) and safe across
+ * processes sharing a directory. */
 #ifndef RUDA_SERVER_BINARY_CACHE_H
 #define RUDA_SERVER_BINARY_CACHE_H
 

@@ -151,9 +151,7 @@ static ruda_hash128_t code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t
 }
 
 ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code) {
-  if (k->code_hash && code >= k->code && code < k->code + k->desc.num_code)
-    return k->code_hash[code - k->code];
-  return code_hash(k, code);
+  return k->code_hash[code - k->code];
 }
 
 static ruda_hash128_t kernel_hash(const ruda_kernel_t *k) {

@@ -29,8 +29,9 @@ const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
 /* A stable hash of what one code entry compiles to: the kernel's name, dims,
  * shared memory and cluster, plus the entry's format, data, entry point and
  * options (not the other entries). Disk caches key compiled code by it, so
- * adding an entry of another format keeps a cached binary valid. Made
- * once per entry when the kernel is created (a launch that looks its
+ * adding an entry of another format keeps a cached binary valid. `code`
+ * is one of k's own entries (ruda__kernel_code, ruda__kernel_code_pick).
+ * Made once per entry when the kernel is created (a launch that looks its
  * program up by it hashes nothing). Thread-safe. */
 ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_code_t *code);
 

@@ -337,39 +337,18 @@ static void options_text(uint32_t cc, char *out, size_t cap) {
 }
 
 /* The hash state after the key's prefix ("fmt=..;props=..;driver=..;cc=..;"
- * and the options), which is the same for every kernel of a device: made
- * once per process for the last (cc, properties, driver) asked, since a
- * new process's first loads (and every cache after a device reset) would
- * otherwise format and hash the same kilobyte again. The key's value is
- * that of hashing prefix and kernel part in one go. */
-static pthread_mutex_t g_prefix_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  bool set;
-  uint32_t cc;
-  uint64_t props;
-  int driver;
-  ruda__hasher_t state;
-} g_prefix;
-
+ * and the options), the same for every kernel of the cache's device: made
+ * at the cache's first disk key. The key's value is that of hashing prefix
+ * and kernel part in one go. */
 static void key_state(ruda__cuda_module_cache_t *c) {
-  pthread_mutex_lock(&g_prefix_lock);
-  if (!g_prefix.set || g_prefix.cc != c->cc || g_prefix.props != c->props_checksum ||
-      g_prefix.driver != c->api->driver_version) {
-    char opts[1024], text[1536];
-    options_text(c->cc, opts, sizeof opts);
-    size_t used = (size_t)snprintf(text, sizeof text, "fmt=%u;props=%016llx;driver=%d;cc=%u;%s",
-                                   CACHE_FORMAT, (unsigned long long)c->props_checksum,
-                                   c->api->driver_version, c->cc, opts);
-    if (used >= sizeof text) used = sizeof text - 1;
-    ruda__hasher_init(&g_prefix.state, CACHE_SEED);
-    ruda__hasher_update(&g_prefix.state, text, used);
-    g_prefix.cc = c->cc;
-    g_prefix.props = c->props_checksum;
-    g_prefix.driver = c->api->driver_version;
-    g_prefix.set = true;
-  }
-  c->key_prefix = g_prefix.state;
-  pthread_mutex_unlock(&g_prefix_lock);
+  char opts[1024], text[1536];
+  options_text(c->cc, opts, sizeof opts);
+  size_t used = (size_t)snprintf(text, sizeof text, "fmt=%u;props=%016llx;driver=%d;cc=%u;%s",
+                                 CACHE_FORMAT, (unsigned long long)c->props_checksum,
+                                 c->api->driver_version, c->cc, opts);
+  if (used >= sizeof text) used = sizeof text - 1;
+  ruda__hasher_init(&c->key_prefix, CACHE_SEED);
+  ruda__hasher_update(&c->key_prefix, text, used);
   c->key_prefix_set = true;
 }
 

@@ -13,7 +13,6 @@
  *    from source.
  */
 #include <errno.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,7 +161,10 @@ struct ruda__opencl_program_cache {
   entry_t **slots; /* open addressing, power-of-two capacity */
   size_t cap, len;
   bool disk_disabled;
+  ruda__hasher_t key_prefix; /* the disk key's state after its device part */
 };
+
+static void key_prefix_init(ruda__opencl_program_cache_t *c);
 
 ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
     const ruda__opencl_api_t *api, cl_context ctx, const ruda__opencl_device_t *dev,
@@ -183,6 +185,7 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
       (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root)
     c->root[0] = '\0';
   c->disk_disabled = c->root[0] == '\0';
+  key_prefix_init(c);
   return c;
 }
 
@@ -241,41 +244,25 @@ static bool insert(ruda__opencl_program_cache_t *c, entry_t *e) {
 /* The disk key: the format and the device (its properties' checksum, the
  * platform's and device's names and versions, the driver's), then the
  * kernel (its code's hash, entry point and options). The device part is
- * the same for every kernel: its hash state is made once per process for
- * the last device asked (a new process's first loads, and every program
- * cache made afterwards, would otherwise format and hash it again). */
-static pthread_mutex_t g_prefix_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  const ruda__opencl_device_t *dev;
-  uint64_t props;
-  ruda__hasher_t state;
-} g_prefix;
-
-static ruda__hasher_t key_prefix(const ruda__opencl_program_cache_t *c) {
-  pthread_mutex_lock(&g_prefix_lock);
-  if (g_prefix.dev != c->dev || g_prefix.props != c->props_checksum) {
-    const ruda__opencl_device_t *d = c->dev;
-    char buf[2048];
-    int w = snprintf(buf, sizeof buf,
-                     "fmt=%u;props=%016llx;platform=%s;pversion=%s;device=%s;dversion=%s;"
-                     "driver=%s;",
-                     CACHE_FORMAT, (unsigned long long)c->props_checksum, d->platform_name,
-                     d->platform_version, d->props.name, d->device_version, d->driver_version);
-    size_t used = w < 0 ? 0 : (size_t)w;
-    if (used >= sizeof buf) used = sizeof buf - 1;
-    ruda__hasher_init(&g_prefix.state, CACHE_SEED);
-    ruda__hasher_update(&g_prefix.state, buf, used);
-    g_prefix.dev = c->dev;
-    g_prefix.props = c->props_checksum;
-  }
-  ruda__hasher_t h = g_prefix.state;
-  pthread_mutex_unlock(&g_prefix_lock);
-  return h;
+ * the same for every kernel: its hash state is made once per cache
+ * (key_prefix, at creation). */
+static void key_prefix_init(ruda__opencl_program_cache_t *c) {
+  const ruda__opencl_device_t *d = c->dev;
+  char buf[2048];
+  int w = snprintf(buf, sizeof buf,
+                   "fmt=%u;props=%016llx;platform=%s;pversion=%s;device=%s;dversion=%s;"
+                   "driver=%s;",
+                   CACHE_FORMAT, (unsigned long long)c->props_checksum, d->platform_name,
+                   d->platform_version, d->props.name, d->device_version, d->driver_version);
+  size_t used = w < 0 ? 0 : (size_t)w;
+  if (used >= sizeof buf) used = sizeof buf - 1;
+  ruda__hasher_init(&c->key_prefix, CACHE_SEED);
+  ruda__hasher_update(&c->key_prefix, buf, used);
 }
 
 static ruda_hash128_t disk_key(const ruda__opencl_program_cache_t *c, ruda_hash128_t kh,
                                const char *entry, const char *options) {
-  ruda__hasher_t h = key_prefix(c);
+  ruda__hasher_t h = c->key_prefix;
   char buf[64];
   int w = snprintf(buf, sizeof buf, "kernel=%016llx%016llx;", (unsigned long long)kh.hi,
                    (unsigned long long)kh.lo);

@@ -111,7 +111,8 @@ static const ruda__future_vtable_t ocl_future_vt = {ocl_future_wait, ocl_future_
                                                     ocl_future_destroy};
 
 /* A future of `st` with `early` as its first error, fenced by nothing yet
- * (the caller sets event, or queue and mark); NULL without memory. */
+ * (the caller sets `event`, or `mark`, `seq` and finish_pending); NULL
+ * without memory. */
 static ocl_future_t *future_new(const ruda__opencl_api_t *api, const ocl_stream_t *st,
                                 ruda_status_t early) {
   ocl_future_t *f = ruda__calloc(1, sizeof *f);
