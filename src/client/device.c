@@ -144,16 +144,11 @@ static bool queue_lock(ruda__device_t *d) {
   return true;
 }
 
-/* May a caller's run go on to the next op? Asks the server (thread_enter
- * on a thread it prepared already), which refuses once work must go back
- * to the worker (CUDA: a fault to settle, collectives set up). */
+/* May a caller's run go on to the next op? Not once the server wants its
+ * work back on the worker (CUDA: a fault to settle, collectives set up). */
 static bool caller_may_go_on(ruda__device_t *d) {
   ruda__server_t *s = d->server;
-  void *token = NULL;
-  if (!s->vt->thread_enter) return true;
-  if (!s->vt->thread_enter(s, &token)) return false;
-  if (s->vt->thread_leave) s->vt->thread_leave(s, token);
-  return true;
+  return !s->vt->wants_worker || !s->vt->wants_worker(s);
 }
 
 /* Pops and runs ops (holding `running`) until the queue is empty or a

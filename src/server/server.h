@@ -184,12 +184,16 @@ typedef struct ruda__server_vtable {
    * a time. thread_enter prepares the thread (CUDA: makes the context
    * current), sets *token to what thread_leave restores, and may refuse
    * (false: the work then goes through the worker, e.g. while a fault
-   * waits to be settled there). A caller running the queue asks again
-   * before each further operation (the thread is prepared already: the
-   * answer is whether it may go on) and leaves the rest to the worker at
-   * a refusal. NULL: nothing to prepare, never refused. */
+   * waits to be settled there). NULL: nothing to prepare, never
+   * refused. */
   bool (*thread_enter)(ruda__server_t *s, void **token);
   void (*thread_leave)(ruda__server_t *s, void *token);
+  /* Optional. True while the next operation must run on the worker
+   * (CUDA: a fault to settle, collectives set up). A caller running the
+   * queue asks before each operation after its first and leaves the rest
+   * to the worker when it is true. On the thread running the queue. NULL:
+   * never. */
+  bool (*wants_worker)(ruda__server_t *s);
 
   /* ---- Graphs (all optional; NULL: the recorded list is replayed node by
    * node, server/graph.h) ----

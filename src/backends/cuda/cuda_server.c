@@ -369,9 +369,16 @@ static void cuda_graph_destroy(ruda__server_t *base, void *native) {
  * again); another context is restored. Refused while a fault waits to be
  * settled, or while collectives are set up: recovery and NCCL's settling
  * stay on the worker. */
+/* Work that only the worker does is pending: recovery after a fault, or
+ * NCCL's settling once collectives are set up. */
+static bool cuda_wants_worker(ruda__server_t *base) {
+  cuda_server_t *s = as_cuda(base);
+  return ruda__cuda_faulted(&s->fault) || s->comms != NULL;
+}
+
 static bool cuda_thread_enter(ruda__server_t *base, void **token) {
   cuda_server_t *s = as_cuda(base);
-  if (ruda__cuda_faulted(&s->fault) || s->comms != NULL) return false;
+  if (cuda_wants_worker(base)) return false;
   CUcontext prev = NULL;
   if (s->api->cuCtxGetCurrent(&prev) != CUDA_SUCCESS) prev = NULL;
   if (prev != s->ctx && s->api->cuCtxSetCurrent(s->ctx) != CUDA_SUCCESS) return false;
@@ -407,6 +414,7 @@ static const ruda__server_vtable_t cuda_vtable = {
     .any_thread = true,
     .thread_enter = cuda_thread_enter,
     .thread_leave = cuda_thread_leave,
+    .wants_worker = cuda_wants_worker,
     .graph_build = cuda_graph_build,
     .graph_launch = cuda_graph_launch,
     .graph_destroy = cuda_graph_destroy,
