@@ -131,7 +131,10 @@ bool ruda_future_poll(ruda_future_t *f);
  * handle is usable at once; allocation failures (BufferTooBig, OutOfMemory
  * naming the request, the limit, the stream's and device's usage and the
  * largest free block) surface on the stream, after which
- * ruda_handle_is_bound() reads false. The caller owns the handle. */
+ * ruda_handle_is_bound() reads false. Memory of exactly `size` bytes
+ * released earlier on the same stream may come back without a round trip
+ * to the device (its contents are then whatever was left in it; the
+ * handle is bound at once). The caller owns the handle. */
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
 /* A tensor with the device's optimized (possibly pitched) layout; honour
  * out->strides. */

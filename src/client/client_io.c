@@ -4,6 +4,7 @@
 
 #include "base/alloc.h"
 #include "client/client_internal.h"
+#include "server/trace.h"
 
 /* ---- Reads ---- */
 
@@ -208,6 +209,11 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");
   if (s) return s;
   ruda_stream_id_t stream = ruda_client_stream(c);
+  /* Memory of this size released on this stream and still bound to its
+   * slice comes back without the device (memory/reuse_cache.h); a trace
+   * records every allocation, so it takes the device's path. */
+  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out))
+    return NULL;
   s = ruda__handle_create(size, c->dev->id, stream, out);
   if (s) return s;
   ruda_binding_t b = ruda_handle_binding(out);

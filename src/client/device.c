@@ -26,6 +26,7 @@ static void device_free(ruda__device_t *d) {
   pthread_mutex_destroy(&d->op_cache_lock);
   pthread_mutex_destroy(&d->drain_lock);
   pthread_mutex_destroy(&d->recording_lock);
+  ruda__reuse_cache_free(d->memory_reuse);
   ruda__free(d);
 }
 
@@ -233,6 +234,7 @@ static void *worker_main(void *arg) {
   if (d->server) {
     const ruda__server_utilities_t *u = &d->server->utilities;
     d->server->device = d->id;
+    d->server->memory_reuse = d->memory_reuse;
     d->properties = u->properties;
     d->properties_hash = u->properties_hash;
     memcpy(d->info, u->info, sizeof d->info);
@@ -661,6 +663,13 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     if (cfg->trace.file[0]) ruda__trace_start(cfg->trace.file);
     d->id = id;
     d->backend = b;
+    d->memory_reuse = ruda__reuse_cache_new();
+    if (!d->memory_reuse) {
+      ruda__free(d);
+      pthread_mutex_unlock(&registry_lock);
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating %s:%u",
+                                b->name, id.index_id);
+    }
     pthread_mutex_init(&d->op_cache_lock, NULL);
     pthread_mutex_init(&d->drain_lock, NULL);
     pthread_mutex_init(&d->recording_lock, NULL);

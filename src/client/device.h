@@ -92,6 +92,11 @@ struct ruda__device {
   pthread_mutex_t recording_lock;
   atomic_uint num_recordings;
   struct ruda_graph *recordings; /* linked through ruda_graph.next */
+  /* Released slices kept for the next reservation of their size on their
+   * stream (memory/reuse_cache.h): ruda_client_empty takes them on the
+   * caller's thread. Given to the server at its creation; freed with the
+   * device. */
+  ruda__memory_reuse_t *memory_reuse;
   /* Recycled operation blocks (see ruda__device_op_alloc). */
   pthread_mutex_t op_cache_lock;
   void *op_cache;

@@ -19,6 +19,7 @@
 
 #include "base/alloc.h"
 #include "memory/memory_handle_internal.h"
+#include "memory/reuse_cache.h"
 #include "ruda/memory.h"
 
 #define RUDA__SLAB0 1024u
@@ -160,6 +161,42 @@ static void ruda__memory_inbox_push(ruda__memory_inbox_t *in, ruda_memory_t *m) 
                                                   memory_order_relaxed));
 }
 
+/* Hands a cached or displaced descriptor to the manager holding it. */
+static void ruda__memory_give_back(ruda_memory_t *m, void *ctx) {
+  (void)ctx;
+  ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
+  if (in) ruda__memory_inbox_push(in, m);
+}
+
+/* The slice of `m` (generation `gen`) became free: into the device's reuse
+ * cache when its manager has one and the generation can move on (a reuse
+ * takes the next one), else onto the manager's inbox. */
+static void ruda__memory_free_slice(ruda__memory_inbox_t *in, ruda_memory_t *m, uint32_t gen) {
+  ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
+  if (!rc || gen >= UINT32_MAX - 1) {
+    ruda__memory_inbox_push(in, m);
+    return;
+  }
+  ruda_memory_t *displaced = ruda__reuse_put(rc, in->reuse_set, m);
+  if (displaced) ruda__memory_give_back(displaced, NULL);
+}
+
+uint32_t ruda__memory_inbox_evict(ruda__memory_inbox_t *in) {
+  ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
+  return rc ? ruda__reuse_evict(rc, in->reuse_set, in, ruda__memory_give_back, NULL) : 0;
+}
+
+void ruda__memory_inbox_set_reuse(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc) {
+  ruda__memory_reuse_t *old = atomic_exchange_explicit(&in->reuse, rc, memory_order_relaxed);
+  if (old && old != rc) ruda__reuse_evict(old, in->reuse_set, in, ruda__memory_give_back, NULL);
+}
+
+bool ruda__memory_inbox_has_cached(const ruda__memory_inbox_t *in) {
+  ruda__memory_reuse_t *rc =
+      atomic_load_explicit(&((ruda__memory_inbox_t *)in)->reuse, memory_order_relaxed);
+  return rc && ruda__reuse_holds(rc, in->reuse_set, in);
+}
+
 /* Drops one user reference when `gen` is current and one is left. Leaving
  * BOUND + 1, the pool's slice is the only holder: the descriptor goes into
  * its manager's inbox. Leaving nothing (unbound), the slot is recycled. */
@@ -177,7 +214,7 @@ static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
   }
   if (bound && c == 2) {
     ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
-    if (in) ruda__memory_inbox_push(in, m);
+    if (in) ruda__memory_free_slice(in, m, gen);
   } else if (!bound && c == 1) {
     ruda__memory_recycle(m, gen);
   }
@@ -440,6 +477,31 @@ ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
   *out = ruda__handle_wrap(m, size, stream);
   out->device = device;
   return NULL;
+}
+
+bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
+                        ruda_stream_id_t stream, ruda_handle_t *out) {
+  if (!rc) return false;
+  ruda_memory_t *stray = NULL;
+  ruda_memory_t *m = ruda__reuse_take(rc, ruda__reuse_set_of(stream.value), size,
+                                      stream.value, &stray);
+  if (stray) ruda__memory_give_back(stray, NULL);
+  if (!m) return false;
+  /* Taken out of its way, the descriptor is ours: it is bound, only the
+   * pool holds it (generation, BOUND, 1) and no retain can succeed on it
+   * (a user retain needs a second reference), so the new generation with
+   * the pool's reference and the caller's handle is a plain store. */
+  uint64_t st = atomic_load_explicit(&m->state, memory_order_relaxed);
+  uint32_t gen = RUDA__MEMORY_GEN(st) + 1;
+  atomic_store_explicit(&m->handle_refs, 1, memory_order_relaxed);
+  atomic_store_explicit(&m->state, (uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2,
+                        memory_order_release);
+  memset(out, 0, sizeof *out);
+  out->id = ruda__id_make(m->slot, gen);
+  out->size = size;
+  out->stream = stream;
+  out->device = device;
+  return true;
 }
 
 /* ---- Public handles and bindings ---- */

@@ -40,6 +40,19 @@ void ruda__memory_release_binding(ruda_memory_t *m);
  * made (*out is then empty). Thread-safe. */
 ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
                                   ruda_stream_id_t stream, ruda_handle_t *out);
+/* The device's cache of released slices (reuse_cache.h). new: an empty
+ * cache, or NULL when memory is exhausted; free it once no manager refers
+ * to it (NULL is a no-op). */
+typedef struct ruda__memory_reuse ruda__memory_reuse_t;
+ruda__memory_reuse_t *ruda__reuse_cache_new(void);
+void ruda__reuse_cache_free(ruda__memory_reuse_t *rc);
+/* A new handle of exactly `size` bytes on (device, stream) from memory
+ * released earlier on that stream and still bound to its slice (the reuse
+ * cache `rc`, NULL: none), with a new generation: no device round trip.
+ * False (and *out untouched) when the cache holds no such slice; the caller
+ * then reserves through the device. Any thread. */
+bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
+                        ruda_stream_id_t stream, ruda_handle_t *out);
 /* Wraps the caller's reference to `m` (from ruda__memory_new) into a handle
  * of `size` bytes on `stream` with no device (tests, benchmarks and
  * internal pools). Takes the reference; NULL gives an empty handle. */

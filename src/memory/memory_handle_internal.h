@@ -58,6 +58,12 @@ typedef struct ruda__memory_location {
  * reference; taken whole by the manager on its device thread. */
 typedef struct ruda__memory_inbox {
   _Atomic(ruda_memory_t *) head; /* linked through freed_next */
+  /* The device's reuse cache (reuse_cache.h), where releases on any
+   * thread put the descriptors of this manager instead of pushing them
+   * here; NULL: none, or not now (the manager is in Persistent mode).
+   * Written by the manager, read by releases. */
+  _Atomic(ruda__memory_reuse_t *) reuse;
+  uint32_t reuse_set; /* the set of the manager's stream */
 } ruda__memory_inbox_t;
 
 struct ruda_memory {
@@ -97,7 +103,20 @@ void ruda__memory_pool_release(ruda_memory_t *m);
 
 static inline void ruda__memory_inbox_init(ruda__memory_inbox_t *in) {
   atomic_init(&in->head, NULL);
+  atomic_init(&in->reuse, NULL);
+  in->reuse_set = 0;
 }
+
+/* Takes the manager's descriptors out of the reuse cache into its inbox
+ * (no-op without a cache), so that the next take sees their frees. Its
+ * device thread only. Returns how many. */
+uint32_t ruda__memory_inbox_evict(ruda__memory_inbox_t *in);
+/* Switches the inbox's reuse cache (NULL: off). Switching it off takes the
+ * manager's descriptors out of the old cache into the inbox. Its device
+ * thread only. */
+void ruda__memory_inbox_set_reuse(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc);
+/* Whether the reuse cache holds descriptors of the inbox's manager. */
+bool ruda__memory_inbox_has_cached(const ruda__memory_inbox_t *in);
 
 /* Takes every descriptor pushed so far (NULL: none), linked through
  * freed_next. The inbox's owner only (its device thread). */

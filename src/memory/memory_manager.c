@@ -12,6 +12,7 @@
 #include "memory/exclusive_pool.h"
 #include "memory/memory_internal.h"
 #include "memory/memory_manager.h"
+#include "memory/reuse_cache.h"
 #include "memory/persistent_pool.h"
 #include "memory/pool_page.h"
 #include "memory/sliced_pool.h"
@@ -139,6 +140,22 @@ static void ruda__mm_drain(ruda__memory_manager_t *mm) {
   }
 }
 
+/* Takes the manager's slices back from the reuse cache, then drains: every
+ * slice released so far is free in its pool afterwards. */
+static void ruda__mm_drain_all(ruda__memory_manager_t *mm) {
+  ruda__memory_inbox_evict(&mm->inbox);
+  ruda__mm_drain(mm);
+}
+
+/* Releases put this manager's descriptors into the group's reuse cache
+ * while it is on and the manager is in Auto mode (a Persistent-mode
+ * reservation must not get a dynamic slice back). */
+static void ruda__mm_update_reuse(ruda__memory_manager_t *mm) {
+  ruda__memory_reuse_t *rc =
+      mm->group && mm->mode == RUDA_ALLOCATION_AUTO ? mm->group->reuse : NULL;
+  ruda__memory_inbox_set_reuse(&mm->inbox, rc);
+}
+
 /* ---- Create / destroy ---- */
 
 static void ruda__pool_init(ruda__pool_t *p, const ruda__pool_options_t *o, uint32_t idx,
@@ -236,9 +253,11 @@ fail_storage:
   return st;
 }
 
-void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device) {
+void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device,
+                             ruda__memory_reuse_t *reuse) {
   memset(g, 0, sizeof *g);
   ruda_device_id_format(device, g->device, sizeof g->device);
+  g->reuse = reuse;
 }
 
 void ruda__memory_manager_join(ruda__memory_manager_t *mm, ruda__memory_group_t *g,
@@ -247,6 +266,8 @@ void ruda__memory_manager_join(ruda__memory_manager_t *mm, ruda__memory_group_t 
   mm->stream_id = stream;
   mm->group_next = g->first;
   g->first = mm;
+  mm->inbox.reuse_set = ruda__reuse_set_of(stream);
+  ruda__mm_update_reuse(mm);
 }
 
 ruda_memory_usage_t ruda__memory_group_usage(ruda__memory_group_t *g) {
@@ -289,7 +310,7 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
     while (*pp && *pp != mm) pp = &(*pp)->group_next;
     if (*pp) *pp = mm->group_next;
   }
-  ruda__mm_drain(mm);
+  ruda__mm_drain_all(mm);
   for (uint32_t i = 0; i < mm->npools; i++) ruda__pool_destroy(mm, &mm->pools[i]);
   ruda__pool_destroy(mm, &mm->persistent);
   ruda__page_store_destroy(&mm->store);
@@ -300,23 +321,26 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
 
 /* ---- Reserve + bind ---- */
 
+/* Routes a reservation (docs/memory.md). Without `new_page`, a request
+ * that free space cannot hold gives NULL with *out NULL instead of taking
+ * a page (the caller first takes its slices back from the reuse cache). */
 static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,
-                                      ruda__slice_t **out) {
+                                      ruda__slice_t **out, bool new_page) {
   mm->alloc_reserve_count++;
   ruda__pool_t *pp = &mm->persistent;
   if ((*out = ruda__persistent_try_reserve(&mm->store, pp, size))) return NULL;
   if (mm->mode == RUDA_ALLOCATION_PERSISTENT || ruda__persistent_has_size(pp, size))
-    return ruda__persistent_alloc(&mm->store, pp, size, out);
+    return new_page ? ruda__persistent_alloc(&mm->store, pp, size, out) : NULL;
   for (uint32_t i = 0; i < mm->npools; i++) {
     ruda__pool_t *p = &mm->pools[i];
     if (p->opt.kind == RUDA_POOL_SLICED) {
       if (!ruda__sliced_accept(p, size)) continue;
       if ((*out = ruda__sliced_try_reserve(&mm->store, p, size))) return NULL;
-      return ruda__sliced_alloc(&mm->store, p, size, out);
+      return new_page ? ruda__sliced_alloc(&mm->store, p, size, out) : NULL;
     }
     if (size > p->opt.max_alloc_size) continue;
     if ((*out = ruda__exclusive_try_reserve(&mm->store, p, size))) return NULL;
-    return ruda__exclusive_alloc(&mm->store, p, size, out);
+    return new_page ? ruda__exclusive_alloc(&mm->store, p, size, out) : NULL;
   }
   return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
 }
@@ -394,7 +418,17 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   if (!ruda__slot_reserve_one(mm)) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda__slice_t *s = NULL;
   mm->store.storage_refused = false;
-  ruda_status_t st = ruda__mm_reserve(mm, size, &s);
+  ruda_status_t st = NULL;
+  if (ruda__memory_inbox_has_cached(&mm->inbox)) {
+    /* Slices of this stream wait in the reuse cache: they are free, and
+     * come back before a page is taken for a request they may hold. */
+    st = ruda__mm_reserve(mm, size, &s, false);
+    if (!st && !s) {
+      mm->alloc_reserve_count--;
+      ruda__mm_drain_all(mm);
+    }
+  }
+  if (!st && !s) st = ruda__mm_reserve(mm, size, &s, true);
   if (st && ruda_status_kind(st) == RUDA_ERR_IO_OUT_OF_MEMORY && ruda__mm_has_free_pages(mm)) {
     /* Before failing, give whole free pages (of any pool) back to the
      * storage and retry once: the memory the request needs may sit unused
@@ -404,7 +438,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
                  (unsigned long long)size);
     ruda__memory_cleanup(mm, true);
     mm->alloc_reserve_count--;
-    st = ruda__mm_reserve(mm, size, &s);
+    st = ruda__mm_reserve(mm, size, &s, true);
   }
   if (st && mm->store.storage_refused) {
     /* Last try: a page of the request's own size, for a storage whose
@@ -412,7 +446,7 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
     ruda_status_free(st);
     mm->store.exact_pages = true;
     mm->alloc_reserve_count--;
-    st = ruda__mm_reserve(mm, size, &s);
+    st = ruda__mm_reserve(mm, size, &s, true);
     mm->store.exact_pages = false;
     if (st && mm->store.storage_refused) st = ruda__mm_out_of_memory(mm, size, st);
   }
@@ -519,7 +553,8 @@ bool ruda__memory_owns(ruda__memory_manager_t *mm, const ruda_memory_t *m) {
 /* ---- Cleanup, mode, usage ---- */
 
 void ruda__memory_cleanup(ruda__memory_manager_t *mm, bool explicit_) {
-  ruda__mm_drain(mm);
+  if (explicit_) ruda__mm_drain_all(mm);
+  else ruda__mm_drain(mm);
   if (explicit_) {
     /* The totals are only for the log line. */
     bool log = ruda_log_enabled(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC);
@@ -560,6 +595,7 @@ void ruda__memory_set_mode(ruda__memory_manager_t *mm, ruda_memory_allocation_mo
     ruda__mm_log(mm, "Setting memory allocation mode: from %s => %s", ruda__mode_name(mm->mode),
                  ruda__mode_name(mode));
   mm->mode = mode;
+  ruda__mm_update_reuse(mm);
 }
 
 ruda_memory_allocation_mode_t ruda__memory_mode(const ruda__memory_manager_t *mm) {
@@ -570,7 +606,7 @@ ruda_memory_usage_t ruda__memory_usage(const ruda__memory_manager_t *cmm) {
   /* Draining changes no observable state but the counters: the manager is
    * logically const here. */
   ruda__memory_manager_t *mm = (ruda__memory_manager_t *)cmm;
-  ruda__mm_drain(mm);
+  ruda__mm_drain_all(mm);
   ruda_memory_usage_t u = mm->persistent.usage;
   for (uint32_t i = 0; i < mm->npools; i++) u = ruda_memory_usage_combine(u, mm->pools[i].usage);
   return u;

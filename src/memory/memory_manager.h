@@ -65,9 +65,14 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
 struct ruda__memory_group {
   char device[32]; /* "cpu:0", "cuda:1" */
   ruda__memory_manager_t *first;
+  /* The device's reuse cache (reuse_cache.h), which the client takes from
+   * on its own thread (ruda__handle_reuse); NULL: releases always go to
+   * the inbox. Must outlive every manager of the group. */
+  ruda__memory_reuse_t *reuse;
 };
 
-void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device);
+void ruda__memory_group_init(ruda__memory_group_t *g, ruda_device_id_t device,
+                             ruda__memory_reuse_t *reuse);
 /* Adds `mm` (which must not be in a group) to `g` as the manager of stream
  * `stream`; ruda__memory_manager_destroy takes it out again. */
 void ruda__memory_manager_join(ruda__memory_manager_t *mm, ruda__memory_group_t *g,

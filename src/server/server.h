@@ -299,6 +299,11 @@ struct ruda__server {
   bool shares_host_cores;
   /* The state of every stream (stream_table.h); ruda__server_streams_init. */
   ruda__stream_table_t streams;
+  /* The device's cache of released slices, set by the device layer right
+   * after create_server (NULL: none). A backend hands it to its memory
+   * group (ruda__memory_group_init); the client takes from it on its own
+   * thread (ruda_client_empty). Outlives the server. */
+  ruda__memory_reuse_t *memory_reuse;
 };
 
 /* Initialises s->streams for the backend's per-stream extension `ops`,

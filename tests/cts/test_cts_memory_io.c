@@ -252,6 +252,58 @@ TEST(freed_memory_is_reused_on_the_same_stream) {
   ruda_client_release(c);
 }
 
+/* A slice released on a stream comes back to the next reservation of its
+ * exact size on that stream (the reuse cache, docs/memory.md): the same
+ * slot with a later generation, bound at once, while a copy of the old
+ * handle stays refused. Other sizes and other streams get other memory. */
+TEST(released_memory_comes_back_for_its_size_on_its_stream) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  ruda_handle_t a, b, d;
+  ASSERT_OK(ruda_client_empty(c, 4096, &a));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t id = ruda_handle_memory_id(&a);
+  ruda_handle_t stale = a;
+  ruda_handle_release(&a);
+  ASSERT_OK(ruda_client_empty(c, 4096, &b));
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&b), (uint32_t)id);
+  ASSERT_UGT(ruda_handle_memory_id(&b) >> 32, id >> 32);
+  ASSERT_TRUE(ruda_handle_is_bound(&b));
+  uint32_t src[1024], dst[1024];
+  for (int i = 0; i < 1024; i++) src[i] = (uint32_t)i * 7u + 1u;
+  ASSERT_ERR_KIND(ruda_client_write(c, &stale, src, sizeof src), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_OK(ruda_client_write(c, &b, src, sizeof src));
+  ASSERT_OK(ruda_client_read(c, &b, dst, sizeof dst));
+  ASSERT_MEM_EQ(src, dst, sizeof src);
+  ruda_memory_usage_t u;
+  ASSERT_OK(ruda_client_memory_usage(c, &u));
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 4096);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&b);
+  /* Another size: other memory; the 4096-byte slice waits for its size. */
+  ASSERT_OK(ruda_client_empty(c, 4000, &d));
+  ASSERT_UNE((uint32_t)ruda_handle_memory_id(&d), (uint32_t)id);
+  ASSERT_OK(ruda_client_empty(c, 4096, &b));
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&b), (uint32_t)id);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&b);
+  /* Another stream: other memory. */
+  ruda_client_t *c2 = cts_fresh_stream_client();
+  ruda_handle_t e;
+  ASSERT_OK(ruda_client_empty(c2, 4096, &e));
+  ASSERT_UNE((uint32_t)ruda_handle_memory_id(&e), (uint32_t)id);
+  ASSERT_OK(ruda_client_sync(c2));
+  ruda_handle_release(&e);
+  ruda_handle_release(&d);
+  ASSERT_OK(ruda_client_memory_usage(c, &u));
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  ASSERT_OK(ruda_client_memory_usage(c2, &u));
+  ASSERT_UEQ(u.number_allocs, 0);
+  ruda_client_release(c2);
+  ruda_client_release(c);
+}
+
 static ruda_status_t alloc_in_scope(ruda_client_t *c, void *ctx) {
   return ruda_client_empty(c, 3000, (ruda_handle_t *)ctx);
 }

@@ -71,7 +71,7 @@ static ruda__stream_t *stream_get(cpu_server_t *s, ruda_stream_id_t id, cpu_stre
       ruda__stream_push_error(rs, err);
       return rs;
     }
-    if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+    if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device, s->base.memory_reuse);
     ruda__memory_manager_join(st->mm, &s->memory_group, id.value);
   }
   *out = st;

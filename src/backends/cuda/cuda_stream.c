@@ -295,7 +295,7 @@ cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
     ruda__stream_push_error(rs, e);
     return NULL;
   }
-  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device, s->base.memory_reuse);
   ruda__memory_manager_join(st->gpu, &s->memory_group, id.value);
   return st;
 }

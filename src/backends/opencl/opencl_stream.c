@@ -242,7 +242,7 @@ ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
     return NULL;
   }
   st->init = true;
-  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device);
+  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device, s->base.memory_reuse);
   ruda__memory_manager_join(st->dev, &s->memory_group, id.value);
   ruda__opencl_log("streaming", "stream %llu: command queue created", (unsigned long long)id.value);
   return st;

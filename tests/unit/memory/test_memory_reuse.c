@@ -1,0 +1,291 @@
+/* The reuse cache: released slices kept for the next reservation of the
+ * same size on the same stream (memory/reuse_cache.h), the manager taking
+ * them back before it needs a page and whenever usage is asked, and
+ * releases racing takes on several threads. */
+#include <pthread.h>
+
+#include "memory/reuse_cache.h"
+#include "memory_test_util.h"
+
+static const ruda_device_id_t DEV = {0, 0};
+
+typedef struct fixture {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm;
+  ruda__memory_group_t group;
+  ruda__memory_reuse_t *rc;
+} fixture_t;
+
+static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
+  f->rc = ruda__reuse_cache_new();
+  ASSERT_NOT_NULL(f->rc);
+  f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
+  ASSERT_NOT_NULL(f->mm);
+  ruda__memory_group_init(&f->group, DEV, f->rc);
+  ruda__memory_manager_join(f->mm, &f->group, 0);
+}
+
+static void teardown(fixture_t *f) {
+  ruda__memory_manager_destroy(f->mm);
+  for (uint32_t s = 0; s < RUDA__REUSE_SETS; s++)
+    for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
+      ASSERT_NULL(atomic_load(&f->rc->set[s].way[w]));
+  ruda__reuse_cache_free(f->rc);
+}
+
+static ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {
+  ruda_handle_t h;
+  memset(&h, 0, sizeof h);
+  *hit = ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){stream}, &h);
+  return h;
+}
+
+TEST(a_released_slice_comes_back_with_the_next_generation) {
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 4096, &a);
+  uint64_t id = ruda_handle_memory_id(&a), addr = addr_of(f.mm, &a);
+  ruda_handle_t stale = a;
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  bool hit;
+  /* Another size or another stream: not this slice. */
+  reuse(&f, 4095, 0, &hit);
+  ASSERT_FALSE(hit);
+  reuse(&f, 4096, 1, &hit);
+  ASSERT_FALSE(hit);
+  ruda_handle_t b = reuse(&f, 4096, 0, &hit);
+  ASSERT_TRUE(hit);
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&b), (uint32_t)id);
+  ASSERT_UEQ(ruda_handle_memory_id(&b) >> 32, (id >> 32) + 1);
+  ASSERT_UEQ(b.size, 4096);
+  ASSERT_TRUE(ruda_handle_is_bound(&b));
+  ASSERT_TRUE(ruda_handle_can_mut(&b));
+  ASSERT_UEQ(addr_of(f.mm, &b), addr);
+  ASSERT_OK(ruda__handle_check(&b, DEV, "write"));
+  /* The copy kept from before is stale, though its slot is in use again. */
+  ASSERT_ERR_KIND(ruda__handle_check(&stale, DEV, "write"), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_NULL(ruda__handle_memory(&stale));
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 4096);
+  /* Nothing left to take. */
+  reuse(&f, 4096, 0, &hit);
+  ASSERT_FALSE(hit);
+  ruda_handle_release(&b);
+  teardown(&f);
+}
+
+TEST(usage_and_cleanup_see_cached_slices_as_free) {
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 1000, &a);
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  bool hit;
+  reuse(&f, 1000, 0, &hit);
+  ASSERT_FALSE(hit); /* taken back: the pool has it */
+  ALLOC(f.mm, 1000, &a);
+  ruda_handle_release(&a);
+  ruda__memory_cleanup(f.mm, true);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
+  ASSERT_UEQ(f.cs.outstanding, 0);
+  teardown(&f);
+}
+
+TEST(cached_slices_come_back_before_a_new_page) {
+  fixture_t f;
+  /* One sliced pool of 8 MiB pages whose slices up to 2 MiB share a page;
+   * a 7 MiB slice takes a page of its own. */
+  ruda__memory_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.configuration = RUDA_MEMORY_CUSTOM;
+  cfg.num_custom = 1;
+  cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = 8 * MIB,
+                                         .max_slice_size = 2 * MIB};
+  setup(&f, &cfg);
+  ruda_handle_t a, b;
+  ALLOC(f.mm, 7 * MIB, &a);
+  uint64_t reserved = ruda__memory_usage(f.mm).bytes_reserved;
+  uint64_t allocs = f.cs.allocs;
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  /* 7.5 MiB fits only where the 7 MiB slice was: the manager takes it out
+   * of the cache instead of allocating a second page. */
+  ALLOC(f.mm, 7 * MIB + MIB / 2, &b);
+  ASSERT_UEQ(f.cs.allocs, allocs);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, reserved);
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda_handle_release(&b);
+  teardown(&f);
+}
+
+TEST(persistent_mode_turns_the_cache_off_and_empties_it) {
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 3000, &a);
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda__memory_set_mode(f.mm, RUDA_ALLOCATION_PERSISTENT);
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  bool hit;
+  reuse(&f, 3000, 0, &hit);
+  ASSERT_FALSE(hit);
+  ALLOC(f.mm, 3000, &a);
+  ruda_handle_release(&a); /* a persistent slice: not cached */
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda__memory_set_mode(f.mm, RUDA_ALLOCATION_AUTO);
+  ALLOC(f.mm, 5000, &a);
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  teardown(&f);
+}
+
+TEST(a_full_set_displaces_one_slice_to_its_manager) {
+  fixture_t f;
+  setup(&f, NULL);
+  enum { N = RUDA__REUSE_WAYS + 3 };
+  ruda_handle_t h[N];
+  for (uint32_t i = 0; i < N; i++) ALLOC(f.mm, 256 * (i + 1), &h[i]);
+  for (uint32_t i = 0; i < N; i++) ruda_handle_release(&h[i]);
+  uint32_t cached = 0;
+  for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
+    cached += atomic_load(&f.rc->set[0].way[w]) != NULL;
+  ASSERT_UEQ(cached, RUDA__REUSE_WAYS);
+  /* Every slice is free, cached or not, and each comes back at most once. */
+  uint32_t hits = 0;
+  for (uint32_t i = 0; i < N; i++) {
+    bool hit;
+    ruda_handle_t r = reuse(&f, 256 * (i + 1), 0, &hit);
+    if (hit) {
+      hits++;
+      ruda_handle_release(&r);
+      r = reuse(&f, 256 * (i + 1), 0, &hit); /* released again: cached again */
+      ASSERT_TRUE(hit);
+      ruda_handle_release(&r);
+    }
+  }
+  ASSERT_UGE(hits, 1);
+  ASSERT_ULE(hits, RUDA__REUSE_WAYS);
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  teardown(&f);
+}
+
+TEST(managers_of_other_streams_keep_their_entries) {
+  counting_storage_t cs2;
+  fixture_t f;
+  setup(&f, NULL);
+  /* Streams 0 and s share set 0 of the cache. */
+  uint64_t s = 1;
+  while (ruda__reuse_set_of(s) != ruda__reuse_set_of(0)) s++;
+  ruda__memory_manager_t *mm2 = mk_manager(&cs2, 128 * MIB, 256, 0, NULL);
+  ASSERT_NOT_NULL(mm2);
+  ruda__memory_manager_join(mm2, &f.group, s);
+  ruda_memory_t *m = ruda__memory_new();
+  ASSERT_OK(ruda__memory_alloc(mm2, m, 512, 0));
+  ruda_handle_t other = ruda__handle_wrap(m, 512, (ruda_stream_id_t){s});
+  ruda_handle_t mine;
+  ALLOC(f.mm, 512, &mine);
+  ruda_handle_release(&other);
+  ruda_handle_release(&mine);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&mm2->inbox));
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&mm2->inbox));
+  bool hit;
+  ruda_handle_t r = reuse(&f, 512, s, &hit);
+  ASSERT_TRUE(hit);
+  ASSERT_UEQ(r.stream.value, s);
+  ASSERT_UEQ(ruda__memory_usage(mm2).number_allocs, 1);
+  ruda_handle_release(&r);
+  ASSERT_UEQ(ruda__memory_usage(mm2).number_allocs, 0);
+  ruda__memory_manager_destroy(mm2);
+  teardown(&f);
+}
+
+/* Threads reserve from the cache, write their own pattern into the slice,
+ * check it and release, while the "device thread" (this one) keeps
+ * reserving through the manager, asking for usage and taking slices back.
+ * A slice handed to two owners at once shows as a wrong pattern; a slice
+ * lost shows in the final usage. */
+enum { THREADS = 3, ROUNDS = 20000 };
+
+typedef struct worker {
+  fixture_t *f;
+  uint32_t id;
+  uint64_t hits, misses;
+  pthread_mutex_t *mm_lock;
+  bool bad;
+} worker_t;
+
+static void *churn(void *p) {
+  worker_t *w = p;
+  static const uint64_t sizes[] = {256, 512, 768, 4096};
+  for (uint32_t r = 0; r < ROUNDS && !w->bad; r++) {
+    uint64_t size = sizes[(r + w->id) % 4];
+    ruda_handle_t h;
+    if (!ruda__handle_reuse(w->f->rc, size, DEV, (ruda_stream_id_t){0}, &h)) {
+      w->misses++;
+      pthread_mutex_lock(w->mm_lock);
+      ruda_status_t st = try_alloc(w->f->mm, size, &h);
+      pthread_mutex_unlock(w->mm_lock);
+      if (st) {
+        ruda_status_free(st);
+        w->bad = true;
+        break;
+      }
+    } else {
+      w->hits++;
+    }
+    pthread_mutex_lock(w->mm_lock);
+    uint8_t *addr = (uint8_t *)(uintptr_t)addr_of(w->f->mm, &h);
+    pthread_mutex_unlock(w->mm_lock);
+    if (!addr) {
+      w->bad = true;
+      break;
+    }
+    uint8_t tag = (uint8_t)(w->id * 64 + r % 64);
+    memset(addr, tag, size);
+    for (uint64_t i = 0; i < size; i += 61)
+      if (addr[i] != tag) w->bad = true;
+    ruda_handle_release(&h);
+  }
+  return NULL;
+}
+
+TEST(releases_and_takes_race_on_several_threads) {
+  fixture_t f;
+  setup(&f, NULL);
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  worker_t w[THREADS];
+  pthread_t t[THREADS];
+  for (uint32_t i = 0; i < THREADS; i++) {
+    w[i] = (worker_t){&f, i, 0, 0, &lock, false};
+    ASSERT_EQ(pthread_create(&t[i], NULL, churn, &w[i]), 0);
+  }
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&lock);
+    (void)ruda__memory_usage(f.mm); /* takes every cached slice back */
+    pthread_mutex_unlock(&lock);
+    sched_yield();
+  }
+  uint64_t hits = 0;
+  for (uint32_t i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    ASSERT_FALSE(w[i].bad);
+    hits += w[i].hits;
+  }
+  ASSERT_UGT(hits, 0);
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  teardown(&f);
+}
