@@ -80,7 +80,7 @@ ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, con
   } else if (fmt != kind->format || n == 0 || n != got - HEADER) {
     *why = n > got - HEADER ? "truncated" : "unsupported format or size";
   } else {
-    ruda_hash128_t sum = ruda_hash128(file + HEADER, (size_t)n, kind->seed);
+    ruda_hash128_t sum = ruda__checksum128(file + HEADER, (size_t)n, kind->seed);
     if (sum.lo != get_u64(file + 24) || sum.hi != get_u64(file + 32)) *why = "checksum mismatch";
   }
   if (*why != NULL) {
@@ -93,6 +93,20 @@ ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, con
   *payload = file;
   *size = (size_t)n;
   return RUDA__BINARY_READ_OK;
+}
+
+bool ruda__binary_cache_path(const char *dir, ruda_hash128_t key, const char *ext, char *path,
+                             size_t cap) {
+  static const char digits[] = "0123456789abcdef";
+  size_t dl = strlen(dir), el = strlen(ext);
+  if (dl + 1 + 32 + el + 1 > cap) return false;
+  memcpy(path, dir, dl);
+  char *p = path + dl;
+  *p++ = '/';
+  for (int i = 15; i >= 0; i--) *p++ = digits[(key.hi >> (4 * i)) & 15];
+  for (int i = 15; i >= 0; i--) *p++ = digits[(key.lo >> (4 * i)) & 15];
+  memcpy(p, ext, el + 1);
+  return true;
 }
 
 /* mkdir -p. */
@@ -138,7 +152,7 @@ ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, c
   memcpy(h, kind->magic, 8);
   put_u64(h + 8, kind->format);
   put_u64(h + 16, size);
-  ruda_hash128_t sum = ruda_hash128(bin, size, kind->seed);
+  ruda_hash128_t sum = ruda__checksum128(bin, size, kind->seed);
   put_u64(h + 24, sum.lo);
   put_u64(h + 32, sum.hi);
   put_u64(h + 40, word);

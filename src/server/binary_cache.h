@@ -3,7 +3,7 @@
  *
  * A file is a 48-byte header, then the payload; integers little-endian:
  *   magic (8 bytes, the backend's), format (u64), payload size (u64),
- *   payload checksum (ruda_hash128 with the backend's seed: lo, hi),
+ *   payload checksum (ruda__checksum128 with the backend's seed: lo, hi),
  *   a word of the backend's own (u64: CUDA records the NVRTC version),
  * A reader trusts nothing in it: a file whose header, size or checksum
  * does not match is reported unusable, never loaded. Writers write a
@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ruda/types.h"
+
 /* What tells one backend's files from another's. */
 typedef struct ruda__binary_kind {
   const char *magic; /* exactly 8 characters */
@@ -43,6 +45,11 @@ typedef enum ruda__binary_read {
 ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, const char *path,
                                             void **payload, size_t *size, uint64_t *word,
                                             const char **why);
+
+/* The file of the entry `key` in `dir`: "{dir}/{key.hi, key.lo as 32 hex
+ * digits}{ext}" into `path`; false when that does not fit in `cap`. */
+bool ruda__binary_cache_path(const char *dir, ruda_hash128_t key, const char *ext, char *path,
+                             size_t cap);
 
 typedef enum ruda__binary_write {
   RUDA__BINARY_WRITE_OK,

@@ -153,3 +153,49 @@ ruda_hash128_t ruda_hash128(const void *data, size_t len, uint64_t seed) {
   if (data != NULL) ruda__hasher_update(&h, data, len);
   return ruda__hasher_final(&h);
 }
+
+/* ---- ruda__checksum128 ----
+ *
+ * Murmur's lanes depend on each other every 16 bytes, so the block loop is
+ * one chain of multiplies (about 5 GB/s). Here four lanes each take every
+ * fourth 8-byte word and never meet until the end: four independent chains
+ * the processor runs side by side (about 4x faster). The words past the
+ * last 32-byte stripe, the length and the seed go through murmur's mixing,
+ * and two avalanche finalizers give the halves. */
+#define GOLDEN UINT64_C(0x9e3779b97f4a7c15)
+
+static inline uint64_t lane_round(uint64_t lane, uint64_t word) {
+  lane += word * C2;
+  lane = rotl64(lane, 31);
+  return lane * C1;
+}
+
+ruda_hash128_t ruda__checksum128(const void *data, size_t len, uint64_t seed) {
+  const uint8_t *p = data;
+  size_t left = data != NULL ? len : 0;
+  uint64_t l0 = seed + GOLDEN, l1 = seed ^ C1, l2 = seed - GOLDEN, l3 = seed ^ C2;
+  for (; left >= 32; left -= 32, p += 32) {
+    l0 = lane_round(l0, load8_le(p));
+    l1 = lane_round(l1, load8_le(p + 8));
+    l2 = lane_round(l2, load8_le(p + 16));
+    l3 = lane_round(l3, load8_le(p + 24));
+  }
+  uint64_t h1 = rotl64(l0, 1) + rotl64(l1, 7) + rotl64(l2, 12) + rotl64(l3, 18);
+  uint64_t h2 = (l0 ^ rotl64(l2, 29)) + (l1 ^ rotl64(l3, 37)) + seed;
+  for (; left >= 8; left -= 8, p += 8) {
+    h1 ^= mix_k1(load8_le(p));
+    h1 = rotl64(h1, 27) * 5 + 0x52dce729;
+    h2 += h1;
+  }
+  if (left > 0) h2 ^= mix_k2(load_le64(p, left));
+  h1 ^= (uint64_t)len;
+  h2 ^= (uint64_t)len * GOLDEN;
+  h1 += h2;
+  h2 += h1;
+  h1 = fmix64(h1);
+  h2 = fmix64(h2);
+  h1 += h2;
+  h2 += h1;
+  ruda_hash128_t out = {h1, h2};
+  return out;
+}

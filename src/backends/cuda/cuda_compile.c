@@ -3,10 +3,10 @@
  *  - In memory: one table per device (server) from the kernel's stable id
  *    hash to its loaded CUfunction.
  *  - On disk: CUBINs under {cache root}/cuda/{key}.cubin, where the key
- *    hashes the CUDA code entry (ruda__kernel_code_hash), the NVRTC options, the device
- *    properties checksum and the NVRTC and driver versions. A file is a
- *    small header (magic, format version, payload size, payload hash) and
- *    the CUBIN; it is written to a temporary name and renamed, so readers
+ *    hashes the CUDA code entry (ruda__kernel_code_hash), the NVRTC
+ *    options, the device properties checksum and the driver version. A
+ *    file is a small header (magic, format version, payload size, payload
+ *    checksum, the NVRTC version that compiled it) and the CUBIN; it is written to a temporary name and renamed, so readers
  *    never see half a file. A corrupt, unreadable or unwritable cache is
  *    skipped with a log line and never fails a launch.
  *
@@ -64,7 +64,7 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
 }
 
 #define CACHE_MAGIC "RUDACUB1"
-#define CACHE_FORMAT 2u
+#define CACHE_FORMAT 3u /* 3: binary key fields, ruda__checksum128 */
 #define CACHE_SEED 0x6375626e63616368ull
 
 typedef struct entry {
@@ -80,10 +80,10 @@ struct ruda__cuda_module_cache {
   entry_t **slots; /* open addressing, power-of-two capacity */
   size_t cap, len;
   bool disk_disabled;
-  char root[RUDA_CONFIG_PATH_MAX]; /* the disk cache directory */
-  /* What every disk key of this cache shares (format, device, driver, the
-   * NVRTC options), built on first use. */
-  /* The disk key's hash state after its per-device prefix (key_state). */
+  char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cuda; "" when off */
+  /* The disk key's hash state after what every key of this cache shares
+   * (format, device, driver, the NVRTC options), made on first use
+   * (key_state). */
   ruda__hasher_t key_prefix;
   bool key_prefix_set;
 };
@@ -109,11 +109,11 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
     ruda__free(c);
     return NULL;
   }
-  if (cache_dir == NULL ||
-      (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root) {
-    c->root[0] = '\0';
+  if (cache_dir == NULL || cache_dir[0] == '\0' ||
+      (size_t)snprintf(c->dir, sizeof c->dir, "%s/cuda", cache_dir) >= sizeof c->dir) {
+    c->dir[0] = '\0';
   }
-  c->disk_disabled = c->root[0] == '\0';
+  c->disk_disabled = c->dir[0] == '\0';
   return c;
 }
 
@@ -320,7 +320,9 @@ static pthread_mutex_t g_opts_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t g_opts_cc;
 static char g_opts_text[1024];
 
-static void options_text(uint32_t cc, char *out, size_t cap) {
+/* Feeds the options for `cc` to `h`, making their text first when the
+ * memo holds another compute capability's. */
+static void hash_options(ruda__hasher_t *h, uint32_t cc) {
   pthread_mutex_lock(&g_opts_lock);
   if (g_opts_cc != cc) {
     char arch[64], inc[600], inc2[640];
@@ -332,23 +334,23 @@ static void options_text(uint32_t cc, char *out, size_t cap) {
       used += (size_t)snprintf(g_opts_text + used, sizeof g_opts_text - used, "opt=%s;", opts[i]);
     g_opts_cc = cc;
   }
-  snprintf(out, cap, "%s", g_opts_text);
+  ruda__hasher_bytes(h, g_opts_text, strlen(g_opts_text));
   pthread_mutex_unlock(&g_opts_lock);
 }
 
-/* The hash state after the key's prefix ("fmt=..;props=..;driver=..;cc=..;"
- * and the options), the same for every kernel of the cache's device: made
- * at the cache's first disk key. The key's value is that of hashing prefix
- * and kernel part in one go. */
+/* The hash state after the key's prefix (format, the device's properties
+ * checksum, the driver's version, the compute capability, the options),
+ * the same for every kernel of the cache's device: made at the cache's
+ * first disk key. The fields are fed as binary words, not formatted: a
+ * warm load in a new process makes this prefix once and should not pay
+ * for printf. */
 static void key_state(ruda__cuda_module_cache_t *c) {
-  char opts[1024], text[1536];
-  options_text(c->cc, opts, sizeof opts);
-  size_t used = (size_t)snprintf(text, sizeof text, "fmt=%u;props=%016llx;driver=%d;cc=%u;%s",
-                                 CACHE_FORMAT, (unsigned long long)c->props_checksum,
-                                 c->api->driver_version, c->cc, opts);
-  if (used >= sizeof text) used = sizeof text - 1;
   ruda__hasher_init(&c->key_prefix, CACHE_SEED);
-  ruda__hasher_update(&c->key_prefix, text, used);
+  ruda__hasher_u32(&c->key_prefix, CACHE_FORMAT);
+  ruda__hasher_u64(&c->key_prefix, c->props_checksum);
+  ruda__hasher_u32(&c->key_prefix, (uint32_t)c->api->driver_version);
+  ruda__hasher_u32(&c->key_prefix, c->cc);
+  hash_options(&c->key_prefix, c->cc);
   c->key_prefix_set = true;
 }
 
@@ -369,12 +371,10 @@ static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t
     }
   }
   ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
-  char buf[128];
-  int used = snprintf(buf, sizeof buf, "kernel=%016llx%016llx;prelude=%016llx;",
-                      (unsigned long long)kh.hi, (unsigned long long)kh.lo,
-                      (unsigned long long)ph);
   ruda__hasher_t h = c->key_prefix;
-  ruda__hasher_update(&h, buf, used > 0 ? (size_t)used : 0);
+  ruda__hasher_u64(&h, kh.hi);
+  ruda__hasher_u64(&h, kh.lo);
+  ruda__hasher_u64(&h, ph);
   return ruda__hasher_final(&h);
 }
 
@@ -382,13 +382,6 @@ static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t
 static uint64_t nvrtc_version_word(void) {
   const ruda__nvrtc_api_t *nv = ruda__nvrtc_api_loaded();
   return nv ? ((uint64_t)(uint32_t)nv->major << 32) | (uint32_t)nv->minor : 0;
-}
-
-static bool cache_path(const ruda__cuda_module_cache_t *c, ruda_hash128_t key, char *dir,
-                       size_t dcap, char *path, size_t pcap) {
-  if ((size_t)snprintf(dir, dcap, "%s/cuda", c->root) >= dcap) return false;
-  return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.cubin", dir,
-                          (unsigned long long)key.hi, (unsigned long long)key.lo) < pcap;
 }
 
 static const ruda__binary_kind_t cubin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
@@ -420,8 +413,9 @@ static void *disk_read(const char *path, size_t *out_size) {
   return bin;
 }
 
-static void disk_write(ruda__cuda_module_cache_t *c, const char *dir, const char *path,
-                       const void *bin, size_t size) {
+static void disk_write(ruda__cuda_module_cache_t *c, const char *path, const void *bin,
+                       size_t size) {
+  const char *dir = c->dir;
   ruda__binary_write_t w =
       ruda__binary_cache_write(&cubin_kind, dir, path, nvrtc_version_word(), bin, size);
   if (w == RUDA__BINARY_WRITE_OK) {
@@ -486,10 +480,11 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       s = load_module(c->api, code->data, code->entry, &mod, &fn);
       break;
     default: {
-      char dir[1024], path[1100];
+      char path[sizeof c->dir + 48];
       uint64_t t0 = ruda__now_ns();
-      ruda_hash128_t dk = disk_key(c, kernel, code);
-      bool use_disk = !c->disk_disabled && cache_path(c, dk, dir, sizeof dir, path, sizeof path);
+      bool use_disk = !c->disk_disabled &&
+                      ruda__binary_cache_path(c->dir, disk_key(c, kernel, code), ".cubin", path,
+                                              sizeof path);
       if (use_disk) {
         size_t size = 0;
         uint64_t t1 = ruda__now_ns();
@@ -527,7 +522,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       if (s != NULL) return s;
       ruda__cuda_log("compilation", "[Compiling kernel] %s (%zu bytes)", d->name, size);
       s = load_module(c->api, bin, code->entry, &mod, &fn);
-      if (s == NULL && use_disk) disk_write(c, dir, path, bin, size);
+      if (s == NULL && use_disk) disk_write(c, path, bin, size);
       ruda__free(bin);
       break;
     }

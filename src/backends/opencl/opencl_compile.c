@@ -49,7 +49,8 @@ ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void) {
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
 #define CACHE_MAGIC "RUDACLB1"
-#define CACHE_FORMAT 2u /* 2: the shared header (server/binary_cache.h) */
+#define CACHE_FORMAT 3u /* 2: the shared header (server/binary_cache.h); 3: binary key
+                          * fields, ruda__checksum128 */
 #define CACHE_SEED 0x6f70656e636c6263ull
 
 /* ---- Building ---- */
@@ -157,7 +158,7 @@ struct ruda__opencl_program_cache {
   cl_context ctx;
   const ruda__opencl_device_t *dev;
   uint64_t props_checksum;
-  char root[1024]; /* "" : no disk cache */
+  char dir[1040]; /* {cache root}/opencl; "" : no disk cache */
   entry_t **slots; /* open addressing, power-of-two capacity */
   size_t cap, len;
   bool disk_disabled;
@@ -181,10 +182,10 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
     ruda__free(c);
     return NULL;
   }
-  if (cache_dir == NULL ||
-      (size_t)snprintf(c->root, sizeof c->root, "%s", cache_dir) >= sizeof c->root)
-    c->root[0] = '\0';
-  c->disk_disabled = c->root[0] == '\0';
+  if (cache_dir == NULL || cache_dir[0] == '\0' ||
+      (size_t)snprintf(c->dir, sizeof c->dir, "%s/opencl", cache_dir) >= sizeof c->dir)
+    c->dir[0] = '\0';
+  c->disk_disabled = c->dir[0] == '\0';
   key_prefix_init(c);
   return c;
 }
@@ -248,35 +249,24 @@ static bool insert(ruda__opencl_program_cache_t *c, entry_t *e) {
  * (key_prefix, at creation). */
 static void key_prefix_init(ruda__opencl_program_cache_t *c) {
   const ruda__opencl_device_t *d = c->dev;
-  char buf[2048];
-  int w = snprintf(buf, sizeof buf,
-                   "fmt=%u;props=%016llx;platform=%s;pversion=%s;device=%s;dversion=%s;"
-                   "driver=%s;",
-                   CACHE_FORMAT, (unsigned long long)c->props_checksum, d->platform_name,
-                   d->platform_version, d->props.name, d->device_version, d->driver_version);
-  size_t used = w < 0 ? 0 : (size_t)w;
-  if (used >= sizeof buf) used = sizeof buf - 1;
-  ruda__hasher_init(&c->key_prefix, CACHE_SEED);
-  ruda__hasher_update(&c->key_prefix, buf, used);
+  ruda__hasher_t *h = &c->key_prefix;
+  ruda__hasher_init(h, CACHE_SEED);
+  ruda__hasher_u32(h, CACHE_FORMAT);
+  ruda__hasher_u64(h, c->props_checksum);
+  const char *names[] = {d->platform_name, d->platform_version, d->props.name,
+                         d->device_version, d->driver_version};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    ruda__hasher_bytes(h, names[i], strlen(names[i]));
 }
 
 static ruda_hash128_t disk_key(const ruda__opencl_program_cache_t *c, ruda_hash128_t kh,
                                const char *entry, const char *options) {
   ruda__hasher_t h = c->key_prefix;
-  char buf[64];
-  int w = snprintf(buf, sizeof buf, "kernel=%016llx%016llx;", (unsigned long long)kh.hi,
-                   (unsigned long long)kh.lo);
-  ruda__hasher_update(&h, buf, w > 0 ? (size_t)w : 0);
+  ruda__hasher_u64(&h, kh.hi);
+  ruda__hasher_u64(&h, kh.lo);
   ruda__hasher_bytes(&h, entry, strlen(entry));
   ruda__hasher_bytes(&h, options, strlen(options));
   return ruda__hasher_final(&h);
-}
-
-static bool cache_path(const char *root, ruda_hash128_t key, char *dir, size_t dcap, char *path,
-                       size_t pcap) {
-  if ((size_t)snprintf(dir, dcap, "%s/opencl", root) >= dcap) return false;
-  return (size_t)snprintf(path, pcap, "%s/%016llx%016llx.clbin", dir, (unsigned long long)key.hi,
-                          (unsigned long long)key.lo) < pcap;
 }
 
 static const ruda__binary_kind_t clbin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
@@ -295,8 +285,9 @@ static void *disk_read(const char *path, size_t *out_size) {
   return r == RUDA__BINARY_READ_OK ? bin : NULL;
 }
 
-static void disk_write(ruda__opencl_program_cache_t *c, const char *dir, const char *path,
-                       const void *bin, size_t size) {
+static void disk_write(ruda__opencl_program_cache_t *c, const char *path, const void *bin,
+                       size_t size) {
+  const char *dir = c->dir;
   ruda__binary_write_t w = ruda__binary_cache_write(&clbin_kind, dir, path, 0, bin, size);
   if (w == RUDA__BINARY_WRITE_OK) {
     atomic_fetch_add(&g_disk_writes, 1);
@@ -393,9 +384,9 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   if (len == 0) len = strlen(source);
   char *opts = join_options(options, num_options);
   if (opts == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
-  char dir[1100], path[1200];
-  ruda_hash128_t dk = disk_key(c, key, entry, opts);
-  bool use_disk = !c->disk_disabled && cache_path(c->root, dk, dir, sizeof dir, path, sizeof path);
+  char path[sizeof c->dir + 48];
+  bool use_disk = !c->disk_disabled && ruda__binary_cache_path(c->dir, disk_key(c, key, entry, opts),
+                                                               ".clbin", path, sizeof path);
   cl_program prog = NULL;
   bool from_disk = false;
   if (use_disk) {
@@ -428,7 +419,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
       void *bin = NULL;
       size_t size = 0;
       ruda_status_t be = ruda__opencl_program_binary(api, prog, &bin, &size);
-      if (be == NULL) disk_write(c, dir, path, bin, size);
+      if (be == NULL) disk_write(c, path, bin, size);
       else ruda__opencl_warn("no program binary for kernel %s; not cached", entry);
       ruda_status_free(be);
       ruda__free(bin);

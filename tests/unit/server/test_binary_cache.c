@@ -154,3 +154,20 @@ TEST(binary_cache_directory_that_cannot_be_made_is_reported) {
   const char *why = NULL;
   ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_ABSENT);
 }
+
+TEST(binary_cache_path_names_the_key_in_hex_and_refuses_what_does_not_fit) {
+  ruda_hash128_t key = {UINT64_C(0x0123456789abcdef), UINT64_C(0xfedcba9876543210)};
+  char path[64];
+  ASSERT_TRUE(ruda__binary_cache_path("/c/cuda", key, ".cubin", path, sizeof path));
+  ASSERT_STR_EQ(path, "/c/cuda/fedcba98765432100123456789abcdef.cubin");
+  /* Exactly the length it needs, with its NUL, fits; one byte less does
+   * not, and nothing past the buffer is written. */
+  size_t need = strlen("/c/cuda/") + 32 + strlen(".cubin") + 1;
+  char tight[80];
+  memset(tight, 'x', sizeof tight);
+  ASSERT_TRUE(ruda__binary_cache_path("/c/cuda", key, ".cubin", tight, need));
+  ASSERT_UEQ(strlen(tight), need - 1);
+  memset(tight, 'x', sizeof tight);
+  ASSERT_FALSE(ruda__binary_cache_path("/c/cuda", key, ".cubin", tight, need - 1));
+  ASSERT_TRUE(tight[need - 1] == 'x');
+}

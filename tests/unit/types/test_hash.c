@@ -1,6 +1,7 @@
 /* ruda_hash128 and the streaming hasher: pinned values, piecewise feeding,
  * and a distribution sanity check. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ruda/types.h"
 #include "test.h"
@@ -194,4 +195,71 @@ TEST(hash128_distribution_sanity) {
   for (uint32_t i = 1; i < N; i++) dups += los[i] == los[i - 1];
   free(los);
   ASSERT_UEQ(dups, 0);
+}
+
+/* ---- ruda__checksum128 ---- */
+
+TEST(checksum128_every_bit_reaches_the_output) {
+  /* Sizes around the 8-byte words and 32-byte stripes, and a CUBIN's. */
+  static const size_t sizes[] = {1, 7, 8, 9, 31, 32, 33, 63, 64, 100, 3968};
+  uint8_t *buf = malloc(3968);
+  ASSERT_NOT_NULL(buf);
+  for (size_t i = 0; i < 3968; i++) buf[i] = (uint8_t)(i * 131u + 7u);
+  for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+    size_t n = sizes[s];
+    ruda_hash128_t base = ruda__checksum128(buf, n, 42);
+    uint64_t flipped = 0;
+    unsigned trials = 0;
+    for (size_t byte = 0; byte < n; byte += n > 100 ? 61 : 1) {
+      for (unsigned bit = 0; bit < 8; bit++) {
+        buf[byte] ^= (uint8_t)(1u << bit);
+        ruda_hash128_t h = ruda__checksum128(buf, n, 42);
+        buf[byte] ^= (uint8_t)(1u << bit);
+        unsigned d = popcount64(h.lo ^ base.lo) + popcount64(h.hi ^ base.hi);
+        ASSERT_GT(d, 30);
+        flipped += d;
+        trials++;
+      }
+    }
+    double mean = (double)flipped / trials;
+    ASSERT_GT(mean, 58.0);
+    ASSERT_LT(mean, 70.0);
+  }
+  free(buf);
+}
+
+TEST(checksum128_length_seed_and_alignment) {
+  uint8_t zeros[80] = {0};
+  ruda_hash128_t prev = ruda__checksum128(zeros, 0, 1);
+  for (size_t n = 1; n <= sizeof zeros; n++) {
+    ruda_hash128_t h = ruda__checksum128(zeros, n, 1);
+    ASSERT_TRUE(h.lo != prev.lo || h.hi != prev.hi); /* a trailing zero counts */
+    prev = h;
+  }
+  uint8_t text[200], *shifted = malloc(sizeof text + 8);
+  ASSERT_NOT_NULL(shifted);
+  for (size_t i = 0; i < sizeof text; i++) text[i] = (uint8_t)(i ^ 0x5a);
+  ruda_hash128_t a = ruda__checksum128(text, sizeof text, 9);
+  for (size_t off = 1; off < 8; off++) {
+    memcpy(shifted + off, text, sizeof text);
+    ruda_hash128_t b = ruda__checksum128(shifted + off, sizeof text, 9);
+    ASSERT_UEQ(a.lo, b.lo);
+    ASSERT_UEQ(a.hi, b.hi);
+  }
+  free(shifted);
+  ruda_hash128_t other = ruda__checksum128(text, sizeof text, 10);
+  ASSERT_TRUE(other.lo != a.lo && other.hi != a.hi);
+  ruda_hash128_t murmur = ruda_hash128(text, sizeof text, 9);
+  ASSERT_TRUE(murmur.lo != a.lo); /* its own function, not murmur's value */
+}
+
+/* The disk cache's files store this value: a change to the function must
+ * come with a new cache format. */
+TEST(checksum128_golden_values) {
+  ruda_hash128_t e = ruda__checksum128(NULL, 0, 0);
+  ruda_hash128_t f = ruda__checksum128("The quick brown fox jumps over the lazy dog", 43, 7);
+  ASSERT_UEQ(e.lo, UINT64_C(0xd6fdfe229c27d3f3));
+  ASSERT_UEQ(e.hi, UINT64_C(0x7807f5f65afd4622));
+  ASSERT_UEQ(f.lo, UINT64_C(0x21e92da45d2159f2));
+  ASSERT_UEQ(f.hi, UINT64_C(0x53c40cdc46a29d19));
 }
