@@ -26,12 +26,16 @@ typedef struct ruda__copy_job {
   atomic_size_t next;
   atomic_size_t done;
   atomic_uchar ready[RUDA__COPY_MAX_CHUNKS];
-  bool pooled; /* workers may join */
+  bool pooled;    /* workers may join */
+  bool streaming; /* the pool's setting */
 } ruda__copy_job_t;
 
-/* `threads` helper threads (0: none; copies then run on the caller). NULL
- * when memory or threads are exhausted (callers fall back to memcpy). */
-ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads);
+/* `threads` helper threads (0: none; copies then run on the caller). With
+ * `streaming`, chunks of 64 KiB and more are written with streaming
+ * (non-temporal) stores where the processor has them (x86-64): for
+ * destinations the device reads next, not this processor. NULL when
+ * memory or threads are exhausted (callers fall back to memcpy). */
+ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
 void ruda__copy_pool_destroy(ruda__copy_pool_t *p);
 
 /* Prepares `job` to copy `size` bytes in chunks of at least `min_chunk`

@@ -531,7 +531,9 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   int threads = env_int("RUDA_CUDA_COPY_THREADS",
                         cores >= 8 ? (int)(cores - 2 < 14 ? cores - 2 : 14) : (int)(cores / 2));
   if (threads < 0) threads = 0;
-  s->copies = ruda__copy_pool_create((unsigned)threads);
+  /* Streaming stores for the staging copies unless RUDA_CUDA_COPY_STREAMING=0. */
+  s->copies = ruda__copy_pool_create((unsigned)threads,
+                                     env_int("RUDA_CUDA_COPY_STREAMING", 1) != 0);
   int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
   s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
   atomic_init(&s->fault.poisoned, 0);
