@@ -294,8 +294,8 @@ void ruda_bench_cuda_launch(ruda_bench_t *b) {
   }
   x.err = NULL;
   if (ruda_bench_parts_wanted()) ruda_bench_cuda_parts(b, c, &raw, x.fn, x.k);
-  ruda_bench_stats_t rr = ruda_bench_measure(ruda_roundtrip, &x, 10, reps, batch / 4 + 1);
-  ruda_bench_stats_t br = ruda_bench_measure(raw_roundtrip, &x, 10, reps, batch / 4 + 1);
+  ruda_bench_stats_t rr, br;
+  ruda_bench_compare_calls(ruda_roundtrip, raw_roundtrip, &x, 10, reps, batch / 4 + 1, &rr, &br);
   if (check(b, "launch", "launch_empty_roundtrip", x.err))
     ruda_bench_report(b, "launch", "launch_empty_roundtrip", "ns", rr, br,
                       "cuLaunchKernel+cuStreamSynchronize", true);
@@ -533,8 +533,7 @@ void ruda_bench_cuda_copy(ruda_bench_t *b) {
       size_t saved = x.size;
       x.size = 4;
       size_t lreps = ruda_bench_pick(b, 30, 10, 2);
-      r = ruda_bench_measure(ruda_read_4b, &x, 20, lreps, 50);
-      base = ruda_bench_measure(raw_read_4b, &x, 20, lreps, 50);
+      ruda_bench_compare_calls(ruda_read_4b, raw_read_4b, &x, 20, lreps, 50, &r, &base);
       x.size = saved;
       x.dev = whole;
       if (check(b, "copy", "read_4B_latency", x.err))

@@ -157,16 +157,6 @@ static ruda_bench_stats_t stats_of(double *samples, size_t n) {
   return ruda_bench_stats_from_samples(samples, n);
 }
 
-/* ruda_fn and raw_fn (each on ctx) in alternating samples of `inner`
- * calls, after `warmup` calls of each. */
-static void compare_calls(void (*ruda_fn)(void *), void (*raw_fn)(void *), void *ctx,
-                          size_t warmup, size_t reps, size_t inner, ruda_bench_stats_t *r,
-                          ruda_bench_stats_t *base) {
-  ruda_bench_calls_t rc = {ruda_fn, ctx}, bc = {raw_fn, ctx};
-  ruda_bench_compare(ruda_bench_sample_calls, &rc, ruda_bench_sample_calls, &bc, warmup, reps,
-                     inner, r, base);
-}
-
 /* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
  * Medians over many calls of the OpenCL calls and ruda calls a launch and
  * a sync are made of, on an idle queue, printed as progress lines. */
@@ -282,7 +272,7 @@ void ruda_bench_opencl_launch(ruda_bench_t *b) {
                       stats_of(bs, reps), "clEnqueueNDRangeKernel", true);
   x.err = NULL;
   ruda_bench_stats_t rr, br;
-  compare_calls(ruda_roundtrip, raw_roundtrip, &x, 10, reps, batch / 4 + 1, &rr, &br);
+  ruda_bench_compare_calls(ruda_roundtrip, raw_roundtrip, &x, 10, reps, batch / 4 + 1, &rr, &br);
   if (check(b, "launch", "launch_empty_roundtrip", x.err))
     ruda_bench_report(b, "launch", "launch_empty_roundtrip", "ns", rr, br,
                       "clEnqueueNDRangeKernel+clFinish", true);
@@ -372,14 +362,14 @@ void ruda_bench_opencl_memory(ruda_bench_t *b) {
   mem_ctx_t x = {c, &raw, NULL};
   size_t reps = ruda_bench_pick(b, 30, 10, 2);
   ruda_bench_stats_t rs, bs;
-  compare_calls(ruda_batch, raw_batch, &x, 5, reps, 1, &rs, &bs);
+  ruda_bench_compare_calls(ruda_batch, raw_batch, &x, 5, reps, 1, &rs, &bs);
   rs = per_op(rs);
   bs = per_op(bs);
   if (check(b, "memory", "reserve_release_mixed", x.err))
     ruda_bench_report(b, "memory", "reserve_release_mixed", "ns", rs, bs,
                       "clCreateBuffer+clReleaseMemObject", true);
   x.err = NULL;
-  compare_calls(ruda_batch, raw_batch_first_use, &x, 5, reps, 1, &rs, &bs);
+  ruda_bench_compare_calls(ruda_batch, raw_batch_first_use, &x, 5, reps, 1, &rs, &bs);
   rs = per_op(rs);
   bs = per_op(bs);
   if (check(b, "memory", "reserve_release_mixed_first_use", x.err))
@@ -464,7 +454,7 @@ static void copy_case(ruda_bench_t *b, copy_ctx_t *x, const char *name, void (*r
                       void (*raw_fn)(void *), const char *baseline, size_t reps) {
   x->err = NULL;
   ruda_bench_stats_t r, base;
-  compare_calls(ruda_fn, raw_fn, x, 1, reps, 1, &r, &base);
+  ruda_bench_compare_calls(ruda_fn, raw_fn, x, 1, reps, 1, &r, &base);
   if (check(b, "copy", name, x->err))
     ruda_bench_report(b, "copy", name, "GB/s", bandwidth(r, (double)x->size),
                       bandwidth(base, (double)x->size), baseline, false);
@@ -598,7 +588,7 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
   size_t reps = ruda_bench_pick(b, 20, 5, 1);
   ruda_warm_load(&x); /* fills the disk cache */
   ruda_bench_stats_t r, base;
-  compare_calls(ruda_warm_load, raw_build, &x, 1, reps, 1, &r, &base);
+  ruda_bench_compare_calls(ruda_warm_load, raw_build, &x, 1, reps, 1, &r, &base);
   ruda__opencl_compile_stats_t st = ruda__opencl_compile_stats();
   ruda_bench_progress(b, "compile: disk hits %llu, builds %llu, disk skips %llu",
                       (unsigned long long)st.disk_hits, (unsigned long long)st.builds,

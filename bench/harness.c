@@ -118,6 +118,14 @@ double ruda_bench_sample_calls(void *calls, size_t inner) {
   return (double)(t1 - t0) / (double)inner;
 }
 
+void ruda_bench_compare_calls(void (*ruda_fn)(void *ctx), void (*baseline_fn)(void *ctx), void *ctx,
+                              size_t warmup, size_t reps, size_t inner,
+                              ruda_bench_stats_t *out_ruda, ruda_bench_stats_t *out_baseline) {
+  ruda_bench_calls_t r = {ruda_fn, ctx}, b = {baseline_fn, ctx};
+  ruda_bench_compare(ruda_bench_sample_calls, &r, ruda_bench_sample_calls, &b, warmup, reps, inner,
+                     out_ruda, out_baseline);
+}
+
 ruda_bench_stats_t ruda_bench_measure(void (*fn)(void *ctx), void *ctx, size_t warmup,
                                       size_t reps, size_t inner) {
   if (reps == 0) reps = 1;
@@ -415,12 +423,12 @@ static void add_row(ruda_bench_t *b, const char *bench, const char *case_name,
     snprintf(row->skip, sizeof row->skip, "skipped: %s", skip);
     return;
   }
-  snprintf(row->col[2], sizeof row->col[2], "%s", unit);
-  snprintf(row->col[3], sizeof row->col[3], "%s", r);
-  snprintf(row->col[4], sizeof row->col[4], "%s", base);
-  snprintf(row->col[5], sizeof row->col[5], "%s", base_name);
-  snprintf(row->col[6], sizeof row->col[6], "%s", ratio);
-  snprintf(row->col[7], sizeof row->col[7], "%s", better);
+  snprintf(row->col[2], sizeof row->col[2], "%s", unit ? unit : "");
+  snprintf(row->col[3], sizeof row->col[3], "%s", r ? r : "");
+  snprintf(row->col[4], sizeof row->col[4], "%s", base ? base : "");
+  snprintf(row->col[5], sizeof row->col[5], "%s", base_name ? base_name : "");
+  snprintf(row->col[6], sizeof row->col[6], "%s", ratio ? ratio : "");
+  snprintf(row->col[7], sizeof row->col[7], "%s", better ? better : "");
 }
 
 void ruda_bench_flush(ruda_bench_t *b) {

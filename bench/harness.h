@@ -68,6 +68,12 @@ void ruda_bench_compare(ruda_bench_sample_fn ruda, void *ruda_ctx,
                         size_t reps, size_t inner, ruda_bench_stats_t *out_ruda,
                         ruda_bench_stats_t *out_baseline);
 
+/* ruda_bench_compare over two plain operations on the same context:
+ * samples of `inner` calls of ruda_fn(ctx) and baseline_fn(ctx). */
+void ruda_bench_compare_calls(void (*ruda_fn)(void *ctx), void (*baseline_fn)(void *ctx), void *ctx,
+                              size_t warmup, size_t reps, size_t inner,
+                              ruda_bench_stats_t *out_ruda, ruda_bench_stats_t *out_baseline);
+
 /* One operation of a case, timed on its own by ruda_bench_compare_each. */
 typedef void (*ruda_bench_op_fn)(void *ctx);
 
