@@ -6,8 +6,9 @@
  *    hashes the CUDA code entry (ruda__kernel_code_hash), the NVRTC
  *    options, the device properties checksum and the driver version. A
  *    file is a small header (magic, format version, payload size, payload
- *    checksum, the NVRTC version that compiled it) and the CUBIN; it is written to a temporary name and renamed, so readers
- *    never see half a file. A corrupt, unreadable or unwritable cache is
+ *    checksum, the NVRTC version that compiled it) and the CUBIN; it is
+ *    written to a temporary name and renamed, so readers never see half a
+ *    file. A corrupt, unreadable or unwritable cache is
  *    skipped with a log line and never fails a launch.
  *
  * CUDA C goes through NVRTC with --gpu-architecture=sm_XY (sm_XYa from

@@ -385,8 +385,9 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   char *opts = join_options(options, num_options);
   if (opts == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
   char path[sizeof c->dir + 48];
-  bool use_disk = !c->disk_disabled && ruda__binary_cache_path(c->dir, disk_key(c, key, entry, opts),
-                                                               ".clbin", path, sizeof path);
+  bool use_disk = !c->disk_disabled &&
+                  ruda__binary_cache_path(c->dir, disk_key(c, key, entry, opts), ".clbin", path,
+                                          sizeof path);
   cl_program prog = NULL;
   bool from_disk = false;
   if (use_disk) {
