@@ -526,8 +526,10 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   s->home->refs = 1; /* the server's */
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   /* Staging a pageable write is a memory-bound host copy pipelined with the
-   * DMA: on the 16-core H200 host 6 threads stage 26 GB/s, 10 about 29, 14
-   * about 32 (2026-12-02). All cores but two, at most 14. */
+   * DMA: on the 16-core H200 host, with plain stores 6 threads staged 26
+   * GB/s, 10 about 29, 14 about 32 (2026-12-02); with streaming stores 6 to
+   * 15 threads all stage 35-38 GB/s (2026-12-03). All cores but two, at
+   * most 14. */
   int threads = env_int("RUDA_CUDA_COPY_THREADS",
                         cores >= 8 ? (int)(cores - 2 < 14 ? cores - 2 : 14) : (int)(cores / 2));
   if (threads < 0) threads = 0;
