@@ -31,8 +31,8 @@ void ruda__hasher_bytes(ruda__hasher_t *h, const void *data, size_t len);
 /* The hash of everything fed; `h` is left unchanged and can be fed more. */
 ruda_hash128_t ruda__hasher_final(const ruda__hasher_t *h);
 
-/* A checksum of bulk bytes (the disk cache's payloads), several times
- * faster than ruda_hash128 on kilobytes and with a different value: the
+/* A checksum of bulk bytes (the disk cache's payloads), about twice as
+ * fast as ruda_hash128 on kilobytes and with a different value: the
  * same on every machine and for any alignment, every bit of the input
  * reaching every bit of the output. Part of the disk cache's file format. */
 ruda_hash128_t ruda__checksum128(const void *data, size_t len, uint64_t seed);
