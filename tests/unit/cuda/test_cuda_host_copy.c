@@ -46,27 +46,22 @@ static void check_copies(ruda__copy_pool_t *p) {
   free(dst);
 }
 
+/* check_copies through a pool of `threads` helpers. */
+static void check_pool(unsigned threads, bool streaming) {
+  ruda__copy_pool_t *p = ruda__copy_pool_create(threads, streaming);
+  ASSERT_NOT_NULL(p);
+  check_copies(p);
+  ruda__copy_pool_destroy(p);
+}
+
 TEST(parallel_copy_is_exact_without_threads) {
   check_copies(NULL);
-  ruda__copy_pool_t *p = ruda__copy_pool_create(0, true);
-  ASSERT_NOT_NULL(p);
-  check_copies(p);
-  ruda__copy_pool_destroy(p);
+  check_pool(0, true);
 }
 
-TEST(parallel_copy_is_exact_with_threads_and_streaming_stores) {
-  ruda__copy_pool_t *p = ruda__copy_pool_create(3, true);
-  ASSERT_NOT_NULL(p);
-  check_copies(p);
-  ruda__copy_pool_destroy(p);
-}
+TEST(parallel_copy_is_exact_with_threads_and_streaming_stores) { check_pool(3, true); }
 
-TEST(parallel_copy_is_exact_with_threads_and_plain_stores) {
-  ruda__copy_pool_t *p = ruda__copy_pool_create(3, false);
-  ASSERT_NOT_NULL(p);
-  check_copies(p);
-  ruda__copy_pool_destroy(p);
-}
+TEST(parallel_copy_is_exact_with_threads_and_plain_stores) { check_pool(3, false); }
 
 /* The pipelined form the staging write uses: the caller waits for chunk
  * after chunk (here last to first) while the helpers copy. */
