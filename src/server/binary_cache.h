@@ -47,7 +47,8 @@ ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, con
                                             const char **why);
 
 /* The file of the entry `key` in `dir`: "{dir}/{key.hi, key.lo as 32 hex
- * digits}{ext}" into `path`; false when that does not fit in `cap`. */
+ * digits}{ext}" into the caller's `path`; false (nothing written) when
+ * that and its NUL do not fit in `cap`. */
 bool ruda__binary_cache_path(const char *dir, ruda_hash128_t key, const char *ext, char *path,
                              size_t cap);
 

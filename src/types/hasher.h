@@ -34,7 +34,8 @@ ruda_hash128_t ruda__hasher_final(const ruda__hasher_t *h);
 /* A checksum of bulk bytes (the disk cache's payloads), about twice as
  * fast as ruda_hash128 on kilobytes and with a different value: the
  * same on every machine and for any alignment, every bit of the input
- * reaching every bit of the output. Part of the disk cache's file format. */
+ * reaching every bit of the output. Part of the disk cache's file format.
+ * A pure function (thread-safe); NULL data counts as no bytes. */
 ruda_hash128_t ruda__checksum128(const void *data, size_t len, uint64_t seed);
 
 #endif /* RUDA_TYPES_HASHER_H */

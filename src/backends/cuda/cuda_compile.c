@@ -416,16 +416,15 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__cuda_module_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  const char *dir = c->dir;
   ruda__binary_write_t w =
-      ruda__binary_cache_write(&cubin_kind, dir, path, nvrtc_version_word(), bin, size);
+      ruda__binary_cache_write(&cubin_kind, c->dir, path, nvrtc_version_word(), bin, size);
   if (w == RUDA__BINARY_WRITE_OK) {
     atomic_fetch_add(&g_disk_writes, 1);
     ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
     return;
   }
   char why[2600];
-  if (ruda__binary_cache_write_problem(w, dir, path, why, sizeof why)) c->disk_disabled = true;
+  if (ruda__binary_cache_write_problem(w, c->dir, path, why, sizeof why)) c->disk_disabled = true;
   ruda__cuda_warn("%s", why);
 }
 

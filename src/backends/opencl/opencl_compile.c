@@ -287,15 +287,14 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__opencl_program_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  const char *dir = c->dir;
-  ruda__binary_write_t w = ruda__binary_cache_write(&clbin_kind, dir, path, 0, bin, size);
+  ruda__binary_write_t w = ruda__binary_cache_write(&clbin_kind, c->dir, path, 0, bin, size);
   if (w == RUDA__BINARY_WRITE_OK) {
     atomic_fetch_add(&g_disk_writes, 1);
     ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
     return;
   }
   char why[2600];
-  if (ruda__binary_cache_write_problem(w, dir, path, why, sizeof why)) c->disk_disabled = true;
+  if (ruda__binary_cache_write_problem(w, c->dir, path, why, sizeof why)) c->disk_disabled = true;
   ruda__opencl_warn("%s", why);
 }
 
