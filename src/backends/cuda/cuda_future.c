@@ -63,9 +63,12 @@ static void covers_done(cuda_future_t *f, CUresult r) {
  * before a blocking wait would even start), then blocks. */
 static CUresult event_wait(const ruda__cuda_api_t *api, CUevent ev, uint64_t spin_ns) {
   if (spin_ns > 0) {
+    /* The clock is read only once the first query found the work running. */
+    CUresult r = api->cuEventQuery(ev);
+    if (r != CUDA_ERROR_NOT_READY) return r;
     uint64_t start = ruda__now_ns();
     do {
-      CUresult r = api->cuEventQuery(ev);
+      r = api->cuEventQuery(ev);
       if (r != CUDA_ERROR_NOT_READY) return r;
     } while (ruda__now_ns() - start < spin_ns);
   }
