@@ -116,6 +116,62 @@ static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
   return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST;
 }
 
+/* The DMA side of a write staged through a ring (cuda_host_copy.h): chunk
+ * c goes out of its slot once copied, and an event recorded after it tells
+ * when the slot may take chunk c + slots. While it waits for a chunk this
+ * thread copies one itself or looks at the oldest DMA in flight. After a
+ * failed call (or without events) a slot is given back only once the
+ * stream has finished, so the copy never writes a slot the DMA still
+ * reads. */
+static CUresult ring_dma(cuda_server_t *s, cuda_stream_t *st, ruda__copy_job_t *job,
+                         CUdeviceptr dst) {
+  const ruda__cuda_api_t *api = s->api;
+  const size_t slots = job->slots;
+  CUevent ev[RUDA__CUDA_STAGE_MAX_SLOTS];
+  uint64_t gen = ruda__cuda_generation(&s->fault);
+  size_t nev = 0;
+  while (nev < slots && ruda__cuda_event_get(s, &ev[nev]) == CUDA_SUCCESS) nev++;
+  bool by_sync = nev < slots;
+  CUresult r = CUDA_SUCCESS;
+  size_t confirmed = 0; /* chunks whose DMA has completed */
+  for (size_t c = 0; c < job->nchunks; c++) {
+    while (!ruda__copy_job_try_chunk(job, c)) {
+      if (confirmed == c) continue; /* c's slot is granted: a copy is at it */
+      CUresult q = by_sync ? api->cuStreamSynchronize(st->cu)
+                           : api->cuEventQuery(ev[confirmed % slots]);
+      if (q == CUDA_ERROR_NOT_READY) continue;
+      if (q != CUDA_SUCCESS && r == CUDA_SUCCESS) r = q;
+      confirmed = by_sync ? c : confirmed + 1;
+      ruda__copy_job_grant(job, confirmed + slots);
+    }
+    size_t off, len;
+    ruda__copy_job_chunk(job, c, &off, &len);
+    CUresult rc = api->cuMemcpyHtoDAsync(dst + off, ruda__copy_job_dst(job, c), len, st->cu);
+    if (rc == CUDA_SUCCESS && !by_sync) rc = api->cuEventRecord(ev[c % slots], st->cu);
+    if (rc != CUDA_SUCCESS) {
+      if (r == CUDA_SUCCESS) r = rc;
+      by_sync = true;
+    }
+  }
+  for (size_t i = 0; i < nev; i++) ruda__cuda_event_put(s, ev[i], gen);
+  return r;
+}
+
+/* A ring write without the copy pool's job (no memory for it): one ring's
+ * worth at a time, each waited for before the ring is refilled. */
+static CUresult ring_copy_alone(const ruda__cuda_api_t *api, cuda_stream_t *st, CUdeviceptr dst,
+                                void *ring, const void *src, uint64_t bytes, uint64_t ring_bytes) {
+  CUresult r = CUDA_SUCCESS;
+  for (uint64_t off = 0; off < bytes && r == CUDA_SUCCESS; off += ring_bytes) {
+    size_t len = (size_t)(bytes - off < ring_bytes ? bytes - off : ring_bytes);
+    if (off > 0) r = api->cuStreamSynchronize(st->cu);
+    if (r != CUDA_SUCCESS) break;
+    memcpy(ring, (const char *)src + off, len);
+    r = api->cuMemcpyHtoDAsync(dst + off, ring, len, st->cu);
+  }
+  return r;
+}
+
 void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                       size_t count, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *api = s->api;
@@ -170,8 +226,18 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     } else {
       ruda_memory_t *stage = NULL;
       void *sp = NULL;
+      /* A contiguous copy larger than the staging ring goes through it. */
+      size_t slots = 0;
+      uint64_t stage_bytes = bytes;
+      if (s->stage_slots > 0 && (height == 1 || pitch == width)) {
+        size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
+        if (bytes / s->stage_slots > chunk) {
+          slots = s->stage_slots;
+          stage_bytes = (uint64_t)chunk * slots;
+        }
+      }
       ruda_status_t pe =
-          bytes < SMALL_COPY ? NULL : ruda__cuda_pinned_reserve(st, bytes, &stage, &sp);
+          bytes < SMALL_COPY ? NULL : ruda__cuda_pinned_reserve(st, stage_bytes, &stage, &sp);
       if (stage == NULL) {
         /* Small copies (or no pinned memory): the driver stages pageable
          * memory itself before the call returns. */
@@ -189,16 +255,24 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
         ruda__copy_job_t *job = ruda__malloc(sizeof *job);
         r = CUDA_SUCCESS;
         if (job != NULL) {
-          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes, STAGE_CHUNK);
-          for (size_t c = 0; c < job->nchunks; c++) {
-            ruda__copy_job_wait_chunk(job, c);
-            size_t off, len;
-            ruda__copy_job_chunk(job, c, &off, &len);
-            CUresult rc = api->cuMemcpyHtoDAsync(dst + off, (char *)sp + off, len, st->cu);
-            if (rc != CUDA_SUCCESS && r == CUDA_SUCCESS) r = rc;
+          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes,
+                               slots ? s->stage_chunk : STAGE_CHUNK, slots);
+          if (slots) {
+            r = ring_dma(s, st, job, dst);
+          } else {
+            for (size_t c = 0; c < job->nchunks; c++) {
+              ruda__copy_job_wait_chunk(job, c);
+              size_t off, len;
+              ruda__copy_job_chunk(job, c, &off, &len);
+              CUresult rc =
+                  api->cuMemcpyHtoDAsync(dst + off, ruda__copy_job_dst(job, c), len, st->cu);
+              if (rc != CUDA_SUCCESS && r == CUDA_SUCCESS) r = rc;
+            }
           }
           ruda__copy_job_finish(s->copies, job);
           ruda__free(job);
+        } else if (slots) {
+          r = ring_copy_alone(api, st, dst, sp, src->data, bytes, stage_bytes);
         } else {
           memcpy(sp, src->data, (size_t)bytes);
           r = api->cuMemcpyHtoDAsync(dst, sp, (size_t)bytes, st->cu);

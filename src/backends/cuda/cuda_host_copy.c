@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/sync.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
 #include <emmintrin.h>
@@ -67,16 +68,37 @@ static void copy_bytes(bool streaming, char *dst, const char *src, size_t len) {
 static void copy_chunk(ruda__copy_job_t *job, size_t i) {
   size_t off, len;
   ruda__copy_job_chunk(job, i, &off, &len);
-  copy_bytes(job->streaming, job->dst + off, job->src + off, len);
+  copy_bytes(job->streaming, ruda__copy_job_dst(job, i), job->src + off, len);
   atomic_store_explicit(&job->ready[i], 1, memory_order_release);
   atomic_fetch_add(&job->done, 1);
+}
+
+enum { NONE_GRANTED = -1 };
+
+/* Claims the next chunk: its number, nchunks when none is left, or
+ * NONE_GRANTED when the rest waits for ring slots. A chunk is claimed only
+ * once granted, so nobody holds one that waits for the thread that grants. */
+static size_t claim(ruda__copy_job_t *job) {
+  size_t i = atomic_load_explicit(&job->next, memory_order_relaxed);
+  for (;;) {
+    if (i >= job->nchunks) return job->nchunks;
+    if (job->slots && i >= atomic_load_explicit(&job->granted, memory_order_acquire))
+      return (size_t)NONE_GRANTED;
+    if (atomic_compare_exchange_weak_explicit(&job->next, &i, i + 1, memory_order_relaxed,
+                                              memory_order_relaxed))
+      return i;
+  }
 }
 
 /* Claims and copies chunks until none is left. */
 static void help(ruda__copy_job_t *job) {
   for (;;) {
-    size_t i = atomic_fetch_add(&job->next, 1);
-    if (i >= job->nchunks) return;
+    size_t i = claim(job);
+    if (i == job->nchunks) return;
+    if (i == (size_t)NONE_GRANTED) {
+      sched_yield();
+      continue;
+    }
     copy_chunk(job, i);
   }
 }
@@ -130,21 +152,27 @@ void ruda__copy_pool_destroy(ruda__copy_pool_t *p) {
   ruda__free(p);
 }
 
+size_t ruda__copy_chunk_size(size_t size, size_t min_chunk) {
+  size_t chunk = min_chunk ? min_chunk : 1;
+  while (size / chunk >= RUDA__COPY_MAX_CHUNKS) chunk *= 2;
+  return chunk;
+}
+
 void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
-                          const void *src, size_t size, size_t min_chunk) {
+                          const void *src, size_t size, size_t min_chunk, size_t slots) {
   job->dst = dst;
   job->src = src;
   job->size = size;
-  if (min_chunk == 0) min_chunk = 1;
-  size_t chunk = min_chunk;
-  while (size / chunk >= RUDA__COPY_MAX_CHUNKS) chunk *= 2;
+  size_t chunk = ruda__copy_chunk_size(size, min_chunk);
   job->chunk = chunk;
   job->nchunks = size == 0 ? 0 : (size + chunk - 1) / chunk;
+  job->slots = slots;
+  atomic_init(&job->granted, slots < job->nchunks ? slots : job->nchunks);
   atomic_init(&job->next, 0);
   atomic_init(&job->done, 0);
   for (size_t i = 0; i < job->nchunks; i++) atomic_init(&job->ready[i], 0);
   job->pooled = false;
-  job->streaming = p != NULL && p->streaming;
+  job->streaming = p != NULL && p->streaming && slots == 0;
   if (p == NULL || p->nthreads == 0 || job->nchunks < 2) return;
   if (pthread_mutex_trylock(&p->busy) != 0) return;
   job->pooled = true;
@@ -155,14 +183,17 @@ void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst
   pthread_mutex_unlock(&p->lock);
 }
 
+bool ruda__copy_job_try_chunk(ruda__copy_job_t *job, size_t i) {
+  if (atomic_load_explicit(&job->ready[i], memory_order_acquire)) return true;
+  size_t n = claim(job);
+  if (n < job->nchunks) copy_chunk(job, n);
+  else ruda__cpu_relax();
+  return false;
+}
+
 void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i) {
-  while (!atomic_load_explicit(&job->ready[i], memory_order_acquire)) {
-    size_t n = atomic_fetch_add(&job->next, 1);
-    if (n < job->nchunks) {
-      copy_chunk(job, n);
-    } else {
-      sched_yield();
-    }
+  while (!ruda__copy_job_try_chunk(job, i)) {
+    if (atomic_load_explicit(&job->next, memory_order_relaxed) >= job->nchunks) sched_yield();
   }
 }
 
@@ -184,7 +215,7 @@ void ruda__copy_parallel(ruda__copy_pool_t *p, void *dst, const void *src, size_
     memcpy(dst, src, size);
     return;
   }
-  ruda__copy_job_start(p, job, dst, src, size, min_chunk);
+  ruda__copy_job_start(p, job, dst, src, size, min_chunk, 0);
   ruda__copy_job_finish(p, job);
   ruda__free(job);
 }

@@ -19,15 +19,22 @@ typedef struct ruda__copy_pool ruda__copy_pool_t;
 
 #define RUDA__COPY_MAX_CHUNKS 1024
 
+/* A job copies `size` bytes of `src` in chunks. Chunk i goes to dst + i *
+ * chunk, or with a ring of `slots` chunks (slots > 0) to slot i % slots:
+ * a staging area much smaller than the copy, which the device thread hands
+ * back slot by slot as the DMA out of it completes (ruda__copy_job_grant);
+ * chunks are copied only once their slot is granted. */
 typedef struct ruda__copy_job {
   char *dst;
   const char *src;
   size_t size, chunk, nchunks;
+  size_t slots;          /* 0: no ring */
+  atomic_size_t granted; /* ring: chunks below this may be copied */
   atomic_size_t next;
   atomic_size_t done;
   atomic_uchar ready[RUDA__COPY_MAX_CHUNKS];
   bool pooled;    /* workers may join */
-  bool streaming; /* the pool's setting */
+  bool streaming; /* the pool's setting (never for a ring: it is meant to stay in the cache) */
 } ruda__copy_job_t;
 
 /* `threads` helper threads (0: none; copies then run on the caller). With
@@ -38,12 +45,29 @@ typedef struct ruda__copy_job {
 ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
 void ruda__copy_pool_destroy(ruda__copy_pool_t *p);
 
-/* Prepares `job` to copy `size` bytes in chunks of at least `min_chunk`
- * and lets the pool's threads join it (when the pool is free). */
+/* The chunk size a job of `size` bytes uses: `min_chunk` (at least 1),
+ * doubled until the job has fewer than RUDA__COPY_MAX_CHUNKS chunks. */
+size_t ruda__copy_chunk_size(size_t size, size_t min_chunk);
+/* Prepares `job` to copy `size` bytes in chunks of
+ * ruda__copy_chunk_size(size, min_chunk) and lets the pool's threads join
+ * it (when the pool is free). With `slots` > 0, `dst` is a ring of `slots`
+ * chunks, the first `slots` of them granted. */
 void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
-                          const void *src, size_t size, size_t min_chunk);
-/* Helps until chunk `i` has been copied. */
+                          const void *src, size_t size, size_t min_chunk, size_t slots);
+/* Helps until chunk `i` has been copied (its slot must be granted). */
 void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i);
+/* True when chunk `i` has been copied; otherwise copies one granted chunk
+ * (when one is left) and returns false. */
+bool ruda__copy_job_try_chunk(ruda__copy_job_t *job, size_t i);
+/* Ring: chunks below `n` may now be copied (their slots are free again). */
+static inline void ruda__copy_job_grant(ruda__copy_job_t *job, size_t n) {
+  atomic_store_explicit(&job->granted, n < job->nchunks ? n : job->nchunks,
+                        memory_order_release);
+}
+/* Where chunk `i` goes. */
+static inline char *ruda__copy_job_dst(const ruda__copy_job_t *job, size_t i) {
+  return job->dst + (job->slots ? i % job->slots : i) * job->chunk;
+}
 /* Helps until every chunk is copied and detaches the pool's threads. */
 void ruda__copy_job_finish(ruda__copy_pool_t *p, ruda__copy_job_t *job);
 /* Copies `size` bytes with the pool's help and returns when they are all

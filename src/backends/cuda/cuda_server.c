@@ -536,6 +536,12 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   /* Streaming stores for the staging copies unless RUDA_CUDA_COPY_STREAMING=0. */
   s->copies = ruda__copy_pool_create((unsigned)threads,
                                      env_int("RUDA_CUDA_COPY_STREAMING", 1) != 0);
+  int slots = env_int("RUDA_CUDA_STAGE_SLOTS", 16);
+  int chunk_kib = env_int("RUDA_CUDA_STAGE_CHUNK_KIB", 1024);
+  s->stage_slots = slots > 0 && chunk_kib > 0
+                       ? (size_t)(slots < RUDA__CUDA_STAGE_MAX_SLOTS ? slots : RUDA__CUDA_STAGE_MAX_SLOTS)
+                       : 0;
+  s->stage_chunk = (size_t)(chunk_kib > 0 ? chunk_kib : 1) * 1024u;
   int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
   s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
   atomic_init(&s->fault.poisoned, 0);

@@ -58,6 +58,7 @@
 
 #define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
 #define STAGE_CHUNK (4u * 1024u * 1024u)
+#define RUDA__CUDA_STAGE_MAX_SLOTS 64
 #define PARALLEL_READ_OUT (8u << 20) /* from: staged reads are copied out in parallel */
 #define PINNED_PAGE (1ull << 30)
 #define SMALL_READ (64u * 1024u) /* reads of at most this many bytes in all: one pinned block */
@@ -210,6 +211,9 @@ struct cuda_server {
   /* How long a future's wait polls its event before blocking in
    * cuEventSynchronize (RUDA_CUDA_WAIT_SPIN_US). */
   uint64_t wait_spin_ns;
+  /* The staging ring of large pageable writes: `stage_slots` chunks of at
+   * least `stage_chunk` bytes (0 slots: a write is staged whole). */
+  size_t stage_slots, stage_chunk;
   /* Poisoning after a kernel fault, and whether the device is lost. */
   cuda_fault_t fault;
   /* NCCL: the comm stream and communicators (cuda_nccl.c); NULL until the

@@ -2,7 +2,8 @@
  * which needs no GPU: every byte arrives, whatever the alignment, the
  * length around the streaming threshold and the 64-byte lines, with and
  * without helper threads and streaming stores; a pipelined job hands out
- * each chunk once, in any order of waiting. */
+ * each chunk once, in any order of waiting; a ring job copies a chunk only
+ * into a slot given back. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,7 +75,7 @@ TEST(pipelined_job_delivers_every_chunk) {
   ASSERT_NOT_NULL(src);
   ASSERT_NOT_NULL(dst);
   ASSERT_NOT_NULL(job);
-  ruda__copy_job_start(p, job, dst, src, n, 1u << 20);
+  ruda__copy_job_start(p, job, dst, src, n, 1u << 20, 0);
   ASSERT_UEQ(job->nchunks, 17);
   for (size_t c = job->nchunks; c-- > 0;) {
     ruda__copy_job_wait_chunk(job, c);
@@ -89,4 +90,49 @@ TEST(pipelined_job_delivers_every_chunk) {
   free(src);
   free(dst);
   ruda__copy_pool_destroy(p);
+}
+
+/* A ring job as the staging write drives it: the caller takes chunk after
+ * chunk out of its slot (standing in for the DMA) and only then grants the
+ * chunk that reuses the slot. Every chunk must arrive whole in its slot,
+ * and no chunk may be copied before its slot was granted: the slot still
+ * holds the chunk before it until the caller has taken that one out. */
+static void check_ring(unsigned threads, size_t slots, size_t n) {
+  ruda__copy_pool_t *p = ruda__copy_pool_create(threads, true);
+  ASSERT_NOT_NULL(p);
+  size_t chunk = 64u * 1024u;
+  unsigned char *src = pattern(n, 11), *out = calloc(1, n), *ring = malloc(slots * chunk);
+  ruda__copy_job_t *job = malloc(sizeof *job);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(out);
+  ASSERT_NOT_NULL(ring);
+  ASSERT_NOT_NULL(job);
+  ruda__copy_job_start(p, job, ring, src, n, chunk, slots);
+  ASSERT_UEQ(job->chunk, chunk);
+  ASSERT_FALSE(job->streaming);
+  for (size_t c = 0; c < job->nchunks; c++) {
+    ruda__copy_job_wait_chunk(job, c);
+    size_t off, len;
+    ruda__copy_job_chunk(job, c, &off, &len);
+    ASSERT_TRUE(ruda__copy_job_dst(job, c) == (char *)ring + (c % slots) * chunk);
+    /* Nothing past the granted window has been claimed. */
+    ASSERT_TRUE(atomic_load(&job->next) <= c + slots);
+    memcpy(out + off, ruda__copy_job_dst(job, c), len);
+    ruda__copy_job_grant(job, c + 1 + slots);
+  }
+  ruda__copy_job_finish(p, job);
+  ASSERT_UEQ(atomic_load(&job->done), job->nchunks);
+  ASSERT_TRUE(memcmp(out, src, n) == 0);
+  free(job);
+  free(ring);
+  free(src);
+  free(out);
+  ruda__copy_pool_destroy(p);
+}
+
+TEST(ring_job_copies_each_chunk_only_into_a_free_slot) {
+  check_ring(3, 4, (3u << 20) + 4097); /* 49 chunks, the last one short */
+  check_ring(2, 1, 640u * 1024u);      /* one slot: strictly one chunk at a time */
+  check_ring(0, 3, 1u << 20);          /* no helpers: the caller copies every chunk */
+  check_ring(3, 8, 5u * 64u * 1024u);  /* fewer chunks than slots */
 }
