@@ -421,46 +421,12 @@ bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__cal
   return true;
 }
 
-/* A short call on the calling thread, without an op: when nobody runs the
- * queue, this thread takes it, runs what is queued (as a waiting caller
- * does in caller_run: the server must accept any thread) and then the call
- * itself. The ops it ran are all that were submitted before the call when
- * the queue is found empty afterwards (`submitted` counts a push before it
- * links), so the call keeps its place in the order. False, with the call
- * not made, when the lock is taken, the server refuses the thread, or ops
- * are left behind: half pushed by another thread, or wanted on the worker
- * (the call is then queued behind them as usual). */
-static bool short_call_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn,
-                            void *ctx, ruda_status_t *out) {
-  if (tls_worker == d) return false;
-  if ((!d->caller_runs && work_queued(d)) || !queue_trylock(d)) return false;
-  /* Under the lock the server cannot go: the worker destroys it holding it. */
-  ruda__server_t *s = d->server;
-  void *token = NULL;
-  if (!s || (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
-    queue_unlock(d);
-    return false;
-  }
-  tls_worker = d;
-  bool here = true;
-  if (work_queued(d)) {
-    /* Not once ruda_shutdown() has begun: the stop is the worker's. */
-    bool ran = d->caller_runs && !atomic_load_explicit(&d->closing, memory_order_seq_cst) &&
-               run_queued(d, NULL, NULL, true);
-    here = ran && !work_queued(d) && caller_may_go_on(d) &&
-           !atomic_load_explicit(&d->stop, memory_order_relaxed);
-  }
-  if (here) *out = fn(s, stream, ctx);
-  tls_worker = NULL;
-  if (s->vt->thread_leave) s->vt->thread_leave(s, token);
-  queue_unlock(d);
-  return here;
-}
-
 ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
                                 ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
   ruda_status_t s;
-  if (kind == RUDA__CALL_SHORT && short_call_here(d, stream, fn, ctx, &s)) return s;
+  if (kind == RUDA__CALL_SHORT && ruda__device_run_here(d, stream, fn, ctx, &s)) {
+    return s;
+  }
   ruda__call_t call;
   ruda__device_call_start(d, stream, fn, ctx, &call);
   return ruda__device_call_wait(&call);

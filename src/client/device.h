@@ -162,13 +162,11 @@ typedef ruda_status_t (*ruda__call_fn)(ruda__server_t *s, ruda_stream_id_t strea
  *   collectives, exclusive, graph builds).
  * SHORT: a call that waits for nothing but this device's own driver calls
  *   (read, sync, flush, usage, resources, staging, profile marks). When
- *   nobody runs the queue it runs on the calling thread, holding the
- *   device's `running` lock, which the worker takes for every operation,
- *   after the ops queued before it (on a server that runs on any thread;
- *   otherwise only when nothing is queued): the call is then ordered after
- *   all work submitted before it and before all work submitted after, as
- *   through the queue, without an op and the two thread hand-offs.
- *   Otherwise it is queued. */
+ *   the device is idle (everything submitted has run) it runs on the
+ *   calling thread, holding the device's `running` lock, which the worker
+ *   takes for every operation: the call is then ordered after all work
+ *   submitted before it and before all work submitted after, as through
+ *   the queue, without the two thread hand-offs. Otherwise it is queued. */
 typedef enum ruda__call_kind {
   RUDA__CALL_QUEUED = 0,
   RUDA__CALL_SHORT = 1,

@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_future.h"
 #include "backends/cuda/cuda_stream.h"
+#include "base/sync.h"
 #include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
@@ -135,14 +136,20 @@ static CUresult ring_dma(cuda_server_t *s, cuda_stream_t *st, ruda__copy_job_t *
   CUresult r = CUDA_SUCCESS;
   size_t confirmed = 0; /* chunks whose DMA has completed */
   for (size_t c = 0; c < job->nchunks; c++) {
-    while (!ruda__copy_job_try_chunk(job, c)) {
-      if (confirmed == c) continue; /* c's slot is granted: a copy is at it */
-      CUresult q = by_sync ? api->cuStreamSynchronize(st->cu)
-                           : api->cuEventQuery(ev[confirmed % slots]);
-      if (q == CUDA_ERROR_NOT_READY) continue;
-      if (q != CUDA_SUCCESS && r == CUDA_SUCCESS) r = q;
-      confirmed = by_sync ? c : confirmed + 1;
-      ruda__copy_job_grant(job, confirmed + slots);
+    for (;;) {
+      /* Slots whose DMA has completed go back at once. */
+      while (confirmed < c) {
+        CUresult q = by_sync ? api->cuStreamSynchronize(st->cu)
+                             : api->cuEventQuery(ev[confirmed % slots]);
+        if (q == CUDA_ERROR_NOT_READY) break;
+        if (q != CUDA_SUCCESS && r == CUDA_SUCCESS) r = q;
+        confirmed = by_sync ? c : confirmed + 1;
+        ruda__copy_job_grant(job, confirmed + slots);
+      }
+      /* With the pool's threads at the copies, this thread only grants
+       * and issues: a chunk it copied would hold up both. */
+      if (job->pooled ? ruda__copy_job_ready(job, c) : ruda__copy_job_try_chunk(job, c)) break;
+      if (job->pooled) ruda__cpu_relax();
     }
     size_t off, len;
     ruda__copy_job_chunk(job, c, &off, &len);

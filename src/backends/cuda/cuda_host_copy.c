@@ -172,7 +172,7 @@ void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst
   atomic_init(&job->done, 0);
   for (size_t i = 0; i < job->nchunks; i++) atomic_init(&job->ready[i], 0);
   job->pooled = false;
-  job->streaming = p != NULL && p->streaming && slots == 0;
+  job->streaming = p != NULL && p->streaming;
   if (p == NULL || p->nthreads == 0 || job->nchunks < 2) return;
   if (pthread_mutex_trylock(&p->busy) != 0) return;
   job->pooled = true;

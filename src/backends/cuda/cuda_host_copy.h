@@ -23,7 +23,8 @@ typedef struct ruda__copy_pool ruda__copy_pool_t;
  * chunk, or with a ring of `slots` chunks (slots > 0) to slot i % slots:
  * a staging area much smaller than the copy, which the device thread hands
  * back slot by slot as the DMA out of it completes (ruda__copy_job_grant);
- * chunks are copied only once their slot is granted. */
+ * chunks are copied only once their slot is granted, and the thread that
+ * grants never waits for a chunk that is not granted. */
 typedef struct ruda__copy_job {
   char *dst;
   const char *src;
@@ -34,7 +35,7 @@ typedef struct ruda__copy_job {
   atomic_size_t done;
   atomic_uchar ready[RUDA__COPY_MAX_CHUNKS];
   bool pooled;    /* workers may join */
-  bool streaming; /* the pool's setting (never for a ring: it is meant to stay in the cache) */
+  bool streaming; /* the pool's setting */
 } ruda__copy_job_t;
 
 /* `threads` helper threads (0: none; copies then run on the caller). With
@@ -59,6 +60,10 @@ void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i);
 /* True when chunk `i` has been copied; otherwise copies one granted chunk
  * (when one is left) and returns false. */
 bool ruda__copy_job_try_chunk(ruda__copy_job_t *job, size_t i);
+/* True when chunk `i` has been copied. */
+static inline bool ruda__copy_job_ready(ruda__copy_job_t *job, size_t i) {
+  return atomic_load_explicit(&job->ready[i], memory_order_acquire) != 0;
+}
 /* Ring: chunks below `n` may now be copied (their slots are free again). */
 static inline void ruda__copy_job_grant(ruda__copy_job_t *job, size_t n) {
   atomic_store_explicit(&job->granted, n < job->nchunks ? n : job->nchunks,

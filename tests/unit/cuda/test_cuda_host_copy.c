@@ -109,7 +109,6 @@ static void check_ring(unsigned threads, size_t slots, size_t n) {
   ASSERT_NOT_NULL(job);
   ruda__copy_job_start(p, job, ring, src, n, chunk, slots);
   ASSERT_UEQ(job->chunk, chunk);
-  ASSERT_FALSE(job->streaming);
   for (size_t c = 0; c < job->nchunks; c++) {
     ruda__copy_job_wait_chunk(job, c);
     size_t off, len;
