@@ -129,6 +129,29 @@ TEST(large_pageable_write_and_read) {
   ruda_handle_release(&h);
 }
 
+/* Through the staging ring (32 slots of 1 MiB): a size that is no
+ * multiple of the chunk, written twice in a row into the same buffer so
+ * that the second write's chunks reuse slots the first one's DMA read. */
+TEST(pageable_write_through_the_staging_ring_arrives_whole) {
+  ruda_client_t *c = cuda_client();
+  size_t n = (97u << 20) + 4097;
+  unsigned char *src = malloc(n), *back = malloc(n);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(back);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, n, &h));
+  for (int round = 0; round < 2; round++) {
+    for (size_t i = 0; i < n; i++) src[i] = (unsigned char)((i >> 20) * 7 + i * 13 + round);
+    ASSERT_OK(ruda_client_write(c, &h, src, n));
+  }
+  memset(back, 0, n);
+  ASSERT_OK(ruda_client_read(c, &h, back, n));
+  ASSERT_MEM_EQ(back, src, n);
+  free(src);
+  free(back);
+  ruda_handle_release(&h);
+}
+
 TEST(dynamic_count_is_read_from_the_buffer) {
   ruda_client_t *c = cuda_client();
   ruda_kernel_t *k = cuda_kernel("fill", cuda_fill_src, ruda_dim_new_1d(32), 0);

@@ -120,7 +120,8 @@ static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
 /* The DMA side of a write staged through a ring (cuda_host_copy.h): chunk
  * c goes out of its slot once copied, and an event recorded after it tells
  * when the slot may take chunk c + slots. While it waits for a chunk this
- * thread copies one itself or looks at the oldest DMA in flight. After a
+ * thread hands back the slots whose DMA has completed, and copies chunks
+ * itself only when the pool's threads did not join. After a
  * failed call (or without events) a slot is given back only once the
  * stream has finished, so the copy never writes a slot the DMA still
  * reads. */
