@@ -596,9 +596,10 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
   if (st.disk_hits > 0) {
     double n = (double)st.disk_hits;
     ruda_bench_progress(b, "compile: per disk hit: key %.0f ns, file %.0f ns, program from binary "
-                        "%.0f ns, kernel %.0f ns, whole hit %.0f ns",
+                        "%.0f ns, kernel %.0f ns (its queries %.0f ns), whole hit %.0f ns",
                         (double)st.hit_key_ns / n, (double)st.hit_read_ns / n,
                         (double)st.hit_build_ns / n, (double)st.hit_kernel_ns / n,
+                        (double)st.hit_query_ns / n,
                         (double)st.hit_total_ns / n);
   }
   if (check(b, "compile", "kernel_load_warm_cache", x.err))

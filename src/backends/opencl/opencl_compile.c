@@ -35,14 +35,14 @@ bool ruda__opencl_cache_root(char *buf, size_t cap) {
 
 static _Atomic uint64_t g_memory_hits, g_disk_hits, g_builds, g_disk_writes, g_disk_skips;
 static _Atomic uint64_t g_hit_key_ns, g_hit_read_ns, g_hit_build_ns, g_hit_kernel_ns,
-    g_hit_total_ns;
+    g_hit_total_ns, g_hit_query_ns;
 
 ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void) {
   ruda__opencl_compile_stats_t s = {
       atomic_load(&g_memory_hits),  atomic_load(&g_disk_hits),    atomic_load(&g_builds),
       atomic_load(&g_disk_writes),  atomic_load(&g_disk_skips),   atomic_load(&g_hit_key_ns),
       atomic_load(&g_hit_read_ns),  atomic_load(&g_hit_build_ns), atomic_load(&g_hit_kernel_ns),
-      atomic_load(&g_hit_total_ns)};
+      atomic_load(&g_hit_total_ns), atomic_load(&g_hit_query_ns)};
   return s;
 }
 
@@ -323,7 +323,7 @@ static cl_program load_binary(ruda__opencl_program_cache_t *c, const char *path,
 /* The kernel `entry` of `prog`, and what the driver says about it. */
 static ruda_status_t make_function(const ruda__opencl_api_t *api, cl_program prog,
                                    cl_device_id dev, const char *entry,
-                                   ruda__opencl_function_t *out) {
+                                   ruda__opencl_function_t *out, uint64_t *query_ns) {
   cl_int r = CL_SUCCESS;
   cl_kernel k = api->clCreateKernel(prog, entry, &r);
   if (r != CL_SUCCESS || k == NULL) {
@@ -337,6 +337,7 @@ static ruda_status_t make_function(const ruda__opencl_api_t *api, cl_program pro
   }
   memset(out, 0, sizeof *out);
   out->kernel = k;
+  uint64_t q0 = ruda__now_ns();
   api->clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof out->num_args, &out->num_args, NULL);
   cl_ulong lm = 0;
   if (api->clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_LOCAL_MEM_SIZE, sizeof lm, &lm, NULL) == CL_SUCCESS)
@@ -344,6 +345,7 @@ static ruda_status_t make_function(const ruda__opencl_api_t *api, cl_program pro
   size_t wg = 0;
   if (api->clGetKernelWorkGroupInfo(k, dev, CL_KERNEL_WORK_GROUP_SIZE, sizeof wg, &wg, NULL) == CL_SUCCESS)
     out->max_work_group = wg;
+  *query_ns = ruda__now_ns() - q0;
   return NULL;
 }
 
@@ -431,7 +433,8 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     api->clReleaseProgram(prog);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
   }
-  s = make_function(api, prog, dev, entry, &e->fn);
+  uint64_t query_ns = 0;
+  s = make_function(api, prog, dev, entry, &e->fn, &query_ns);
   if (s) {
     api->clReleaseProgram(prog);
     ruda__free(e);
@@ -453,6 +456,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     atomic_fetch_add(&g_hit_build_ns, t3 - t2);
     atomic_fetch_add(&g_hit_kernel_ns, t4 - t3);
     atomic_fetch_add(&g_hit_total_ns, t4 - t0);
+    atomic_fetch_add(&g_hit_query_ns, query_ns);
   }
   *out = &e->fn;
   return NULL;

@@ -53,8 +53,9 @@ typedef struct ruda__opencl_compile_stats {
   uint64_t memory_hits, disk_hits, builds, disk_writes, disk_skips;
   /* Time spent by disk-cache hits, in total: the key, reading the file,
    * the program from its binary (clCreateProgramWithBinary +
-   * clBuildProgram), the kernel and its queries, and the whole hit. */
-  uint64_t hit_key_ns, hit_read_ns, hit_build_ns, hit_kernel_ns, hit_total_ns;
+   * clBuildProgram), the kernel and its queries (the queries alone in
+   * hit_query_ns), and the whole hit. */
+  uint64_t hit_key_ns, hit_read_ns, hit_build_ns, hit_kernel_ns, hit_total_ns, hit_query_ns;
 } ruda__opencl_compile_stats_t;
 ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void);
 
