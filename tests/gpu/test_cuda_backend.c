@@ -1,6 +1,9 @@
-/* CUDA-only behaviour: properties, pitched layouts, pinned staging, dynamic
- * counts, cross-stream use, compile errors, device profiling, limits, and
- * running out of device memory. */
+/* CUDA-only behaviour: properties, pitched layouts, pinned staging, large
+ * pageable writes (the staging ring, and writes behind a running kernel),
+ * dynamic counts, cross-stream use, compile errors, device profiling,
+ * limits, and running out of device memory. */
+#include <time.h>
+
 #include "cuda_test_util.h"
 
 TEST(properties_follow_the_reference) {
@@ -150,6 +153,56 @@ TEST(pageable_write_through_the_staging_ring_arrives_whole) {
   free(src);
   free(back);
   ruda_handle_release(&h);
+}
+
+/* A large pageable write behind a long kernel returns once its bytes are
+ * staged, without waiting for the kernel (the staging ring, which waits
+ * for its own DMA, is kept for idle streams): the kernel spins for about
+ * a second and is still running when the write returns. The data arrives
+ * after the kernel either way. */
+static const char spin_src[] =
+    "extern \"C\" __global__ void spin(unsigned long long *out, const unsigned long long *info) {\n"
+    "  long long t0 = clock64();\n"
+    "  while (clock64() - t0 < (long long)info[0]) {}\n"
+    "  out[0] = 1;\n"
+    "}\n";
+
+TEST(pageable_write_behind_a_long_kernel_does_not_wait_for_it) {
+  ruda_client_t *c = cuda_client();
+  ruda_kernel_t *k = cuda_kernel("spin", spin_src, ruda_dim_new_1d(1), 0);
+  size_t n = 96u << 20;
+  unsigned char *src = malloc(n), *back = malloc(n);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(back);
+  for (size_t i = 0; i < n; i++) src[i] = (unsigned char)(i * 31 + (i >> 16));
+  ruda_handle_t flag, h;
+  uint64_t zero = 0;
+  ASSERT_OK(ruda_client_create_buffer(c, &zero, sizeof zero, &flag));
+  ASSERT_OK(ruda_client_empty(c, n, &h));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t info[1] = {2000000000ull}; /* cycles: about a second at 2 GHz */
+  ruda_kernel_args_t args = {&flag, 1, NULL, 0, {info, 1, 1}};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
+  ASSERT_OK(ruda_client_flush(c));
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  ASSERT_OK(ruda_client_write(c, &h, src, n));
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double write_s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  uint64_t done = 7;
+  ASSERT_OK(ruda_client_read(c, &flag, &done, sizeof done));
+  ASSERT_UEQ(done, 1);
+  memset(back, 0, n);
+  ASSERT_OK(ruda_client_read(c, &h, back, n));
+  ASSERT_MEM_EQ(back, src, n);
+  /* 96 MiB stage in well under 0.3 s; waiting for the kernel takes 0.5 s
+   * and more. */
+  ASSERT_TRUE(write_s < 0.3);
+  free(src);
+  free(back);
+  ruda_handle_release(&flag);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
 }
 
 TEST(dynamic_count_is_read_from_the_buffer) {

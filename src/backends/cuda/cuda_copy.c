@@ -234,10 +234,15 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     } else {
       ruda_memory_t *stage = NULL;
       void *sp = NULL;
-      /* A contiguous copy larger than the staging ring goes through it. */
+      /* A contiguous copy larger than the staging ring goes through it
+       * when the stream has nothing unfinished: slots come back as the
+       * DMA completes, so on a busy stream the write would wait for the
+       * work before it. */
       size_t slots = 0;
       uint64_t stage_bytes = bytes;
-      if (s->stage_slots > 0 && (height == 1 || pitch == width)) {
+      if (s->stage_slots > 0 && (height == 1 || pitch == width) &&
+          bytes / s->stage_slots > s->stage_chunk &&
+          (ruda__cuda_stream_idle(st) || api->cuStreamQuery(st->cu) == CUDA_SUCCESS)) {
         size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
         if (bytes / s->stage_slots > chunk) {
           slots = s->stage_slots;
