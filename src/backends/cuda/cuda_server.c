@@ -536,16 +536,16 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   /* Streaming stores for the staging copies unless RUDA_CUDA_COPY_STREAMING=0. */
   s->copies = ruda__copy_pool_create((unsigned)threads,
                                      env_int("RUDA_CUDA_COPY_STREAMING", 1) != 0);
-  /* The staging ring of pageable writes: 32 slots of 1 MiB. On the H200
-   * host a 256 MiB write went 27-43 GB/s through it against 25-37 GB/s
-   * staged whole, alternating in the same runs (42-44 GB/s in three later
-   * runs; 2026-12-03), in 32 MiB of pinned memory instead of 256 MiB;
-   * with plain stores instead of streaming ones it went 24-35 GB/s. */
+  /* The staging ring of pageable writes to idle streams: 32 slots of
+   * 1 MiB (cuda_copy.c). On the H200 host a 256 MiB write went 27-43 GB/s
+   * through it against 25-37 GB/s staged whole, alternating in the same
+   * runs (42-44 GB/s in three later runs; 2026-12-03), in 32 MiB of pinned
+   * memory instead of 256 MiB; with plain stores instead of streaming ones
+   * it went 24-35 GB/s. */
   int slots = env_int("RUDA_CUDA_STAGE_SLOTS", 32);
   int chunk_kib = env_int("RUDA_CUDA_STAGE_CHUNK_KIB", 1024);
-  s->stage_slots = slots > 0 && chunk_kib > 0
-                       ? (size_t)(slots < RUDA__CUDA_STAGE_MAX_SLOTS ? slots : RUDA__CUDA_STAGE_MAX_SLOTS)
-                       : 0;
+  if (slots > RUDA__CUDA_STAGE_MAX_SLOTS) slots = RUDA__CUDA_STAGE_MAX_SLOTS;
+  s->stage_slots = slots > 0 && chunk_kib > 0 ? (size_t)slots : 0;
   s->stage_chunk = (size_t)(chunk_kib > 0 ? chunk_kib : 1) * 1024u;
   int spin_us = env_int("RUDA_CUDA_WAIT_SPIN_US", WAIT_SPIN_US);
   s->wait_spin_ns = spin_us > 0 ? (uint64_t)spin_us * 1000u : 0;
