@@ -195,9 +195,9 @@ TEST(pageable_write_behind_a_long_kernel_does_not_wait_for_it) {
   memset(back, 0, n);
   ASSERT_OK(ruda_client_read(c, &h, back, n));
   ASSERT_MEM_EQ(back, src, n);
-  /* 96 MiB stage in well under 0.3 s; waiting for the kernel takes 0.5 s
-   * and more. */
-  ASSERT_TRUE(write_s < 0.3);
+  /* 96 MiB stage in tens of milliseconds, a first pinned page included;
+   * waiting for the kernel would take about a second. */
+  ASSERT_TRUE(write_s < 0.5);
   free(src);
   free(back);
   ruda_handle_release(&flag);
