@@ -133,8 +133,10 @@ TEST(large_pageable_write_and_read) {
 }
 
 /* Through the staging ring (32 slots of 1 MiB): a size that is no
- * multiple of the chunk, written twice in a row into the same buffer so
- * that the second write's chunks reuse slots the first one's DMA read. */
+ * multiple of the chunk, whose 98 chunks take each slot three or four
+ * times, written twice into the same buffer with a sync between (a write
+ * to a stream with unfinished work is staged whole), the second one with
+ * other bytes. */
 TEST(pageable_write_through_the_staging_ring_arrives_whole) {
   ruda_client_t *c = cuda_client();
   size_t n = (97u << 20) + 4097;
@@ -146,6 +148,7 @@ TEST(pageable_write_through_the_staging_ring_arrives_whole) {
   for (int round = 0; round < 2; round++) {
     for (size_t i = 0; i < n; i++) src[i] = (unsigned char)((i >> 20) * 7 + i * 13 + round);
     ASSERT_OK(ruda_client_write(c, &h, src, n));
+    ASSERT_OK(ruda_client_sync(c));
   }
   memset(back, 0, n);
   ASSERT_OK(ruda_client_read(c, &h, back, n));
