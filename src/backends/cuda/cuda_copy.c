@@ -165,18 +165,28 @@ static CUresult ring_dma(cuda_server_t *s, cuda_stream_t *st, ruda__copy_job_t *
   return r;
 }
 
-/* A ring write without the copy pool's job (no memory for it): one ring's
- * worth at a time, each waited for before the ring is refilled. */
-static CUresult ring_copy_alone(const ruda__cuda_api_t *api, cuda_stream_t *st, CUdeviceptr dst,
-                                void *ring, const void *src, uint64_t bytes, uint64_t ring_bytes) {
+/* A contiguous pageable write staged by the copy pool while the DMA of
+ * the chunks before runs: through the ring (slots > 0) or into `stage`
+ * whole. The job lives on this stack: the pool's threads have let go of it
+ * when ruda__copy_job_finish returns. */
+static CUresult pipelined_write(cuda_server_t *s, cuda_stream_t *st, CUdeviceptr dst,
+                                void *stage, const void *src, uint64_t bytes, size_t slots) {
+  ruda__copy_job_t job;
+  ruda__copy_job_start(s->copies, &job, stage, src, (size_t)bytes,
+                       slots ? s->stage_chunk : STAGE_CHUNK, slots);
   CUresult r = CUDA_SUCCESS;
-  for (uint64_t off = 0; off < bytes && r == CUDA_SUCCESS; off += ring_bytes) {
-    size_t len = (size_t)(bytes - off < ring_bytes ? bytes - off : ring_bytes);
-    if (off > 0) r = api->cuStreamSynchronize(st->cu);
-    if (r != CUDA_SUCCESS) break;
-    memcpy(ring, (const char *)src + off, len);
-    r = api->cuMemcpyHtoDAsync(dst + off, ring, len, st->cu);
+  if (slots) {
+    r = ring_dma(s, st, &job, dst);
+  } else {
+    for (size_t c = 0; c < job.nchunks; c++) {
+      ruda__copy_job_wait_chunk(&job, c);
+      size_t off, len;
+      ruda__copy_job_chunk(&job, c, &off, &len);
+      CUresult rc = s->api->cuMemcpyHtoDAsync(dst + off, ruda__copy_job_dst(&job, c), len, st->cu);
+      if (rc != CUDA_SUCCESS && r == CUDA_SUCCESS) r = rc;
+    }
   }
+  ruda__copy_job_finish(s->copies, &job);
   return r;
 }
 
@@ -240,14 +250,12 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
        * work before it. */
       size_t slots = 0;
       uint64_t stage_bytes = bytes;
+      size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
       if (s->stage_slots > 0 && (height == 1 || pitch == width) &&
-          bytes / s->stage_slots > s->stage_chunk &&
+          bytes / s->stage_slots > chunk &&
           (ruda__cuda_stream_idle(st) || api->cuStreamQuery(st->cu) == CUDA_SUCCESS)) {
-        size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
-        if (bytes / s->stage_slots > chunk) {
-          slots = s->stage_slots;
-          stage_bytes = (uint64_t)chunk * slots;
-        }
+        slots = s->stage_slots;
+        stage_bytes = (uint64_t)chunk * slots;
       }
       ruda_status_t pe =
           bytes < SMALL_COPY ? NULL : ruda__cuda_pinned_reserve(st, stage_bytes, &stage, &sp);
@@ -265,31 +273,7 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
       } else {
         /* Pipelined: chunks are copied into pinned memory by the copy pool
          * while the DMA of the chunks before them runs. */
-        ruda__copy_job_t *job = ruda__malloc(sizeof *job);
-        r = CUDA_SUCCESS;
-        if (job != NULL) {
-          ruda__copy_job_start(s->copies, job, sp, src->data, (size_t)bytes,
-                               slots ? s->stage_chunk : STAGE_CHUNK, slots);
-          if (slots) {
-            r = ring_dma(s, st, job, dst);
-          } else {
-            for (size_t c = 0; c < job->nchunks; c++) {
-              ruda__copy_job_wait_chunk(job, c);
-              size_t off, len;
-              ruda__copy_job_chunk(job, c, &off, &len);
-              CUresult rc =
-                  api->cuMemcpyHtoDAsync(dst + off, ruda__copy_job_dst(job, c), len, st->cu);
-              if (rc != CUDA_SUCCESS && r == CUDA_SUCCESS) r = rc;
-            }
-          }
-          ruda__copy_job_finish(s->copies, job);
-          ruda__free(job);
-        } else if (slots) {
-          r = ring_copy_alone(api, st, dst, sp, src->data, bytes, stage_bytes);
-        } else {
-          memcpy(sp, src->data, (size_t)bytes);
-          r = api->cuMemcpyHtoDAsync(dst, sp, (size_t)bytes, st->cu);
-        }
+        r = pipelined_write(s, st, dst, sp, src->data, bytes, slots);
         ruda_bytes_release(src);
         ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
       }

@@ -55,6 +55,9 @@ size_t ruda__copy_chunk_size(size_t size, size_t min_chunk);
  * chunks, the first `slots` of them granted. */
 void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
                           const void *src, size_t size, size_t min_chunk, size_t slots);
+/* The functions below take a started job and are called by its owner
+ * (the thread that started it), while the pool's threads copy beside it;
+ * none fails. */
 /* Helps until chunk `i` has been copied (its slot must be granted). */
 void ruda__copy_job_wait_chunk(ruda__copy_job_t *job, size_t i);
 /* True when chunk `i` has been copied; otherwise copies one granted chunk
@@ -64,7 +67,9 @@ bool ruda__copy_job_try_chunk(ruda__copy_job_t *job, size_t i);
 static inline bool ruda__copy_job_ready(ruda__copy_job_t *job, size_t i) {
   return atomic_load_explicit(&job->ready[i], memory_order_acquire) != 0;
 }
-/* Ring: chunks below `n` may now be copied (their slots are free again). */
+/* Ring: chunks below `n` may now be copied (their slots are free again:
+ * the owner saw the DMA out of them complete). Release: the pool's
+ * threads write a slot only after this store. */
 static inline void ruda__copy_job_grant(ruda__copy_job_t *job, size_t n) {
   atomic_store_explicit(&job->granted, n < job->nchunks ? n : job->nchunks,
                         memory_order_release);
