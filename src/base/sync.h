@@ -8,6 +8,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* A thread-local variable of the library. The initial-exec model reads it
+ * at a fixed offset from the thread pointer, where the default model for a
+ * shared library calls __tls_get_addr on every access; the library's few
+ * such variables fit the space the C library keeps for it even when
+ * libruda is loaded with dlopen. */
+#if defined(__GNUC__) || defined(__clang__)
+#define RUDA__THREAD_LOCAL _Thread_local __attribute__((tls_model("initial-exec")))
+#else
+#define RUDA__THREAD_LOCAL _Thread_local
+#endif
+
 static inline void ruda__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();

@@ -205,13 +205,16 @@ static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ct
 
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
-  memset(out, 0, sizeof *out);
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");
-  if (s) return s;
+  if (s) {
+    memset(out, 0, sizeof *out);
+    return s;
+  }
   ruda_stream_id_t stream = ruda_client_stream(c);
   /* Memory of this size released on this stream and still bound to its
    * slice comes back without the device (memory/reuse_cache.h); a trace
-   * records every allocation, so it takes the device's path. */
+   * records every allocation, so it takes the device's path. A hit fills
+   * `out` whole; ruda__handle_create does on the other path. */
   if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out))
     return NULL;
   s = ruda__handle_create(size, c->dev->id, stream, out);

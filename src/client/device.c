@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/sync.h"
 #include "client/device.h"
 #include "ruda/config.h"
 #include "server/kernel_scope.h"
@@ -17,7 +18,7 @@ static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Devices by (position of their backend in ruda__backend_list, index). */
 static ruda__device_t *registry[RUDA__MAX_BACKENDS][RUDA_MAX_DEVICES_PER_TYPE];
 static bool atexit_registered;
-static _Thread_local ruda__device_t *tls_worker;
+static RUDA__THREAD_LOCAL ruda__device_t *tls_worker;
 
 bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
 

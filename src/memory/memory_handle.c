@@ -199,7 +199,8 @@ bool ruda__memory_inbox_has_cached(const ruda__memory_inbox_t *in) {
 
 /* Drops one user reference when `gen` is current and one is left. Leaving
  * BOUND + 1, the pool's slice is the only holder: the descriptor goes into
- * its manager's inbox. Leaving nothing (unbound), the slot is recycled. */
+ * the reuse cache or its manager's inbox, unless it is in the cache
+ * already. Leaving nothing (unbound), the slot is recycled. */
 static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed), ns, c;
   bool bound;
@@ -213,8 +214,9 @@ static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
       break;
   }
   if (bound && c == 2) {
+    /* Free now; in the reuse cache it stays there, free. */
     ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
-    if (in) ruda__memory_free_slice(in, m, gen);
+    if (in && !(s & RUDA__MEMORY_CACHED)) ruda__memory_free_slice(in, m, gen);
   } else if (!bound && c == 1) {
     ruda__memory_recycle(m, gen);
   }
@@ -245,7 +247,8 @@ void ruda__memory_pool_release(ruda_memory_t *m) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed), ns, c;
   for (;;) {
     c = RUDA__MEMORY_COUNT(s);
-    ns = c == 1 ? ruda__state_retired(RUDA__MEMORY_GEN(s)) : s - (RUDA__MEMORY_BOUND + 1);
+    ns = c == 1 ? ruda__state_retired(RUDA__MEMORY_GEN(s))
+                : (s - (RUDA__MEMORY_BOUND + 1)) & ~RUDA__MEMORY_CACHED;
     if (atomic_compare_exchange_weak_explicit(&m->state, &s, ns, memory_order_acq_rel,
                                               memory_order_relaxed))
       break;
@@ -482,22 +485,13 @@ ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
 bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
                         ruda_stream_id_t stream, ruda_handle_t *out) {
   if (!rc) return false;
-  ruda_memory_t *stray = NULL;
-  ruda_memory_t *m = ruda__reuse_take(rc, ruda__reuse_set_of(stream.value), size,
-                                      stream.value, &stray);
-  if (stray) ruda__memory_give_back(stray, NULL);
+  ruda_memory_t *m = ruda__reuse_take(rc, ruda__reuse_set_of(stream.value), size, stream.value);
   if (!m) return false;
-  /* Taken out of its way, the descriptor is ours: it is bound, only the
-   * pool holds it (generation, BOUND, 1) and no retain can succeed on it
-   * (a user retain needs a second reference), so the new generation with
-   * the pool's reference and the caller's handle is a plain store. */
-  uint64_t st = atomic_load_explicit(&m->state, memory_order_relaxed);
-  uint32_t gen = RUDA__MEMORY_GEN(st) + 1;
+  /* Claimed: the new generation holds the pool's reference and this
+   * handle, and no id of it exists yet, so the count is a plain store. */
   atomic_store_explicit(&m->handle_refs, 1, memory_order_relaxed);
-  atomic_store_explicit(&m->state, (uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2,
-                        memory_order_release);
   memset(out, 0, sizeof *out);
-  out->id = ruda__id_make(m->slot, gen);
+  out->id = ruda__id_make(m->slot, ruda__memory_gen(m));
   out->size = size;
   out->stream = stream;
   out->device = device;
@@ -533,14 +527,43 @@ ruda_handle_t ruda_handle_clone(const ruda_handle_t *h) {
   return *h;
 }
 
+/* The release of a handle that is the only reference besides the pool's,
+ * with one compare-and-swap where the general path takes two atomic
+ * operations: returns false, having changed nothing, when `m` is not in
+ * that state. The handle count goes to zero before the state does: once
+ * the state leaves one reference, a take from the reuse cache may claim
+ * the descriptor and write its own count. With a single handle reference
+ * nothing else counts in handle_refs (a clone adds to it after adding a
+ * reference, a release takes from it before dropping one); a clone racing
+ * this release, from a copy of this very handle, either sees the zero and
+ * gives up, or its reference makes the compare-and-swap fail and the count
+ * is put back for the general path. */
+static bool ruda__handle_release_last(ruda_memory_t *m, uint32_t gen) {
+  uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
+  if ((s & ~RUDA__MEMORY_CACHED) != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2)) return false;
+  atomic_store_explicit(&m->handle_refs, 0, memory_order_relaxed);
+  if (!atomic_compare_exchange_strong_explicit(&m->state, &s, s - 1, memory_order_acq_rel,
+                                               memory_order_relaxed)) {
+    atomic_fetch_add_explicit(&m->handle_refs, 1, memory_order_relaxed);
+    return false;
+  }
+  /* Free; one in the reuse cache stays there. */
+  ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
+  if (in && !(s & RUDA__MEMORY_CACHED)) ruda__memory_free_slice(in, m, gen);
+  return true;
+}
+
 void ruda_handle_release(ruda_handle_t *h) {
   if (!h || !h->id) return;
   ruda_memory_t *m = ruda__memory_live(h->id, true);
   if (m) {
-    /* Counted before the reference goes: afterwards the slot may belong to
-     * someone else. */
-    atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
-    ruda__memory_drop(m, ruda__id_gen(h->id));
+    uint32_t gen = ruda__id_gen(h->id);
+    if (!ruda__handle_release_last(m, gen)) {
+      /* Counted before the reference goes: afterwards the slot may belong
+       * to someone else. */
+      atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
+      ruda__memory_drop(m, gen);
+    }
   }
   memset(h, 0, sizeof *h);
 }

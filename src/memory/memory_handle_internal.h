@@ -12,7 +12,9 @@
  * sits in one atomic 64-bit word, changed only by compare-and-swap:
  *   bits 32..63  generation of the slot (>= 1 while in use)
  *   bit  31      RUDA__MEMORY_BOUND: a pool slice holds the descriptor
- *   bits  0..30  references: handles + bindings (+ 1 for the pool's slice)
+ *   bit  30      RUDA__MEMORY_CACHED: the descriptor sits in a way of the
+ *                device's reuse cache (reuse_cache.h), free or in use
+ *   bits  0..29  references: handles + bindings (+ 1 for the pool's slice)
  * A user retain succeeds only while the generation is the handle's and a
  * user reference is left (count > 1 when bound, > 0 when not), so a stale id
  * can never retain a recycled descriptor, nor revive one whose last user
@@ -28,7 +30,9 @@
  * operation, exactly one release per binding sees that value, even when it
  * races with the bind itself. The device thread takes the inbox at the
  * start of every manager call, drops the pool's reference (which recycles
- * the descriptor) and gives the slice back to its pool.
+ * the descriptor) and gives the slice back to its pool. A descriptor in the
+ * reuse cache (CACHED) is not pushed: its release leaves it free in the
+ * cache, and it reaches the inbox when the cache lets it go.
  */
 #ifndef RUDA_MEMORY_HANDLE_INTERNAL_H
 #define RUDA_MEMORY_HANDLE_INTERNAL_H
@@ -40,7 +44,8 @@
 #include "memory/memory_handle.h"
 
 #define RUDA__MEMORY_BOUND (1ull << 31)
-#define RUDA__MEMORY_COUNT_MASK (RUDA__MEMORY_BOUND - 1)
+#define RUDA__MEMORY_CACHED (1ull << 30)
+#define RUDA__MEMORY_COUNT_MASK (RUDA__MEMORY_CACHED - 1)
 #define RUDA__MEMORY_GEN(state) ((uint32_t)((state) >> 32))
 #define RUDA__MEMORY_COUNT(state) ((state) & RUDA__MEMORY_COUNT_MASK)
 

@@ -1,4 +1,4 @@
-/* The reuse cache's ways (see reuse_cache.h). */
+/* The reuse cache's ways and the CACHED protocol (see reuse_cache.h). */
 #include <string.h>
 
 #include "base/alloc.h"
@@ -8,7 +8,10 @@ ruda__memory_reuse_t *ruda__reuse_cache_new(void) {
   ruda__memory_reuse_t *rc = ruda__aligned_alloc(64, sizeof *rc);
   if (!rc) return NULL;
   for (uint32_t s = 0; s < RUDA__REUSE_SETS; s++)
-    for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) atomic_init(&rc->set[s].way[w], NULL);
+    for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
+      atomic_init(&rc->set[s].way[w], NULL);
+      atomic_init(&rc->set[s].size[w], 0);
+    }
   return rc;
 }
 
@@ -18,40 +21,65 @@ static inline uint64_t ruda__entry_size(ruda_memory_t *m) {
   return atomic_load_explicit(&m->size, memory_order_relaxed);
 }
 
+/* A take leaves at most this generation: the next release may then still
+ * put the descriptor into the cache or the inbox with a generation to
+ * spare (memory_handle.c retires a slot at UINT32_MAX). */
+#define RUDA__REUSE_LAST_GEN (UINT32_MAX - 2u)
+
+/* `m` was taken out of its way by the caller: clears CACHED. Returns `m`
+ * when it was free (it is the caller's now), NULL when it is in use (its
+ * last release will see CACHED clear). */
+static ruda_memory_t *ruda__reuse_settle(ruda_memory_t *m) {
+  uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
+  while (!atomic_compare_exchange_weak_explicit(&m->state, &s, s & ~RUDA__MEMORY_CACHED,
+                                                memory_order_acq_rel, memory_order_relaxed)) {
+  }
+  return RUDA__MEMORY_COUNT(s) == 1 ? m : NULL;
+}
+
 ruda_memory_t *ruda__reuse_put(ruda__memory_reuse_t *rc, uint32_t set, ruda_memory_t *m) {
   ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
+  uint64_t size = ruda__entry_size(m);
+  /* Ours and in no way yet: no take can see it before the way is written,
+   * and no retain succeeds on a descriptor with one reference. */
+  uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
+  atomic_store_explicit(&m->state, s | RUDA__MEMORY_CACHED, memory_order_relaxed);
   for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
     ruda_memory_t *none = NULL;
     if (atomic_load_explicit(&st->way[w], memory_order_relaxed) == NULL &&
         atomic_compare_exchange_strong_explicit(&st->way[w], &none, m, memory_order_release,
-                                                memory_order_relaxed))
+                                                memory_order_relaxed)) {
+      atomic_store_explicit(&st->size[w], size, memory_order_relaxed);
       return NULL;
+    }
   }
   /* Full: the way picked by the size, so that a loop over more sizes than
    * ways keeps most of them. */
-  uint32_t w = (uint32_t)((ruda__entry_size(m) * 0x9E3779B97F4A7C15ull) >> 61);
-  return atomic_exchange_explicit(&st->way[w], m, memory_order_acq_rel);
+  uint32_t w = (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 61);
+  ruda_memory_t *out = atomic_exchange_explicit(&st->way[w], m, memory_order_acq_rel);
+  atomic_store_explicit(&st->size[w], size, memory_order_relaxed);
+  return out ? ruda__reuse_settle(out) : NULL;
 }
 
 ruda_memory_t *ruda__reuse_take(ruda__memory_reuse_t *rc, uint32_t set, uint64_t size,
-                                uint64_t stream, ruda_memory_t **stray) {
+                                uint64_t stream) {
   ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
-  *stray = NULL;
   for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
-    ruda_memory_t *m = atomic_load_explicit(&st->way[w], memory_order_relaxed);
-    if (m == NULL || ruda__entry_size(m) != size ||
+    if (atomic_load_explicit(&st->size[w], memory_order_relaxed) != size) continue;
+    ruda_memory_t *m = atomic_load_explicit(&st->way[w], memory_order_acquire);
+    if (m == NULL) continue;
+    /* The state first: while it keeps this value, size and stream are
+     * this generation's, and the claim below fails if it moved on. */
+    uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
+    uint32_t gen = RUDA__MEMORY_GEN(s);
+    if (s != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 1) ||
+        gen >= RUDA__REUSE_LAST_GEN || ruda__entry_size(m) != size ||
         atomic_load_explicit(&m->stream, memory_order_relaxed) != stream)
       continue;
-    if (!atomic_compare_exchange_strong_explicit(&st->way[w], &m, NULL, memory_order_acquire,
-                                                 memory_order_relaxed))
-      continue;
-    /* Ours now; its fields are stable. Check them again: between the look
-     * and the exchange the way may have been emptied and filled anew. */
-    if (ruda__entry_size(m) == size &&
-        atomic_load_explicit(&m->stream, memory_order_relaxed) == stream)
+    uint64_t ns = (uint64_t)(gen + 1) << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 2;
+    if (atomic_compare_exchange_strong_explicit(&m->state, &s, ns, memory_order_acq_rel,
+                                                memory_order_relaxed))
       return m;
-    *stray = m;
-    return NULL;
   }
   return NULL;
 }
@@ -64,18 +92,16 @@ uint32_t ruda__reuse_evict(ruda__memory_reuse_t *rc, uint32_t set,
   for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
     ruda_memory_t *m = atomic_load_explicit(&st->way[w], memory_order_relaxed);
     if (m == NULL || atomic_load_explicit(&m->owner, memory_order_relaxed) != owner) continue;
-    if (!atomic_compare_exchange_strong_explicit(&st->way[w], &m, NULL, memory_order_acquire,
+    if (!atomic_compare_exchange_strong_explicit(&st->way[w], &m, NULL, memory_order_acq_rel,
                                                  memory_order_relaxed))
       continue;
-    if (atomic_load_explicit(&m->owner, memory_order_relaxed) != owner) {
-      /* Refilled with another manager's descriptor meanwhile: put it back
-       * (whatever that displaces goes to its own manager). */
-      ruda_memory_t *d = ruda__reuse_put(rc, set, m);
-      if (d) give(d, ctx);
-      continue;
+    /* Out of the cache and settled; should the way have been refilled
+     * with another manager's descriptor meanwhile, that one goes to its
+     * own manager (give reads the owner). */
+    if (ruda__reuse_settle(m)) {
+      give(m, ctx);
+      n++;
     }
-    give(m, ctx);
-    n++;
   }
   return n;
 }
@@ -85,8 +111,10 @@ bool ruda__reuse_holds(const ruda__memory_reuse_t *rc, uint32_t set,
   const ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
   for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
     ruda_memory_t *m =
-        atomic_load_explicit((_Atomic(ruda_memory_t *) *)&st->way[w], memory_order_relaxed);
-    if (m && atomic_load_explicit(&m->owner, memory_order_relaxed) == owner) return true;
+        atomic_load_explicit((_Atomic(ruda_memory_t *) *)&st->way[w], memory_order_acquire);
+    if (m == NULL || atomic_load_explicit(&m->owner, memory_order_relaxed) != owner) continue;
+    if (RUDA__MEMORY_COUNT(atomic_load_explicit(&m->state, memory_order_relaxed)) == 1)
+      return true;
   }
   return false;
 }

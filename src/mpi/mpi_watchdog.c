@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/sync.h"
 #include "mpi/mpi_internal.h"
 #include "server/server.h"
 
@@ -33,7 +34,7 @@ typedef struct watch_slot {
 } watch_slot_t;
 
 static watch_slot_t slots[SLOTS];
-static _Thread_local int my_slot = -1;
+static RUDA__THREAD_LOCAL int my_slot = -1;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t slot_key; /* its destructor frees an exiting thread's slot */
 static bool key_made;

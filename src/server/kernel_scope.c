@@ -3,7 +3,9 @@
 
 #include <stddef.h>
 
-static _Thread_local const ruda__kernel_scope_t *tls_scope;
+#include "base/sync.h"
+
+static RUDA__THREAD_LOCAL const ruda__kernel_scope_t *tls_scope;
 
 void ruda__kernel_scope_enter(ruda__kernel_scope_t *scope, const char *name,
                               ruda_device_id_t device) {

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/sync.h"
 #include "ruda/types.h"
 #include "types/device_names.h"
 
@@ -82,8 +83,8 @@ size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap) {
  * makes every OS thread its own stream. */
 static atomic_uint_fast64_t g_next_stream = 0;
 
-static _Thread_local bool t_stream_set = false;
-static _Thread_local uint64_t t_stream = 0;
+static RUDA__THREAD_LOCAL bool t_stream_set = false;
+static RUDA__THREAD_LOCAL uint64_t t_stream = 0;
 
 ruda_stream_id_t ruda_stream_id_next(void) {
   ruda_stream_id_t id = {

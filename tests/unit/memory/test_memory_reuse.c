@@ -1,7 +1,8 @@
 /* The reuse cache: released slices kept for the next reservation of the
  * same size on the same stream (memory/reuse_cache.h), the manager taking
- * them back before it needs a page and whenever usage is asked, and
- * releases racing takes on several threads. */
+ * them back before it needs a page and whenever usage is asked, slices
+ * that stay in their way while in use, and releases racing takes,
+ * displacements and evictions on several threads. */
 #include <pthread.h>
 
 #include "memory/reuse_cache.h"
@@ -179,6 +180,111 @@ TEST(a_full_set_displaces_one_slice_to_its_manager) {
   teardown(&f);
 }
 
+/* The way of set 0 that holds the descriptor of `h`, or -1. */
+static int way_of(fixture_t *f, const ruda_handle_t *h) {
+  ruda_memory_t *m = ruda__handle_memory(h);
+  for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
+    if (m && atomic_load(&f->rc->set[ruda__reuse_set_of(0)].way[w]) == m) return (int)w;
+  return -1;
+}
+
+static uint32_t ways_taken(fixture_t *f) {
+  uint32_t n = 0;
+  for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
+    n += atomic_load(&f->rc->set[ruda__reuse_set_of(0)].way[w]) != NULL;
+  return n;
+}
+
+TEST(a_reused_slice_stays_in_its_way_and_its_release_frees_it_there) {
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 4096, &a);
+  ruda_handle_release(&a);
+  bool hit;
+  ruda_handle_t b = reuse(&f, 4096, 0, &hit);
+  ASSERT_TRUE(hit);
+  int w = way_of(&f, &b);
+  ASSERT_TRUE(w >= 0);
+  /* In use: in the cache, but nothing there to take. */
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda_handle_t stale = b;
+  ruda_handle_release(&b);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ASSERT_NULL(ruda__handle_memory(&stale));
+  ruda_handle_t c = reuse(&f, 4096, 0, &hit);
+  ASSERT_TRUE(hit);
+  ASSERT_EQ(way_of(&f, &c), w);
+  ASSERT_UEQ(ruda_handle_memory_id(&c) >> 32, (ruda_handle_memory_id(&stale) >> 32) + 1);
+  /* A clone keeps it in use past the first release. */
+  ruda_handle_t d = ruda_handle_clone(&c);
+  ASSERT_FALSE(ruda_handle_is_empty(&d));
+  ruda_handle_release(&c);
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ASSERT_TRUE(ruda_handle_can_mut(&d));
+  ruda_handle_release(&d);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
+  teardown(&f);
+}
+
+TEST(a_slice_taken_out_of_the_cache_while_in_use_goes_back_at_its_release) {
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 2048, &a);
+  ruda_handle_release(&a);
+  bool hit;
+  ruda_handle_t b = reuse(&f, 2048, 0, &hit);
+  ASSERT_TRUE(hit);
+  /* Usage takes the manager's entries out, the one in use among them. */
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 2048);
+  ASSERT_UEQ(ways_taken(&f), 0);
+  ASSERT_TRUE(ruda_handle_is_bound(&b));
+  ruda_handle_release(&b);
+  ASSERT_UEQ(ways_taken(&f), 1);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  teardown(&f);
+}
+
+TEST(a_full_set_of_slices_in_use_displaces_one_and_loses_none) {
+  fixture_t f;
+  setup(&f, NULL);
+  enum { N = RUDA__REUSE_WAYS };
+  ruda_handle_t h[N];
+  for (uint32_t i = 0; i < N; i++) ALLOC(f.mm, 512 * (i + 1), &h[i]);
+  for (uint32_t i = 0; i < N; i++) ruda_handle_release(&h[i]);
+  bool hit;
+  for (uint32_t i = 0; i < N; i++) {
+    h[i] = reuse(&f, 512 * (i + 1), 0, &hit);
+    ASSERT_TRUE(hit);
+  }
+  /* Every way holds a slice in use; one more release displaces one. */
+  ruda_handle_t extra;
+  ALLOC(f.mm, 100, &extra);
+  ruda_handle_release(&extra);
+  ASSERT_UEQ(ways_taken(&f), N);
+  uint32_t in_ways = 0;
+  for (uint32_t i = 0; i < N; i++) in_ways += way_of(&f, &h[i]) >= 0;
+  ASSERT_UEQ(in_ways, N - 1);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, N);
+  /* The displaced slice, released, goes back in; whatever it displaces in
+   * turn reaches the manager: nothing is lost, nothing counted twice. */
+  for (uint32_t i = 0; i < N; i++) {
+    ASSERT_TRUE(ruda_handle_can_mut(&h[i]));
+    ruda_handle_release(&h[i]);
+  }
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  teardown(&f);
+}
+
 TEST(managers_of_other_streams_keep_their_entries) {
   counting_storage_t cs2;
   fixture_t f;
@@ -228,9 +334,11 @@ typedef struct worker {
 
 static void *churn(void *p) {
   worker_t *w = p;
-  static const uint64_t sizes[] = {256, 512, 768, 4096};
+  /* More sizes than ways: releases displace slices other threads use. */
+  static const uint64_t sizes[] = {256, 512, 768, 4096, 1024, 1280, 1536, 1792, 2048, 2304};
+  enum { NSIZES = sizeof sizes / sizeof sizes[0] };
   for (uint32_t r = 0; r < ROUNDS && !w->bad; r++) {
-    uint64_t size = sizes[(r + w->id) % 4];
+    uint64_t size = sizes[(r * 7 + w->id) % NSIZES];
     ruda_handle_t h;
     if (!ruda__handle_reuse(w->f->rc, size, DEV, (ruda_stream_id_t){0}, &h)) {
       w->misses++;
