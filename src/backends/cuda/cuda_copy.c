@@ -117,7 +117,7 @@ static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
   return r == CUDA_SUCCESS && type == CU_MEMORYTYPE_HOST;
 }
 
-/* The DMA side of a write staged through a ring (cuda_host_copy.h): chunk
+/* The DMA side of a write staged through a ring (server/host_copy.h): chunk
  * c goes out of its slot once copied, and an event recorded after it tells
  * when the slot may take chunk c + slots. While it waits for a chunk this
  * thread hands back the slots whose DMA has completed, and copies chunks

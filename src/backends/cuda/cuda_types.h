@@ -12,7 +12,7 @@
  *     cuda_errors.c     CUresult / nvrtcResult -> ruda errors, logging
  *     nccl_loader.c     dlopen of libnccl, its symbol table
  *     nccl_errors.c     ncclResult_t -> ruda errors
- *     cuda_device.c, cuda_compile.c, cuda_tensor_map.c, cuda_host_copy.c
+ *     cuda_device.c, cuda_compile.c, cuda_tensor_map.c
  *   cuda_types.h        these types
  *   cuda_fault.c        the poison state (poison, text, generation, dead)
  *                       and the fault errors; calls nothing above it
@@ -51,7 +51,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backends/cuda/cuda_host_copy.h"
+#include "server/host_copy.h"
 #include "base/alloc.h"
 #include "server/recent_kernels.h"
 #include "server/server.h"

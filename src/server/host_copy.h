@@ -1,4 +1,5 @@
-/* Parallel host memcpy for the CUDA backend's staging paths.
+/* Parallel host memcpy for the device backends' staging paths (CUDA, and
+ * OpenCL devices with memory of their own).
  *
  * Copying pageable memory into pinned staging is what limits uploads from
  * pageable memory; a few threads copying chunks in parallel, while the
@@ -8,8 +9,8 @@
  *
  * Thread-safety: jobs may be started from any thread.
  */
-#ifndef RUDA_CUDA_HOST_COPY_H
-#define RUDA_CUDA_HOST_COPY_H
+#ifndef RUDA_SERVER_HOST_COPY_H
+#define RUDA_SERVER_HOST_COPY_H
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
-/* The CUDA backend's parallel host copy (backends/cuda/cuda_host_copy.h),
- * which needs no GPU: every byte arrives, whatever the alignment, the
+/* The backends' parallel host copy (server/host_copy.h), which needs no
+ * GPU: every byte arrives, whatever the alignment, the
  * length around the streaming threshold and the 64-byte lines, with and
  * without helper threads and streaming stores; a pipelined job hands out
  * each chunk once, in any order of waiting; a ring job copies a chunk only
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backends/cuda/cuda_host_copy.h"
+#include "server/host_copy.h"
 #include "test.h"
 
 static unsigned char *pattern(size_t n, unsigned seed) {

@@ -1,5 +1,5 @@
-/* Parallel host memcpy (see cuda_host_copy.h). */
-#include "backends/cuda/cuda_host_copy.h"
+/* Parallel host memcpy (see host_copy.h). */
+#include "server/host_copy.h"
 
 #include <pthread.h>
 #include <sched.h>
