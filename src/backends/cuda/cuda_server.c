@@ -524,18 +524,7 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   }
   pthread_mutex_init(&s->home->lock, NULL);
   s->home->refs = 1; /* the server's */
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  /* Staging a pageable write is a memory-bound host copy pipelined with the
-   * DMA: on the 16-core H200 host, with plain stores 6 threads staged 26
-   * GB/s, 10 about 29, 14 about 32 (2026-12-02); with streaming stores 6 to
-   * 15 threads all stage 35-38 GB/s (2026-12-03). All cores but two, at
-   * most 14. */
-  int threads = env_int("RUDA_CUDA_COPY_THREADS",
-                        cores >= 8 ? (int)(cores - 2 < 14 ? cores - 2 : 14) : (int)(cores / 2));
-  if (threads < 0) threads = 0;
-  /* Streaming stores for the staging copies unless RUDA_CUDA_COPY_STREAMING=0. */
-  s->copies = ruda__copy_pool_create((unsigned)threads,
-                                     env_int("RUDA_CUDA_COPY_STREAMING", 1) != 0);
+  s->copies = ruda__copy_pool_for_staging("RUDA_CUDA_COPY_THREADS", "RUDA_CUDA_COPY_STREAMING");
   /* The staging ring of pageable writes to idle streams: 32 slots of
    * 1 MiB (cuda_copy.c). On the H200 host a 256 MiB write went 27-43 GB/s
    * through it against 25-37 GB/s staged whole, alternating in the same

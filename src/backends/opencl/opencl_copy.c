@@ -83,6 +83,73 @@ static cl_int copy_rows(const ruda__opencl_api_t *api, cl_command_queue q, bool 
                                                   NULL, ev);
 }
 
+/* Staged writes: a contiguous write from pageable memory of at least
+ * s->stage_min bytes (on devices with memory of their own) is copied into
+ * pinned staging of its size by the copy pool, chunk by chunk, and each
+ * chunk is enqueued (non-blocking, from the pinned mapping) as soon as it
+ * is there, so the host copies and the transfer overlap. The driver's own
+ * pageable path copies and transfers in turn: on the H200 host NVIDIA's
+ * OpenCL writes 256 MiB from pageable memory at 6-7.7 GB/s and from
+ * pinned memory at 54.7 GB/s. The caller's bytes are free once the last
+ * chunk is copied; the staging goes back when the last transfer
+ * completes. */
+#define STAGE_CHUNK (1u << 20)
+/* Chunks enqueued between two submissions (clFlush), so that the first
+ * transfers start while later chunks are still being copied. */
+#define STAGE_FLUSH_EVERY 8u
+
+static atomic_uint_fast64_t g_staged_writes;
+
+uint64_t ruda__ocl_staged_writes(void) { return atomic_load(&g_staged_writes); }
+
+/* False, having done nothing, when no pinned staging could be had (the
+ * caller writes the plain way); else true, with *err the error, if any. */
+static bool staged_write(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t offset,
+                         const void *src, uint64_t bytes, bool trace, ruda_status_t *err) {
+  const ruda__opencl_api_t *api = s->api;
+  *err = NULL;
+  ruda_memory_t *m = NULL;
+  void *stage = NULL;
+  ruda_status_t e = ruda__ocl_pinned_reserve(st, bytes, &m, &stage);
+  if (e) {
+    ruda_status_free(e);
+    return false;
+  }
+  ruda_bytes_t held;
+  ruda__bytes_of_staging(m, stage, bytes, &held);
+  ruda__copy_job_t job;
+  ruda__copy_job_start(s->copies, &job, stage, src, (size_t)bytes, STAGE_CHUNK, 0);
+  cl_int r = CL_SUCCESS;
+  cl_event last = NULL;
+  size_t enqueued = 0;
+  for (size_t c = 0; c < job.nchunks && r == CL_SUCCESS; c++) {
+    ruda__copy_job_wait_chunk(&job, c);
+    size_t off, len;
+    ruda__copy_job_chunk(&job, c, &off, &len);
+    r = api->clEnqueueWriteBuffer(st->queue, mem, CL_FALSE, (size_t)offset + off, len,
+                                  (char *)stage + off, 0, NULL,
+                                  c + 1 == job.nchunks ? &last : NULL);
+    if (r == CL_SUCCESS && ++enqueued % STAGE_FLUSH_EVERY == 1) api->clFlush(st->queue);
+  }
+  ruda__copy_job_finish(s->copies, &job);
+  atomic_fetch_add_explicit(&g_staged_writes, 1, memory_order_relaxed);
+  if (enqueued > 0) st->dirty = true;
+  if (r != CL_SUCCESS) {
+    *err = ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, "clEnqueueWriteBuffer",
+                          "writing %llu bytes (staged, chunk %zu of %zu)",
+                          (unsigned long long)bytes, enqueued + 1, job.nchunks);
+    /* The chunks enqueued before still read the staging. */
+    api->clFinish(st->queue);
+    ruda_bytes_release(&held);
+    return true;
+  }
+  if (trace && api->clRetainEvent(last) == CL_SUCCESS)
+    ruda__ocl_trace_add(s, st, last, "copy", "write", bytes);
+  ruda__ocl_note_event(s, st, last);
+  ruda__ocl_release_when_done(s, st, last, &held);
+  return true;
+}
+
 void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                      size_t count, ruda_stream_id_t stream) {
   ocl_server_t *s = as_ocl(base);
@@ -119,6 +186,13 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
     if (e || bytes == 0) {
       if (e) ruda__stream_push_error(ocl_rs(st), e);
       ruda_bytes_release(src);
+      continue;
+    }
+    if (s->stage_min > 0 && bytes >= s->stage_min && src->property != RUDA_BYTES_PINNED &&
+        (height == 1 || pitch == width) &&
+        staged_write(s, st, p->mem, off, src->data, bytes, trace, &e)) {
+      if (e) ruda__stream_push_error(ocl_rs(st), e);
+      ruda_bytes_release(src); /* copied: a borrowing caller returns now */
       continue;
     }
     cl_event ev = NULL;

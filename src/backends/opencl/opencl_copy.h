@@ -17,6 +17,8 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
 ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
                              ruda__future_t **out);
 ruda_status_t ruda__ocl_flush(ruda__server_t *base, ruda_stream_id_t stream);
+/* How many writes went through pinned staging in this process (tests). */
+uint64_t ruda__ocl_staged_writes(void);
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
 

@@ -88,6 +88,19 @@ static ruda_status_t opencl_device_count(uint32_t *out) {
   *out = 0;
   return ruda__opencl_probe();
 }
+/* The smallest pageable write staged through pinned memory (0: none):
+ * RUDA_OPENCL_STAGE_MIN_KIB when set, else 8 MiB on a device with memory
+ * of its own and none where device memory is host memory (PoCL), where
+ * staging would only add a copy. */
+static uint64_t stage_min_wanted(const ruda__opencl_device_t *dev) {
+  const char *e = getenv("RUDA_OPENCL_STAGE_MIN_KIB");
+  if (e != NULL && e[0] != '\0') {
+    long long kib = atoll(e);
+    return kib > 0 ? (uint64_t)kib * 1024u : 0;
+  }
+  return dev->unified_memory ? 0 : UINT64_C(8) << 20;
+}
+
 static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
   (void)index;
   *out = NULL;
@@ -121,6 +134,7 @@ static void opencl_destroy(ruda__server_t *base) {
   while (atomic_load(&s->pending_releases) > 0) sched_yield();
   ruda__stream_table_deinit(&base->streams);
   ruda__free(s->pinned);
+  ruda__copy_pool_destroy(s->copies);
   ruda__opencl_program_cache_destroy(s->programs);
   if (s->service) {
     api->clFinish(s->service);
@@ -175,6 +189,19 @@ static bool kernel_events_wanted(const ruda__opencl_device_t *dev) {
   return (dev->type & CL_DEVICE_TYPE_CPU) != 0;
 }
 
+/* The smallest pageable write staged through pinned memory (0: none):
+ * RUDA_OPENCL_STAGE_MIN_KIB when set, else 8 MiB on a device with memory
+ * of its own and none where device memory is host memory (PoCL), where
+ * staging would only add a copy. */
+static uint64_t stage_min_wanted(const ruda__opencl_device_t *dev) {
+  const char *e = getenv("RUDA_OPENCL_STAGE_MIN_KIB");
+  if (e != NULL && e[0] != '\0') {
+    long long kib = atoll(e);
+    return kib > 0 ? (uint64_t)kib * 1024u : 0;
+  }
+  return dev->unified_memory ? 0 : UINT64_C(8) << 20;
+}
+
 static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
   *out = NULL;
   const ruda__opencl_device_t *devs = NULL;
@@ -219,6 +246,11 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   s->base.shares_host_cores = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
   s->kernel_events = kernel_events_wanted(dev);
   atomic_init(&s->pending_releases, 0);
+  s->stage_min = stage_min_wanted(dev);
+  if (s->stage_min > 0) {
+    s->copies = ruda__copy_pool_for_staging("RUDA_OPENCL_COPY_THREADS", "RUDA_OPENCL_COPY_STREAMING");
+    if (s->copies == NULL) s->stage_min = 0;
+  }
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);

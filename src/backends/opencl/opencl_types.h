@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 #include "base/alloc.h"
+#include "server/host_copy.h"
 #include "server/recent_kernels.h"
 #include "server/server.h"
 
@@ -196,6 +197,11 @@ struct ocl_server {
    * can tell a pinned destination from pageable memory. */
   pinned_range_t *pinned;
   size_t npinned, cappinned;
+  /* Pageable writes of at least stage_min bytes (0: none) are copied into
+   * pinned staging by the copy pool while the chunks before them are
+   * transferred (opencl_copy.c); on devices with memory of their own. */
+  uint64_t stage_min;
+  ruda__copy_pool_t *copies;
 };
 
 /* The bindings an operation uses from other streams, cloned to keep their
