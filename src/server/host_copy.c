@@ -173,16 +173,31 @@ size_t ruda__copy_chunk_size(size_t size, size_t min_chunk) {
   return chunk;
 }
 
+static void job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst, const void *src,
+                      size_t size, size_t min_chunk, size_t slots, bool held);
+
 void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
                           const void *src, size_t size, size_t min_chunk, size_t slots) {
+  job_start(p, job, dst, src, size, min_chunk, slots, false);
+}
+
+void ruda__copy_job_start_held(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
+                               const void *src, size_t size, size_t min_chunk) {
+  job_start(p, job, dst, src, size, min_chunk, 0, true);
+}
+
+static void job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst, const void *src,
+                      size_t size, size_t min_chunk, size_t slots, bool held) {
   job->dst = dst;
   job->src = src;
   job->size = size;
   size_t chunk = ruda__copy_chunk_size(size, min_chunk);
   job->chunk = chunk;
   job->nchunks = size == 0 ? 0 : (size + chunk - 1) / chunk;
-  job->slots = slots;
-  atomic_init(&job->granted, slots < job->nchunks ? slots : job->nchunks);
+  /* Held: a "ring" as long as the copy (so chunks go where they would
+   * without one) of which nothing is granted yet. */
+  job->slots = held ? job->nchunks : slots;
+  atomic_init(&job->granted, held ? 0 : slots < job->nchunks ? slots : job->nchunks);
   atomic_init(&job->next, 0);
   atomic_init(&job->done, 0);
   for (size_t i = 0; i < job->nchunks; i++) atomic_init(&job->ready[i], 0);

@@ -64,6 +64,12 @@ size_t ruda__copy_chunk_size(size_t size, size_t min_chunk);
  * chunks, the first `slots` of them granted. */
 void ruda__copy_job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
                           const void *src, size_t size, size_t min_chunk, size_t slots);
+/* The same without a ring, with no chunk granted: the owner grants them
+ * (ruda__copy_job_grant) as their source becomes ready, as a read's
+ * transfers into staging complete. Every chunk must be granted before
+ * ruda__copy_job_finish. */
+void ruda__copy_job_start_held(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst,
+                               const void *src, size_t size, size_t min_chunk);
 /* The functions below take a started job and are called by its owner
  * (the thread that started it), while the pool's threads copy beside it;
  * none fails. */

@@ -98,9 +98,10 @@ static cl_int copy_rows(const ruda__opencl_api_t *api, cl_command_queue q, bool 
  * transfers start while later chunks are still being copied. */
 #define STAGE_FLUSH_EVERY 8u
 
-static atomic_uint_fast64_t g_staged_writes;
+static atomic_uint_fast64_t g_staged_writes, g_staged_reads;
 
 uint64_t ruda__ocl_staged_writes(void) { return atomic_load(&g_staged_writes); }
+uint64_t ruda__ocl_staged_reads(void) { return atomic_load(&g_staged_reads); }
 
 /* False, having done nothing, when no pinned staging could be had (the
  * caller writes the plain way); else true, with *err the error, if any. */
@@ -225,6 +226,70 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
 
 /* ---- Reads, sync, flush ---- */
 
+/* Staged reads, the mirror of staged writes: a contiguous read into
+ * pageable memory of at least s->stage_min bytes is transferred into
+ * pinned staging chunk by chunk (non-blocking, an event each), and the
+ * copy pool copies each chunk out as soon as its event completes, while
+ * later chunks are still in flight. On the H200 host NVIDIA's OpenCL reads
+ * 256 MiB into pageable memory at 10.4-10.8 GB/s and into pinned memory at
+ * 55 GB/s. Waits on this thread, as the blocking read it replaces.
+ * False, having done nothing, when no staging could be had. */
+static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t offset,
+                        void *dst, uint64_t bytes, bool trace, ruda_status_t *err) {
+  const ruda__opencl_api_t *api = s->api;
+  *err = NULL;
+  ruda_memory_t *m = NULL;
+  void *stage = NULL;
+  ruda_status_t e = ruda__ocl_pinned_reserve(st, bytes, &m, &stage);
+  if (e) {
+    ruda_status_free(e);
+    return false;
+  }
+  ruda_bytes_t held;
+  ruda__bytes_of_staging(m, stage, bytes, &held);
+  ruda__copy_job_t job;
+  ruda__copy_job_start_held(s->copies, &job, dst, stage, (size_t)bytes, STAGE_CHUNK);
+  cl_event *evs = ruda__calloc(job.nchunks, sizeof *evs);
+  cl_int r = evs ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+  size_t enqueued = 0;
+  for (size_t c = 0; c < job.nchunks && r == CL_SUCCESS; c++) {
+    size_t off, len;
+    ruda__copy_job_chunk(&job, c, &off, &len);
+    r = api->clEnqueueReadBuffer(st->queue, mem, CL_FALSE, (size_t)offset + off, len,
+                                 (char *)stage + off, 0, NULL, &evs[c]);
+    if (r == CL_SUCCESS && ++enqueued % STAGE_FLUSH_EVERY == 1) api->clFlush(st->queue);
+  }
+  api->clFlush(st->queue);
+  const char *call = "clEnqueueReadBuffer";
+  for (size_t c = 0; c < enqueued; c++) {
+    cl_int w = api->clWaitForEvents(1, &evs[c]);
+    if (w != CL_SUCCESS && r == CL_SUCCESS) {
+      r = w;
+      call = "clWaitForEvents";
+    }
+    /* Copied out only when it arrived; after a failure every chunk is
+     * granted so that the job ends (the destination is undefined then). */
+    ruda__copy_job_grant(&job, r == CL_SUCCESS ? c + 1 : job.nchunks);
+  }
+  ruda__copy_job_grant(&job, job.nchunks);
+  ruda__copy_job_finish(s->copies, &job);
+  atomic_fetch_add_explicit(&g_staged_reads, 1, memory_order_relaxed);
+  if (enqueued > 0) {
+    cl_event last = evs[enqueued - 1];
+    if (trace && api->clRetainEvent(last) == CL_SUCCESS)
+      ruda__ocl_trace_add(s, st, last, "copy", "read", bytes);
+    ruda__ocl_note_event(s, st, last);
+  }
+  for (size_t c = 0; c < enqueued; c++) api->clReleaseEvent(evs[c]);
+  ruda__free(evs);
+  st->dirty = false; /* all of it has completed */
+  ruda_bytes_release(&held);
+  if (r != CL_SUCCESS)
+    *err = ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "reading %llu bytes (staged)",
+                          (unsigned long long)bytes);
+  return true;
+}
+
 /* Reads land straight in the destinations (the caller keeps them valid until
  * the future completes), through clEnqueueRead{Buffer,BufferRect}:
  * non-blocking, except large reads into pageable memory (BLOCKING_COPY);
@@ -261,9 +326,15 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
     early = ruda__ocl_resolve(s, &d->binding, &p, &off, &view);
     if (early == NULL) early = check_extent(width, height, pitch, view);
     if (early) break;
+    bool pinned_dst = ruda__ocl_host_is_pinned(s, dsts[i], bytes);
+    if (s->stage_min > 0 && bytes >= s->stage_min && !pinned_dst &&
+        (height == 1 || pitch == width) &&
+        staged_read(s, st, p->mem, off, dsts[i], bytes, trace, &early)) {
+      continue; /* done, or `early` says why not */
+    }
     cl_event ev = NULL;
     const char *call = "";
-    bool blocking = bytes >= BLOCKING_COPY && !ruda__ocl_host_is_pinned(s, dsts[i], bytes);
+    bool blocking = bytes >= BLOCKING_COPY && !pinned_dst;
     cl_int r = copy_rows(api, st->queue, false, blocking, dsts[i], p->mem, off, width, height,
                          pitch, &ev, &call);
     if (r != CL_SUCCESS) {

@@ -1,10 +1,10 @@
-/* Pageable writes staged through pinned memory (opencl_copy.c), forced on
- * with a 64 KiB threshold and two copy threads so that they run on any
- * OpenCL device, PoCL included: every byte lands at any offset and size
- * around the chunk edges, a staged write keeps its place between kernels
- * on its stream, writes below the threshold or of pitched layouts take the
- * plain path, and a staged write past its view is refused before any
- * staging. Skips without an OpenCL device. */
+/* Pageable writes and reads staged through pinned memory (opencl_copy.c),
+ * forced on with a 64 KiB threshold and two copy threads so that they run
+ * on any OpenCL device, PoCL included: every byte lands at any offset and
+ * size around the chunk edges, both ways, a staged write keeps its place
+ * between kernels on its stream, transfers below the threshold or of
+ * pitched layouts take the plain path, and a staged write past its view
+ * is refused before any staging. Skips without an OpenCL device. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,7 +77,7 @@ static uint8_t *pattern(size_t n, uint32_t seed) {
   return p;
 }
 
-TEST(staged_writes_land_whole_at_any_offset_and_size) {
+TEST(staged_transfers_land_whole_at_any_offset_and_size) {
   ruda_client_t *c = client();
   const size_t total = (19u << 20) + 4096;
   ruda_handle_t h;
@@ -101,9 +101,17 @@ TEST(staged_writes_land_whole_at_any_offset_and_size) {
     ASSERT_OK(ruda_client_write(c, &v, src, cases[i].size));
     ASSERT_OK(ruda_client_sync(c)); /* a write below 1 MiB is queued, not waited for */
     ASSERT_UEQ(ruda__ocl_staged_writes(), before + 1);
+    uint64_t reads = ruda__ocl_staged_reads();
     memset(back, 0xee, total);
     ASSERT_OK(ruda_client_read(c, &h, back, total));
     ASSERT_TRUE(memcmp(back + cases[i].offset, src, cases[i].size) == 0);
+    /* The view alone, read through staging at its offset. */
+    memset(back, 0xee, cases[i].size + 1);
+    ASSERT_OK(ruda_client_read(c, &v, back, cases[i].size));
+    ASSERT_TRUE(memcmp(back, src, cases[i].size) == 0);
+    ASSERT_UEQ(back[cases[i].size], 0xee);
+    ASSERT_UEQ(ruda__ocl_staged_reads(), reads + 2);
+    ASSERT_OK(ruda_client_read(c, &h, back, total));
     /* Around the view: what the write before left there. */
     if (cases[i].offset > 0) ASSERT_UEQ(back[cases[i].offset - 1], 0);
     if (cases[i].offset + cases[i].size < total) ASSERT_UEQ(back[cases[i].offset + cases[i].size], 0);
@@ -143,7 +151,7 @@ TEST(a_staged_write_keeps_its_place_between_kernels) {
   free(back);
 }
 
-TEST(small_and_pitched_writes_are_not_staged_and_a_write_past_its_view_is_refused) {
+TEST(small_and_pitched_transfers_are_not_staged_and_a_write_past_its_view_is_refused) {
   ruda_client_t *c = client();
   ruda_handle_t h;
   ASSERT_OK(ruda_client_empty(c, 4u << 20, &h));
@@ -158,8 +166,17 @@ TEST(small_and_pitched_writes_are_not_staged_and_a_write_past_its_view_is_refuse
   ASSERT_UEQ(ruda__ocl_staged_writes(), before);
   uint8_t *tile = malloc(1u << 20);
   ASSERT_NOT_NULL(tile);
+  uint64_t reads = ruda__ocl_staged_reads();
   ASSERT_OK(ruda_client_read_tensor(c, &h, &shape, &strides, 1, tile));
   ASSERT_TRUE(memcmp(tile, src, 1u << 20) == 0);
+  ruda_handle_t head = ruda_handle_clone(&h);
+  ASSERT_OK(ruda_handle_offset_end(&head, (4u << 20) - ((64u << 10) - 1)));
+  ASSERT_OK(ruda_client_read(c, &head, tile, (64u << 10) - 1));
+  /* Row 0 of the pitched write, then the plain write's bytes up to row 1. */
+  ASSERT_TRUE(memcmp(tile, src, 4096) == 0);
+  ASSERT_TRUE(memcmp(tile + 4096, src + 1024, 1024) == 0); /* row 1 */
+  ruda_handle_release(&head);
+  ASSERT_UEQ(ruda__ocl_staged_reads(), reads);
   /* 4 MiB + 1 into a 4 MiB view: an error, and the stream goes on. */
   uint8_t *big = pattern((4u << 20) + 1, 3);
   ruda_status_t s = ruda_client_write(c, &h, big, (4u << 20) + 1);
