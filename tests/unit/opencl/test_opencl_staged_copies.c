@@ -106,10 +106,11 @@ TEST(staged_transfers_land_whole_at_any_offset_and_size) {
     ASSERT_OK(ruda_client_read(c, &h, back, total));
     ASSERT_TRUE(memcmp(back + cases[i].offset, src, cases[i].size) == 0);
     /* The view alone, read through staging at its offset. */
-    memset(back, 0xee, cases[i].size + 1);
+    bool room = cases[i].size < total; /* for a byte past the read */
+    memset(back, 0xee, cases[i].size + room);
     ASSERT_OK(ruda_client_read(c, &v, back, cases[i].size));
     ASSERT_TRUE(memcmp(back, src, cases[i].size) == 0);
-    ASSERT_UEQ(back[cases[i].size], 0xee);
+    if (room) ASSERT_UEQ(back[cases[i].size], 0xee);
     ASSERT_UEQ(ruda__ocl_staged_reads(), reads + 2);
     ASSERT_OK(ruda_client_read(c, &h, back, total));
     /* Around the view: what the write before left there. */
