@@ -88,18 +88,6 @@ static ruda_status_t opencl_device_count(uint32_t *out) {
   *out = 0;
   return ruda__opencl_probe();
 }
-/* The smallest pageable write staged through pinned memory (0: none):
- * RUDA_OPENCL_STAGE_MIN_KIB when set, else 8 MiB on a device with memory
- * of its own and none where device memory is host memory (PoCL), where
- * staging would only add a copy. */
-static uint64_t stage_min_wanted(const ruda__opencl_device_t *dev) {
-  const char *e = getenv("RUDA_OPENCL_STAGE_MIN_KIB");
-  if (e != NULL && e[0] != '\0') {
-    long long kib = atoll(e);
-    return kib > 0 ? (uint64_t)kib * 1024u : 0;
-  }
-  return dev->unified_memory ? 0 : UINT64_C(8) << 20;
-}
 
 static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
   (void)index;
