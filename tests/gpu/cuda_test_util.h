@@ -10,6 +10,7 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static inline ruda_client_t *cuda_client(void) {
   static ruda_client_t *client;
@@ -31,18 +32,8 @@ static inline ruda_client_t *cuda_client(void) {
 }
 
 static inline ruda_kernel_t *cuda_kernel(const char *name, const char *src, ruda_dim_t dim,
-                                         uint64_t shared) {
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.ruda_dim = dim;
-  d.shared_mem_bytes = shared;
-  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, src);
-  d.code = &code;
-  d.num_code = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
-  return k;
+                                  uint64_t shared) {
+  return test_kernel(RUDA_KERNEL_FORMAT_CUDA_C, name, src, dim, shared);
 }
 
 /* info = {n, value}: out[i] = value for i < n. */

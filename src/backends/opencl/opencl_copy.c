@@ -103,21 +103,29 @@ static atomic_uint_fast64_t g_staged_writes, g_staged_reads;
 uint64_t ruda__ocl_staged_writes(void) { return atomic_load(&g_staged_writes); }
 uint64_t ruda__ocl_staged_reads(void) { return atomic_load(&g_staged_reads); }
 
+/* Pinned staging of `bytes` from the stream's pool, as bytes that give it
+ * back when released; false when none can be had. */
+static bool stage_get(ocl_stream_t *st, uint64_t bytes, ruda_bytes_t *held) {
+  ruda_memory_t *m = NULL;
+  void *p = NULL;
+  ruda_status_t e = ruda__ocl_pinned_reserve(st, bytes, &m, &p);
+  if (e) {
+    ruda_status_free(e);
+    return false;
+  }
+  ruda__bytes_of_staging(m, p, bytes, held);
+  return true;
+}
+
 /* False, having done nothing, when no pinned staging could be had (the
  * caller writes the plain way); else true, with *err the error, if any. */
 static bool staged_write(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t offset,
                          const void *src, uint64_t bytes, bool trace, ruda_status_t *err) {
   const ruda__opencl_api_t *api = s->api;
   *err = NULL;
-  ruda_memory_t *m = NULL;
-  void *stage = NULL;
-  ruda_status_t e = ruda__ocl_pinned_reserve(st, bytes, &m, &stage);
-  if (e) {
-    ruda_status_free(e);
-    return false;
-  }
   ruda_bytes_t held;
-  ruda__bytes_of_staging(m, stage, bytes, &held);
+  if (!stage_get(st, bytes, &held)) return false;
+  char *stage = held.data;
   ruda__copy_job_t job;
   ruda__copy_job_start(s->copies, &job, stage, src, (size_t)bytes, STAGE_CHUNK, 0);
   cl_int r = CL_SUCCESS;
@@ -128,7 +136,7 @@ static bool staged_write(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t
     size_t off, len;
     ruda__copy_job_chunk(&job, c, &off, &len);
     r = api->clEnqueueWriteBuffer(st->queue, mem, CL_FALSE, (size_t)offset + off, len,
-                                  (char *)stage + off, 0, NULL,
+                                  stage + off, 0, NULL,
                                   c + 1 == job.nchunks ? &last : NULL);
     if (r == CL_SUCCESS && ++enqueued % STAGE_FLUSH_EVERY == 1) api->clFlush(st->queue);
   }
@@ -238,15 +246,9 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
                         void *dst, uint64_t bytes, bool trace, ruda_status_t *err) {
   const ruda__opencl_api_t *api = s->api;
   *err = NULL;
-  ruda_memory_t *m = NULL;
-  void *stage = NULL;
-  ruda_status_t e = ruda__ocl_pinned_reserve(st, bytes, &m, &stage);
-  if (e) {
-    ruda_status_free(e);
-    return false;
-  }
   ruda_bytes_t held;
-  ruda__bytes_of_staging(m, stage, bytes, &held);
+  if (!stage_get(st, bytes, &held)) return false;
+  char *stage = held.data;
   ruda__copy_job_t job;
   ruda__copy_job_start_held(s->copies, &job, dst, stage, (size_t)bytes, STAGE_CHUNK);
   cl_event *evs = ruda__calloc(job.nchunks, sizeof *evs);
@@ -256,7 +258,7 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
     size_t off, len;
     ruda__copy_job_chunk(&job, c, &off, &len);
     r = api->clEnqueueReadBuffer(st->queue, mem, CL_FALSE, (size_t)offset + off, len,
-                                 (char *)stage + off, 0, NULL, &evs[c]);
+                                 stage + off, 0, NULL, &evs[c]);
     if (r == CL_SUCCESS && ++enqueued % STAGE_FLUSH_EVERY == 1) api->clFlush(st->queue);
   }
   api->clFlush(st->queue);

@@ -30,6 +30,7 @@ TEST(opencl_backend_not_built) {
 #include "backends/opencl/opencl_copy.h"
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_stream.h"
+#include "opencl_test_util.h"
 
 static char g_self[4096];
 
@@ -38,42 +39,11 @@ __attribute__((constructor)) static void remember_self(void) {
   g_self[n > 0 ? n : 0] = '\0';
 }
 
-static ruda_client_t *client(void) {
-  static ruda_client_t *c;
-  static char why[1024];
-  if (c != NULL) return c;
-  if (why[0]) SKIP_UNAVAILABLE("opencl", why);
-  ruda_device_id_t id = {RUDA_DEVICE_TYPE_OPENCL, 0};
-  ruda_status_t s = ruda_client_create(id, &c);
-  if (s) {
-    ruda_status_format(s, why, sizeof why);
-    ruda_status_free(s);
-    c = NULL;
-    SKIP_UNAVAILABLE("opencl", why);
-  }
-  return c;
-}
-
 /* A client on a stream of its own (released by the caller). */
 static ruda_client_t *fresh(void) {
   ruda_client_t *s = NULL;
   ASSERT_OK(ruda_client_on_stream(client(), ruda_stream_id_next(), &s));
   return s;
-}
-
-static ruda_kernel_t *ocl_kernel(const char *name, const char *src, ruda_dim_t dim,
-                                uint64_t shared) {
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.ruda_dim = dim;
-  d.shared_mem_bytes = shared;
-  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, src);
-  d.code = &code;
-  d.num_code = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
-  return k;
 }
 
 static const char fill_src[] =

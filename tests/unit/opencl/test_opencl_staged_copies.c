@@ -20,6 +20,7 @@ TEST(opencl_backend_not_built) {
 #else
 
 #include "backends/opencl/opencl_copy.h"
+#include "opencl_test_util.h"
 
 /* Before any server exists: the settings are read when it is created. */
 __attribute__((constructor)) static void stage_everything(void) {
@@ -27,40 +28,11 @@ __attribute__((constructor)) static void stage_everything(void) {
   setenv("RUDA_OPENCL_COPY_THREADS", "2", 1);
 }
 
-static ruda_client_t *client(void) {
-  static ruda_client_t *c;
-  static char why[1024];
-  if (c != NULL) return c;
-  if (why[0]) SKIP_UNAVAILABLE("opencl", why);
-  ruda_device_id_t id = {RUDA_DEVICE_TYPE_OPENCL, 0};
-  ruda_status_t s = ruda_client_create(id, &c);
-  if (s) {
-    ruda_status_format(s, why, sizeof why);
-    ruda_status_free(s);
-    c = NULL;
-    SKIP_UNAVAILABLE("opencl", why);
-  }
-  return c;
-}
-
 static const char add_src[] =
     "__kernel void add(__global uint *b, __global const ulong *info) {\n"
     "  ulong i = get_global_id(0);\n"
     "  if (i < info[0]) b[i] += (uint)info[1];\n"
     "}\n";
-
-static ruda_kernel_t *add_kernel(void) {
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "add";
-  d.ruda_dim = ruda_dim_new_1d(64);
-  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, add_src);
-  d.code = &code;
-  d.num_code = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
-  return k;
-}
 
 /* Adds `value` to the first `n` u32 of `h`. */
 static void add(ruda_client_t *c, ruda_kernel_t *k, const ruda_handle_t *h, uint64_t n,
@@ -128,7 +100,7 @@ TEST(staged_transfers_land_whole_at_any_offset_and_size) {
 TEST(a_staged_write_keeps_its_place_between_kernels) {
   ruda_client_t *c = client();
   const size_t n = (5u << 20) / 4 + 3; /* u32 */
-  ruda_kernel_t *k = add_kernel();
+  ruda_kernel_t *k = ocl_kernel("add", add_src, ruda_dim_new_1d(64), 0);
   uint32_t *src = malloc(n * 4), *back = malloc(n * 4);
   ASSERT_NOT_NULL(src);
   ASSERT_NOT_NULL(back);
