@@ -2,6 +2,7 @@
  * does not (the message names the file, the line and the kernel), usage
  * errors, and the embed step's output. Runs the built binary; the CUDA and
  * OpenCL halves skip when NVRTC or an OpenCL driver is not installed. */
+#include <limits.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,8 +78,8 @@ static void check_one(const char *target_flag, const char *label) {
   ASSERT_STR_CONTAINS(out, "not_declared_anywhere");
   ASSERT_STR_CONTAINS(out, "[kernel 'broken']");
   /* The message is at the user's file and line 7, in the compiler's form. */
-  char at_nvrtc[1200], at_clang[1200];
-  char real[1024];
+  char at_nvrtc[PATH_MAX + 16], at_clang[PATH_MAX + 16];
+  char real[PATH_MAX]; /* realpath's buffer must hold PATH_MAX bytes */
   ASSERT_NOT_NULL(realpath(ko, real));
   snprintf(at_nvrtc, sizeof at_nvrtc, "%s(7)", real);
   snprintf(at_clang, sizeof at_clang, "%s:7:", real);
