@@ -246,13 +246,19 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
                         void *dst, uint64_t bytes, bool trace, ruda_status_t *err) {
   const ruda__opencl_api_t *api = s->api;
   *err = NULL;
+  /* An event per chunk, the job's chunks (allocated first: without them
+   * nothing has started and the plain read takes over). */
+  size_t chunk = ruda__copy_chunk_size((size_t)bytes, STAGE_CHUNK);
+  cl_event *evs = ruda__calloc(((size_t)bytes + chunk - 1) / chunk, sizeof *evs);
   ruda_bytes_t held;
-  if (!stage_get(st, bytes, &held)) return false;
+  if (evs == NULL || !stage_get(st, bytes, &held)) {
+    ruda__free(evs);
+    return false;
+  }
   char *stage = held.data;
   ruda__copy_job_t job;
   ruda__copy_job_start_held(s->copies, &job, dst, stage, (size_t)bytes, STAGE_CHUNK);
-  cl_event *evs = ruda__calloc(job.nchunks, sizeof *evs);
-  cl_int r = evs ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+  cl_int r = CL_SUCCESS;
   size_t enqueued = 0;
   for (size_t c = 0; c < job.nchunks && r == CL_SUCCESS; c++) {
     size_t off, len;
@@ -281,10 +287,10 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
     if (trace && api->clRetainEvent(last) == CL_SUCCESS)
       ruda__ocl_trace_add(s, st, last, "copy", "read", bytes);
     ruda__ocl_note_event(s, st, last);
+    st->dirty = false; /* the queue is in order: all before it has completed */
   }
   for (size_t c = 0; c < enqueued; c++) api->clReleaseEvent(evs[c]);
   ruda__free(evs);
-  st->dirty = false; /* all of it has completed */
   ruda_bytes_release(&held);
   if (r != CL_SUCCESS)
     *err = ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "reading %llu bytes (staged)",
