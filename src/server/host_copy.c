@@ -4,11 +4,11 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/env.h"
 #include "base/sync.h"
 
 #if defined(__x86_64__) && defined(__SSE2__)
@@ -125,17 +125,14 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-static int env_int(const char *name, int fallback) {
-  const char *v = name ? getenv(name) : NULL;
-  return v == NULL || v[0] == '\0' ? fallback : atoi(v);
-}
-
 ruda__copy_pool_t *ruda__copy_pool_for_staging(const char *threads_var, const char *streaming_var) {
   long cores = sysconf(_SC_NPROCESSORS_ONLN);
   int fallback = cores >= 8 ? (int)(cores - 2 < 14 ? cores - 2 : 14) : (int)(cores / 2);
-  int threads = env_int(threads_var, fallback);
-  return ruda__copy_pool_create(threads < 0 ? 0u : (unsigned)threads,
-                                env_int(streaming_var, 1) != 0);
+  long long threads = ruda__env_int(threads_var, fallback);
+  /* Clamped before the narrowing; create allows 32 at most anyway. */
+  if (threads < 0) threads = 0;
+  if (threads > 32) threads = 32;
+  return ruda__copy_pool_create((unsigned)threads, ruda__env_int(streaming_var, 1) != 0);
 }
 
 ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming) {

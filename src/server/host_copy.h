@@ -51,7 +51,8 @@ ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
  * pageable write is a memory-bound host copy pipelined with the DMA: on
  * the 16-core H200 host, with plain stores 6 threads staged 26 GB/s, 10
  * about 29, 14 about 32; with streaming stores 6 to 15 threads all staged
- * 35-38 GB/s. */
+ * 35-38 GB/s. The caller owns the pool (ruda__copy_pool_destroy); NULL,
+ * as for create, when memory or threads are exhausted. */
 ruda__copy_pool_t *ruda__copy_pool_for_staging(const char *threads_var, const char *streaming_var);
 void ruda__copy_pool_destroy(ruda__copy_pool_t *p);
 

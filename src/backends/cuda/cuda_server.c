@@ -46,6 +46,7 @@
  * context current themselves, and may outlive the server (it completes
  * them when destroyed: ruda__cuda_futures_settle).
  */
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -64,6 +65,7 @@
 #include "backends/cuda/cuda_profile.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/cuda_types.h"
+#include "base/env.h"
 #include "ruda/config.h"
 #include "server/server.h"
 
@@ -452,9 +454,8 @@ static ruda_status_t cuda_device_count(uint32_t *out) {
 }
 
 static int env_int(const char *name, int fallback) {
-  const char *v = getenv(name);
-  if (v == NULL || v[0] == '\0') return fallback;
-  return atoi(v);
+  long long v = ruda__env_int(name, fallback);
+  return v < INT_MIN ? INT_MIN : v > INT_MAX ? INT_MAX : (int)v;
 }
 
 static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {

@@ -17,8 +17,8 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
 ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
                              ruda__future_t **out);
 ruda_status_t ruda__ocl_flush(ruda__server_t *base, ruda_stream_id_t stream);
-/* How many writes and reads went through pinned staging in this process
- * (tests). */
+/* How many writes and reads went through pinned staging in this process,
+ * counted as each finishes (for tests; any thread, never fails). */
 uint64_t ruda__ocl_staged_writes(void);
 uint64_t ruda__ocl_staged_reads(void);
 

@@ -80,6 +80,7 @@
 #include "backends/opencl/opencl_profile.h"
 #include "backends/opencl/opencl_stream.h"
 #include "backends/opencl/opencl_types.h"
+#include "base/env.h"
 #include "server/server.h"
 
 #if !defined(RUDA_HAVE_OPENCL_HEADERS)
@@ -182,12 +183,9 @@ static bool kernel_events_wanted(const ruda__opencl_device_t *dev) {
  * of its own and none where device memory is host memory (PoCL), where
  * staging would only add a copy. */
 static uint64_t stage_min_wanted(const ruda__opencl_device_t *dev) {
-  const char *e = getenv("RUDA_OPENCL_STAGE_MIN_KIB");
-  if (e != NULL && e[0] != '\0') {
-    long long kib = atoll(e);
-    return kib > 0 ? (uint64_t)kib * 1024u : 0;
-  }
-  return dev->unified_memory ? 0 : UINT64_C(8) << 20;
+  long long kib = ruda__env_int("RUDA_OPENCL_STAGE_MIN_KIB", dev->unified_memory ? 0 : 8192);
+  if (kib <= 0) return 0;
+  return (uint64_t)kib > UINT64_MAX / 1024u ? UINT64_MAX : (uint64_t)kib * 1024u;
 }
 
 static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) {
