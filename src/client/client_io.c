@@ -23,11 +23,7 @@ static ruda_status_t do_read(ruda__server_t *s, ruda_stream_id_t st, void *ctx) 
 static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
                                  const ruda_shape_t *shape, const ruda_strides_t *strides,
                                  size_t elem_size, void *dst, ruda_future_t **out_future) {
-  ruda__copy_desc_t desc;
-  memset(&desc, 0, sizeof desc);
-  desc.shape = *shape;
-  desc.strides = *strides;
-  desc.elem_size = elem_size;
+  ruda__copy_desc_t desc = {.shape = *shape, .strides = *strides, .elem_size = elem_size};
   ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
   if (hs) return hs;
   read_call_t r = {&desc, {dst}, NULL};
