@@ -1,7 +1,8 @@
-/* PendingDropQueue: host buffers still read by the device, released once a
+/* Drop queue: host buffers still read by the device, released once a
  * fence covering their use has completed. Items are held for at most two
- * flushes and every flush makes exactly one fence (plus one synchronous
- * fence in the rare case that pending items were never fenced). */
+ * flushes; a flush that moves items to pending makes exactly one fence (plus
+ * one synchronous fence in the rare case that pending items were never
+ * fenced), and a flush with nothing staged makes none. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -91,8 +92,10 @@ void ruda__drop_queue_flush(ruda__drop_queue_t *q) {
   q->pending = q->staged;
   q->staged = t;
   q->staged.len = 0;
-  /* 4. One fence for everything submitted so far. */
-  q->fence = q->fence_ops.make(q->fence_ops.ctx);
+  /* 4. One fence for everything submitted so far, when anything waits for
+   *    it: a flush with nothing staged makes none, so flushing an idle
+   *    stream costs no driver call (an event's create and record). */
+  q->fence = q->pending.len ? q->fence_ops.make(q->fence_ops.ctx) : NULL;
   /* 5. */
   q->count = 0;
   q->bytes = 0;

@@ -35,7 +35,8 @@ ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t 
 bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q);
 /* Waits on the previous fence and drops what it covered, then moves the
  * staged items under a new fence (so a flush waits only for work queued
- * before the previous flush, never for what was just submitted). */
+ * before the previous flush, never for what was just submitted). With
+ * nothing staged it makes no fence, and the next flush waits for nothing. */
 void ruda__drop_queue_flush(ruda__drop_queue_t *q);
 /* Waits for everything and drops every item; frees the queue. NULL is a
  * no-op. */

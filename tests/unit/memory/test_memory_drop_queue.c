@@ -1,4 +1,4 @@
-/* The drop queue of host buffers in flight (reference 3.8). */
+/* The drop queue of host buffers in flight (memory/drop_queue.h). */
 #include "memory_test_util.h"
 
 typedef struct fence_log {
@@ -89,13 +89,24 @@ TEST(items_held_at_most_two_flushes) {
   ASSERT_EQ(log.dropped_at_wait[0], 0); /* nothing dropped before the wait */
   ASSERT_EQ(log.dropped, 1);
   ASSERT_EQ(log.made, 2); /* one fence per flush */
-  ruda__drop_queue_flush(q); /* waits fence 2, drops B and C */
+  ruda__drop_queue_flush(q); /* waits fence 2, drops B and C; nothing staged: no fence */
   ASSERT_EQ(log.dropped, 3);
+  ASSERT_EQ(log.made, 2);
+  ASSERT_EQ(log.waited, 2);
+  ASSERT_EQ(log.live, 0);
+  ruda__drop_queue_flush(q); /* idle: no fence made, none waited for */
+  ASSERT_EQ(log.made, 2);
+  ASSERT_EQ(log.waited, 2);
+  ASSERT_EQ(log.live, 0);
+  ASSERT_OK(ruda__drop_queue_push(q, malloc(8), 1, drop_item)); /* D after idle flushes */
+  ruda__drop_queue_flush(q); /* D pending under fence 3; nothing to wait for first */
   ASSERT_EQ(log.made, 3);
-  ASSERT_EQ(log.live, 1);
-  ruda__drop_queue_flush(q); /* nothing staged: still one fence */
-  ASSERT_EQ(log.made, 4);
-  ASSERT_EQ(log.live, 1);
+  ASSERT_EQ(log.waited, 2);
+  ASSERT_EQ(log.dropped, 3);
+  ruda__drop_queue_flush(q); /* waits fence 3, drops D */
+  ASSERT_EQ(log.waited, 3);
+  ASSERT_EQ(log.dropped, 4);
+  ASSERT_EQ(log.live, 0);
   ruda__drop_queue_destroy(q);
   ASSERT_EQ(log.live, 0);
   ASSERT_EQ(log.made, log.destroyed);

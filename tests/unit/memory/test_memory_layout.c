@@ -1,4 +1,4 @@
-/* Layout policies: Contiguous(align) and Pitched(align) (reference 3.7). */
+/* Layout policies: Contiguous(align) and Pitched(align). */
 #include "memory_test_util.h"
 
 static ruda_memory_layout_descriptor_t desc(ruda_memory_layout_strategy_t strat, uint32_t rank,

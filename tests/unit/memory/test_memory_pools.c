@@ -3,7 +3,7 @@
 
 #include "memory_test_util.h"
 
-/* ---- Presets (reference section 3.2) ---- */
+/* ---- Presets ---- */
 
 TEST(presets_subslices_128mib) {
   ruda__pool_options_t o[RUDA_MAX_POOLS];
