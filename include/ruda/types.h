@@ -116,12 +116,16 @@ typedef struct ruda_metadata {
  * RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda_shape_init(ruda_shape_t *out, uint32_t rank,
                               const uint64_t *dims);
+/* A rank-1 or rank-2 shape by value (unused dims are 0). Pure: no
+ * allocation, no failure, callable from any thread. */
 ruda_shape_t ruda_shape_1d(uint64_t n);
 ruda_shape_t ruda_shape_2d(uint64_t rows, uint64_t cols);
 /* Product of the dims (1 for rank 0), saturating at UINT64_MAX. */
 uint64_t ruda_shape_num_elems(const ruda_shape_t *s);
 /* Row-major contiguous strides for `s` (exact: a dim of size 1 must still
- * have the row-major stride). */
+ * have the row-major stride), by value; rank 0 for a NULL `s`, a rank
+ * above RUDA_MAX_RANK is clamped. Pure: no allocation, no failure, callable
+ * from any thread. */
 ruda_strides_t ruda_strides_contiguous(const ruda_shape_t *s);
 bool ruda_strides_is_contiguous(const ruda_shape_t *s, const ruda_strides_t *st);
 /* True when the strides are row-major with padding on the last dimension's

@@ -62,7 +62,6 @@ uint64_t ruda_shape_num_elems(const ruda_shape_t *s) {
 ruda_strides_t ruda_strides_contiguous(const ruda_shape_t *s) {
   if (s == NULL) return (ruda_strides_t){.rank = 0};
   uint32_t rank = clamp_rank(s->rank);
-  if (rank == 1) return (ruda_strides_t){.rank = 1, .values = {1}};
   ruda_strides_t st = {.rank = rank};
   uint64_t acc = 1;
   for (uint32_t i = rank; i-- > 0;) {
