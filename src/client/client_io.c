@@ -35,6 +35,7 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
   }
   s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_read, &r);
   if (!out_future) {
+    ruda__client_note_wait(c);
     /* Waited for on this thread: the worker serves other streams. */
     ruda_status_t w = ruda__client_future_finish(r.future);
     ruda__device_end(c->dev);

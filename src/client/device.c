@@ -242,6 +242,7 @@ static void *worker_main(void *arg) {
     d->layout_policy = u->layout_policy;
     d->check_mode = u->check_mode;
     d->caller_runs = d->server->vt->any_thread;
+    d->launch_returns_early = d->server->vt->any_thread && d->server->vt->launch_returns_early;
   }
   ruda__completion_signal(&d->ready);
   if (d->init_error) return NULL;
@@ -396,29 +397,54 @@ ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
   return call->status;
 }
 
-bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
-                           ruda_status_t *out) {
-  /* Only when nothing is queued: the call then keeps its place in the
-   * order without running anybody else's work on this thread. */
+/* Takes the device for work on the calling thread: only when nothing is
+ * queued, so that the work keeps its place in the order without running
+ * anybody else's on this thread. On true the server is entered (*token
+ * for here_leave) and cannot go: the worker destroys it holding the lock. */
+static bool here_enter(ruda__device_t *d, void **token, ruda__device_t **prev) {
   if (tls_worker == d || work_queued(d) || !queue_trylock(d)) return false;
   if (work_queued(d)) {
     queue_unlock(d);
     return false;
   }
-  /* Under the lock the server cannot go: the worker destroys it holding it. */
   ruda__server_t *s = d->server;
-  void *token = NULL;
-  if (!s || (s->vt->thread_enter && !s->vt->thread_enter(s, &token))) {
+  *token = NULL;
+  if (!s || (s->vt->thread_enter && !s->vt->thread_enter(s, token))) {
     queue_unlock(d);
     return false;
   }
   /* Nested submits (none today) run inline too, as on the worker. */
-  ruda__device_t *prev = tls_worker;
+  *prev = tls_worker;
   tls_worker = d;
-  *out = fn(s, stream, ctx);
+  return true;
+}
+
+static void here_leave(ruda__device_t *d, void *token, ruda__device_t *prev) {
+  ruda__server_t *s = d->server;
   if (s->vt->thread_leave) s->vt->thread_leave(s, token);
   tls_worker = prev;
   queue_unlock(d);
+}
+
+bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
+                           ruda_status_t *out) {
+  void *token;
+  ruda__device_t *prev;
+  if (!here_enter(d, &token, &prev)) return false;
+  *out = fn(d->server, stream, ctx);
+  here_leave(d, token, prev);
+  return true;
+}
+
+bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op) {
+  void *token;
+  ruda__device_t *prev;
+  if (!here_enter(d, &token, &prev)) return false;
+  op->run(d, op);
+  /* Written under the lock only: no read-modify-write needed. */
+  atomic_store_explicit(&d->ops_here, atomic_load_explicit(&d->ops_here, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  here_leave(d, token, prev);
   return true;
 }
 

@@ -53,6 +53,10 @@ struct ruda__device {
   atomic_uint running;
   /* Ops popped, by the thread that holds `running`. */
   atomic_ulong executed;
+  /* Ops that ran on their submitter's thread without being queued
+   * (ruda__device_run_op_here: launches), by the thread that holds
+   * `running`; for tests and diagnostics. */
+  atomic_ulong ops_here;
   atomic_ulong completed; /* ops whose run returned (release), for waiters */
   /* Written by the worker alone (its polls read it every round, so it must
    * not share the line the queue's runner writes): */
@@ -61,6 +65,7 @@ struct ruda__device {
   char pad_end_[64];
   atomic_uint sleeping;
   bool caller_runs;
+  bool launch_returns_early; /* the server's, copied at creation */
   /* Polling budgets (base/sync.h): the worker's on an empty queue, the
    * time it leaves fresh work to its submitter (device.c, GRACE_MIN_NS),
    * and the callers' for an answer (progress, a blocking call's
@@ -179,6 +184,12 @@ typedef enum ruda__call_kind {
  * for the lock. For short work only (an allocation, a short call). */
 bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
                            ruda_status_t *out);
+/* Runs `op` on the calling thread when the device is idle, as
+ * ruda__device_run_here runs a call: in order after everything submitted
+ * before and before everything submitted after, with the worker neither
+ * woken nor waited for. False, with nothing done, otherwise (the op is
+ * then the caller's to submit). */
+bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op);
 /* Runs fn and returns its status (inline when called on the worker).
  * Called between ruda__device_begin() and ruda__device_end(). */
 ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,

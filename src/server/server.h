@@ -175,6 +175,12 @@ typedef struct ruda__server_vtable {
    * operation then runs the queued operations itself while no other thread
    * runs them (src/client/device.c, docs/cpu.md). */
   bool any_thread;
+  /* True when a launch returns once its work is queued on the device, not
+   * when the work is done (CUDA, OpenCL). The client may then make a
+   * launch on the caller's thread while the device is idle, when that
+   * thread would run it itself at its next wait anyway
+   * (src/client/client_launch.c, "Launches made by their caller"). */
+  bool launch_returns_early;
 
   /* Optional. Called around work that runs on a caller's thread instead of
    * the worker: a short blocking call (read, sync, flush, usage,

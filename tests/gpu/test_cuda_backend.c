@@ -1,9 +1,12 @@
 /* CUDA-only behaviour: properties, pitched layouts, pinned staging, large
  * pageable writes (the staging ring, and writes behind a running kernel),
  * dynamic counts, cross-stream use, compile errors, device profiling,
- * limits, and running out of device memory. */
+ * limits, running out of device memory, and launches made on their
+ * caller's thread. */
+#include <stdatomic.h>
 #include <time.h>
 
+#include "client/client_internal.h"
 #include "cuda_test_util.h"
 
 TEST(properties_follow_the_reference) {
@@ -383,4 +386,49 @@ TEST(out_of_memory_then_a_working_allocation) {
   ASSERT_MEM_EQ(back, v, sizeof v);
   ruda_handle_release(&h);
   ruda_client_release(s);
+}
+
+/* x[0] = 3 * x[0] + info[0]: a launch lost, repeated or out of order
+ * leaves another value. */
+static const char triple_add_src[] =
+    "extern \"C\" __global__ void triple_add(unsigned int *x, const unsigned long long *info) {\n"
+    "  if (blockIdx.x == 0 && threadIdx.x == 0) x[0] = 3u * x[0] + (unsigned int)info[0];\n"
+    "}\n";
+
+/* A thread that syncs after every launch has its launches made on its own
+ * thread (src/client/client_launch.c); bursts of launches stay queued;
+ * the stream's order holds across both. */
+TEST(round_trips_launch_on_the_caller_and_bursts_queue) {
+  ruda_client_t *c = cuda_client();
+  ruda_kernel_t *k = cuda_kernel("triple_add", triple_add_src, ruda_dim_new_1d(1), 0);
+  ASSERT_NOT_NULL(k);
+  uint32_t zero = 0, got = 0, expect = 0, add = 1;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, &zero, sizeof zero, &h));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t info[1];
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 1, 0}};
+  uint64_t before = atomic_load(&c->dev->ops_here);
+  for (int i = 0; i < 40; i++, add++) {
+    info[0] = add;
+    ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
+    expect = 3u * expect + add;
+    ASSERT_OK(ruda_client_sync(c));
+  }
+  uint64_t here = atomic_load(&c->dev->ops_here) - before;
+  ASSERT_UGE(here, 35);
+  for (int b = 0; b < 5; b++) {
+    for (int i = 0; i < 6; i++, add++) {
+      info[0] = add;
+      ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
+      expect = 3u * expect + add;
+    }
+    ASSERT_OK(ruda_client_sync(c));
+  }
+  /* Only the first launch of the first burst may be made here. */
+  ASSERT_ULE(atomic_load(&c->dev->ops_here) - before - here, 1);
+  ASSERT_OK(ruda_client_read(c, &h, &got, sizeof got));
+  ASSERT_UEQ(got, expect);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
 }

@@ -414,6 +414,7 @@ static const ruda__server_vtable_t cuda_vtable = {
     /* A waiting caller may run the queue itself once cuda_thread_enter
      * made the context current there (docs/cuda.md). */
     .any_thread = true,
+    .launch_returns_early = true,
     .thread_enter = cuda_thread_enter,
     .thread_leave = cuda_thread_leave,
     .wants_worker = cuda_wants_worker,

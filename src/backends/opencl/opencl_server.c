@@ -145,6 +145,7 @@ static const ruda__server_vtable_t opencl_vtable = {
     /* Nothing of an OpenCL server is tied to its worker thread: a waiting
      * caller may run the queue itself (docs/opencl.md). */
     .any_thread = true,
+    .launch_returns_early = true,
     .get_resource = ruda__ocl_get_resource,
     .launch = ruda__ocl_launch,
     .flush = ruda__ocl_flush,
