@@ -471,8 +471,47 @@ ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
 
 enum { OP_CACHE_MAX = 256 };
 
+/* One block per thread in front of the device's cache: a thread that
+ * frees the ops it allocated (a launch made by its caller) takes no lock.
+ * The block goes with its thread (a key's destructor); the main thread's
+ * stays reachable until exit. */
+static RUDA__THREAD_LOCAL void *tls_op_block;
+static RUDA__THREAD_LOCAL bool tls_op_block_keyed;
+static pthread_key_t op_block_key;
+static bool op_block_key_made;
+static pthread_once_t op_block_once = PTHREAD_ONCE_INIT;
+
+static void op_block_thread_exit(void *unused) {
+  (void)unused;
+  ruda__free(tls_op_block);
+  tls_op_block = NULL;
+}
+
+static void op_block_key_make(void) {
+  op_block_key_made = pthread_key_create(&op_block_key, op_block_thread_exit) == 0;
+}
+
+/* Keeps `block` in this thread's slot; false when the slot is taken or
+ * the block could not be tied to the thread's exit. */
+static bool op_block_keep(void *block) {
+  if (tls_op_block) return false;
+  if (!tls_op_block_keyed) {
+    pthread_once(&op_block_once, op_block_key_make);
+    /* Any non-NULL value: the destructor frees the slot's block. */
+    if (!op_block_key_made || pthread_setspecific(op_block_key, &op_block_key) != 0) return false;
+    tls_op_block_keyed = true;
+  }
+  tls_op_block = block;
+  return true;
+}
+
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
   if (bytes > RUDA__OP_BLOCK) return ruda__malloc(bytes);
+  if (tls_op_block) {
+    void *mine = tls_op_block;
+    tls_op_block = NULL;
+    return mine;
+  }
   pthread_mutex_lock(&d->op_cache_lock);
   void *b = d->op_cache;
   if (b) {
@@ -489,6 +528,7 @@ void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
     ruda__free(block);
     return;
   }
+  if (op_block_keep(block)) return;
   pthread_mutex_lock(&d->op_cache_lock);
   if (d->op_cache_len < OP_CACHE_MAX) {
     *(void **)block = d->op_cache;
