@@ -68,10 +68,12 @@ void ruda__client_note_wait(ruda_client_t *c) {
   tls_pace.since_wait = 0;
 }
 
-/* Counts the launch; true when the caller should make it itself. */
+/* Counts the launch; true when the caller should make it itself. Servers
+ * whose launch waits for the work (CPU) keep no pace. */
 static bool launch_here_wanted(ruda__device_t *d) {
+  if (!d->launch_returns_early) return false;
   if (tls_pace.dev != d) tls_pace = (launch_pace_t){d, 0, 0};
-  bool here = d->launch_returns_early && tls_pace.since_wait == 0 && tls_pace.before_wait == 1;
+  bool here = tls_pace.since_wait == 0 && tls_pace.before_wait == 1;
   tls_pace.since_wait++;
   return here;
 }

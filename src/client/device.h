@@ -65,7 +65,7 @@ struct ruda__device {
   char pad_end_[64];
   atomic_uint sleeping;
   bool caller_runs;
-  bool launch_returns_early; /* the server's, copied at creation */
+  bool launch_returns_early; /* vt->any_thread && vt->launch_returns_early, at creation */
   /* Polling budgets (base/sync.h): the worker's on an empty queue, the
    * time it leaves fresh work to its submitter (device.c, GRACE_MIN_NS),
    * and the callers' for an answer (progress, a blocking call's
@@ -188,8 +188,11 @@ bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__cal
 /* Runs `op` on the calling thread when the device is idle, as
  * ruda__device_run_here runs a call: in order after everything submitted
  * before and before everything submitted after, with the worker neither
- * woken nor waited for. False, with nothing done, otherwise (the op is
- * then the caller's to submit). */
+ * woken nor waited for. True: the op ran, and its run function has freed
+ * or signalled it as on the worker. False, with nothing done, when work
+ * is queued, another thread runs the queue, the server refuses the thread
+ * or is gone, or on the device's worker: the op is still the caller's
+ * (to submit). Thread-safe; never fails otherwise. */
 bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op);
 /* Runs fn and returns its status (inline when called on the worker).
  * Called between ruda__device_begin() and ruda__device_end(). */
