@@ -183,12 +183,29 @@ static void cuda_future_destroy(ruda__future_t *base) {
 static const ruda__future_vtable_t cuda_future_vt = {cuda_future_wait, cuda_future_poll,
                                                      cuda_future_destroy};
 
+/* Puts `f` on the live list (home->lock held). Only the worker, or a
+ * caller holding the device's running lock, links and settles, so the
+ * fields set after linking are complete before anyone else reads them;
+ * other threads only unlink their neighbours, through prev and next. */
+static void future_link_locked(future_home_t *h, cuda_future_t *f) {
+  f->home = h;
+  f->prev = NULL;
+  f->next = h->live;
+  if (h->live != NULL) h->live->prev = f;
+  h->live = f;
+  h->refs++;
+}
+
 cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
   future_home_t *h = s->home;
   cuda_future_t *f = NULL;
   CUevent ev = NULL;
+  /* A pooled future is taken and linked under one lock. */
   pthread_mutex_lock(&h->lock);
-  if (s->nfutures > 0) f = s->futures[--s->nfutures];
+  if (s->nfutures > 0) {
+    f = s->futures[--s->nfutures];
+    future_link_locked(h, f);
+  }
   if (s->nevents > 0) ev = s->events[--s->nevents];
   pthread_mutex_unlock(&h->lock);
   if (f == NULL) {
@@ -198,6 +215,9 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
       return NULL;
     }
     pthread_mutex_init(&f->lock, NULL);
+    pthread_mutex_lock(&h->lock);
+    future_link_locked(h, f);
+    pthread_mutex_unlock(&h->lock);
   }
   memset(f, 0, offsetof(cuda_future_t, recent));
   f->base.vt = &cuda_future_vt;
@@ -208,6 +228,10 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
     read_part_t *parts = ruda__calloc(nparts, sizeof *parts);
     if (parts == NULL) {
       if (ev != NULL) ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
+      pthread_mutex_lock(&h->lock);
+      future_unlink(h, f);
+      h->refs--; /* the server's reference remains: never the last */
+      pthread_mutex_unlock(&h->lock);
       ruda__cuda_future_free(f);
       return NULL;
     }
@@ -219,16 +243,6 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
     memcpy(f->recent.names[i], st->recent.names[i], sizeof f->recent.names[i]);
   f->generation = ruda__cuda_generation(&s->fault);
   f->done = false;
-  f->home = h;
-  f->prev = NULL;
-  /* Only the worker links and settles, so the future is complete before
-   * anyone else can find it. */
-  pthread_mutex_lock(&h->lock);
-  f->next = h->live;
-  if (h->live != NULL) h->live->prev = f;
-  h->live = f;
-  h->refs++;
-  pthread_mutex_unlock(&h->lock);
   return f;
 }
 
