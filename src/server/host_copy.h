@@ -36,22 +36,24 @@ typedef struct ruda__copy_job {
   atomic_size_t done;
   atomic_uchar ready[RUDA__COPY_MAX_CHUNKS];
   bool pooled;    /* workers may join */
-  bool streaming; /* the pool's setting */
+  bool streaming; /* the pool's setting; plain stores into a ring */
 } ruda__copy_job_t;
 
 /* `threads` helper threads (0: none; copies then run on the caller). With
- * `streaming`, chunks of 64 KiB and more are written with streaming
- * (non-temporal) stores where the processor has them (x86-64): for
- * destinations the device reads next, not this processor. NULL when
+ * `streaming`, chunks of 64 KiB and more of a job without a ring are
+ * written with streaming (non-temporal) stores where the processor has
+ * them (x86-64): for destinations the device reads next, not this
+ * processor. NULL when
  * memory or threads are exhausted (callers fall back to memcpy). */
 ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
 /* A pool sized for staging: the environment variable `threads_var` sets
  * the helper threads (default: all cores but two, at most 14; half the
- * cores below 8), `streaming_var`=0 turns streaming stores off. Staging a
- * pageable write is a memory-bound host copy pipelined with the DMA: on
- * the 16-core H200 host, with plain stores 6 threads staged 26 GB/s, 10
- * about 29, 14 about 32; with streaming stores 6 to 15 threads all staged
- * 35-38 GB/s. The caller owns the pool (ruda__copy_pool_destroy); NULL,
+ * cores below 8), `streaming_var`=0 turns streaming stores off (a ring
+ * job uses plain stores either way). Staging a pageable write whole is a
+ * memory-bound host copy pipelined with the DMA: on the 16-core H200 host,
+ * with plain stores 6 threads staged 26 GB/s, 10 about 29, 14 about 32;
+ * with streaming stores 6 to 15 threads all staged 35-38 GB/s. The caller
+ * owns the pool (ruda__copy_pool_destroy); NULL,
  * as for create, when memory or threads are exhausted. */
 ruda__copy_pool_t *ruda__copy_pool_for_staging(const char *threads_var, const char *streaming_var);
 void ruda__copy_pool_destroy(ruda__copy_pool_t *p);
