@@ -205,7 +205,8 @@ static void job_start(ruda__copy_pool_t *p, ruda__copy_job_t *job, void *dst, co
    * through the ring went 42.3-44.1 GB/s with plain stores against
    * 39.5-41.2 GB/s with streaming ones (9 runs each, 2026-12-05); staged
    * whole (256 MiB, past any cache) it went 30.0-31.9 plain against
-   * 33.2-35.5 streaming. */
+   * 33.2-35.5 streaming. On a noisier H100 host the ring went alike
+   * either way (30.4 against 31.6 GB/s on average over 15 pairs). */
   job->streaming = p != NULL && p->streaming && slots == 0;
   if (p == NULL || p->nthreads == 0 || job->nchunks < 2) return;
   if (pthread_mutex_trylock(&p->busy) != 0) return;
