@@ -43,8 +43,8 @@ typedef struct ruda__copy_job {
  * `streaming`, chunks of 64 KiB and more of a job without a ring are
  * written with streaming (non-temporal) stores where the processor has
  * them (x86-64): for destinations the device reads next, not this
- * processor. NULL when
- * memory or threads are exhausted (callers fall back to memcpy). */
+ * processor. NULL when memory or threads are exhausted (callers fall back
+ * to memcpy). */
 ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
 /* A pool sized for staging: the environment variable `threads_var` sets
  * the helper threads (default: all cores but two, at most 14; half the
@@ -53,8 +53,8 @@ ruda__copy_pool_t *ruda__copy_pool_create(unsigned threads, bool streaming);
  * memory-bound host copy pipelined with the DMA: on the 16-core H200 host,
  * with plain stores 6 threads staged 26 GB/s, 10 about 29, 14 about 32;
  * with streaming stores 6 to 15 threads all staged 35-38 GB/s. The caller
- * owns the pool (ruda__copy_pool_destroy); NULL,
- * as for create, when memory or threads are exhausted. */
+ * owns the pool (ruda__copy_pool_destroy); NULL, as for create, when
+ * memory or threads are exhausted. */
 ruda__copy_pool_t *ruda__copy_pool_for_staging(const char *threads_var, const char *streaming_var);
 void ruda__copy_pool_destroy(ruda__copy_pool_t *p);
 
