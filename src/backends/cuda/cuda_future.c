@@ -198,6 +198,9 @@ static void future_link_locked(future_home_t *h, cuda_future_t *f) {
 
 cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
   future_home_t *h = s->home;
+  /* Allocated first, so that nothing linked has to be undone when it fails. */
+  read_part_t *parts = NULL;
+  if (nparts > 1 && (parts = ruda__calloc(nparts, sizeof *parts)) == NULL) return NULL;
   cuda_future_t *f = NULL;
   CUevent ev = NULL;
   /* A pooled future is taken and linked under one lock. */
@@ -212,6 +215,7 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
     f = ruda__malloc(sizeof *f);
     if (f == NULL) {
       if (ev != NULL) ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
+      ruda__free(parts);
       return NULL;
     }
     pthread_mutex_init(&f->lock, NULL);
@@ -223,20 +227,7 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
   f->base.vt = &cuda_future_vt;
   f->server = s;
   f->event = ev;
-  f->parts = &f->one;
-  if (nparts > 1) {
-    read_part_t *parts = ruda__calloc(nparts, sizeof *parts);
-    if (parts == NULL) {
-      if (ev != NULL) ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
-      pthread_mutex_lock(&h->lock);
-      future_unlink(h, f);
-      h->refs--; /* the server's reference remains: never the last */
-      pthread_mutex_unlock(&h->lock);
-      ruda__cuda_future_free(f);
-      return NULL;
-    }
-    f->parts = parts;
-  }
+  f->parts = parts != NULL ? parts : &f->one;
   f->recent.n = st != NULL ? st->recent.n : 0;
   f->recent.total = st != NULL ? st->recent.total : 0;
   for (uint32_t i = 0; i < f->recent.n && i < RUDA__RECENT_KERNELS; i++)
