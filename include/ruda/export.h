@@ -7,6 +7,10 @@
  *
  * RUDA_API marks a single declaration outside such a block. Both expand to
  * nothing special for compilers without GCC-style visibility.
+ *
+ * RUDA__COLD marks the functions that make errors: a branch that calls one
+ * is compiled as the unlikely side, and its code moves out of the line of
+ * the hot path (GCC and Clang; nothing elsewhere).
  */
 #ifndef RUDA_EXPORT_H
 #define RUDA_EXPORT_H
@@ -15,10 +19,12 @@
 #define RUDA_API __attribute__((visibility("default")))
 #define RUDA__VISIBILITY_PUSH _Pragma("GCC visibility push(default)")
 #define RUDA__VISIBILITY_POP _Pragma("GCC visibility pop")
+#define RUDA__COLD __attribute__((cold))
 #else
 #define RUDA_API
 #define RUDA__VISIBILITY_PUSH
 #define RUDA__VISIBILITY_POP
+#define RUDA__COLD
 #endif
 
 #ifdef __cplusplus

@@ -113,18 +113,18 @@ typedef struct ruda_status *ruda_status_t;
  * the printf-formatted text. Works for every kind; fields that the kind does
  * not use are left empty. */
 ruda_status_t ruda_status_create(ruda_error_kind_t kind, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3))) RUDA__COLD;
 ruda_status_t ruda_status_createv(ruda_error_kind_t kind, const char *fmt,
-                                  va_list ap);
+                                  va_list ap) RUDA__COLD;
 
 /* ResourceLimitError::SharedMemory or ResourceLimitError::Units. */
 ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
-                                         uint64_t requested, uint64_t max);
+                                         uint64_t requested, uint64_t max) RUDA__COLD;
 /* ResourceLimitError::RudaDim. */
 ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
-                                   const uint32_t max[3]);
+                                   const uint32_t max[3]) RUDA__COLD;
 /* IoError::BufferTooBig{size} or IoError::OutOfMemory{size}. */
-ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size);
+ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) RUDA__COLD;
 
 /* A wrapping variant (SERVER_LAUNCH, SERVER_PROFILE, SERVER_IO,
  * LAUNCH_COMPILATION, LAUNCH_TOO_MANY_RESOURCES, LAUNCH_IO, PROFILE_LAUNCH,

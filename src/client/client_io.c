@@ -19,13 +19,12 @@ static ruda_status_t do_read(ruda__server_t *s, ruda_stream_id_t st, void *ctx) 
   return s->vt->read(s, r->desc, r->dsts, 1, st, &r->future);
 }
 
-/* Reads into `dst` through a new binding of `h` (checked by the caller). */
-static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
-                                 const ruda_shape_t *shape, const ruda_strides_t *strides,
-                                 size_t elem_size, void *dst, ruda_future_t **out_future) {
-  ruda__copy_desc_t desc = {.shape = *shape, .strides = *strides, .elem_size = elem_size};
-  ruda_status_t hs = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
-  if (hs) return hs;
+/* Reads into `dst` through `binding` (taken: released here). */
+static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
+                                const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                size_t elem_size, void *dst, ruda_future_t **out_future) {
+  ruda__copy_desc_t desc = {
+      .shape = *shape, .strides = *strides, .elem_size = elem_size, .binding = binding};
   read_call_t r = {&desc, {dst}, NULL};
   const char *who = out_future ? "ruda_client_read_async" : "ruda_client_read";
   ruda_status_t s = ruda__device_begin(c->dev, who);
@@ -59,20 +58,25 @@ static ruda_status_t read_common(ruda_client_t *c, const ruda_handle_t *h,
   return ruda__client_future_make(r.future, s, keep, keep ? 1 : 0, out_future);
 }
 
+/* The binding is the check: ruda__handle_bind validates the handle and
+ * names the fault, so a byte read looks the handle up once. */
 static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                 uint64_t cap, ruda_future_t **out) {
-  ruda_status_t s = ruda__client_check_view(c, h, "read");
+  ruda_binding_t b;
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "read", &b);
   if (s) return s;
-  uint64_t n = ruda_handle_size_in_used(h);
-  if (n > cap) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "read: the view holds %llu bytes but dst has room for %llu",
-                              (unsigned long long)n, (unsigned long long)cap);
+  uint64_t n = ruda_binding_size_in_used(&b);
+  if (n > cap || (n && !dst)) {
+    ruda_binding_release(&b);
+    if (n > cap)
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "read: the view holds %llu bytes but dst has room for %llu",
+                                (unsigned long long)n, (unsigned long long)cap);
+    return ruda__client_invalid("read: NULL dst");
   }
-  if (n && !dst) return ruda__client_invalid("read: NULL dst");
   ruda_shape_t shape = ruda_shape_1d(n);
   ruda_strides_t strides = ruda_strides_contiguous(&shape);
-  return read_common(c, h, &shape, &strides, 1, dst, out);
+  return read_bound(c, b, &shape, &strides, 1, dst, out);
 }
 
 ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
@@ -124,15 +128,25 @@ static ruda_status_t check_tensor(ruda_client_t *c, const ruda_handle_t *h,
   return NULL;
 }
 
+/* A tensor read: checked (check_tensor) before the binding is made. */
+static ruda_status_t read_tensor(ruda_client_t *c, const ruda_handle_t *h,
+                                 const ruda_shape_t *shape, const ruda_strides_t *strides,
+                                 size_t elem_size, void *dst, ruda_future_t **out) {
+  uint64_t bytes = 0;
+  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
+  if (s) return s;
+  ruda_binding_t b;
+  s = ruda__handle_bind(h, c->dev->id, "read", &b);
+  if (s) return s;
+  return read_bound(c, b, shape, strides, elem_size, dst, out);
+}
+
 ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,
                                       const ruda_shape_t *shape,
                                       const ruda_strides_t *strides, size_t elem_size,
                                       void *dst) {
   if (!c) return ruda__client_invalid("ruda_client_read_tensor: NULL client");
-  uint64_t bytes = 0;
-  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
-  if (s) return s;
-  return read_common(c, h, shape, strides, elem_size, dst, NULL);
+  return read_tensor(c, h, shape, strides, elem_size, dst, NULL);
 }
 
 ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_t *h,
@@ -142,10 +156,7 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
                                             ruda_future_t **out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_read_tensor_async: NULL argument");
   *out = NULL;
-  uint64_t bytes = 0;
-  ruda_status_t s = check_tensor(c, h, shape, strides, elem_size, dst, "read_tensor", &bytes);
-  if (s) return s;
-  return read_common(c, h, shape, strides, elem_size, dst, out);
+  return read_tensor(c, h, shape, strides, elem_size, dst, out);
 }
 
 /* ---- Allocation ---- */

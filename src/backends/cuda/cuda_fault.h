@@ -53,11 +53,11 @@ void ruda__cuda_fault_unpoison(cuda_fault_t *f);
 /* ---- Fault reports ---- */
 
 /* The error for a fault seen while waiting on the stream. */
-ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels);
+ruda_status_t ruda__cuda_fault_error(CUresult r, const char *call, const char *kernels) RUDA__COLD;
 /* The error for a failure `r` of `call` on work of a stream; a sticky one
  * (the context is gone) also poisons `f`, reported by this error. */
 ruda_status_t ruda__cuda_stream_fault(cuda_fault_t *f, CUresult r, const char *call,
-                                      const char *kernels);
+                                      const char *kernels) RUDA__COLD;
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */
 

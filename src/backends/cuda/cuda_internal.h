@@ -99,10 +99,10 @@ const char *ruda__cu_result_name(CUresult r);
  * ({code}): {description}[: {context}]", with the vendor fields set. */
 ruda_status_t ruda__cu_error(ruda_error_kind_t kind, CUresult r, const char *call,
                              const char *context_fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5))) RUDA__COLD;
 /* An allocation failure: CUDA_ERROR_OUT_OF_MEMORY -> IoError::OutOfMemory
  * {size}; anything else IoError::Unknown. Vendor fields set. */
-ruda_status_t ruda__cu_alloc_error(CUresult r, const char *call, uint64_t size);
+ruda_status_t ruda__cu_alloc_error(CUresult r, const char *call, uint64_t size) RUDA__COLD;
 /* A failed NVRTC call (not a compile error: see cuda_compile.c). */
 ruda_status_t ruda__nvrtc_error(ruda_error_kind_t kind, nvrtcResult r, const char *call,
                                 const char *context_fmt, ...)

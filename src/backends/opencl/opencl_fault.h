@@ -18,7 +18,7 @@
 
 /* The error for a command of the stream that failed on the device (an
  * event with a negative status, or a failed wait). */
-ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels);
+ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *kernels) RUDA__COLD;
 
 /* Waits for `ev` (any thread): NULL when it completed, else the fault
  * error (ServerError::Launch(LaunchError::Unknown) with the event's error

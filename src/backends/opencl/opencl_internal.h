@@ -102,7 +102,7 @@ const char *ruda__cl_error_name(cl_int code);
  * ({code})[: {context}]", with the vendor fields set (call, name, code). */
 ruda_status_t ruda__cl_error(ruda_error_kind_t kind, cl_int code, const char *call,
                              const char *context_fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5))) RUDA__COLD;
 /* An allocation failure of `size` bytes: CL_MEM_OBJECT_ALLOCATION_FAILURE,
  * CL_OUT_OF_RESOURCES and CL_OUT_OF_HOST_MEMORY give IoError::OutOfMemory,
  * CL_INVALID_BUFFER_SIZE IoError::BufferTooBig, anything else
