@@ -7,9 +7,7 @@
 #include "memory/memory_handle.h"
 
 static bool ruda__mul_ovf(uint64_t a, uint64_t b, uint64_t *out) {
-  if (a && b > UINT64_MAX / a) return true;
-  *out = a * b;
-  return false;
+  return __builtin_mul_overflow(a, b, out);
 }
 
 static bool ruda__round_up_ovf(uint64_t v, uint64_t a, uint64_t *out) {

@@ -13,9 +13,9 @@ ruda_dim_t ruda_dim_new_3d(uint32_t x, uint32_t y, uint32_t z) {
 
 uint64_t ruda_dim_num_elems(ruda_dim_t d) {
   /* Two u32 factors always fit in u64; the third may not. */
-  uint64_t xy = (uint64_t)d.x * d.y;
-  if (d.z != 0 && xy > UINT64_MAX / d.z) return UINT64_MAX;
-  return xy * d.z;
+  uint64_t xyz;
+  if (__builtin_mul_overflow((uint64_t)d.x * d.y, (uint64_t)d.z, &xyz)) return UINT64_MAX;
+  return xyz;
 }
 
 bool ruda_dim_can_contain(ruda_dim_t a, ruda_dim_t b) {

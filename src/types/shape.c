@@ -38,11 +38,11 @@ static uint32_t clamp_rank(uint32_t rank) {
   return rank > RUDA_MAX_RANK ? RUDA_MAX_RANK : rank;
 }
 
-/* a * b, or false when it does not fit in 64 bits. */
+/* a * b, or false when it does not fit in 64 bits (one multiply with an
+ * overflow flag: these run on every copy and launch, and a 64-bit divide
+ * costs tens of cycles). */
 static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
-  if (a != 0 && b > UINT64_MAX / a) return false;
-  *out = a * b;
-  return true;
+  return !__builtin_mul_overflow(a, b, out);
 }
 
 uint64_t ruda_shape_num_elems(const ruda_shape_t *s) {

@@ -23,7 +23,7 @@
 static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
                           uint64_t *pitch) {
   uint32_t rank = d->shape.rank;
-  uint64_t n = ruda_shape_num_elems(&d->shape);
+  uint64_t n = rank == 1 ? d->shape.dims[0] : ruda_shape_num_elems(&d->shape);
   if (rank <= 1 || ruda_strides_is_contiguous(&d->shape, &d->strides)) {
     *width = n * d->elem_size;
     *height = 1;
