@@ -10,7 +10,12 @@
  *
  * RUDA__COLD marks the functions that make errors: a branch that calls one
  * is compiled as the unlikely side, and its code moves out of the line of
- * the hot path (GCC and Clang; nothing elsewhere).
+ * the hot path. RUDA__HOT marks the library's functions on the path of
+ * every small call (read, launch, sync, reserve, release): the compiler
+ * puts them in .text.hot, which the linker lays out together, so a call
+ * made after the program did other work touches a few pages of code
+ * instead of twenty (docs/architecture.md). GCC and Clang; nothing
+ * elsewhere.
  */
 #ifndef RUDA_EXPORT_H
 #define RUDA_EXPORT_H
@@ -20,11 +25,13 @@
 #define RUDA__VISIBILITY_PUSH _Pragma("GCC visibility push(default)")
 #define RUDA__VISIBILITY_POP _Pragma("GCC visibility pop")
 #define RUDA__COLD __attribute__((cold))
+#define RUDA__HOT __attribute__((hot))
 #else
 #define RUDA_API
 #define RUDA__VISIBILITY_PUSH
 #define RUDA__VISIBILITY_POP
 #define RUDA__COLD
+#define RUDA__HOT
 #endif
 
 #ifdef __cplusplus

@@ -139,6 +139,7 @@ static void status_free_one(ruda_status_t s) {
   ruda__free(s);
 }
 
+RUDA__HOT
 void ruda_status_free(ruda_status_t s) {
   /* Iterative along the cause chain, recursive only into unhealthy lists. */
   while (s && !s->is_static) {

@@ -7,6 +7,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ruda/export.h" /* RUDA__HOT */
+
 void ruda__futex_wait(atomic_uint *addr, uint32_t expected) {
   syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
@@ -33,6 +35,7 @@ uint64_t ruda__sync_now_ns(void) {
 
 void ruda__sync_yield(void) { sched_yield(); }
 
+RUDA__HOT
 int ruda__sync_cpu(void) { return sched_getcpu(); }
 
 void ruda__spin_init(ruda__spin_t *s, uint32_t min_ns, uint32_t max_ns) {
@@ -94,12 +97,14 @@ void ruda__mpsc_init(ruda__mpsc_t *q) {
   atomic_init(&q->tail, &q->stub);
 }
 
+RUDA__HOT
 void ruda__mpsc_push(ruda__mpsc_t *q, ruda__mpsc_node_t *n) {
   atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
   ruda__mpsc_node_t *prev = atomic_exchange_explicit(&q->tail, n, memory_order_acq_rel);
   atomic_store_explicit(&prev->next, n, memory_order_release);
 }
 
+RUDA__HOT
 ruda__mpsc_node_t *ruda__mpsc_pop(ruda__mpsc_t *q) {
   ruda__mpsc_node_t *head = q->head;
   ruda__mpsc_node_t *next = atomic_load_explicit(&head->next, memory_order_acquire);

@@ -72,10 +72,12 @@ void ruda_client_release(ruda_client_t *c) {
 
 ruda_device_id_t ruda_client_device(const ruda_client_t *c) { return c->dev->id; }
 
+RUDA__HOT
 ruda_stream_id_t ruda_client_stream(const ruda_client_t *c) {
   return c->fixed_stream ? c->stream : ruda_stream_id_current();
 }
 
+RUDA__HOT
 const ruda_device_properties_t *ruda_client_properties(const ruda_client_t *c) {
   return &c->dev->properties;
 }
@@ -108,10 +110,12 @@ ruda_status_t ruda_client_flush(ruda_client_t *c) {
   return s;
 }
 
+RUDA__HOT
 static ruda_status_t do_sync(ruda__server_t *s, ruda_stream_id_t st, void *future) {
   return s->vt->sync(s, st, (ruda__future_t **)future);
 }
 
+RUDA__HOT
 ruda_status_t ruda_client_sync(ruda_client_t *c) {
   if (!c) return ruda__client_invalid("ruda_client_sync: NULL client");
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync");

@@ -18,6 +18,7 @@ static void release_bindings(ruda_binding_t *bindings, size_t n) {
   ruda__free(bindings);
 }
 
+RUDA__HOT
 ruda_status_t ruda__client_future_finish(ruda__future_t *f) {
   if (!f) return NULL;
   ruda_status_t s = f->vt->wait(f);

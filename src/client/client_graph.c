@@ -89,6 +89,7 @@ bool ruda__client_recording(ruda_client_t *c) {
   return on;
 }
 
+RUDA__HOT
 ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel,
                                          const ruda__count_t *count,
                                          const ruda__launch_args_t *args,

@@ -14,12 +14,14 @@ typedef struct read_call {
   ruda__future_t *future;
 } read_call_t;
 
+RUDA__HOT
 static ruda_status_t do_read(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
   read_call_t *r = ctx;
   return s->vt->read(s, r->desc, r->dsts, 1, st, &r->future);
 }
 
 /* Reads into `dst` through `binding` (taken: released here). */
+RUDA__HOT
 static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
                                 const ruda_shape_t *shape, const ruda_strides_t *strides,
                                 size_t elem_size, void *dst, ruda_future_t **out_future) {
@@ -60,6 +62,7 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
 
 /* The binding is the check: ruda__handle_bind validates the handle and
  * names the fault, so a byte read looks the handle up once. */
+RUDA__HOT
 static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                 uint64_t cap, ruda_future_t **out) {
   ruda_binding_t b;
@@ -79,6 +82,7 @@ static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *
   return read_bound(c, b, &shape, &strides, 1, dst, out);
 }
 
+RUDA__HOT
 ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                uint64_t cap) {
   if (!c) return ruda__client_invalid("ruda_client_read: NULL client");
@@ -211,6 +215,7 @@ static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ct
   return NULL;
 }
 
+RUDA__HOT
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
   if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");

@@ -33,6 +33,7 @@ static void launch_op_free(ruda__device_t *d, launch_op_t *l) {
   ruda__device_op_free(d, l, l->block_size);
 }
 
+RUDA__HOT
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
   if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
@@ -61,6 +62,7 @@ typedef struct launch_pace {
 
 static RUDA__THREAD_LOCAL launch_pace_t tls_pace;
 
+RUDA__HOT
 void ruda__client_note_wait(ruda_client_t *c) {
   /* A wait with no launch since the last one tells nothing of the pace. */
   if (tls_pace.dev != c->dev || tls_pace.since_wait == 0) return;
@@ -78,6 +80,7 @@ static bool launch_here_wanted(ruda__device_t *d) {
   return here;
 }
 
+RUDA__HOT
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
                             const ruda_kernel_args_t *args, ruda_execution_mode_t mode) {
   if (!c || !kernel) return ruda__client_invalid("launch: NULL client or kernel");
@@ -243,6 +246,7 @@ static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
   return NULL;
 }
 
+RUDA__HOT
 static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
                                            ruda_count_t count, const ruda_kernel_args_t *args,
                                            ruda_execution_mode_t mode) {
@@ -278,6 +282,7 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
   return NULL;
 }
 
+RUDA__HOT
 ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
                                  const ruda_kernel_args_t *args) {
   return launch_maybe_profiled(c, kernel, count, args, RUDA_EXEC_CHECKED);

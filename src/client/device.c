@@ -157,6 +157,7 @@ static bool caller_may_go_on(ruda__device_t *d) {
  * push is half done, `done(arg)` holds (when given) or the stop op ran;
  * on a caller's thread (`caller`) also when the server wants the rest on
  * its worker. True when it ran at least one. */
+RUDA__HOT
 static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void *arg,
                        bool caller) {
   bool ran = false;
@@ -228,6 +229,7 @@ static bool caller_poll(ruda__device_t *d, bool (*done)(const void *), const voi
   return yield && ruda__yield_until(answered_or_ran, &w, RUDA__YIELD_MAX_NS);
 }
 
+RUDA__HOT
 static void *worker_main(void *arg) {
   ruda__device_t *d = arg;
   tls_worker = d;
@@ -309,6 +311,7 @@ static void device_drain(ruda__device_t *d) {
   pthread_mutex_unlock(&d->drain_lock);
 }
 
+RUDA__HOT
 void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
   if (tls_worker == d || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     op->run(d, op);
@@ -347,6 +350,7 @@ bool ruda__device_on_any_worker(void) { return tls_worker != NULL; }
 
 /* ---- Blocking calls ---- */
 
+RUDA__HOT
 ruda_status_t ruda__device_refuse_in_kernel(const char *who) {
   const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
   if (!k) return NULL;
@@ -363,6 +367,7 @@ ruda_status_t ruda__device_shut_down_error(const ruda__device_t *d) {
                             d->backend->name, d->id.index_id);
 }
 
+RUDA__HOT
 ruda_status_t ruda__device_begin(ruda__device_t *d, const char *who) {
   ruda_status_t s = ruda__device_refuse_in_kernel(who);
   if (s) return s;
@@ -370,6 +375,7 @@ ruda_status_t ruda__device_begin(ruda__device_t *d, const char *who) {
   return NULL;
 }
 
+RUDA__HOT
 void ruda__device_end(ruda__device_t *d) { ruda__device_leave(d); }
 
 static void run_call(ruda__device_t *d, ruda__op_t *op) {
@@ -401,6 +407,7 @@ ruda_status_t ruda__device_call_wait(ruda__call_t *call) {
  * queued, so that the work keeps its place in the order without running
  * anybody else's on this thread. On true the server is entered (*token
  * for here_leave) and cannot go: the worker destroys it holding the lock. */
+RUDA__HOT
 static bool here_enter(ruda__device_t *d, void **token, ruda__device_t **prev) {
   if (tls_worker == d || work_queued(d) || !queue_trylock(d)) return false;
   if (work_queued(d)) {
@@ -419,6 +426,7 @@ static bool here_enter(ruda__device_t *d, void **token, ruda__device_t **prev) {
   return true;
 }
 
+RUDA__HOT
 static void here_leave(ruda__device_t *d, void *token, ruda__device_t *prev) {
   ruda__server_t *s = d->server;
   if (s->vt->thread_leave) s->vt->thread_leave(s, token);
@@ -426,6 +434,7 @@ static void here_leave(ruda__device_t *d, void *token, ruda__device_t *prev) {
   queue_unlock(d);
 }
 
+RUDA__HOT
 bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__call_fn fn, void *ctx,
                            ruda_status_t *out) {
   void *token;
@@ -436,6 +445,7 @@ bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__cal
   return true;
 }
 
+RUDA__HOT
 bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op) {
   void *token;
   ruda__device_t *prev;
@@ -448,6 +458,7 @@ bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op) {
   return true;
 }
 
+RUDA__HOT
 ruda_status_t ruda__device_call(ruda__device_t *d, ruda__call_kind_t kind,
                                 ruda_stream_id_t stream, ruda__call_fn fn, void *ctx) {
   ruda_status_t s;
@@ -505,6 +516,7 @@ static bool op_block_keep(void *block) {
   return true;
 }
 
+RUDA__HOT
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
   if (bytes > RUDA__OP_BLOCK) return ruda__malloc(bytes);
   if (tls_op_block) {
@@ -522,6 +534,7 @@ void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
   return b ? b : ruda__malloc(RUDA__OP_BLOCK);
 }
 
+RUDA__HOT
 void ruda__device_op_free(ruda__device_t *d, void *block, size_t bytes) {
   if (!block) return;
   if (bytes > RUDA__OP_BLOCK) {
@@ -545,11 +558,13 @@ typedef struct progress {
   unsigned long target;
 } progress_t;
 
+RUDA__HOT
 static bool progress_reached(const void *p) {
   const progress_t *g = p;
   return atomic_load_explicit(&g->d->completed, memory_order_acquire) >= g->target;
 }
 
+RUDA__HOT
 bool ruda__device_quiet_after_progress(ruda__device_t *d) {
   if (tls_worker == d || ruda__trace_on() || atomic_load_explicit(&d->dead, memory_order_acquire)) {
     return false;

@@ -64,6 +64,7 @@ ruda_status_t ruda__drop_queue_push(ruda__drop_queue_t *q, void *item, uint64_t 
   return NULL;
 }
 
+RUDA__HOT
 bool ruda__drop_queue_should_flush(const ruda__drop_queue_t *q) {
   return q->count >= q->max_count || q->bytes >= q->max_bytes;
 }

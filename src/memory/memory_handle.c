@@ -139,6 +139,7 @@ uint64_t ruda__memory_id(const ruda_memory_t *m) {
 /* ---- Reference counting ---- */
 
 /* Adds one reference when `gen` is current and a user reference is left. */
+RUDA__HOT
 static bool ruda__memory_try_retain(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
   for (;;) {
@@ -201,6 +202,7 @@ bool ruda__memory_inbox_has_cached(const ruda__memory_inbox_t *in) {
  * BOUND + 1, the pool's slice is the only holder: the descriptor goes into
  * the reuse cache or its manager's inbox, unless it is in the cache
  * already. Leaving nothing (unbound), the slot is recycled. */
+RUDA__HOT
 static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed), ns, c;
   bool bound;
@@ -279,6 +281,7 @@ ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h) {
   return h ? ruda__memory_live(h->id, true) : NULL;
 }
 
+RUDA__HOT
 ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b) {
   return b ? ruda__memory_live(b->id, false) : NULL;
 }
@@ -424,6 +427,7 @@ ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device
 
 static ruda_binding_t ruda__binding_of(const ruda_handle_t *h);
 
+RUDA__HOT
 ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
                                 const char *who, ruda_binding_t *out) {
   /* The hot path (every handle argument of every launch): one lookup, the
@@ -482,6 +486,7 @@ ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
   return NULL;
 }
 
+RUDA__HOT
 bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
                         ruda_stream_id_t stream, ruda_handle_t *out) {
   if (!rc) return false;
@@ -502,6 +507,7 @@ bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_
 
 bool ruda_handle_is_empty(const ruda_handle_t *h) { return !h || h->id == 0; }
 
+RUDA__HOT
 bool ruda_binding_is_empty(const ruda_binding_t *b) { return !b || b->id == 0; }
 
 uint64_t ruda_handle_size_in_used(const ruda_handle_t *h) {
@@ -538,6 +544,7 @@ ruda_handle_t ruda_handle_clone(const ruda_handle_t *h) {
  * this release, from a copy of this very handle, either sees the zero and
  * gives up, or its reference makes the compare-and-swap fail and the count
  * is put back for the general path. */
+RUDA__HOT
 static bool ruda__handle_release_last(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
   if ((s & ~RUDA__MEMORY_CACHED) != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2)) return false;
@@ -553,6 +560,7 @@ static bool ruda__handle_release_last(ruda_memory_t *m, uint32_t gen) {
   return true;
 }
 
+RUDA__HOT
 void ruda_handle_release(ruda_handle_t *h) {
   if (!h || !h->id) return;
   ruda_memory_t *m = ruda__memory_live(h->id, true);
@@ -635,6 +643,7 @@ ruda_binding_t ruda_binding_clone(const ruda_binding_t *b) {
   return *b;
 }
 
+RUDA__HOT
 void ruda_binding_release(ruda_binding_t *b) {
   if (!b || !b->id) return;
   ruda_memory_t *m = ruda__memory_at(ruda__id_slot(b->id));
@@ -642,6 +651,7 @@ void ruda_binding_release(ruda_binding_t *b) {
   memset(b, 0, sizeof *b);
 }
 
+RUDA__HOT
 uint64_t ruda_binding_size_in_used(const ruda_binding_t *b) {
   if (b->offset_start > b->size || b->offset_end > b->size - b->offset_start) return 0;
   return b->size - b->offset_start - b->offset_end;

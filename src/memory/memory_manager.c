@@ -506,6 +506,7 @@ ruda_status_t ruda__memory_resolve(ruda__memory_manager_t *mm, ruda_memory_t *m,
   return ruda__mm_view(m, s, offset_start, offset_end, out);
 }
 
+RUDA__HOT
 ruda_status_t ruda__memory_resolve_binding(ruda__memory_manager_t *mm, const ruda_binding_t *b,
                                            ruda__storage_handle_t *out) {
   ruda_memory_t *m = ruda__binding_memory(b);

@@ -61,6 +61,7 @@ ruda_memory_t *ruda__reuse_put(ruda__memory_reuse_t *rc, uint32_t set, ruda_memo
   return out ? ruda__reuse_settle(out) : NULL;
 }
 
+RUDA__HOT
 ruda_memory_t *ruda__reuse_take(ruda__memory_reuse_t *rc, uint32_t set, uint64_t size,
                                 uint64_t stream) {
   ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];

@@ -225,6 +225,7 @@ const ruda_kernel_code_t *ruda__kernel_code(const ruda_kernel_t *k, ruda_kernel_
   return NULL;
 }
 
+RUDA__HOT
 const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
                                                  const ruda_kernel_format_t *formats, size_t n) {
   for (size_t i = 0; i < n; i++) {
@@ -234,18 +235,22 @@ const ruda_kernel_code_t *ruda__kernel_code_pick(const ruda_kernel_t *k,
   return NULL;
 }
 
+RUDA__HOT
 ruda_kernel_t *ruda_kernel_retain(ruda_kernel_t *k) {
   if (k) atomic_fetch_add_explicit(&k->refs, 1, memory_order_relaxed);
   return k;
 }
 
+RUDA__HOT
 void ruda_kernel_release(ruda_kernel_t *k) {
   if (!k) return;
   if (atomic_fetch_sub_explicit(&k->refs, 1, memory_order_acq_rel) == 1) kernel_free(k);
 }
 
+RUDA__HOT
 const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k) { return &k->desc; }
 
+RUDA__HOT
 ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k) { return k->hash; }
 
 ruda_status_t ruda__kernel_check_features(const ruda_kernel_t *k, uint16_t device_type,

@@ -2,8 +2,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ruda/export.h"
 #include "server/recent_kernels.h"
 
+RUDA__HOT
 void ruda__recent_kernels_note(ruda__recent_kernels_t *rk, const char *name) {
   rk->total++;
   if (rk->n > 0 && strncmp(rk->names[(rk->n - 1) % RUDA__RECENT_KERNELS], name, 63) == 0) return;

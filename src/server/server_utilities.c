@@ -104,6 +104,7 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap) {
 
 /* ---- Validation ---- */
 
+RUDA__HOT
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes) {
   const ruda_hardware_properties_t *h = &p->hardware;
@@ -125,6 +126,7 @@ ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_
   return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, limit);
 }
 
+RUDA__HOT
 ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
                                    const ruda_kernel_desc_t *desc, ruda_count3_t c) {
   const uint32_t *m = p->hardware.max_ruda_count;
@@ -176,6 +178,7 @@ ruda_status_t ruda__server_launch_check(ruda__server_t *s, const ruda_kernel_t *
   return check_launch(s, ruda_kernel_desc(kernel), count);
 }
 
+RUDA__HOT
 void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                          const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                          ruda_stream_id_t stream) {

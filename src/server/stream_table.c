@@ -290,6 +290,7 @@ static void reclaim(ruda__stream_table_t *t, ruda__stream_t *keep) {
   }
 }
 
+RUDA__HOT
 ruda__stream_t *ruda__stream_find(ruda__stream_table_t *t, ruda_stream_id_t id) {
   ruda__stream_t *st = t->last;
   if (st && st->id == id.value) return st;
@@ -300,6 +301,7 @@ ruda__stream_t *ruda__stream_find(ruda__stream_table_t *t, ruda_stream_id_t id) 
   return NULL;
 }
 
+RUDA__HOT
 ruda__stream_t *ruda__stream_get(ruda__stream_table_t *t, ruda_stream_id_t id) {
   ruda__stream_t *st = t->last;
   if (st && st->id == id.value) return st;
@@ -354,6 +356,7 @@ void ruda__stream_push_error(ruda__stream_t *st, ruda_status_t err) {
   ruda__stream_errors_push(&st->errors, err);
 }
 
+RUDA__HOT
 void ruda__stream_push_launch_error(ruda__stream_t *st, ruda_status_t err, const char *kernel) {
   if (!err) return;
   ruda__stream_push_error(st, ruda_status_set_launch(ruda_status_into_server(err), kernel,

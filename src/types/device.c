@@ -67,6 +67,7 @@ int ruda_device_id_cmp(ruda_device_id_t a, ruda_device_id_t b) {
   return 0;
 }
 
+RUDA__HOT
 bool ruda_device_id_eq(ruda_device_id_t a, ruda_device_id_t b) {
   return a.type_id == b.type_id && a.index_id == b.index_id;
 }
@@ -93,6 +94,7 @@ ruda_stream_id_t ruda_stream_id_next(void) {
   return id;
 }
 
+RUDA__HOT
 ruda_stream_id_t ruda_stream_id_current(void) {
   if (!t_stream_set) {
     t_stream = ruda_stream_id_next().value;

@@ -11,6 +11,7 @@ ruda_dim_t ruda_dim_new_3d(uint32_t x, uint32_t y, uint32_t z) {
   return (ruda_dim_t){x, y, z};
 }
 
+RUDA__HOT
 uint64_t ruda_dim_num_elems(ruda_dim_t d) {
   /* Two u32 factors always fit in u64; the third may not. */
   uint64_t xyz;
@@ -50,6 +51,7 @@ ruda_dim_t ruda_dim_for_units(const ruda_device_properties_t *p,
   return ruda_dim_new_3d(plane, y, 1);
 }
 
+RUDA__HOT
 bool ruda_count3_is_empty(ruda_count3_t c) {
   return c.x == 0 || c.y == 0 || c.z == 0;
 }

@@ -28,6 +28,7 @@ ruda_status_t ruda_shape_init(ruda_shape_t *out, uint32_t rank,
 /* Built in the returned object itself: a local filled by memset and then
  * copied out costs a 1-D read on the CPU backend a fifth of its time in
  * stalled store-to-load forwarding. */
+RUDA__HOT
 ruda_shape_t ruda_shape_1d(uint64_t n) { return (ruda_shape_t){.rank = 1, .dims = {n}}; }
 
 ruda_shape_t ruda_shape_2d(uint64_t rows, uint64_t cols) {
@@ -45,6 +46,7 @@ static bool mul_u64(uint64_t a, uint64_t b, uint64_t *out) {
   return !__builtin_mul_overflow(a, b, out);
 }
 
+RUDA__HOT
 uint64_t ruda_shape_num_elems(const ruda_shape_t *s) {
   if (s == NULL) return 0;
   uint32_t rank = clamp_rank(s->rank);
@@ -59,6 +61,7 @@ uint64_t ruda_shape_num_elems(const ruda_shape_t *s) {
   return overflow ? UINT64_MAX : n;
 }
 
+RUDA__HOT
 ruda_strides_t ruda_strides_contiguous(const ruda_shape_t *s) {
   if (s == NULL) return (ruda_strides_t){.rank = 0};
   uint32_t rank = clamp_rank(s->rank);
@@ -71,6 +74,7 @@ ruda_strides_t ruda_strides_contiguous(const ruda_shape_t *s) {
   return st;
 }
 
+RUDA__HOT
 bool ruda_strides_is_contiguous(const ruda_shape_t *s,
                                 const ruda_strides_t *st) {
   if (s == NULL || st == NULL) return false;
@@ -113,6 +117,7 @@ bool ruda_shape_num_bytes(const ruda_shape_t *s, uint64_t elem_size, uint64_t *o
   return true;
 }
 
+RUDA__HOT
 bool ruda_shape_extent(const ruda_shape_t *s, const ruda_strides_t *st, uint64_t elem_size,
                        uint64_t *out) {
   if (s == NULL || st == NULL) return false;

@@ -152,6 +152,7 @@ static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, u
 
 /* Copies between a contiguous host buffer and a strided view. `to_view`
  * selects the direction. Any strides work on the CPU. */
+RUDA__HOT
 static void strided_copy(uint8_t *view, const ruda_shape_t *shape, const ruda_strides_t *strides,
                          size_t elem, uint8_t *flat, bool to_view) {
   uint64_t n = ruda_shape_num_elems(shape);
@@ -222,6 +223,7 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
   if (t0) ruda__trace_slice(s->base.device, stream.value, "copy", "write", t0, ruda__now_ns(), bytes);
 }
 
+RUDA__HOT
 static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                               void *const *dsts, size_t count, ruda_stream_id_t stream,
                               ruda__future_t **out) {
@@ -287,6 +289,7 @@ static ruda_status_t cpu_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   return rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
 }
 
+RUDA__HOT
 static ruda_status_t cpu_sync(ruda__server_t *base, ruda_stream_id_t stream,
                               ruda__future_t **out) {
   *out = NULL;
@@ -355,6 +358,7 @@ void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...
                                   l->desc->name, reason);
 }
 
+RUDA__HOT
 static void launch_job(void *arg, uint32_t participant) {
   cpu_launch_t *l = arg;
   ruda_cpu_kernel_ctx_t ctx = l->proto;
@@ -400,6 +404,7 @@ static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
 
 enum { MAX_INLINE_BUFFERS = 32 };
 
+RUDA__HOT
 static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
                                       const ruda__count_t *count,
                                       const ruda__launch_args_t *args) {
@@ -506,6 +511,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
   return err;
 }
 
+RUDA__HOT
 static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                        ruda_stream_id_t stream) {

@@ -101,6 +101,7 @@ ruda_status_t ruda__thread_pool_create(uint32_t participants, uint32_t spin,
   return NULL;
 }
 
+RUDA__HOT
 uint32_t ruda__thread_pool_size(const ruda__thread_pool_t *p) { return p->participants; }
 
 void ruda__thread_pool_run(ruda__thread_pool_t *p, ruda__pool_job_fn fn, void *arg,

@@ -450,6 +450,7 @@ static ruda_status_t load_module(const ruda__cuda_api_t *api, const void *image,
   return NULL;
 }
 
+RUDA__HOT
 ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
                                           const ruda_kernel_t *kernel,
                                           ruda__cuda_function_t **out) {

@@ -20,6 +20,7 @@
 
 /* The 2-D shape of a copy: rows of `width` bytes, `pitch` bytes apart on
  * the device. False for layouts other than contiguous or row-pitched. */
+RUDA__HOT
 static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
                           uint64_t *pitch) {
   uint32_t rank = d->shape.rank;
@@ -40,6 +41,7 @@ static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t 
 /* The device address of a copy's view, with the copy bounded by what the
  * device allocated for it (not by what the binding claims): the furthest
  * byte the shape and strides reach, overflow-checked, must lie inside. */
+RUDA__HOT
 static ruda_status_t copy_target(cuda_server_t *s, const ruda__copy_desc_t *d, const char *what,
                                  CUdeviceptr *out) {
   uint64_t view = 0, need = 0;
@@ -56,6 +58,7 @@ static ruda_status_t copy_target(cuda_server_t *s, const ruda__copy_desc_t *d, c
 
 /* Copies `height` rows of `width` bytes between host memory, where the rows
  * are packed, and device memory, where they are `pitch` bytes apart. */
+RUDA__HOT
 static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_device,
                           void *host, CUdeviceptr dev, uint64_t width, uint64_t height,
                           uint64_t pitch) {
@@ -300,6 +303,7 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
  * copy alone (the stream is idle), so it holds off the worker only for as
  * long. False when the read does not qualify (nothing done); otherwise
  * *out is the read's error or NULL. */
+RUDA__HOT
 static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_t stream,
                             const ruda__copy_desc_t *d, void *dst, ruda_status_t *out) {
   ruda__stream_t *rs = cuda_rs(st);
@@ -342,6 +346,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
  * then the future copies staged parts into the destinations. Reads of at
  * most SMALL_READ bytes in all are staged in one pooled pinned block; larger
  * ones go straight into pinned destinations, else through pinned staging. */
+RUDA__HOT
 ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
                               void *const *dsts, size_t count, ruda_stream_id_t stream,
                               ruda__future_t **out) {
@@ -437,6 +442,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   return NULL;
 }
 
+RUDA__HOT
 ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__future_t **out) {
   *out = NULL;
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);

@@ -16,6 +16,7 @@
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
+RUDA__HOT
 static ruda_status_t future_finish(cuda_future_t *f, CUresult r, const char *call) {
   cuda_server_t *s = f->server;
   ruda_status_t st = f->early;
@@ -43,6 +44,7 @@ static ruda_status_t future_finish(cuda_future_t *f, CUresult r, const char *cal
   return st;
 }
 
+RUDA__HOT
 void ruda__cuda_future_covers(cuda_stream_t *st, cuda_future_t *f, uint64_t cursor) {
   if (st->synced == NULL || f->synced != NULL) return;
   atomic_fetch_add_explicit(&st->synced->refs, 1, memory_order_relaxed);
@@ -81,6 +83,7 @@ static void make_current(const ruda__cuda_api_t *api, CUcontext ctx) {
   if (api->cuCtxGetCurrent(&cur) != CUDA_SUCCESS || cur != ctx) api->cuCtxSetCurrent(ctx);
 }
 
+RUDA__HOT
 static ruda_status_t cuda_future_wait(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   pthread_mutex_lock(&f->lock);
@@ -142,6 +145,7 @@ void ruda__cuda_home_release_locked(future_home_t *h) {
  * server's pools (one lock); what does not fit, or belongs to a context
  * that was reset, is freed. A future the server settled holds none of them
  * and only leaves its home. */
+RUDA__HOT
 static void cuda_future_destroy(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   /* Never waited: wait so the staging is not released under a copy. */
@@ -196,6 +200,7 @@ static void future_link_locked(future_home_t *h, cuda_future_t *f) {
   h->refs++;
 }
 
+RUDA__HOT
 cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t nparts) {
   future_home_t *h = s->home;
   /* Allocated first, so that nothing linked has to be undone when it fails. */
@@ -237,6 +242,7 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
   return f;
 }
 
+RUDA__HOT
 ruda_status_t ruda__cuda_future_record(cuda_server_t *s, cuda_stream_t *st, cuda_future_t *f) {
   CUresult r = f->event != NULL ? CUDA_SUCCESS
                                 : s->api->cuEventCreate(&f->event, CU_EVENT_DISABLE_TIMING);

@@ -42,6 +42,7 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
 
 #define PARAMS_INLINE 32
 
+RUDA__HOT
 ruda_status_t ruda__cuda_launch_on(cuda_server_t *s, CUstream cu, ruda__cuda_function_t *fn,
                                    const ruda_kernel_desc_t *d, ruda_count3_t grid,
                                    const ruda__launch_args_t *args, CUdeviceptr info) {
@@ -141,6 +142,7 @@ done:
   return e;
 }
 
+RUDA__HOT
 void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                        ruda_stream_id_t stream) {

@@ -654,6 +654,7 @@ static void poll_async_errors(cuda_server_t *s, cuda_stream_t *st) {
   }
 }
 
+RUDA__HOT
 void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
   struct ruda__cuda_comms *c = s->comms;
   if (!c || c->npending == 0) return;

@@ -98,6 +98,7 @@ static void server_recover(cuda_server_t *s);
  * device (on the worker thread, which owns every object involved) and
  * queues the fault on `stream` unless a caller already received it. One
  * atomic load when healthy. */
+RUDA__HOT
 static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   cuda_fault_t *f = &s->fault;
   if (!ruda__cuda_faulted(f)) return;
@@ -220,6 +221,7 @@ static ruda_status_t cuda_staging(ruda__server_t *base, const uint64_t *sizes, s
 
 /* sync and read wait for the stream's NCCL work first (its errors and
  * timeouts are then queued on the stream, which they drain). */
+RUDA__HOT
 static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                                void *const *dsts, size_t count, ruda_stream_id_t stream,
                                ruda__future_t **out) {
@@ -239,6 +241,7 @@ static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, rud
   ruda__cuda_write(s, descs, srcs, count, stream);
 }
 
+RUDA__HOT
 static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
                                ruda__future_t **out) {
   cuda_server_t *s = as_cuda(base);
@@ -257,6 +260,7 @@ static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_
   return ruda__cuda_get_resource(s, b, out);
 }
 
+RUDA__HOT
 static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                         ruda_stream_id_t stream) {
@@ -378,6 +382,7 @@ static bool cuda_wants_worker(ruda__server_t *base) {
   return ruda__cuda_faulted(&s->fault) || s->comms != NULL;
 }
 
+RUDA__HOT
 static bool cuda_thread_enter(ruda__server_t *base, void **token) {
   cuda_server_t *s = as_cuda(base);
   if (cuda_wants_worker(base)) return false;
@@ -388,6 +393,7 @@ static bool cuda_thread_enter(ruda__server_t *base, void **token) {
   return true;
 }
 
+RUDA__HOT
 static void cuda_thread_leave(ruda__server_t *base, void *token) {
   cuda_server_t *s = as_cuda(base);
   CUcontext prev = token;

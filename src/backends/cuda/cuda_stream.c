@@ -187,10 +187,12 @@ cuda_synced_t *ruda__cuda_synced_new(void) {
   return c;
 }
 
+RUDA__HOT
 void ruda__cuda_synced_release(cuda_synced_t *c) {
   if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
 }
 
+RUDA__HOT
 void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor) {
   uint64_t seen = atomic_load_explicit(&c->cursor, memory_order_relaxed);
   while (seen < cursor &&
@@ -199,6 +201,7 @@ void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor) {
   }
 }
 
+RUDA__HOT
 bool ruda__cuda_stream_idle(cuda_stream_t *st) {
   return st->synced != NULL &&
          atomic_load_explicit(&st->synced->cursor, memory_order_acquire) >= ruda__stream_of_ext(st)->cursor;
@@ -284,6 +287,7 @@ fail:
   return e;
 }
 
+RUDA__HOT
 cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
   ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
   if (rs == NULL) return NULL;
@@ -300,6 +304,7 @@ cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
   return st;
 }
 
+RUDA__HOT
 cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, id);
   if (rs == NULL) return NULL;
@@ -335,6 +340,7 @@ static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
 
 /* Kept bindings pin memory of their origin stream; a report or a cleanup
  * of any stream should not count memory that only finished work holds. */
+RUDA__HOT
 void ruda__cuda_gc_poll_all(cuda_server_t *s) {
   if (s->gc_streams == 0 || ruda__cuda_faulted(&s->fault)) return;
   ruda__stream_table_foreach(&s->base.streams, gc_poll_one, s);
@@ -351,6 +357,7 @@ typedef struct trace_item {
 
 /* Starts a device-timed slice: returns its index, or -1 when the trace is
  * off (one relaxed load) or events are unavailable. */
+RUDA__HOT
 long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *category,
                             const char *name, uint64_t bytes) {
   if (!ruda__trace_on()) return -1;
@@ -376,6 +383,7 @@ long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *cat
   return (long)st->ntrace++;
 }
 
+RUDA__HOT
 void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx) {
   if (idx < 0) return;
   s->api->cuEventRecord(st->trace[idx].end, st->cu);
@@ -470,6 +478,7 @@ static void keep_release(keep_list_t *keep) {
 
 /* Ends an operation on `st` (other slots now see it as new work) and keeps
  * `keep` (taken) alive until the work enqueued so far has completed. */
+RUDA__HOT
 void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
   ruda__stream_advance(&s->base.streams, cuda_rs(st));
   if (keep->n == 0 && !keep->sync) return;
@@ -492,6 +501,7 @@ void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
   st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
 }
 
+RUDA__HOT
 ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
                                  uint64_t *out_size) {
   cuda_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__cuda_stream_find(s, b->stream) : NULL;

@@ -15,6 +15,7 @@
 
 /* The 2-D shape of a copy: rows of `width` bytes, `pitch` bytes apart on
  * the device. False for layouts other than contiguous or row-pitched. */
+RUDA__HOT
 static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
                           uint64_t *pitch) {
   uint32_t rank = d->shape.rank;
@@ -61,6 +62,7 @@ static ruda_status_t check_extent(uint64_t width, uint64_t height, uint64_t pitc
 /* Enqueues a copy (`blocking`: returns once it is done) of `height` rows of
  * `width` bytes between host memory, where the rows are packed, and device
  * memory at `offset` of `mem`, where they are `pitch` bytes apart. */
+RUDA__HOT
 static cl_int copy_rows(const ruda__opencl_api_t *api, cl_command_queue q, bool to_device,
                         bool blocking, void *host, cl_mem mem, uint64_t offset, uint64_t width,
                         uint64_t height, uint64_t pitch, cl_event *ev, const char **call) {
@@ -302,6 +304,7 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
  * the future completes), through clEnqueueRead{Buffer,BufferRect}:
  * non-blocking, except large reads into pageable memory (BLOCKING_COPY);
  * the future waits on the last one's event (none when they are done). */
+RUDA__HOT
 ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
                              void *const *dsts, size_t count, ruda_stream_id_t stream,
                              ruda__future_t **out) {

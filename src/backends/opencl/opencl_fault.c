@@ -16,6 +16,7 @@ ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *k
       kernels));
 }
 
+RUDA__HOT
 ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
                                     const ruda__recent_kernels_t *recent) {
   cl_int r = api->clWaitForEvents(1, &ev);

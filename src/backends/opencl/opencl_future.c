@@ -55,6 +55,7 @@ static ruda_status_t finish_queue(ocl_future_t *f) {
   return ruda__ocl_fault_error(r, "clFinish", kernels);
 }
 
+RUDA__HOT
 static ruda_status_t ocl_future_wait(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   pthread_mutex_lock(&f->lock);
@@ -97,6 +98,7 @@ static bool ocl_future_poll(ruda__future_t *base) {
   return ready;
 }
 
+RUDA__HOT
 static void ocl_future_destroy(ruda__future_t *base) {
   ocl_future_t *f = (ocl_future_t *)base;
   /* Never waited: wait, so no copy into a destination outlives the
@@ -131,6 +133,7 @@ static void future_free_unused(ocl_future_t *f) {
   ruda__free(f);
 }
 
+RUDA__HOT
 ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_status_t early,
                                     ruda__future_t **out) {
   const ruda__opencl_api_t *api = s->api;

@@ -43,6 +43,7 @@ static void pinned_remove(ocl_server_t *s, const void *host) {
     }
 }
 
+RUDA__HOT
 bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t bytes) {
   uintptr_t a = (uintptr_t)p;
   for (size_t i = 0; i < s->npinned; i++) {
@@ -230,6 +231,7 @@ static ruda_status_t stream_init(ocl_server_t *s, ocl_stream_t *st) {
 
 static void stream_free(ocl_server_t *s, ocl_stream_t *st);
 
+RUDA__HOT
 ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
   ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
   if (rs == NULL) return NULL;
@@ -257,6 +259,7 @@ ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
 
 /* ---- Resolving bindings ---- */
 
+RUDA__HOT
 ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t **out_page,
                                 uint64_t *out_offset, uint64_t *out_size) {
   ocl_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__ocl_stream_find(s, b->stream) : NULL;
@@ -294,6 +297,7 @@ ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_mem
  * barrier here on the origin's newest event, when the origin has had work
  * since the last such wait and it is still in flight), and keeps a clone
  * of `b` in `keep`. */
+RUDA__HOT
 void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
                              keep_list_t *keep) {
   if (ruda_binding_is_empty(b)) return;
@@ -361,6 +365,7 @@ static void keep_release(keep_list_t *keep) {
   ruda__free(keep->items);
 }
 
+RUDA__HOT
 void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
   if (st->last != NULL) s->api->clReleaseEvent(st->last);
   st->last = ev;
@@ -369,6 +374,7 @@ void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
   if (ev == NULL) st->unknown_seq++;
 }
 
+RUDA__HOT
 void ruda__ocl_settle_unknown(ocl_stream_t *st) {
   if (st->last_unknown && st->mark != NULL &&
       atomic_load_explicit(&st->mark->finished, memory_order_acquire) >= st->unknown_seq)
@@ -393,6 +399,7 @@ ocl_finish_mark_t *ruda__ocl_finish_mark(ocl_stream_t *st) {
   return st->mark;
 }
 
+RUDA__HOT
 void ruda__ocl_finish_mark_release(ocl_finish_mark_t *m) {
   if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1) {
     m->api->clReleaseCommandQueue(m->queue);
@@ -405,6 +412,7 @@ void ruda__ocl_note_event(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
   ruda__ocl_note_command(s, st, ev);
 }
 
+RUDA__HOT
 cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status) {
   *status = CL_COMPLETE;
   if (st->last == NULL) return NULL;
@@ -422,6 +430,7 @@ cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status)
   return st->last;
 }
 
+RUDA__HOT
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
   if (!st->dirty) return;
   s->api->clFlush(st->queue);
@@ -430,6 +439,7 @@ void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
 
 /* Ends an operation on `st` (other streams now see it as new work), submits
  * its commands, and keeps `keep` (taken) alive until they have completed. */
+RUDA__HOT
 void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep) {
   ruda__stream_advance(&s->base.streams, ocl_rs(st));
   if (keep->n == 0 && !keep->sync) {
@@ -557,6 +567,7 @@ void ruda__ocl_release_when_done(ocl_server_t *s, ocl_stream_t *st, cl_event ev,
 
 /* ---- Timeline trace ---- */
 
+RUDA__HOT
 bool ruda__ocl_trace_wanted(void) { return ruda__trace_on(); }
 
 void ruda__ocl_trace_add(ocl_server_t *s, ocl_stream_t *st, cl_event ev, const char *category,
