@@ -1,0 +1,265 @@
+/* The CUDA server's own code on the host-memory stand-in for the driver
+ * (cuda_stand_in.c): reads and writes of every size class (the idle small
+ * read, the block pool, pinned staging, the write ring), views at offsets,
+ * stale handles, usage counters, an allocation larger than the device,
+ * streams used from several threads, and launch validation. The values
+ * are read back through the CUDA server's paths, so this runs those paths
+ * under the sanitizers in CI, where no GPU is. Skips where ruda was built
+ * without the CUDA headers (no stand-in then). */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backends/cuda/cuda_internal.h"
+#include "ruda/ruda.h"
+#include "test.h"
+
+static ruda_client_t *stand_in_client(void) {
+#if !defined(RUDA_CUDA_STAND_IN)
+  SKIP("built without the CUDA headers: no stand-in driver");
+  return NULL;
+#else
+  static ruda_client_t *client;
+  if (client) return client;
+  ruda__cuda_loader_test_override(RUDA_CUDA_STAND_IN, NULL);
+  uint32_t n = 0;
+  ASSERT_OK(ruda_device_count(RUDA_DEVICE_TYPE_CUDA, &n));
+  ASSERT_UEQ(n, 1);
+  ruda_device_id_t id = {RUDA_DEVICE_TYPE_CUDA, 0};
+  ASSERT_OK(ruda_client_create(id, &client));
+  return client;
+#endif
+}
+
+static void fill_pattern(uint8_t *p, size_t n, uint32_t seed) {
+  for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 131u + seed);
+}
+
+/* Writes a pattern into a fresh buffer of `n` bytes and reads it back. */
+static void round_trip(ruda_client_t *c, size_t n, uint32_t seed) {
+  uint8_t *src = malloc(n), *dst = malloc(n);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(dst);
+  fill_pattern(src, n, seed);
+  memset(dst, 0, n);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, n, &h));
+  ASSERT_OK(ruda_client_write(c, &h, src, n));
+  ASSERT_OK(ruda_client_read(c, &h, dst, n));
+  ASSERT_MEM_EQ(dst, src, n);
+  ruda_handle_release(&h);
+  free(src);
+  free(dst);
+}
+
+TEST(stand_in_reads_back_what_was_written_at_every_size) {
+  ruda_client_t *c = stand_in_client();
+  /* The idle small read (<= 256 B), the block pool (<= 64 KiB), pinned
+   * staging, and writes through the ring (above one ring of chunks). */
+  static const size_t sizes[] = {1, 4, 256, 257, 65536, 65537, 3u << 20, 40u << 20};
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) round_trip(c, sizes[i], (uint32_t)i);
+  ASSERT_OK(ruda_client_sync(c));
+}
+
+TEST(stand_in_four_byte_views_read_their_own_words) {
+  ruda_client_t *c = stand_in_client();
+  enum { WORDS = 1024 };
+  uint32_t words[WORDS];
+  for (uint32_t i = 0; i < WORDS; i++) words[i] = i * 7u + 3u;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, words, sizeof words, &h));
+  for (uint32_t k = 0; k < WORDS; k += 37) {
+    ruda_handle_t v = ruda_handle_clone(&h);
+    ASSERT_OK(ruda_handle_offset_start(&v, 4ull * k));
+    ASSERT_OK(ruda_handle_offset_end(&v, 4ull * (WORDS - k - 1)));
+    uint32_t got = 0;
+    ASSERT_OK(ruda_client_read(c, &v, &got, sizeof got));
+    ASSERT_UEQ(got, words[k]);
+    ruda_handle_release(&v);
+  }
+  /* A view larger than the destination is refused, and names both sizes. */
+  uint32_t two[2];
+  ruda_status_t s = ruda_client_read(c, &h, two, sizeof two);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "4096 bytes");
+  ruda_status_free(s);
+  ruda_handle_release(&h);
+}
+
+TEST(stand_in_stale_handle_is_invalid_and_the_client_goes_on) {
+  ruda_client_t *c = stand_in_client();
+  uint32_t v = 42, got = 0;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, &v, sizeof v, &h));
+  ruda_handle_t stale = h;
+  ruda_handle_release(&h);
+  ruda_status_t s = ruda_client_read(c, &stale, &got, sizeof got);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "released");
+  ruda_status_free(s);
+  s = ruda_client_write(c, &stale, &v, sizeof v);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_HANDLE);
+  ruda_status_free(s);
+  /* NULL destination with bytes to read. */
+  ASSERT_OK(ruda_client_create_buffer(c, &v, sizeof v, &h));
+  s = ruda_client_read(c, &h, NULL, sizeof v);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_read(c, &h, &got, sizeof got));
+  ASSERT_UEQ(got, 42);
+  ruda_handle_release(&h);
+}
+
+TEST(stand_in_usage_counts_live_buffers_and_returns_to_zero) {
+  ruda_client_t *c = stand_in_client();
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_memory_cleanup(c));
+  ruda_memory_usage_t before;
+  ASSERT_OK(ruda_client_memory_usage(c, &before));
+  ruda_handle_t h[3];
+  const uint64_t sizes[3] = {1000, 65536, 5u << 20};
+  for (int i = 0; i < 3; i++) ASSERT_OK(ruda_client_empty(c, sizes[i], &h[i]));
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_memory_usage_t live;
+  ASSERT_OK(ruda_client_memory_usage(c, &live));
+  ASSERT_UEQ(live.number_allocs, before.number_allocs + 3);
+  ASSERT_UEQ(live.bytes_in_use, before.bytes_in_use + 1000 + 65536 + (5u << 20));
+  for (int i = 0; i < 3; i++) ruda_handle_release(&h[i]);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_memory_cleanup(c));
+  ruda_memory_usage_t after;
+  ASSERT_OK(ruda_client_memory_usage(c, &after));
+  ASSERT_UEQ(after.number_allocs, before.number_allocs);
+  ASSERT_UEQ(after.bytes_in_use, before.bytes_in_use);
+}
+
+/* The first use of a buffer of `size` bytes: its error (the reservation
+ * may be made lazily, so the failure can come with the read). */
+static ruda_status_t first_use(ruda_client_t *c, uint64_t size) {
+  ruda_handle_t h;
+  ruda_status_t s = ruda_client_empty(c, size, &h);
+  if (s) return s;
+  uint8_t one;
+  ruda_handle_t first = ruda_handle_clone(&h);
+  s = ruda_handle_offset_end(&first, size - 1);
+  if (s == NULL) s = ruda_client_read(c, &first, &one, 1);
+  ruda_handle_release(&first);
+  ruda_handle_release(&h);
+  if (s == NULL) s = ruda_client_sync(c);
+  return s;
+}
+
+TEST(stand_in_allocations_the_device_refuses_are_reported_and_the_next_works) {
+  ruda_client_t *c = stand_in_client();
+  /* Larger than the device's memory (8 GiB): IoError::BufferTooBig. */
+  ruda_status_t s = first_use(c, 16ull << 30);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t e = ruda_status_find(s, RUDA_ERR_IO_BUFFER_TOO_BIG);
+  ASSERT_NOT_NULL(e);
+  ASSERT_UEQ(ruda_status_size_field(e), 16ull << 30);
+  ruda_status_free(s);
+  ruda_status_free(ruda_client_sync(c));
+  round_trip(c, 4096, 9);
+  /* Within the device's size, refused by the driver (the stand-in maps at
+   * most 1 GiB at once): IoError::OutOfMemory from CUDA_ERROR_OUT_OF_MEMORY,
+   * with the stream's and the device's usage. */
+  s = first_use(c, 2ull << 30);
+  ASSERT_NOT_NULL(s);
+  e = ruda_status_find(s, RUDA_ERR_IO_OUT_OF_MEMORY);
+  ASSERT_NOT_NULL(e);
+  char *text = ruda_status_to_string(s);
+  ASSERT_NOT_NULL(text);
+  ASSERT_STR_CONTAINS(text, "CUDA_ERROR_OUT_OF_MEMORY");
+  ASSERT_STR_CONTAINS(text, "2.00 GiB");
+  free(text);
+  ruda_status_free(s);
+  ruda_status_free(ruda_client_sync(c));
+  round_trip(c, 1u << 20, 10);
+}
+
+typedef struct worker_arg {
+  ruda_client_t *c;
+  uint32_t seed;
+  int failures;
+} worker_arg_t;
+
+/* Each thread works on its own stream (the default of a client used from
+ * several threads). */
+static void *stream_worker(void *p) {
+  worker_arg_t *a = p;
+  uint8_t src[4096], dst[4096];
+  for (int round = 0; round < 100; round++) {
+    fill_pattern(src, sizeof src, a->seed + (uint32_t)round);
+    ruda_handle_t h;
+    ruda_status_t s = ruda_client_create_buffer(a->c, src, sizeof src, &h);
+    if (s == NULL) s = ruda_client_read(a->c, &h, dst, sizeof dst);
+    if (s != NULL || memcmp(src, dst, sizeof src) != 0) a->failures++;
+    ruda_status_free(s);
+    uint32_t word = 0;
+    ruda_handle_t four = ruda_handle_clone(&h);
+    if (ruda_handle_offset_end(&four, sizeof src - 4) == NULL &&
+        ruda_client_read(a->c, &four, &word, sizeof word) == NULL) {
+      uint32_t want;
+      memcpy(&want, src, sizeof want);
+      if (word != want) a->failures++;
+    } else {
+      a->failures++;
+    }
+    ruda_handle_release(&four);
+    ruda_handle_release(&h);
+  }
+  return NULL;
+}
+
+TEST(stand_in_threads_on_their_own_streams_read_their_own_data) {
+  ruda_client_t *c = stand_in_client();
+  enum { THREADS = 3 };
+  pthread_t t[THREADS];
+  worker_arg_t args[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    args[i] = (worker_arg_t){c, 1000u * (uint32_t)(i + 1), 0};
+    ASSERT_EQ(pthread_create(&t[i], NULL, stream_worker, &args[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < THREADS; i++) ASSERT_EQ(args[i].failures, 0);
+}
+
+static const char empty_src[] =
+    "extern \"C\" __global__ void stand_in_empty(const unsigned long long *info) {}\n";
+
+TEST(stand_in_launches_are_validated_against_the_device) {
+  ruda_client_t *c = stand_in_client();
+  ruda_status_t s = ruda__cuda_nvrtc_probe();
+  if (s) {
+    ruda_status_free(s);
+    SKIP("NVRTC is not available to compile the test kernel");
+  }
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "stand_in_empty";
+  d.ruda_dim = ruda_dim_new_1d(64);
+  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, empty_src);
+  d.code = &code;
+  d.num_code = 1;
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ruda_kernel_args_t a = {0};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &a));
+  ASSERT_OK(ruda_client_sync(c));
+  /* 65536 rudas in y: above the stand-in's grid limit of 65535. */
+  s = ruda_client_launch(c, k, ruda_count_static(1, 65536, 1), &a);
+  ASSERT_NOT_NULL(s);
+  char *text = ruda_status_to_string(s);
+  ASSERT_NOT_NULL(text);
+  ASSERT_STR_CONTAINS(text, "stand_in_empty");
+  free(text);
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(2, 2, 1), &a));
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_kernel_release(k);
+}
