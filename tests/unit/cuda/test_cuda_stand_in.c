@@ -1,8 +1,9 @@
 /* The CUDA server's own code on the host-memory stand-in for the driver
  * (cuda_stand_in.c): reads and writes of every size class (the idle small
  * read, the block pool, pinned staging, the write ring), views at offsets,
- * stale handles, usage counters, an allocation larger than the device,
- * streams used from several threads, and launch validation. The values
+ * pitched rows (2-D copies), asynchronous reads whose handles go first,
+ * stale handles, usage counters, allocations the device refuses, streams
+ * used from several threads, and launch validation. The values
  * are read back through the CUDA server's paths, so this runs those paths
  * under the sanitizers in CI, where no GPU is. Skips where ruda was built
  * without the CUDA headers (no stand-in then). */
@@ -86,6 +87,60 @@ TEST(stand_in_four_byte_views_read_their_own_words) {
   ASSERT_STR_CONTAINS(ruda_status_reason(s), "4096 bytes");
   ruda_status_free(s);
   ruda_handle_release(&h);
+}
+
+TEST(stand_in_pitched_rows_land_at_their_pitch) {
+  ruda_client_t *c = stand_in_client();
+  enum { ROWS = 4, COLS = 16, PITCH = 64 };
+  uint8_t zero[ROWS * PITCH];
+  memset(zero, 0xEE, sizeof zero);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, zero, sizeof zero, &h));
+  uint8_t rows[ROWS * COLS];
+  for (int i = 0; i < ROWS * COLS; i++) rows[i] = (uint8_t)(i + 1);
+  ruda_shape_t shape = ruda_shape_2d(ROWS, COLS);
+  ruda_strides_t strides = {.rank = 2, .values = {PITCH, 1}};
+  ASSERT_OK(ruda_client_write_tensor(c, &h, &shape, &strides, 1, rows));
+  /* The whole buffer: each row at its pitch, the gaps untouched. */
+  uint8_t all[ROWS * PITCH];
+  ASSERT_OK(ruda_client_read(c, &h, all, sizeof all));
+  for (int r = 0; r < ROWS; r++)
+    for (int k = 0; k < PITCH; k++)
+      ASSERT_UEQ(all[r * PITCH + k], k < COLS ? (unsigned)(r * COLS + k + 1) : 0xEEu);
+  /* Read back through the same pitched view. */
+  uint8_t back[ROWS * COLS];
+  memset(back, 0, sizeof back);
+  ASSERT_OK(ruda_client_read_tensor(c, &h, &shape, &strides, 1, back));
+  ASSERT_MEM_EQ(back, rows, sizeof rows);
+  /* Strides that reach past the view are refused before anything runs. */
+  ruda_strides_t wide = {.rank = 2, .values = {81, 1}}; /* 3 * 81 + 16 > 256 */
+  ruda_status_t s = ruda_client_read_tensor(c, &h, &shape, &wide, 1, back);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ruda_status_free(s);
+  ruda_handle_release(&h);
+}
+
+TEST(stand_in_async_reads_complete_with_their_data) {
+  ruda_client_t *c = stand_in_client();
+  enum { N = 4, BYTES = 100000 }; /* above the block pool: pinned staging */
+  uint8_t *src = malloc((size_t)N * BYTES), *dst = calloc((size_t)N, BYTES);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(dst);
+  ruda_handle_t h[N];
+  ruda_future_t *f[N];
+  for (int i = 0; i < N; i++) {
+    fill_pattern(src + (size_t)i * BYTES, BYTES, 77u + (uint32_t)i);
+    ASSERT_OK(ruda_client_create_buffer(c, src + (size_t)i * BYTES, BYTES, &h[i]));
+  }
+  for (int i = 0; i < N; i++)
+    ASSERT_OK(ruda_client_read_async(c, &h[i], dst + (size_t)i * BYTES, BYTES, &f[i]));
+  /* The handles may go before their reads complete. */
+  for (int i = 0; i < N; i++) ruda_handle_release(&h[i]);
+  for (int i = N; i-- > 0;) ASSERT_OK(ruda_future_wait(f[i]));
+  ASSERT_MEM_EQ(dst, src, (size_t)N * BYTES);
+  free(src);
+  free(dst);
 }
 
 TEST(stand_in_stale_handle_is_invalid_and_the_client_goes_on) {
