@@ -67,7 +67,7 @@ TEST(stand_in_four_byte_views_read_their_own_words) {
   ruda_client_t *c = stand_in_client();
   enum { WORDS = 1024 };
   uint32_t words[WORDS];
-  for (uint32_t i = 0; i < WORDS; i++) words[i] = i * 7u + 3u;
+  for (uint32_t i = 0; i < WORDS; i++) words[i] = 0x9E3779B9u * (i + 1); /* all four bytes */
   ruda_handle_t h;
   ASSERT_OK(ruda_client_create_buffer(c, words, sizeof words, &h));
   for (uint32_t k = 0; k < WORDS; k += 37) {
