@@ -9,10 +9,6 @@
 
 /* ---- Stream errors ---- */
 
-const ruda__stream_error_mode_t RUDA__MODE_IGNORE = {true, false};
-const ruda__stream_error_mode_t RUDA__MODE_DRAIN = {false, true};
-const ruda__stream_error_mode_t RUDA__MODE_CHECK = {false, false};
-
 void ruda__stream_errors_push(ruda__stream_errors_t *e, ruda_status_t err) {
   if (!err) return;
   err = ruda_status_into_server(err);

@@ -66,10 +66,11 @@ typedef struct ruda__stream_error_mode {
 
 /* The StreamErrorMode table: initialize_memory, write, launch,
  * get_resource, cleanup, allocation_mode, start/end_profile: IGNORE; read,
- * flush, sync: DRAIN; memory_usage: CHECK. */
-extern const ruda__stream_error_mode_t RUDA__MODE_IGNORE; /* (true, false)  */
-extern const ruda__stream_error_mode_t RUDA__MODE_DRAIN;  /* (false, true)  */
-extern const ruda__stream_error_mode_t RUDA__MODE_CHECK;  /* (false, false) */
+ * flush, sync: DRAIN; memory_usage: CHECK. Values, not objects: a check
+ * on a stream without errors reads no memory for them. */
+#define RUDA__MODE_IGNORE ((ruda__stream_error_mode_t){.ignore = true, .flush = false})
+#define RUDA__MODE_DRAIN ((ruda__stream_error_mode_t){.ignore = false, .flush = true})
+#define RUDA__MODE_CHECK ((ruda__stream_error_mode_t){.ignore = false, .flush = false})
 
 /* Queues `err` (taken; NULL is a no-op) on the list, converted into a
  * ServerError. When the list cannot grow, the newest error replaces the
