@@ -336,7 +336,8 @@ static ruda_device_id_t ruda__owner_device(const ruda_memory_t *m, ruda_device_i
 }
 
 /* The error for a fault found by ruda__view_check. Cold. */
-RUDA__COLD static ruda_status_t ruda__view_error(ruda__view_fault_t f, const ruda_memory_t *m,
+RUDA__COLD
+static ruda_status_t ruda__view_error(ruda__view_fault_t f, const ruda_memory_t *m,
                                       uint64_t id, uint64_t offset_start, uint64_t offset_end,
                                       uint64_t size, ruda_stream_id_t stream,
                                       ruda_device_id_t owner, ruda_device_id_t device,
