@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static ruda_client_t *stand_in_client(void) {
 #if !defined(RUDA_CUDA_STAND_IN)
@@ -294,15 +295,8 @@ TEST(stand_in_launches_are_validated_against_the_device) {
     ruda_status_free(s);
     SKIP("NVRTC is not available to compile the test kernel");
   }
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "stand_in_empty";
-  d.ruda_dim = ruda_dim_new_1d(64);
-  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, empty_src);
-  d.code = &code;
-  d.num_code = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ruda_kernel_t *k =
+      test_kernel(RUDA_KERNEL_FORMAT_CUDA_C, "stand_in_empty", empty_src, ruda_dim_new_1d(64), 0);
   ruda_kernel_args_t a = {0};
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &a));
   ASSERT_OK(ruda_client_sync(c));
