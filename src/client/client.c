@@ -74,7 +74,7 @@ ruda_device_id_t ruda_client_device(const ruda_client_t *c) { return c->dev->id;
 
 RUDA__HOT
 ruda_stream_id_t ruda_client_stream(const ruda_client_t *c) {
-  return c->fixed_stream ? c->stream : ruda_stream_id_current();
+  return ruda__client_stream(c);
 }
 
 RUDA__HOT
@@ -104,7 +104,7 @@ ruda_status_t ruda_client_flush(ruda_client_t *c) {
   if (s) return s;
   /* Answered from the worker's progress when nothing is queued anywhere. */
   if (!ruda__device_quiet_after_progress(c->dev)) {
-    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_flush, NULL);
+    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_flush, NULL);
   }
   ruda__device_end(c->dev);
   return s;
@@ -123,7 +123,7 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
   ruda__future_t *future = NULL;
   ruda__client_note_wait(c);
   if (!ruda__device_quiet_after_progress(c->dev)) {
-    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync, &future);
+    s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_sync, &future);
   }
   /* The future is waited for on this thread: the worker serves others. */
   ruda_status_t w = ruda__client_future_finish(future);
@@ -146,7 +146,7 @@ ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out) {
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync_async");
   if (s) return s;
   ruda__future_t *future = NULL;
-  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_sync, &future);
+  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_sync, &future);
   ruda__device_end(c->dev);
   return ruda__client_future_make(future, s, NULL, 0, out);
 }

@@ -84,7 +84,7 @@ static ruda_graph_t *recording_of(ruda__device_t *d, ruda_stream_id_t stream) {
 bool ruda__client_recording(ruda_client_t *c) {
   if (!atomic_load_explicit(&c->dev->num_recordings, memory_order_acquire)) return false;
   pthread_mutex_lock(&c->dev->recording_lock);
-  bool on = recording_of(c->dev, ruda_client_stream(c)) != NULL;
+  bool on = recording_of(c->dev, ruda__client_stream(c)) != NULL;
   pthread_mutex_unlock(&c->dev->recording_lock);
   return on;
 }
@@ -98,7 +98,7 @@ ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel
   if (!atomic_load_explicit(&c->dev->num_recordings, memory_order_acquire)) return NULL;
   ruda_status_t s = NULL;
   pthread_mutex_lock(&c->dev->recording_lock);
-  ruda_graph_t *g = recording_of(c->dev, ruda_client_stream(c));
+  ruda_graph_t *g = recording_of(c->dev, ruda__client_stream(c));
   if (g) {
     *recorded = true;
     s = ruda__graph_add_launch(&g->rec, kernel, count, args, mode);
@@ -113,7 +113,7 @@ ruda_status_t ruda__client_record_write(ruda_client_t *c, const ruda__copy_desc_
   if (!atomic_load_explicit(&c->dev->num_recordings, memory_order_acquire)) return NULL;
   ruda_status_t s = NULL;
   pthread_mutex_lock(&c->dev->recording_lock);
-  ruda_graph_t *g = recording_of(c->dev, ruda_client_stream(c));
+  ruda_graph_t *g = recording_of(c->dev, ruda__client_stream(c));
   if (g) {
     *recorded = true;
     s = ruda__graph_add_write(&g->rec, desc, data, size);
@@ -126,7 +126,7 @@ ruda_status_t ruda_client_graph_begin(ruda_client_t *c) {
   if (!c) return ruda__client_invalid("ruda_client_graph_begin: NULL client");
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_graph_begin");
   if (s) return s;
-  ruda_stream_id_t stream = ruda_client_stream(c);
+  ruda_stream_id_t stream = ruda__client_stream(c);
   ruda_graph_t *g = ruda__calloc(1, sizeof *g);
   if (!g) {
     ruda__device_end(c->dev);
@@ -183,7 +183,7 @@ ruda_status_t ruda_client_graph_end(ruda_client_t *c, ruda_graph_t **out) {
   *out = NULL;
   ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_graph_end");
   if (s) return s;
-  ruda_stream_id_t stream = ruda_client_stream(c);
+  ruda_stream_id_t stream = ruda__client_stream(c);
   ruda_graph_t *g = recording_take(c->dev, stream);
   if (!g) {
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
@@ -234,7 +234,7 @@ ruda_status_t ruda_client_graph_replay(ruda_client_t *c, ruda_graph_t *g) {
   if (!r) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *r);
   memset(r, 0, sizeof *r);
   r->base.run = run_replay;
-  r->base.stream = ruda_client_stream(c);
+  r->base.stream = ruda__client_stream(c);
   r->g = ruda_graph_retain(g);
   ruda__device_submit(c->dev, &r->base);
   return NULL;

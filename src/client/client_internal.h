@@ -26,6 +26,7 @@
 
 #include "client/device.h"
 #include "ruda/client.h"
+#include "types/thread_stream.h"
 
 struct ruda_client {
   atomic_uint refs;
@@ -33,6 +34,11 @@ struct ruda_client {
   bool fixed_stream;
   ruda_stream_id_t stream;
 };
+
+/* The stream the client's calls go to: its own, or the calling thread's. */
+static inline ruda_stream_id_t ruda__client_stream(const ruda_client_t *c) {
+  return c->fixed_stream ? c->stream : ruda__stream_id_current();
+}
 
 static inline ruda_status_t ruda__client_invalid(const char *what) {
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s", what);
@@ -50,7 +56,7 @@ static inline ruda_status_t ruda__client_check_view(ruda_client_t *c, const ruda
 static inline ruda_status_t ruda__client_call(ruda_client_t *c, const char *who,
                                               ruda__call_kind_t kind, ruda__call_fn fn,
                                               void *ctx) {
-  return ruda__device_call_gated(c->dev, who, kind, ruda_client_stream(c), fn, ctx);
+  return ruda__device_call_gated(c->dev, who, kind, ruda__client_stream(c), fn, ctx);
 }
 
 /* ---- client_future.c ---- */

@@ -34,7 +34,7 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
     ruda_binding_release(&desc.binding);
     return s;
   }
-  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_read, &r);
+  s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_read, &r);
   if (!out_future) {
     ruda__client_note_wait(c);
     /* Waited for on this thread: the worker serves other streams. */
@@ -197,7 +197,7 @@ static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
   memset(a, 0, bytes);
   a->block_size = bytes;
   a->base.run = run_alloc;
-  a->base.stream = ruda_client_stream(c);
+  a->base.stream = ruda__client_stream(c);
   a->num_writes = num_writes;
   a->descs = (ruda__copy_desc_t *)(a + 1);
   a->bytes = (ruda_bytes_t *)(a->descs + num_writes);
@@ -223,7 +223,7 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
     memset(out, 0, sizeof *out);
     return s;
   }
-  ruda_stream_id_t stream = ruda_client_stream(c);
+  ruda_stream_id_t stream = ruda__client_stream(c);
   /* Memory of this size released on this stream and still bound to its
    * slice comes back without the device (memory/reuse_cache.h); a trace
    * records every allocation, so it takes the device's path. A hit fills
@@ -265,7 +265,7 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
   ruda_status_t s = ruda__device_refuse_in_kernel(bytes ? "ruda_client_create_tensor" : "ruda_client_empty_tensor");
   if (s) goto fail_bytes;
   s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
-                                       ruda_client_stream(c), descs, count, &base, out);
+                                       ruda__client_stream(c), descs, count, &base, out);
   if (s) goto fail_bytes;
   alloc_op_t *a = alloc_op_new(c, num_writes);
   if (!a) {
@@ -466,7 +466,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
     return s;
   }
   w->base.run = run_write;
-  w->base.stream = ruda_client_stream(c);
+  w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   if (borrowed) ruda__completion_wait(&br.done);
   return NULL;
@@ -537,7 +537,7 @@ static ruda_status_t submit_mode(ruda_client_t *c, bool cleanup,
 
 ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c) {
   if (!c) return ruda__client_invalid("ruda_client_memory_cleanup: NULL client");
-  return submit_mode(c, true, RUDA_ALLOCATION_AUTO, ruda_client_stream(c));
+  return submit_mode(c, true, RUDA_ALLOCATION_AUTO, ruda__client_stream(c));
 }
 
 ruda_status_t ruda_client_allocation_mode(ruda_client_t *c,
@@ -545,7 +545,7 @@ ruda_status_t ruda_client_allocation_mode(ruda_client_t *c,
   if (!c) return ruda__client_invalid("ruda_client_allocation_mode: NULL client");
   if (mode != RUDA_ALLOCATION_AUTO && mode != RUDA_ALLOCATION_PERSISTENT)
     return ruda__client_invalid("ruda_client_allocation_mode: unknown mode");
-  return submit_mode(c, false, mode, ruda_client_stream(c));
+  return submit_mode(c, false, mode, ruda__client_stream(c));
 }
 
 ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
@@ -554,7 +554,7 @@ ruda_status_t ruda_client_persistent_scope(ruda_client_t *c,
   if (!c || !fn) return ruda__client_invalid("ruda_client_persistent_scope: NULL argument");
   /* Both mode switches go to the stream the scope started on, also when
    * fn runs on another thread (a client pinned to a stream). */
-  ruda_stream_id_t stream = ruda_client_stream(c);
+  ruda_stream_id_t stream = ruda__client_stream(c);
   ruda_status_t s = submit_mode(c, false, RUDA_ALLOCATION_PERSISTENT, stream);
   if (s) return s;
   ruda_status_t r = fn(c, ctx);

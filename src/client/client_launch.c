@@ -123,7 +123,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
   if (limit) {
     return ruda_status_set_launch(ruda_status_into_server(limit), kernel->desc.name,
-                                  ruda_client_stream(c).value);
+                                  ruda__client_stream(c).value);
   }
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   /* Counts from the caller: the block's size must not wrap. */
@@ -144,7 +144,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   memset(l, 0, sizeof *l);
   l->block_size = bytes;
   l->base.run = run_launch;
-  l->base.stream = ruda_client_stream(c);
+  l->base.stream = ruda__client_stream(c);
   l->kernel = ruda_kernel_retain(kernel);
   l->mode = mode;
   l->buffers = (ruda_binding_t *)(l + 1);

@@ -58,13 +58,13 @@ static ruda_status_t do_profile_end(ruda__server_t *s, ruda_stream_id_t st, void
 }
 
 ruda_status_t ruda__client_profile_open(ruda_client_t *c, ruda_profiling_token_t *out) {
-  return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_profile_start, out);
+  return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_profile_start, out);
 }
 
 ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_t token,
                                          ruda_profile_duration_t *out) {
   profile_end_call_t e = {token, out};
-  return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda_client_stream(c), do_profile_end, &e);
+  return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_profile_end, &e);
 }
 
 ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out) {

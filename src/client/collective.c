@@ -579,7 +579,7 @@ ruda_status_t ruda_client_sync_collective(ruda_client_t *c) {
   ruda__device_t *d;
   ruda_status_t s = comm_device("ruda_client_sync_collective", c, &d);
   if (s) return s;
-  s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_sync_collective, NULL);
+  s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_sync_collective, NULL);
   ruda__device_end(d);
   return s;
 }
@@ -627,7 +627,7 @@ ruda_status_t ruda__client_comm_token(ruda_client_t *c, void *out, size_t cap, s
                            d->backend->name);
   } else {
     comm_token_call_t call = {out, cap, out_len};
-    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_token, &call);
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_token, &call);
   }
   ruda__device_end(d);
   return s;
@@ -643,7 +643,7 @@ ruda_status_t ruda__client_comm_init(ruda_client_t *c, const ruda__comm_peers_t 
                            "the %s backend has no collectives", d->backend->name);
   } else {
     comm_init_call_t call = {peers, token, token_len};
-    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_init, &call);
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_init, &call);
   }
   ruda__device_end(d);
   return s;
@@ -653,7 +653,7 @@ ruda_status_t ruda__client_comm_destroy(ruda_client_t *c, uint64_t id) {
   ruda__device_t *d;
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
-  if (d->server->vt->comm_destroy) s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda_client_stream(c), do_comm_destroy, &id);
+  if (d->server->vt->comm_destroy) s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_destroy, &id);
   ruda__device_end(d);
   return s;
 }
@@ -674,7 +674,7 @@ ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t
     return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *o);
   }
   o->base.run = run_coll;
-  o->base.stream = ruda_client_stream(c);
+  o->base.stream = ruda__client_stream(c);
   o->coll = *coll;
   o->coll.peers.ids = NULL;
   o->coll.src.binding = ruda_binding_clone(&coll->src.binding);
@@ -727,7 +727,7 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
     return s;
   }
   h->base.run = run_host;
-  h->base.stream = ruda_client_stream(c);
+  h->base.stream = ruda__client_stream(c);
   if (!handle_empty(src)) h->src = ruda_handle_binding(src);
   if (!handle_empty(dst)) h->dst = ruda_handle_binding(dst);
   h->fn = fn;
@@ -770,7 +770,7 @@ ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), 
     ruda_status_t ignored;
     uint64_t until = ruda__now_ns() + 1000;
     do {
-      *out_ran = ruda__device_run_here(d, ruda_client_stream(c), run_if_idle_fn, &r, &ignored);
+      *out_ran = ruda__device_run_here(d, ruda__client_stream(c), run_if_idle_fn, &r, &ignored);
     } while (!*out_ran && ruda__now_ns() < until && (ruda__cpu_relax(), true));
   }
   ruda__device_end(d);

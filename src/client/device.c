@@ -350,10 +350,9 @@ bool ruda__device_on_any_worker(void) { return tls_worker != NULL; }
 
 /* ---- Blocking calls ---- */
 
-RUDA__HOT
-ruda_status_t ruda__device_refuse_in_kernel(const char *who) {
+RUDA__COLD
+ruda_status_t ruda__device_kernel_call_error(const char *who) {
   const ruda__kernel_scope_t *k = ruda__kernel_scope_current();
-  if (!k) return NULL;
   return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                             "%s called from inside kernel '%s' (%s:%u): a kernel cannot call "
                             "ruda client functions (the call would wait for the launch it is "

@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 
 #include "base/sync.h"
+#include "server/kernel_scope.h"
 #include "server/server.h"
 
 typedef struct ruda__device ruda__device_t;
@@ -148,7 +149,10 @@ bool ruda__device_on_worker(const ruda__device_t *d);
  * the launch it is part of, or re-enter the server in the middle of it.
  * NULL outside kernels; otherwise RUDA_ERR_INVALID_ARGUMENT naming `who`
  * and the kernel. Non-blocking calls use it too. */
-ruda_status_t ruda__device_refuse_in_kernel(const char *who);
+ruda_status_t ruda__device_kernel_call_error(const char *who);
+static inline ruda_status_t ruda__device_refuse_in_kernel(const char *who) {
+  return ruda__kernel_scope_current() ? ruda__device_kernel_call_error(who) : NULL;
+}
 /* The error of a call made after ruda_shutdown() (RUDA_ERR_UNAVAILABLE). */
 ruda_status_t ruda__device_shut_down_error(const ruda__device_t *d);
 /* Start of a blocking call: ruda__device_refuse_in_kernel(who), then

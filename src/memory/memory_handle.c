@@ -264,17 +264,19 @@ void ruda__memory_pool_release(ruda_memory_t *m) {
  * user reference left), else NULL. For a handle (`as_handle`), a handle
  * reference must be left too: once the last handle is released, a copy of
  * it is stale even while queued work still holds bindings of the memory. */
+static inline bool ruda__memory_is_live(ruda_memory_t *m, uint32_t gen, bool as_handle) {
+  uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
+  if (RUDA__MEMORY_GEN(s) != gen ||
+      RUDA__MEMORY_COUNT(s) <= ((s & RUDA__MEMORY_BOUND) ? 1u : 0u))
+    return false;
+  return !as_handle || atomic_load_explicit(&m->handle_refs, memory_order_relaxed) != 0;
+}
+
 static inline ruda_memory_t *ruda__memory_live(uint64_t id, bool as_handle) {
   uint32_t gen = ruda__id_gen(id);
   if (gen == 0) return NULL;
   ruda_memory_t *m = ruda__memory_at(ruda__id_slot(id));
-  if (!m) return NULL;
-  uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
-  if (RUDA__MEMORY_GEN(s) != gen ||
-      RUDA__MEMORY_COUNT(s) <= ((s & RUDA__MEMORY_BOUND) ? 1u : 0u))
-    return NULL;
-  if (as_handle && atomic_load_explicit(&m->handle_refs, memory_order_relaxed) == 0) return NULL;
-  return m;
+  return m && ruda__memory_is_live(m, gen, as_handle) ? m : NULL;
 }
 
 ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h) {
@@ -537,9 +539,10 @@ ruda_handle_t ruda_handle_clone(const ruda_handle_t *h) {
 /* The release of a handle that is the only reference besides the pool's,
  * with one compare-and-swap where the general path takes two atomic
  * operations: returns false, having changed nothing, when `m` is not in
- * that state. The handle count goes to zero before the state does: once
- * the state leaves one reference, a take from the reuse cache may claim
- * the descriptor and write its own count. With a single handle reference
+ * that state (generation `gen`, the pool's reference and one handle's).
+ * The handle count goes to zero before the state does: once the state
+ * leaves one reference, a take from the reuse cache may claim the
+ * descriptor and write its own count. With a single handle reference
  * nothing else counts in handle_refs (a clone adds to it after adding a
  * reference, a release takes from it before dropping one); a clone racing
  * this release, from a copy of this very handle, either sees the zero and
@@ -548,7 +551,9 @@ ruda_handle_t ruda_handle_clone(const ruda_handle_t *h) {
 RUDA__HOT
 static bool ruda__handle_release_last(ruda_memory_t *m, uint32_t gen) {
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
-  if ((s & ~RUDA__MEMORY_CACHED) != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2)) return false;
+  if ((s & ~RUDA__MEMORY_CACHED) != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | 2) ||
+      atomic_load_explicit(&m->handle_refs, memory_order_relaxed) != 1)
+    return false;
   atomic_store_explicit(&m->handle_refs, 0, memory_order_relaxed);
   if (!atomic_compare_exchange_strong_explicit(&m->state, &s, s - 1, memory_order_acq_rel,
                                                memory_order_relaxed)) {
@@ -564,15 +569,13 @@ static bool ruda__handle_release_last(ruda_memory_t *m, uint32_t gen) {
 RUDA__HOT
 void ruda_handle_release(ruda_handle_t *h) {
   if (!h || !h->id) return;
-  ruda_memory_t *m = ruda__memory_live(h->id, true);
-  if (m) {
-    uint32_t gen = ruda__id_gen(h->id);
-    if (!ruda__handle_release_last(m, gen)) {
-      /* Counted before the reference goes: afterwards the slot may belong
-       * to someone else. */
-      atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
-      ruda__memory_drop(m, gen);
-    }
+  uint32_t gen = ruda__id_gen(h->id);
+  ruda_memory_t *m = gen ? ruda__memory_at(ruda__id_slot(h->id)) : NULL;
+  if (m && !ruda__handle_release_last(m, gen) && ruda__memory_is_live(m, gen, true)) {
+    /* Counted before the reference goes: afterwards the slot may belong
+     * to someone else. */
+    atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
+    ruda__memory_drop(m, gen);
   }
   memset(h, 0, sizeof *h);
 }

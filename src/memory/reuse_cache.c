@@ -17,15 +17,6 @@ ruda__memory_reuse_t *ruda__reuse_cache_new(void) {
 
 void ruda__reuse_cache_free(ruda__memory_reuse_t *rc) { ruda__free(rc); }
 
-static inline uint64_t ruda__entry_size(ruda_memory_t *m) {
-  return atomic_load_explicit(&m->size, memory_order_relaxed);
-}
-
-/* A take leaves at most this generation: the next release may then still
- * put the descriptor into the cache or the inbox with a generation to
- * spare (memory_handle.c retires a slot at UINT32_MAX). */
-#define RUDA__REUSE_LAST_GEN (UINT32_MAX - 2u)
-
 /* `m` was taken out of its way by the caller: clears CACHED. Returns `m`
  * when it was free (it is the caller's now), NULL when it is in use (its
  * last release will see CACHED clear). */
@@ -40,11 +31,13 @@ static ruda_memory_t *ruda__reuse_settle(ruda_memory_t *m) {
 ruda_memory_t *ruda__reuse_put(ruda__memory_reuse_t *rc, uint32_t set, ruda_memory_t *m) {
   ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
   uint64_t size = ruda__entry_size(m);
+  uint32_t home = ruda__reuse_home(size);
   /* Ours and in no way yet: no take can see it before the way is written,
    * and no retain succeeds on a descriptor with one reference. */
   uint64_t s = atomic_load_explicit(&m->state, memory_order_relaxed);
   atomic_store_explicit(&m->state, s | RUDA__MEMORY_CACHED, memory_order_relaxed);
-  for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
+  for (uint32_t i = 0; i < RUDA__REUSE_WAYS; i++) {
+    uint32_t w = (home + i) % RUDA__REUSE_WAYS;
     ruda_memory_t *none = NULL;
     if (atomic_load_explicit(&st->way[w], memory_order_relaxed) == NULL &&
         atomic_compare_exchange_strong_explicit(&st->way[w], &none, m, memory_order_release,
@@ -53,36 +46,11 @@ ruda_memory_t *ruda__reuse_put(ruda__memory_reuse_t *rc, uint32_t set, ruda_memo
       return NULL;
     }
   }
-  /* Full: the way picked by the size, so that a loop over more sizes than
-   * ways keeps most of them. */
-  uint32_t w = (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 61);
-  ruda_memory_t *out = atomic_exchange_explicit(&st->way[w], m, memory_order_acq_rel);
-  atomic_store_explicit(&st->size[w], size, memory_order_relaxed);
+  /* Full: the home way, so that a loop over more sizes than ways keeps
+   * most of them. */
+  ruda_memory_t *out = atomic_exchange_explicit(&st->way[home], m, memory_order_acq_rel);
+  atomic_store_explicit(&st->size[home], size, memory_order_relaxed);
   return out ? ruda__reuse_settle(out) : NULL;
-}
-
-RUDA__HOT
-ruda_memory_t *ruda__reuse_take(ruda__memory_reuse_t *rc, uint32_t set, uint64_t size,
-                                uint64_t stream) {
-  ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
-  for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++) {
-    if (atomic_load_explicit(&st->size[w], memory_order_relaxed) != size) continue;
-    ruda_memory_t *m = atomic_load_explicit(&st->way[w], memory_order_acquire);
-    if (m == NULL) continue;
-    /* The state first: while it keeps this value, size and stream are
-     * this generation's, and the claim below fails if it moved on. */
-    uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
-    uint32_t gen = RUDA__MEMORY_GEN(s);
-    if (s != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 1) ||
-        gen >= RUDA__REUSE_LAST_GEN || ruda__entry_size(m) != size ||
-        atomic_load_explicit(&m->stream, memory_order_relaxed) != stream)
-      continue;
-    uint64_t ns = (uint64_t)(gen + 1) << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 2;
-    if (atomic_compare_exchange_strong_explicit(&m->state, &s, ns, memory_order_acq_rel,
-                                                memory_order_relaxed))
-      return m;
-  }
-  return NULL;
 }
 
 uint32_t ruda__reuse_evict(ruda__memory_reuse_t *rc, uint32_t set,

@@ -42,6 +42,9 @@
  * that a take compares sizes in one cache line instead of following eight
  * pointers. The size is a hint, written after the way: a take checks the
  * descriptor it claims, and a hint that lags only costs a look or a hit.
+ * Each size has a home way (a hash of the size); puts and takes start
+ * there and go round the set, so the few sizes of a loop each sit at or
+ * near their home and a take usually compares one hint.
  *
  * The manager takes its entries back (eviction) before it would need a
  * new page, and when usage, cleanup or destroy must see every free.
@@ -77,17 +80,56 @@ static inline uint32_t ruda__reuse_set_of(uint64_t stream) {
 }
 
 /* Puts `m`, free and owned by the caller (its state (generation, BOUND,
- * 1)), into an empty way of the set; when every way is taken, into the way
- * its size picks. Returns the displaced descriptor when that one was free
- * (the caller hands it to its manager), else NULL. */
+ * 1)), into the first empty way of the set from its size's home; when
+ * every way is taken, into the home way. Returns the displaced
+ * descriptor when that one was free (the caller hands it to its manager),
+ * else NULL. */
 ruda_memory_t *ruda__reuse_put(ruda__memory_reuse_t *rc, uint32_t set, ruda_memory_t *m);
+
+static inline uint64_t ruda__entry_size(ruda_memory_t *m) {
+  return atomic_load_explicit(&m->size, memory_order_relaxed);
+}
+
+/* A take leaves at most this generation: the next release may then still
+ * put the descriptor into the cache or the inbox with a generation to
+ * spare (memory_handle.c retires a slot at UINT32_MAX). */
+#define RUDA__REUSE_LAST_GEN (UINT32_MAX - 2u)
+
+/* The way a size is put into first, and taken from first: the sizes of
+ * a loop spread over the ways, so a take usually looks at one. */
+_Static_assert(RUDA__REUSE_WAYS == 8u, "ruda__reuse_home keeps the top 3 bits of the hash");
+static inline uint32_t ruda__reuse_home(uint64_t size) {
+  return (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 61);
+}
 
 /* Claims a free descriptor of exactly `size` bytes on `stream` in the set
  * and moves it to the next generation, with the pool's reference and one
  * more for the caller (who sets its handle count); NULL when none is. It
- * stays in its way. */
-ruda_memory_t *ruda__reuse_take(ruda__memory_reuse_t *rc, uint32_t set, uint64_t size,
-                                uint64_t stream);
+ * stays in its way. Inline: the fast path of ruda_client_empty. */
+static inline ruda_memory_t *ruda__reuse_take(ruda__memory_reuse_t *rc, uint32_t set,
+                                              uint64_t size, uint64_t stream) {
+  ruda__reuse_set_t *st = &rc->set[set % RUDA__REUSE_SETS];
+  uint32_t home = ruda__reuse_home(size);
+  for (uint32_t i = 0; i < RUDA__REUSE_WAYS; i++) {
+    uint32_t w = (home + i) % RUDA__REUSE_WAYS;
+    if (atomic_load_explicit(&st->size[w], memory_order_relaxed) != size) continue;
+    ruda_memory_t *m = atomic_load_explicit(&st->way[w], memory_order_acquire);
+    if (m == NULL) continue;
+    /* The state first: while it keeps this value, size and stream are
+     * this generation's, and the claim below fails if it moved on. */
+    uint64_t s = atomic_load_explicit(&m->state, memory_order_acquire);
+    uint32_t gen = RUDA__MEMORY_GEN(s);
+    if (s != ((uint64_t)gen << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 1) ||
+        gen >= RUDA__REUSE_LAST_GEN || ruda__entry_size(m) != size ||
+        atomic_load_explicit(&m->stream, memory_order_relaxed) != stream)
+      continue;
+    uint64_t ns = (uint64_t)(gen + 1) << 32 | RUDA__MEMORY_BOUND | RUDA__MEMORY_CACHED | 2;
+    if (atomic_compare_exchange_strong_explicit(&m->state, &s, ns, memory_order_acq_rel,
+                                                memory_order_relaxed))
+      return m;
+  }
+  return NULL;
+}
 
 /* Takes the set's descriptors bound in the manager of `owner` out of the
  * cache, free or in use, calling give(m, ctx) for each that was free.

@@ -15,6 +15,7 @@
 #ifndef RUDA_SERVER_KERNEL_SCOPE_H
 #define RUDA_SERVER_KERNEL_SCOPE_H
 
+#include "base/sync.h"
 #include "ruda/types.h"
 
 typedef struct ruda__kernel_scope {
@@ -29,7 +30,11 @@ typedef struct ruda__kernel_scope {
 void ruda__kernel_scope_enter(ruda__kernel_scope_t *scope, const char *name,
                               ruda_device_id_t device);
 void ruda__kernel_scope_leave(const ruda__kernel_scope_t *scope);
-/* The innermost kernel the calling thread is running, or NULL. */
-const ruda__kernel_scope_t *ruda__kernel_scope_current(void);
+/* The innermost kernel the calling thread is running, or NULL (inline:
+ * every client call asks). */
+extern RUDA__THREAD_LOCAL const ruda__kernel_scope_t *ruda__kernel_scope_tls;
+static inline const ruda__kernel_scope_t *ruda__kernel_scope_current(void) {
+  return ruda__kernel_scope_tls;
+}
 
 #endif

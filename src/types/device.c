@@ -6,6 +6,7 @@
 #include "base/sync.h"
 #include "ruda/types.h"
 #include "types/device_names.h"
+#include "types/thread_stream.h"
 
 static const struct {
   uint16_t type;
@@ -84,8 +85,7 @@ size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap) {
  * makes every OS thread its own stream. */
 static atomic_uint_fast64_t g_next_stream = 0;
 
-static RUDA__THREAD_LOCAL bool t_stream_set = false;
-static RUDA__THREAD_LOCAL uint64_t t_stream = 0;
+RUDA__THREAD_LOCAL ruda__thread_stream_t ruda__thread_stream;
 
 ruda_stream_id_t ruda_stream_id_next(void) {
   ruda_stream_id_t id = {
@@ -94,20 +94,20 @@ ruda_stream_id_t ruda_stream_id_next(void) {
   return id;
 }
 
-RUDA__HOT
-ruda_stream_id_t ruda_stream_id_current(void) {
-  if (!t_stream_set) {
-    t_stream = ruda_stream_id_next().value;
-    t_stream_set = true;
-  }
-  ruda_stream_id_t id = {t_stream};
+ruda_stream_id_t ruda__thread_stream_draw(void) {
+  ruda__thread_stream.value = ruda_stream_id_next().value;
+  ruda__thread_stream.set = true;
+  ruda_stream_id_t id = {ruda__thread_stream.value};
   return id;
 }
+
+RUDA__HOT
+ruda_stream_id_t ruda_stream_id_current(void) { return ruda__stream_id_current(); }
 
 ruda_stream_id_t ruda_stream_id_swap(ruda_stream_id_t id) {
   /* The thread's own id is drawn first (if it had none), so the value
    * returned is always a real stream the caller can swap back to. */
-  ruda_stream_id_t prev = ruda_stream_id_current();
-  t_stream = id.value;
+  ruda_stream_id_t prev = ruda__stream_id_current();
+  ruda__thread_stream.value = id.value;
   return prev;
 }

@@ -195,6 +195,43 @@ static uint32_t ways_taken(fixture_t *f) {
   return n;
 }
 
+/* A slice goes to its size's home way when that way is free, and to the
+ * next free way round the set when it is not; every one comes back. */
+TEST(slices_sit_at_their_home_way_or_the_next_free_one) {
+  fixture_t f;
+  setup(&f, NULL);
+  /* The sizes of the benchmark's loop: three pairs share a home. */
+  static const uint64_t sizes[] = {256, 4096, 1 << 20, 1000, 65536, 300000, 16, 131072};
+  enum { N = sizeof sizes / sizeof sizes[0] };
+  ruda_handle_t h[N];
+  for (uint32_t i = 0; i < N; i++) ALLOC(f.mm, sizes[i], &h[i]);
+  bool taken[RUDA__REUSE_WAYS] = {false};
+  for (uint32_t i = 0; i < N; i++) {
+    ruda_handle_t keep = h[i];
+    ruda_handle_release(&h[i]);
+    uint32_t want = ruda__reuse_home(sizes[i]);
+    while (taken[want]) want = (want + 1) % RUDA__REUSE_WAYS;
+    taken[want] = true;
+    /* The released copy names the descriptor: find it by its slot. */
+    int w = -1;
+    for (uint32_t k = 0; k < RUDA__REUSE_WAYS; k++) {
+      ruda_memory_t *m = atomic_load(&f.rc->set[ruda__reuse_set_of(0)].way[k]);
+      if (m && m->slot == (uint32_t)ruda_handle_memory_id(&keep)) w = (int)k;
+    }
+    ASSERT_EQ(w, (int)want);
+    ASSERT_UEQ(atomic_load(&f.rc->set[ruda__reuse_set_of(0)].size[w]), sizes[i]);
+  }
+  ASSERT_UEQ(ways_taken(&f), RUDA__REUSE_WAYS);
+  for (uint32_t i = 0; i < N; i++) {
+    bool hit;
+    ruda_handle_t r = reuse(&f, sizes[i], 0, &hit);
+    ASSERT_TRUE(hit);
+    ASSERT_UEQ(r.size, sizes[i]);
+    ruda_handle_release(&r);
+  }
+  teardown(&f);
+}
+
 TEST(a_reused_slice_stays_in_its_way_and_its_release_frees_it_there) {
   fixture_t f;
   setup(&f, NULL);
