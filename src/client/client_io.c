@@ -20,18 +20,16 @@ static ruda_status_t do_read(ruda__server_t *s, ruda_stream_id_t st, void *ctx) 
   return s->vt->read(s, r->desc, r->dsts, 1, st, &r->future);
 }
 
-/* Reads into `dst` through `binding` (taken: released here). */
+/* Reads into `dst` what `desc` describes (its binding taken: released
+ * here). */
 RUDA__HOT
-static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
-                                const ruda_shape_t *shape, const ruda_strides_t *strides,
-                                size_t elem_size, void *dst, ruda_future_t **out_future) {
-  ruda__copy_desc_t desc = {
-      .shape = *shape, .strides = *strides, .elem_size = elem_size, .binding = binding};
-  read_call_t r = {&desc, {dst}, NULL};
+static ruda_status_t read_bound(ruda_client_t *c, ruda__copy_desc_t *desc, void *dst,
+                                ruda_future_t **out_future) {
+  read_call_t r = {desc, {dst}, NULL};
   const char *who = out_future ? "ruda_client_read_async" : "ruda_client_read";
   ruda_status_t s = ruda__device_begin(c->dev, who);
   if (s) {
-    ruda_binding_release(&desc.binding);
+    ruda_binding_release(&desc->binding);
     return s;
   }
   s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_read, &r);
@@ -40,7 +38,7 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
     /* Waited for on this thread: the worker serves other streams. */
     ruda_status_t w = ruda__client_future_finish(r.future);
     ruda__device_end(c->dev);
-    ruda_binding_release(&desc.binding);
+    ruda_binding_release(&desc->binding);
     if (s) {
       ruda_status_free(w);
       return s;
@@ -49,11 +47,11 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
   }
   ruda_binding_t *keep = ruda__malloc(sizeof *keep);
   if (keep) {
-    *keep = desc.binding;
+    *keep = desc->binding;
   } else {
     ruda_status_t w = ruda__client_future_finish(r.future);
     r.future = NULL;
-    ruda_binding_release(&desc.binding);
+    ruda_binding_release(&desc->binding);
     if (!s) s = w; else ruda_status_free(w);
   }
   ruda__device_end(c->dev);
@@ -65,21 +63,22 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda_binding_t binding,
 RUDA__HOT
 static ruda_status_t read_bytes(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                 uint64_t cap, ruda_future_t **out) {
-  ruda_binding_t b;
-  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "read", &b);
+  ruda__copy_desc_t desc = {.shape = {.rank = 1},
+                            .strides = {.rank = 1, .values = {1}},
+                            .elem_size = 1};
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "read", &desc.binding);
   if (s) return s;
-  uint64_t n = ruda_binding_size_in_used(&b);
+  uint64_t n = ruda_binding_size_in_used(&desc.binding);
   if (n > cap || (n && !dst)) {
-    ruda_binding_release(&b);
+    ruda_binding_release(&desc.binding);
     if (n > cap)
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                 "read: the view holds %llu bytes but dst has room for %llu",
                                 (unsigned long long)n, (unsigned long long)cap);
     return ruda__client_invalid("read: NULL dst");
   }
-  ruda_shape_t shape = ruda_shape_1d(n);
-  ruda_strides_t strides = ruda_strides_contiguous(&shape);
-  return read_bound(c, b, &shape, &strides, 1, dst, out);
+  desc.shape.dims[0] = n;
+  return read_bound(c, &desc, dst, out);
 }
 
 RUDA__HOT
@@ -142,7 +141,9 @@ static ruda_status_t read_tensor(ruda_client_t *c, const ruda_handle_t *h,
   ruda_binding_t b;
   s = ruda__handle_bind(h, c->dev->id, "read", &b);
   if (s) return s;
-  return read_bound(c, b, shape, strides, elem_size, dst, out);
+  ruda__copy_desc_t desc = {
+      .shape = *shape, .strides = *strides, .elem_size = elem_size, .binding = b};
+  return read_bound(c, &desc, dst, out);
 }
 
 ruda_status_t ruda_client_read_tensor(ruda_client_t *c, const ruda_handle_t *h,

@@ -122,6 +122,13 @@ bool ruda_shape_extent(const ruda_shape_t *s, const ruda_strides_t *st, uint64_t
                        uint64_t *out) {
   if (s == NULL || st == NULL) return false;
   if (s->rank != st->rank || s->rank > RUDA_MAX_RANK) return false;
+  if (s->rank == 1 && st->values[0] == 1) {
+    /* A contiguous vector (every byte read and write): n x elem_size. */
+    uint64_t bytes;
+    if (!mul_u64(s->dims[0], elem_size, &bytes)) return false;
+    *out = bytes;
+    return true;
+  }
   for (uint32_t i = 0; i < s->rank; i++) {
     if (s->dims[i] == 0) {
       *out = 0;

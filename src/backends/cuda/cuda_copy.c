@@ -42,10 +42,10 @@ static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t 
  * device allocated for it (not by what the binding claims): the furthest
  * byte the shape and strides reach, overflow-checked, must lie inside. */
 RUDA__HOT
-static ruda_status_t copy_target(cuda_server_t *s, const ruda__copy_desc_t *d, const char *what,
-                                 CUdeviceptr *out) {
+static ruda_status_t copy_target(cuda_server_t *s, cuda_stream_t *st, const ruda__copy_desc_t *d,
+                                 const char *what, CUdeviceptr *out) {
   uint64_t view = 0, need = 0;
-  ruda_status_t e = ruda__cuda_resolve(s, &d->binding, out, &view);
+  ruda_status_t e = ruda__cuda_resolve(s, st, &d->binding, out, &view);
   if (e) return e;
   if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
@@ -97,7 +97,7 @@ ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__c
                               "write: only contiguous and row-pitched layouts can be copied");
   }
   CUdeviceptr dst = 0;
-  ruda_status_t e = copy_target(s, d, "write", &dst);
+  ruda_status_t e = copy_target(s, NULL, d, "write", &dst);
   if (e) return e;
   if (width * height == 0) return NULL;
   CUresult r = copy_rows(s->api, cu, true, host, dst, width, height, pitch);
@@ -217,7 +217,7 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     }
     uint64_t bytes = width * height;
     CUdeviceptr dst = 0;
-    ruda_status_t e = copy_target(s, d, "write", &dst);
+    ruda_status_t e = copy_target(s, st, d, "write", &dst);
     if (e == NULL && src->size < bytes)
       e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
                              (unsigned long long)src->size, (unsigned long long)bytes);
@@ -315,7 +315,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
   }
   uint64_t bytes = width * height;
   CUdeviceptr src = 0;
-  *out = copy_target(s, d, "read", &src);
+  *out = copy_target(s, st, d, "read", &src);
   if (*out) return true;
   /* Tiny reads use the stream's own pinned scratch: no pool, no lock. */
   bool scratch = bytes <= SCRATCH_BYTES && st->count_host != NULL;
@@ -353,7 +353,8 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   const ruda__cuda_api_t *api = s->api;
   *out = NULL;
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
+  /* Without its CUDA part the stream may still hold the reason. */
+  ruda__stream_t *rs = st ? cuda_rs(st) : ruda__stream_find(&s->base.streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
@@ -383,7 +384,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
     uint64_t bytes = width * height;
     if (bytes == 0) continue;
     CUdeviceptr src = 0;
-    e = copy_target(s, d, "read", &src);
+    e = copy_target(s, st, d, "read", &src);
     if (e) {
       f->early = e;
       break;

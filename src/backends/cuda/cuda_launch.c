@@ -64,13 +64,13 @@ ruda_status_t ruda__cuda_launch_on(cuda_server_t *s, CUstream cu, ruda__cuda_fun
   /* Parameter order, as on every backend: buffers, tensor maps, info. */
   size_t np = 0;
   for (size_t i = 0; i < nb; i++) {
-    e = ruda__cuda_resolve(s, &args->buffers[i], &vals[i], NULL);
+    e = ruda__cuda_resolve(s, NULL, &args->buffers[i], &vals[i], NULL);
     if (e) goto done;
     params[np++] = &vals[i];
   }
   for (size_t i = 0; i < nt; i++) {
     CUdeviceptr tp = 0;
-    e = ruda__cuda_resolve(s, &args->tensor_map_buffers[i], &tp, NULL);
+    e = ruda__cuda_resolve(s, NULL, &args->tensor_map_buffers[i], &tp, NULL);
     if (e) goto done;
     e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
     if (e) goto done;
@@ -173,7 +173,7 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   if (count->dynamic) {
     CUdeviceptr cp = 0;
     uint64_t held = 0;
-    e = ruda__cuda_resolve(s, &count->buffer, &cp, &held);
+    e = ruda__cuda_resolve(s, st, &count->buffer, &cp, &held);
     if (e) {
       e = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
       goto fail;

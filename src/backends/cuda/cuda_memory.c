@@ -39,7 +39,7 @@ ruda_status_t ruda__cuda_get_resource(cuda_server_t *s, const ruda_binding_t *b,
                                       ruda_resource_t *out) {
   CUdeviceptr p = 0;
   uint64_t held = 0;
-  ruda_status_t e = ruda__cuda_resolve(s, b, &p, &held);
+  ruda_status_t e = ruda__cuda_resolve(s, NULL, b, &p, &held);
   if (e) return e;
   out->address = (uint64_t)p;
   uint64_t view = ruda_binding_size_in_used(b);

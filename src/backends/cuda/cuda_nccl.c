@@ -531,8 +531,8 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
     bool has_dst = !ruda_binding_is_empty(&c->dst);
     if (has_src) ruda__cuda_order_binding(s, st, &c->src.binding, &keep);
     if (has_dst) ruda__cuda_order_binding(s, st, &c->dst, &keep);
-    if (has_src) own = ruda__cuda_resolve(s, &c->src.binding, &part.send, NULL);
-    if (!own && has_dst) own = ruda__cuda_resolve(s, &c->dst, &part.recv, NULL);
+    if (has_src) own = ruda__cuda_resolve(s, st, &c->src.binding, &part.send, NULL);
+    if (!own && has_dst) own = ruda__cuda_resolve(s, st, &c->dst, &part.recv, NULL);
   }
   part.api = comms ? comms->api : NULL;
   part.comm = entry && !entry->aborted ? entry->comm : NULL;
@@ -654,8 +654,7 @@ static void poll_async_errors(cuda_server_t *s, cuda_stream_t *st) {
   }
 }
 
-RUDA__HOT
-void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
+void ruda__cuda_comms_settle_pending(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
   struct ruda__cuda_comms *c = s->comms;
   if (!c || c->npending == 0) return;
   size_t idx = c->npending;

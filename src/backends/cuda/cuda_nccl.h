@@ -46,7 +46,10 @@ void ruda__cuda_comm_shutdown(cuda_server_t *s);
  * operations are waited for, polling their communicators' asynchronous
  * errors, bounded by the communication timeout; errors and timeouts abort
  * the communicator and are pushed on the stream. No-op without NCCL work. */
-void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait);
+void ruda__cuda_comms_settle_pending(cuda_server_t *s, ruda_stream_id_t stream, bool wait);
+static inline void ruda__cuda_comms_settle(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
+  if (s->comms != NULL) ruda__cuda_comms_settle_pending(s, stream, wait);
+}
 /* Aborts the communicators comm_shutdown left (waits for no peer) and frees
  * the table. */
 void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive);

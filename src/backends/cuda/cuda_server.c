@@ -94,14 +94,12 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 
 static void server_recover(cuda_server_t *s);
 
-/* Called first by the vtable entries below: after a fault, resets the
- * device (on the worker thread, which owns every object involved) and
- * queues the fault on `stream` unless a caller already received it. One
- * atomic load when healthy. */
-RUDA__HOT
-static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
+/* After a fault: resets the device (on the worker thread, which owns
+ * every object involved) and queues the fault on `stream` unless a caller
+ * already received it. */
+RUDA__COLD
+static void settle_fault(cuda_server_t *s, ruda_stream_id_t stream) {
   cuda_fault_t *f = &s->fault;
-  if (!ruda__cuda_faulted(f)) return;
   if (f->dead != 0) {
     ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
     if (rs == NULL || !ruda__stream_errors_empty(&rs->errors)) return;
@@ -116,6 +114,12 @@ static void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
     if (rs != NULL) ruda__stream_push_error(rs, e);
     else ruda_status_free(e);
   }
+}
+
+/* Called first by the vtable entries below: one atomic load when
+ * healthy. */
+static inline void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
+  if (ruda__cuda_faulted(&s->fault)) settle_fault(s, stream);
 }
 
 /* ---- Recovery ---- */

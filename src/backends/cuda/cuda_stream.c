@@ -502,9 +502,13 @@ void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
 }
 
 RUDA__HOT
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
-                                 uint64_t *out_size) {
-  cuda_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__cuda_stream_find(s, b->stream) : NULL;
+ruda_status_t ruda__cuda_resolve(cuda_server_t *s, cuda_stream_t *near, const ruda_binding_t *b,
+                                 CUdeviceptr *out, uint64_t *out_size) {
+  cuda_stream_t *origin = NULL;
+  if (near != NULL && near->init && cuda_rs(near)->id == b->stream.value && b->id != 0)
+    origin = near; /* memory of the stream the operation runs on: no lookup */
+  else if (!ruda_binding_is_empty(b))
+    origin = ruda__cuda_stream_find(s, b->stream);
   if (origin == NULL)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
   ruda__storage_handle_t h;

@@ -74,9 +74,11 @@ void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep);
 /* The device address of a binding's view, looked up in the pool of the
  * stream that owns the memory; *out_size (may be NULL) receives the bytes
  * the device really holds from that address on, whatever the view says.
- * IoError::NotFound when the memory is not bound on this device. */
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, const ruda_binding_t *b, CUdeviceptr *out,
-                                 uint64_t *out_size);
+ * IoError::NotFound when the memory is not bound on this device. `near`
+ * (may be NULL): the stream the operation runs on, whose memory needs no
+ * lookup of its stream. */
+ruda_status_t ruda__cuda_resolve(cuda_server_t *s, cuda_stream_t *near, const ruda_binding_t *b,
+                                 CUdeviceptr *out, uint64_t *out_size);
 /* Pinned staging of `size` bytes from the stream's pinned pool. */
 ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                         void **out_ptr);

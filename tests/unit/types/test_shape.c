@@ -211,6 +211,23 @@ TEST(extent_of_strided_views) {
   st = strides_of(2, any);
   ASSERT_TRUE(ruda_shape_extent(&empty, &st, 4, &out));
   ASSERT_UEQ(out, 0);
+  /* Contiguous vectors (the byte reads and writes): n x elem_size, 0 for
+   * none, and no wrap. */
+  const uint64_t one[1] = {1};
+  st = strides_of(1, one);
+  ruda_shape_t v = ruda_shape_1d(7);
+  ASSERT_TRUE(ruda_shape_extent(&v, &st, 4, &out));
+  ASSERT_UEQ(out, 28);
+  v = ruda_shape_1d(0);
+  ASSERT_TRUE(ruda_shape_extent(&v, &st, UINT64_MAX, &out));
+  ASSERT_UEQ(out, 0);
+  out = 12345;
+  v = ruda_shape_1d(UINT64_C(1) << 62);
+  ASSERT_FALSE(ruda_shape_extent(&v, &st, 4, &out));
+  ASSERT_UEQ(out, 12345);
+  v = ruda_shape_1d(UINT64_MAX);
+  ASSERT_TRUE(ruda_shape_extent(&v, &st, 1, &out));
+  ASSERT_UEQ(out, UINT64_MAX);
 }
 
 TEST(extent_overflow_is_refused) {
