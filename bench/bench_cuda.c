@@ -186,6 +186,20 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw,
     api->cuMemcpyDtoHAsync(pinned, dev, 4, st);
     api->cuStreamSynchronize(st);
   });
+  /* ruda's device memory comes from stream-ordered pools, and a call made
+   * on the caller's thread asks for the current context first. */
+  CUdeviceptr pooled = 0;
+  if (api->cuMemAllocAsync && api->cuMemAllocAsync(&pooled, 4096, st) == CUDA_SUCCESS &&
+      api->cuStreamSynchronize(st) == CUDA_SUCCESS) {
+    PART("cuMemcpyDtoHAsync 4 B from cuMemAllocAsync memory + sync", {
+      api->cuMemcpyDtoHAsync(pinned, pooled, 4, st);
+      api->cuStreamSynchronize(st);
+    });
+    api->cuMemFreeAsync(pooled, st);
+    api->cuStreamSynchronize(st);
+  }
+  CUcontext current = NULL;
+  PART("cuCtxGetCurrent", api->cuCtxGetCurrent(&current));
   PART("cuMemcpyDtoHAsync 4 B + event record + query", {
     api->cuMemcpyDtoHAsync(pinned, dev, 4, st);
     api->cuEventRecord(ev, st);
