@@ -88,7 +88,7 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   pthread_mutex_lock(&f->lock);
   ruda_status_t st;
-  if (f->done) {
+  if (atomic_load_explicit(&f->done, memory_order_relaxed)) {
     st = f->early;
     f->early = NULL;
   } else {
@@ -100,8 +100,8 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
       r = event_wait(api, f->event, f->server->wait_spin_ns);
     }
     covers_done(f, r);
-    f->done = true;
     st = future_finish(f, r, "cuEventSynchronize");
+    atomic_store_explicit(&f->done, true, memory_order_release);
   }
   pthread_mutex_unlock(&f->lock);
   return st;
@@ -110,7 +110,7 @@ static ruda_status_t cuda_future_wait(ruda__future_t *base) {
 static bool cuda_future_poll(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
   pthread_mutex_lock(&f->lock);
-  bool ready = f->done || f->event == NULL;
+  bool ready = atomic_load_explicit(&f->done, memory_order_relaxed) || f->event == NULL;
   if (!ready) {
     make_current(f->server->api, f->server->ctx);
     ready = f->server->api->cuEventQuery(f->event) != CUDA_ERROR_NOT_READY;
@@ -148,8 +148,14 @@ void ruda__cuda_home_release_locked(future_home_t *h) {
 RUDA__HOT
 static void cuda_future_destroy(ruda__future_t *base) {
   cuda_future_t *f = (cuda_future_t *)base;
-  /* Never waited: wait so the staging is not released under a copy. */
-  ruda_status_free(cuda_future_wait(base));
+  if (atomic_load_explicit(&f->done, memory_order_acquire)) {
+    /* Waited for, or settled by the server (which kept its result). */
+    ruda_status_free(f->early);
+    f->early = NULL;
+  } else {
+    /* Never waited: wait so the staging is not released under a copy. */
+    ruda_status_free(cuda_future_wait(base));
+  }
   if (f->parts != &f->one) ruda__free(f->parts);
   f->parts = NULL;
   future_home_t *h = f->home;
@@ -238,7 +244,7 @@ cuda_future_t *ruda__cuda_future_new(cuda_server_t *s, cuda_stream_t *st, size_t
   for (uint32_t i = 0; i < f->recent.n && i < RUDA__RECENT_KERNELS; i++)
     memcpy(f->recent.names[i], st->recent.names[i], sizeof f->recent.names[i]);
   f->generation = ruda__cuda_generation(&s->fault);
-  f->done = false;
+  atomic_store_explicit(&f->done, false, memory_order_relaxed);
   return f;
 }
 
@@ -277,7 +283,7 @@ void ruda__cuda_futures_settle(cuda_server_t *s, bool alive) {
     /* A future from before a context reset holds objects of that context,
      * which went with it. */
     bool current = f->generation == gen;
-    if (!f->done) {
+    if (!atomic_load_explicit(&f->done, memory_order_relaxed)) {
       CUresult r = CUDA_SUCCESS;
       if (!current) {
         r = CUDA_ERROR_CONTEXT_IS_DESTROYED;
@@ -291,7 +297,7 @@ void ruda__cuda_futures_settle(cuda_server_t *s, bool alive) {
       }
       covers_done(f, r);
       f->early = future_finish(f, r, "cuEventSynchronize");
-      f->done = true;
+      atomic_store_explicit(&f->done, true, memory_order_release);
     }
     if (f->event != NULL && current) s->api->cuEventDestroy(f->event);
     if (f->block != NULL && current) s->api->cuMemFreeHost(f->block);

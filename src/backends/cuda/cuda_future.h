@@ -46,7 +46,9 @@ typedef struct cuda_future {
    * by one. */
   ruda__recent_kernels_t recent; /* formatted only when a fault is reported */
   uint64_t generation;
-  bool done; /* completed: a wait returns what `early` still holds */
+  /* Completed: a wait returns what `early` still holds. Written under
+   * `lock` after `early`; read without it by the destroy. */
+  atomic_bool done;
   future_home_t *home;
   struct cuda_future *prev, *next; /* home->live, under home->lock */
   pthread_mutex_t lock;            /* waiting, polling, settling */
