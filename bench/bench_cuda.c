@@ -186,9 +186,8 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_client_t *c, raw_t *raw,
     api->cuMemcpyDtoHAsync(pinned, dev, 4, st);
     api->cuStreamSynchronize(st);
   });
-  /* Device pages may come from stream-ordered pools (RUDA_CUDA_ASYNC_ALLOC),
-   * and a call made on the caller's thread asks for the current context
-   * first. */
+  /* ruda's device memory comes from stream-ordered pools, and a call made
+   * on the caller's thread asks for the current context first. */
   CUdeviceptr pooled = 0;
   if (api->cuMemAllocAsync && api->cuMemAllocAsync(&pooled, 4096, st) == CUDA_SUCCESS &&
       api->cuStreamSynchronize(st) == CUDA_SUCCESS) {

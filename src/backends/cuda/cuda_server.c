@@ -10,9 +10,8 @@
  * stream table (errors, profiles, cursor; src/server/stream_table.h) with a
  * CUDA extension (cuda_stream_t), initialised on first use: a non-blocking
  * CUstream with the configured priority, a memory manager for device
- * memory (pages from cuMemAlloc, or cuMemAllocAsync on the stream when
- * RUDA_CUDA_ASYNC_ALLOC is set; frees deferred to flush) with the
- * configured persistent_memory, a pinned host
+ * memory (cuMemAllocAsync on the stream, cuMemAlloc fallback, frees
+ * deferred to flush) with the configured persistent_memory, a pinned host
  * manager for staging and a drop queue for host buffers in flight. Beyond
  * streaming.max_streams states, idle ones (no live allocation, nothing in
  * flight) are reclaimed, least recently used first.

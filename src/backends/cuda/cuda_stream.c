@@ -32,8 +32,8 @@ static bool pending_push(pending_frees_t *p, uint64_t addr) {
   return true;
 }
 
-/* cuMemAllocAsync on the stream when asked for (once more after the
- * stream's pending frees when out of memory), else cuMemAlloc. */
+/* cuMemAllocAsync on the stream (once more after the stream's pending frees
+ * when out of memory), else cuMemAlloc. */
 ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out) {
   size_t n = size ? (size_t)size : 1;
   CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -244,11 +244,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   if (!st->gpu_store || !st->pin_store) goto no_memory;
   st->gpu_store->api = api;
   st->gpu_store->stream = st->cu;
-  /* Pages from cuMemAlloc: a small copy out of stream-ordered pool memory
-   * costs the driver about 180 ns more (docs/cuda.md). RUDA_CUDA_ASYNC_ALLOC
-   * asks for cuMemAllocAsync pages, freed on the stream. */
   st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
-                             getenv("RUDA_CUDA_ASYNC_ALLOC") != NULL &&
                              getenv("RUDA_CUDA_NO_ASYNC_ALLOC") == NULL;
   st->pin_store->api = api;
   const ruda_device_properties_t *props = &s->base.utilities.properties;
