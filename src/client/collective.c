@@ -653,7 +653,8 @@ ruda_status_t ruda__client_comm_destroy(ruda_client_t *c, uint64_t id) {
   ruda__device_t *d;
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
-  if (d->server->vt->comm_destroy) s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_destroy, &id);
+  if (d->server->vt->comm_destroy)
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_destroy, &id);
   ruda__device_end(d);
   return s;
 }
