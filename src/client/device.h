@@ -149,7 +149,7 @@ bool ruda__device_on_worker(const ruda__device_t *d);
  * the launch it is part of, or re-enter the server in the middle of it.
  * NULL outside kernels; otherwise RUDA_ERR_INVALID_ARGUMENT naming `who`
  * and the kernel. Non-blocking calls use it too. */
-ruda_status_t ruda__device_kernel_call_error(const char *who);
+ruda_status_t ruda__device_kernel_call_error(const char *who); /* the error, out of line */
 static inline ruda_status_t ruda__device_refuse_in_kernel(const char *who) {
   return ruda__kernel_scope_current() ? ruda__device_kernel_call_error(who) : NULL;
 }
