@@ -14,8 +14,11 @@
  * pageable. Every entry point the loader requires is here; the optional
  * ones (graphs, tensor maps, cuLaunchKernelEx) are absent, as on an old
  * driver. Not a model of timing or of asynchrony: it checks bookkeeping,
- * not ordering. */
+ * not ordering. It counts the calls that move data, wait or allocate
+ * (ruda_stand_in_calls), so that a test can check which driver calls a
+ * fast path makes. */
 #include <cuda.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +27,30 @@
 #define STAND_IN_MEMORY (8ull << 30)
 #define STAND_IN_MAX_MAP (1ull << 30)
 #define HEADER 4096u /* before each allocation: its mapped length */
+
+/* ---- Call counts ---- */
+
+#define STAND_IN_COUNTED(X)                                                          \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)          \
+  X(cuStreamSynchronize) X(cuStreamQuery) X(cuEventRecord) X(cuEventQuery)           \
+  X(cuEventSynchronize) X(cuMemAlloc) X(cuMemAllocAsync) X(cuMemAllocHost)           \
+  X(cuLaunchKernel)
+
+#define STAND_IN_ENUM(name) CALL_##name,
+enum { STAND_IN_COUNTED(STAND_IN_ENUM) CALL_KINDS };
+static _Atomic unsigned long calls[CALL_KINDS];
+#define COUNT(name) atomic_fetch_add_explicit(&calls[CALL_##name], 1, memory_order_relaxed)
+
+/* How many times the entry point `name` (its name without the _v2 suffix)
+ * was called in this process; ULONG_MAX for a name that is not counted. */
+unsigned long ruda_stand_in_calls(const char *name);
+unsigned long ruda_stand_in_calls(const char *name) {
+#define STAND_IN_LOOKUP(n) \
+  if (strcmp(name, #n) == 0) return atomic_load(&calls[CALL_##n]);
+  STAND_IN_COUNTED(STAND_IN_LOOKUP)
+#undef STAND_IN_LOOKUP
+  return (unsigned long)-1;
+}
 
 static int context_object;
 static _Thread_local CUcontext current;
@@ -153,8 +180,14 @@ CUresult cuStreamDestroy(CUstream s) {
   free(s);
   return ok();
 }
-CUresult cuStreamSynchronize(CUstream s) { return s ? ok() : CUDA_ERROR_INVALID_HANDLE; }
-CUresult cuStreamQuery(CUstream s) { return s ? ok() : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuStreamSynchronize(CUstream s) {
+  COUNT(cuStreamSynchronize);
+  return s ? ok() : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuStreamQuery(CUstream s) {
+  COUNT(cuStreamQuery);
+  return s ? ok() : CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   (void)flags;
   return s && e ? ok() : CUDA_ERROR_INVALID_HANDLE;
@@ -170,10 +203,17 @@ CUresult cuEventDestroy(CUevent e) {
 }
 CUresult cuEventRecord(CUevent e, CUstream s) {
   (void)s;
+  COUNT(cuEventRecord);
   return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
 }
-CUresult cuEventQuery(CUevent e) { return e ? ok() : CUDA_ERROR_INVALID_HANDLE; }
-CUresult cuEventSynchronize(CUevent e) { return e ? ok() : CUDA_ERROR_INVALID_HANDLE; }
+CUresult cuEventQuery(CUevent e) {
+  COUNT(cuEventQuery);
+  return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
+}
+CUresult cuEventSynchronize(CUevent e) {
+  COUNT(cuEventSynchronize);
+  return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
+}
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
   *ms = 0.001f;
@@ -182,17 +222,24 @@ CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
 
 /* ---- Memory and copies ---- */
 
-CUresult cuMemAlloc(CUdeviceptr *p, size_t n) { return map_device(p, n); }
+CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
+  COUNT(cuMemAlloc);
+  return map_device(p, n);
+}
 CUresult cuMemFree(CUdeviceptr p) { return unmap_bytes(at(p)); }
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   (void)s;
+  COUNT(cuMemAllocAsync);
   return map_device(p, n);
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   (void)s;
   return unmap_bytes(at(p));
 }
-CUresult cuMemAllocHost(void **p, size_t n) { return map_bytes(n, p); }
+CUresult cuMemAllocHost(void **p, size_t n) {
+  COUNT(cuMemAllocHost);
+  return map_bytes(n, p);
+}
 CUresult cuMemFreeHost(void *p) { return unmap_bytes(p); }
 CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) {
   *free_bytes = STAND_IN_MEMORY;
@@ -200,20 +247,26 @@ CUresult cuMemGetInfo(size_t *free_bytes, size_t *total) {
   return ok();
 }
 CUresult cuMemcpyHtoD(CUdeviceptr d, const void *h, size_t n) {
+  COUNT(cuMemcpyHtoD);
   memcpy(at(d), h, n);
   return ok();
 }
 CUresult cuMemcpyDtoH(void *h, CUdeviceptr d, size_t n) {
+  COUNT(cuMemcpyDtoH);
   memcpy(h, at(d), n);
   return ok();
 }
 CUresult cuMemcpyHtoDAsync(CUdeviceptr d, const void *h, size_t n, CUstream s) {
   (void)s;
-  return cuMemcpyHtoD(d, h, n);
+  COUNT(cuMemcpyHtoDAsync);
+  memcpy(at(d), h, n);
+  return ok();
 }
 CUresult cuMemcpyDtoHAsync(void *h, CUdeviceptr d, size_t n, CUstream s) {
   (void)s;
-  return cuMemcpyDtoH(h, d, n);
+  COUNT(cuMemcpyDtoHAsync);
+  memcpy(h, at(d), n);
+  return ok();
 }
 CUresult cuMemcpyDtoDAsync(CUdeviceptr to, CUdeviceptr from, size_t n, CUstream s) {
   (void)s;
@@ -280,6 +333,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
   (void)params;
   (void)extra;
   (void)shared;
+  COUNT(cuLaunchKernel);
   if (!f || !gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
   return ok();
 }

@@ -3,10 +3,13 @@
  * read, the block pool, pinned staging, the write ring), views at offsets,
  * pitched rows (2-D copies), asynchronous reads whose handles go first,
  * stale handles, usage counters, allocations the device refuses, streams
- * used from several threads, and launch validation. The values
+ * used from several threads, launch validation, and the driver calls the
+ * fast paths make (the stand-in counts them). The values
  * are read back through the CUDA server's paths, so this runs those paths
  * under the sanitizers in CI, where no GPU is. Skips where ruda was built
  * without the CUDA headers (no stand-in then). */
+#include <dlfcn.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -311,4 +314,89 @@ TEST(stand_in_launches_are_validated_against_the_device) {
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(2, 2, 1), &a));
   ASSERT_OK(ruda_client_sync(c));
   ruda_kernel_release(k);
+}
+
+/* ---- Which driver calls the fast paths make ---- */
+
+typedef unsigned long (*calls_fn)(const char *name);
+
+/* The stand-in's call counter (the library the loader opened). */
+static calls_fn stand_in_counter(void) {
+#if defined(RUDA_CUDA_STAND_IN)
+  void *lib = dlopen(RUDA_CUDA_STAND_IN, RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NOT_NULL(lib);
+  calls_fn f = NULL;
+  void *sym = dlsym(lib, "ruda_stand_in_calls");
+  ASSERT_NOT_NULL(sym);
+  memcpy(&f, &sym, sizeof f);
+  dlclose(lib); /* the loader keeps its own reference */
+  return f;
+#else
+  SKIP("built without the CUDA headers: no stand-in driver");
+  return NULL;
+#endif
+}
+
+static const char *const counted[] = {
+    "cuMemcpyHtoD",        "cuMemcpyDtoH",  "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+    "cuStreamSynchronize", "cuStreamQuery", "cuEventRecord",     "cuEventQuery",
+    "cuEventSynchronize",  "cuMemAlloc",    "cuMemAllocAsync",   "cuMemAllocHost",
+    "cuLaunchKernel"};
+enum { NCOUNTED = sizeof counted / sizeof counted[0] };
+
+static void snapshot(calls_fn f, unsigned long *out) {
+  for (size_t i = 0; i < NCOUNTED; i++) {
+    out[i] = f(counted[i]);
+    ASSERT_UNE(out[i], ULONG_MAX);
+  }
+}
+
+/* Calls of `name` since `before`; NULL: of every counted entry point. */
+static unsigned long since(calls_fn f, const unsigned long *before, const char *name) {
+  unsigned long n = 0;
+  for (size_t i = 0; i < NCOUNTED; i++)
+    if (!name || strcmp(name, counted[i]) == 0) n += f(counted[i]) - before[i];
+  return n;
+}
+
+TEST(stand_in_fast_paths_make_only_the_driver_calls_they_need) {
+  ruda_client_t *c = stand_in_client();
+  calls_fn f = stand_in_counter();
+  ASSERT_UEQ(f("cuMemcpyDtoHAsync_v2"), ULONG_MAX); /* names without the suffix */
+  uint32_t v = 0x5eed1234u, got = 0;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, &v, sizeof v, &h));
+  ASSERT_OK(ruda_client_sync(c));
+  unsigned long before[NCOUNTED];
+
+  /* A small read of an idle stream: one copy into the stream's pinned
+   * scratch and one wait, like cuMemcpyDtoH (no event, no allocation). */
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_read(c, &h, &got, sizeof got));
+  ASSERT_UEQ(got, v);
+  ASSERT_UEQ(since(f, before, "cuMemcpyDtoHAsync"), 1);
+  ASSERT_UEQ(since(f, before, "cuStreamSynchronize"), 1);
+  ASSERT_UEQ(since(f, before, NULL), 2);
+
+  /* Nothing enqueued since: a sync answers without the driver. */
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_UEQ(since(f, before, NULL), 0);
+
+  /* Released and reserved again at the same size: from the reuse cache. */
+  snapshot(f, before);
+  ruda_handle_release(&h);
+  ASSERT_OK(ruda_client_empty(c, sizeof v, &h));
+  ASSERT_UEQ(since(f, before, NULL), 0);
+  /* The write after it is one copy; a read behind it waits for it with an
+   * event instead (the stream is not idle). */
+  v = 0xfeedbeefu;
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_write(c, &h, &v, sizeof v));
+  ASSERT_OK(ruda_client_read(c, &h, &got, sizeof got));
+  ASSERT_UEQ(got, v);
+  ASSERT_UEQ(since(f, before, "cuMemcpyHtoDAsync"), 1);
+  ASSERT_UEQ(since(f, before, "cuMemcpyDtoHAsync"), 1);
+  ASSERT_UEQ(since(f, before, "cuEventRecord"), 1);
+  ruda_handle_release(&h);
 }
