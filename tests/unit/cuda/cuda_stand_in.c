@@ -56,6 +56,9 @@ static int context_object;
 static _Thread_local CUcontext current;
 
 static CUresult ok(void) { return CUDA_SUCCESS; }
+/* Streams and events are complete when enqueued: only the handle can be
+ * wrong. */
+static CUresult live(const void *handle) { return handle ? ok() : CUDA_ERROR_INVALID_HANDLE; }
 
 /* ---- Memory: host mappings with their length in front ---- */
 
@@ -180,14 +183,8 @@ CUresult cuStreamDestroy(CUstream s) {
   free(s);
   return ok();
 }
-CUresult cuStreamSynchronize(CUstream s) {
-  COUNT(cuStreamSynchronize);
-  return s ? ok() : CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult cuStreamQuery(CUstream s) {
-  COUNT(cuStreamQuery);
-  return s ? ok() : CUDA_ERROR_INVALID_HANDLE;
-}
+CUresult cuStreamSynchronize(CUstream s) { return COUNT(cuStreamSynchronize), live(s); }
+CUresult cuStreamQuery(CUstream s) { return COUNT(cuStreamQuery), live(s); }
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   (void)flags;
   return s && e ? ok() : CUDA_ERROR_INVALID_HANDLE;
@@ -203,17 +200,10 @@ CUresult cuEventDestroy(CUevent e) {
 }
 CUresult cuEventRecord(CUevent e, CUstream s) {
   (void)s;
-  COUNT(cuEventRecord);
-  return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
+  return COUNT(cuEventRecord), live(e);
 }
-CUresult cuEventQuery(CUevent e) {
-  COUNT(cuEventQuery);
-  return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
-}
-CUresult cuEventSynchronize(CUevent e) {
-  COUNT(cuEventSynchronize);
-  return e ? ok() : CUDA_ERROR_INVALID_HANDLE;
-}
+CUresult cuEventQuery(CUevent e) { return COUNT(cuEventQuery), live(e); }
+CUresult cuEventSynchronize(CUevent e) { return COUNT(cuEventSynchronize), live(e); }
 CUresult cuEventElapsedTime(float *ms, CUevent a, CUevent b) {
   if (!a || !b) return CUDA_ERROR_INVALID_HANDLE;
   *ms = 0.001f;
