@@ -65,11 +65,15 @@ ruda_status_t ruda__cuda_memory_usage(cuda_server_t *s, ruda_stream_id_t stream,
 ruda_status_t ruda__cuda_memory_usage_device(cuda_server_t *s, ruda_memory_usage_t *out) {
   ruda__cuda_gc_poll_all(s);
   *out = ruda__stream_table_usage(&s->base.streams);
+  /* Idle pages of reclaimed states are still held from the device. */
+  out->bytes_reserved += s->stash.list.bytes;
   return NULL;
 }
 
 void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
   ruda__cuda_gc_poll_all(s);
+  /* The pages reclaimed states left go back to the driver too. */
+  ruda__cuda_stash_drain(&s->stash);
   cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
   if (st == NULL) return;
   ruda__drop_queue_flush(st->drops);

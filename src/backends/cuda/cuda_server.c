@@ -10,9 +10,11 @@
  * stream table (errors, profiles, cursor; src/server/stream_table.h) with a
  * CUDA extension (cuda_stream_t), initialised on first use: a non-blocking
  * CUstream with the configured priority, a memory manager for device
- * memory (cuMemAllocAsync on the stream, cuMemAlloc fallback, frees
- * deferred to flush) with the configured persistent_memory, a pinned host
- * manager for staging and a drop queue for host buffers in flight. Beyond
+ * memory (cuMemAlloc pages, kept until a cleanup, taken from and given
+ * back to the server's stash of idle pages as states come and go; or
+ * cuMemAllocAsync on the stream) with the configured persistent_memory,
+ * a pinned host manager for staging and a drop queue for host buffers in
+ * flight. Beyond
  * streaming.max_streams states, idle ones (no live allocation, nothing in
  * flight) are reclaimed, least recently used first.
  *
@@ -135,6 +137,7 @@ static void free_stream_part(void *ctx, ruda__stream_t *rs) {
 static void server_recover(cuda_server_t *s) {
   const ruda__cuda_api_t *api = s->api;
   ruda__stream_table_foreach(&s->base.streams, free_stream_part, s);
+  ruda__cuda_stash_forget(&s->stash);
   ruda__stream_table_foreach(&s->base.streams, ruda__cuda_profiles_forget, s);
   ruda__cuda_graphs_forget(s);
   ruda__cuda_module_cache_destroy(s->modules, true);
@@ -192,6 +195,9 @@ static void cuda_destroy(ruda__server_t *base) {
 #endif
   s->context_alive = alive;
   ruda__stream_table_deinit(&s->base.streams);
+  /* After the streams, which stash their pages. */
+  if (!alive) ruda__cuda_stash_forget(&s->stash); /* the context took them */
+  ruda__cuda_stash_destroy(&s->stash);
   /* After the streams: their drop queues held the replays' references. */
   ruda__cuda_graphs_free(s, alive);
   ruda__cuda_module_cache_destroy(s->modules, !alive);
@@ -482,6 +488,7 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   if (s == NULL) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   s->api = api;
   s->dev = dev;
+  s->stash.api = api;
   r = api->cuDevicePrimaryCtxRetain(&s->ctx, dev);
   if (r != CUDA_SUCCESS) {
     ruda__free(s);

@@ -13,27 +13,62 @@
 
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_stream.h"
+#include "base/env.h"
 #include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
 /* ---- Storages ---- */
 
-/* False when memory is exhausted: the caller frees `addr` at once. */
-static bool pending_push(pending_frees_t *p, uint64_t addr) {
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 16;
-    uint64_t *na = ruda__realloc(p->addrs, cap * sizeof *na);
-    if (na == NULL) return false;
-    p->addrs = na;
-    p->cap = cap;
+/* False when memory is exhausted: the caller frees the page at once. */
+static bool page_list_push(page_list_t *l, uint64_t addr, uint64_t size) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? l->cap * 2 : 16;
+    struct listed_page *np = ruda__realloc(l->pages, cap * sizeof *np);
+    if (np == NULL) return false;
+    l->pages = np;
+    l->cap = cap;
   }
-  p->addrs[p->n++] = addr;
+  l->pages[l->n++] = (struct listed_page){addr, size};
+  l->bytes += size;
   return true;
 }
 
+/* A stashed page of exactly `size` bytes (pools ask for few sizes), the
+ * latest first; false when there is none. */
+static bool stash_take(page_stash_t *st, uint64_t size, CUdeviceptr *out) {
+  page_list_t *l = &st->list;
+  for (size_t i = l->n; i-- > 0;) {
+    if (l->pages[i].size != size) continue;
+    *out = (CUdeviceptr)l->pages[i].addr;
+    l->bytes -= size;
+    l->pages[i] = l->pages[--l->n];
+    return true;
+  }
+  return false;
+}
+
+void ruda__cuda_stash_drain(page_stash_t *st) {
+  page_list_t *l = &st->list;
+  for (size_t i = 0; i < l->n; i++) st->api->cuMemFree((CUdeviceptr)l->pages[i].addr);
+  l->n = 0;
+  l->bytes = 0;
+}
+
+void ruda__cuda_stash_forget(page_stash_t *st) {
+  st->list.n = 0;
+  st->list.bytes = 0;
+}
+
+void ruda__cuda_stash_destroy(page_stash_t *st) {
+  ruda__cuda_stash_drain(st);
+  ruda__free(st->list.pages);
+  st->list = (page_list_t){0};
+}
+
 /* cuMemAllocAsync on the stream (once more after the stream's pending frees
- * when out of memory), else cuMemAlloc. */
+ * when out of memory); else a stashed page or cuMemAlloc (once more after
+ * freeing the stash when out of memory). */
 ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out) {
   size_t n = size ? (size_t)size : 1;
   CUresult r = CUDA_ERROR_NOT_SUPPORTED;
@@ -47,17 +82,32 @@ ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr
     }
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) g->use_async = false;
   }
-  if (!g->use_async) r = g->api->cuMemAlloc(out, n);
+  if (!g->use_async) {
+    if (g->stash != NULL && stash_take(g->stash, n, out)) return NULL;
+    r = g->api->cuMemAlloc(out, n);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && g->stash != NULL && g->stash->list.n > 0) {
+      ruda__cuda_log("memory", "out of memory for %llu bytes: freeing %llu stashed bytes",
+                     (unsigned long long)size, (unsigned long long)g->stash->list.bytes);
+      ruda__cuda_stash_drain(g->stash);
+      r = g->api->cuMemAlloc(out, n);
+    }
+  }
   if (r != CUDA_SUCCESS)
     return ruda__cu_alloc_error(r, g->use_async ? "cuMemAllocAsync" : "cuMemAlloc", size);
   return NULL;
 }
 
-void ruda__cuda_gpu_free_now(gpu_storage_t *g, CUdeviceptr p) {
+/* Frees `p` now (in stream order with cuMemFreeAsync), or stashes it when
+ * the state is going away with nothing in flight. */
+static void gpu_free_now(gpu_storage_t *g, uint64_t p, uint64_t size) {
   if (g->use_async)
-    g->api->cuMemFreeAsync(p, g->stream);
-  else
-    g->api->cuMemFree(p);
+    g->api->cuMemFreeAsync((CUdeviceptr)p, g->stream);
+  else if (!g->to_stash || g->stash == NULL || !page_list_push(&g->stash->list, p, size))
+    g->api->cuMemFree((CUdeviceptr)p);
+}
+
+void ruda__cuda_gpu_retire(gpu_storage_t *g, CUdeviceptr p, uint64_t size) {
+  if (!page_list_push(&g->pending, (uint64_t)p, size)) gpu_free_now(g, (uint64_t)p, size);
 }
 
 static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
@@ -75,21 +125,21 @@ static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t
 }
 
 static void gpu_dealloc(void *self, const ruda__storage_handle_t *h) {
-  gpu_storage_t *g = self;
-  if (!pending_push(&g->pending, h->base)) ruda__cuda_gpu_free_now(g, (CUdeviceptr)h->base);
+  ruda__cuda_gpu_retire(self, (CUdeviceptr)h->base, h->size ? h->size : 1);
 }
 
 void ruda__cuda_gpu_flush(void *self) {
   gpu_storage_t *g = self;
   for (size_t i = 0; i < g->pending.n; i++)
-    ruda__cuda_gpu_free_now(g, (CUdeviceptr)g->pending.addrs[i]);
+    gpu_free_now(g, g->pending.pages[i].addr, g->pending.pages[i].size);
   g->pending.n = 0;
+  g->pending.bytes = 0;
 }
 
 static void gpu_destroy(void *self) {
   gpu_storage_t *g = self;
   ruda__cuda_gpu_flush(g);
-  ruda__free(g->pending.addrs);
+  ruda__free(g->pending.pages);
   ruda__free(g);
 }
 
@@ -110,20 +160,22 @@ static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handl
 
 static void pinned_dealloc(void *self, const ruda__storage_handle_t *h) {
   pinned_storage_t *p = self;
-  if (!pending_push(&p->pending, h->base)) p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
+  if (!page_list_push(&p->pending, h->base, h->size))
+    p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
 }
 
 void ruda__cuda_pinned_flush(void *self) {
   pinned_storage_t *p = self;
   for (size_t i = 0; i < p->pending.n; i++)
-    p->api->cuMemFreeHost((void *)(uintptr_t)p->pending.addrs[i]);
+    p->api->cuMemFreeHost((void *)(uintptr_t)p->pending.pages[i].addr);
   p->pending.n = 0;
+  p->pending.bytes = 0;
 }
 
 static void pinned_destroy(void *self) {
   pinned_storage_t *p = self;
   ruda__cuda_pinned_flush(p);
-  ruda__free(p->pending.addrs);
+  ruda__free(p->pending.pages);
   ruda__free(p);
 }
 
@@ -245,13 +297,15 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   st->gpu_store->api = api;
   st->gpu_store->stream = st->cu;
   st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
-                             getenv("RUDA_CUDA_NO_ASYNC_ALLOC") == NULL;
+                             ruda__env_int("RUDA_CUDA_ASYNC_ALLOC", 0) != 0;
+  st->gpu_store->stash = &s->stash;
   st->pin_store->api = api;
   const ruda_device_properties_t *props = &s->base.utilities.properties;
   /* The configured pools and persistent_memory (server layer settings). */
   ruda__memory_config_t cfg = s->base.utilities.settings.memory;
   /* Device pages stay until an explicit cleanup (memory_cleanup): the
-   * churn of cuMemAllocAsync/cuMemFreeAsync costs far more than it saves. */
+   * driver's allocations cost far more than they save, and cuMemFree
+   * waits for the device. */
   cfg.keep_empty_pages = true;
   ruda__storage_t gs = {&gpu_storage_vt, st->gpu_store, props->memory.alignment, 0};
   /* A manager takes its storage, even when it fails (and frees it then). */
@@ -580,12 +634,14 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   ruda__free(st->gc);
   ruda__free(st->trace);
   ruda__drop_queue_destroy(st->drops);
+  /* Nothing is in flight any more: cuMemAlloc pages go to the stash. */
+  if (st->gpu_store != NULL) st->gpu_store->to_stash = context_alive;
+  if (st->info_dev) gpu_free_now(st->gpu_store, st->info_dev, st->info_cap);
   /* A manager owns its storage; a storage without one is freed here. */
   if (st->gpu) ruda__memory_manager_destroy(st->gpu);
   else if (st->gpu_store) gpu_destroy(st->gpu_store);
   if (st->pinned) ruda__memory_manager_destroy(st->pinned);
   else if (st->pin_store) pinned_destroy(st->pin_store);
-  if (st->info_dev) api->cuMemFree(st->info_dev);
   if (st->count_host) api->cuMemFreeHost(st->count_host);
   if (st->cu != NULL) api->cuStreamDestroy(st->cu);
   ruda__free(st->last_synced);

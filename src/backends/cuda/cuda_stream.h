@@ -18,7 +18,15 @@
 /* ---- Storages ---- */
 
 ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out);
-void ruda__cuda_gpu_free_now(gpu_storage_t *g, CUdeviceptr p);
+/* Frees the device page `p` of `size` bytes at the storage's next flush
+ * (work in flight may still use it). */
+void ruda__cuda_gpu_retire(gpu_storage_t *g, CUdeviceptr p, uint64_t size);
+/* The server's stash of idle cuMemAlloc pages (page_stash_t): drain frees
+ * them (cuMemFree waits for the device), forget drops them after a reset,
+ * destroy drains and frees the list. */
+void ruda__cuda_stash_drain(page_stash_t *st);
+void ruda__cuda_stash_forget(page_stash_t *st);
+void ruda__cuda_stash_destroy(page_stash_t *st);
 void ruda__cuda_gpu_flush(void *self);
 void ruda__cuda_pinned_flush(void *self);
 

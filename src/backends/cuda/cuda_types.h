@@ -70,24 +70,45 @@
 
 typedef struct cuda_server cuda_server_t;
 
-/* Pages whose free waits for the next flush: work in flight may still use
- * them. */
-typedef struct pending_frees {
-  uint64_t *addrs;
+/* A list of pages (address and size): those whose free waits for the next
+ * flush, since work in flight may still use them, and the server's stash. */
+typedef struct page_list {
+  struct listed_page {
+    uint64_t addr, size;
+  } *pages;
   size_t n, cap;
-} pending_frees_t;
+  uint64_t bytes;
+} page_list_t;
+
+/* Device pages from cuMemAlloc that stream states gave up when they were
+ * reclaimed or destroyed, for new states to take before asking the driver:
+ * cuMemFree waits for the whole device, and a program that keeps starting
+ * threads keeps reclaiming states. Every page in it is idle (its state had
+ * nothing in flight). Freed at an explicit cleanup, when the device is out
+ * of memory, and at destroy; forgotten after a reset (the context took
+ * them). Methods only (one at a time), so no lock. */
+typedef struct page_stash {
+  const ruda__cuda_api_t *api;
+  page_list_t list;
+} page_stash_t;
 
 typedef struct gpu_storage {
   const ruda__cuda_api_t *api;
   CUstream stream;
+  /* Pages from cuMemAllocAsync on the stream (RUDA_CUDA_ASYNC_ALLOC=1),
+   * else from cuMemAlloc and the stash. */
   bool use_async;
-  pending_frees_t pending;
+  /* Set when the state is freed while the context lives: flushed pages go
+   * to the stash instead of cuMemFree. */
+  bool to_stash;
+  page_list_t pending;
+  page_stash_t *stash;
   uint64_t next_id;
 } gpu_storage_t;
 
 typedef struct pinned_storage {
   const ruda__cuda_api_t *api;
-  pending_frees_t pending;
+  page_list_t pending;
   uint64_t next_id;
 } pinned_storage_t;
 
@@ -196,6 +217,7 @@ struct cuda_server {
   bool context_alive;
   ruda__cuda_module_cache_t *modules;
   ruda__copy_pool_t *copies;
+  page_stash_t stash;
   /* Events without timing and pinned blocks for small reads, reused; futures
    * return theirs from any thread, hence home->lock over them. Both belong
    * to the context of one generation. */

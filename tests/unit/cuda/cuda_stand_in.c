@@ -34,7 +34,7 @@
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)          \
   X(cuStreamSynchronize) X(cuStreamQuery) X(cuEventRecord) X(cuEventQuery)           \
   X(cuEventSynchronize) X(cuMemAlloc) X(cuMemAllocAsync) X(cuMemAllocHost)           \
-  X(cuLaunchKernel)
+  X(cuMemFree) X(cuMemFreeAsync) X(cuLaunchKernel)
 
 #define STAND_IN_ENUM(name) CALL_##name,
 enum { STAND_IN_COUNTED(STAND_IN_ENUM) CALL_KINDS };
@@ -216,7 +216,7 @@ CUresult cuMemAlloc(CUdeviceptr *p, size_t n) {
   COUNT(cuMemAlloc);
   return map_device(p, n);
 }
-CUresult cuMemFree(CUdeviceptr p) { return unmap_bytes(at(p)); }
+CUresult cuMemFree(CUdeviceptr p) { return COUNT(cuMemFree), unmap_bytes(at(p)); }
 CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
   (void)s;
   COUNT(cuMemAllocAsync);
@@ -224,7 +224,7 @@ CUresult cuMemAllocAsync(CUdeviceptr *p, size_t n, CUstream s) {
 }
 CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s) {
   (void)s;
-  return unmap_bytes(at(p));
+  return COUNT(cuMemFreeAsync), unmap_bytes(at(p));
 }
 CUresult cuMemAllocHost(void **p, size_t n) {
   COUNT(cuMemAllocHost);

@@ -341,7 +341,7 @@ static const char *const counted[] = {
     "cuMemcpyHtoD",        "cuMemcpyDtoH",  "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
     "cuStreamSynchronize", "cuStreamQuery", "cuEventRecord",     "cuEventQuery",
     "cuEventSynchronize",  "cuMemAlloc",    "cuMemAllocAsync",   "cuMemAllocHost",
-    "cuLaunchKernel"};
+    "cuMemFree",           "cuMemFreeAsync", "cuLaunchKernel"};
 enum { NCOUNTED = sizeof counted / sizeof counted[0] };
 
 static void snapshot(calls_fn f, unsigned long *out) {
@@ -399,4 +399,83 @@ TEST(stand_in_fast_paths_make_only_the_driver_calls_they_need) {
   ASSERT_UEQ(since(f, before, "cuMemcpyDtoHAsync"), 1);
   ASSERT_UEQ(since(f, before, "cuEventRecord"), 1);
   ruda_handle_release(&h);
+}
+
+/* One state each on `n` new streams from `base`: a 4-byte buffer written
+ * and read back (the state takes a device page), or pinned staging only
+ * (no device page). Each stream is left idle, so that states beyond
+ * streaming.max_streams (128) are reclaimed. */
+static void touch_streams(ruda_client_t *c, uint64_t base, uint32_t n, bool device) {
+  for (uint32_t i = 0; i < n; i++) {
+    ruda_client_t *sc = NULL;
+    ruda_stream_id_t id = {base + i};
+    ASSERT_OK(ruda_client_on_stream(c, id, &sc));
+    if (device) {
+      uint32_t v = 0xab000000u + i, got = 0;
+      ruda_handle_t h;
+      ASSERT_OK(ruda_client_create_buffer(sc, &v, sizeof v, &h));
+      ASSERT_OK(ruda_client_read(sc, &h, &got, sizeof got));
+      ASSERT_UEQ(got, v);
+      ruda_handle_release(&h);
+    } else {
+      uint64_t size = 64;
+      ruda_bytes_t b;
+      ASSERT_OK(ruda_client_staging(sc, &size, 1, &b));
+      ruda_bytes_release(&b);
+    }
+    ASSERT_OK(ruda_client_sync(sc));
+    ruda_client_release(sc);
+  }
+}
+
+/* Reclaimed states give their device pages (cuMemAlloc) to the server's
+ * stash, not to cuMemFree (which waits for the whole device), and new
+ * states take them from there. */
+TEST(stand_in_reclaimed_streams_pass_their_pages_on_without_cuMemFree) {
+  ruda_client_t *c = stand_in_client();
+  calls_fn f = stand_in_counter();
+  enum { STREAMS = 400, MAX_STREAMS = 128 };
+  unsigned long before[NCOUNTED];
+  snapshot(f, before);
+  touch_streams(c, 1ull << 40, STREAMS, true);
+  ASSERT_UEQ(since(f, before, "cuMemFree"), 0);
+  ASSERT_UEQ(since(f, before, "cuMemFreeAsync"), 0);
+  /* One page per state: only the states alive at once asked the driver. */
+  unsigned long allocs = since(f, before, "cuMemAlloc");
+  ASSERT_TRUE(allocs > 0);
+  ASSERT_TRUE(allocs <= MAX_STREAMS + 8);
+}
+
+/* The stash counts in the device's usage; an allocation the driver refuses
+ * frees it and tries once more, and so does a cleanup. */
+TEST(stand_in_the_stash_is_counted_and_freed_when_memory_runs_out_or_on_cleanup) {
+  ruda_client_t *c = stand_in_client();
+  calls_fn f = stand_in_counter();
+  enum { STREAMS = 200, STASHED = 64 };
+  unsigned long before[NCOUNTED];
+  ruda_memory_usage_t held, after;
+  for (int round = 0; round < 2; round++) {
+    uint64_t base = (2ull + (uint64_t)round) << 40;
+    /* States with a page each, then states without: the first ones are
+     * reclaimed into the stash, and nothing takes their pages. */
+    touch_streams(c, base, STREAMS, true);
+    touch_streams(c, base + STREAMS, STREAMS, false);
+    ASSERT_OK(ruda_client_memory_usage_device(c, &held));
+    snapshot(f, before);
+    if (round == 0) {
+      ruda_status_t s = first_use(c, 2ull << 30); /* the stand-in maps at most 1 GiB */
+      ASSERT_NOT_NULL(s);
+      ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_IO_OUT_OF_MEMORY));
+      ruda_status_free(s);
+      ruda_status_free(ruda_client_sync(c));
+    } else {
+      ASSERT_OK(ruda_client_memory_cleanup(c));
+      ASSERT_OK(ruda_client_sync(c));
+    }
+    ASSERT_TRUE(since(f, before, "cuMemFree") >= STASHED);
+    ASSERT_OK(ruda_client_memory_usage_device(c, &after));
+    ASSERT_UEQ(after.number_allocs, held.number_allocs);
+    ASSERT_TRUE(after.bytes_reserved + STASHED * 4096ull <= held.bytes_reserved);
+    round_trip(c, 4096, 11 + (uint32_t)round);
+  }
 }
