@@ -14,7 +14,7 @@
  * pageable. Every entry point the loader requires is here; the optional
  * ones (graphs, tensor maps, cuLaunchKernelEx) are absent, as on an old
  * driver. Not a model of timing or of asynchrony: it checks bookkeeping,
- * not ordering. It counts the calls that move data, wait or allocate
+ * not ordering. It counts the calls that move data, wait, allocate or free
  * (ruda_stand_in_calls), so that a test can check which driver calls a
  * fast path makes. */
 #include <cuda.h>

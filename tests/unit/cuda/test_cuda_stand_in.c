@@ -3,8 +3,9 @@
  * read, the block pool, pinned staging, the write ring), views at offsets,
  * pitched rows (2-D copies), asynchronous reads whose handles go first,
  * stale handles, usage counters, allocations the device refuses, streams
- * used from several threads, launch validation, and the driver calls the
- * fast paths make (the stand-in counts them). The values
+ * used from several threads, launch validation, the driver calls the fast
+ * paths make (the stand-in counts them), and the stash that reclaimed
+ * stream states hand their device pages to. The values
  * are read back through the CUDA server's paths, so this runs those paths
  * under the sanitizers in CI, where no GPU is. Skips where ruda was built
  * without the CUDA headers (no stand-in then). */
