@@ -14,9 +14,8 @@
  * back to the server's stash of idle pages as states come and go; or
  * cuMemAllocAsync on the stream) with the configured persistent_memory,
  * a pinned host manager for staging and a drop queue for host buffers in
- * flight. Beyond
- * streaming.max_streams states, idle ones (no live allocation, nothing in
- * flight) are reclaimed, least recently used first.
+ * flight. Beyond streaming.max_streams states, idle ones (no live
+ * allocation, nothing in flight) are reclaimed, least recently used first.
  *
  * Cross-stream use. A binding whose stream differs from the operation's
  * makes the operation's stream wait on an event recorded on the origin

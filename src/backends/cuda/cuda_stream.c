@@ -83,9 +83,9 @@ ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr
     if (r != CUDA_SUCCESS && r != CUDA_ERROR_OUT_OF_MEMORY) g->use_async = false;
   }
   if (!g->use_async) {
-    if (g->stash != NULL && stash_take(g->stash, n, out)) return NULL;
+    if (stash_take(g->stash, n, out)) return NULL;
     r = g->api->cuMemAlloc(out, n);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && g->stash != NULL && g->stash->list.n > 0) {
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && g->stash->list.n > 0) {
       ruda__cuda_log("memory", "out of memory for %llu bytes: freeing %llu stashed bytes",
                      (unsigned long long)size, (unsigned long long)g->stash->list.bytes);
       ruda__cuda_stash_drain(g->stash);
@@ -102,7 +102,7 @@ ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr
 static void gpu_free_now(gpu_storage_t *g, uint64_t p, uint64_t size) {
   if (g->use_async)
     g->api->cuMemFreeAsync((CUdeviceptr)p, g->stream);
-  else if (!g->to_stash || g->stash == NULL || !page_list_push(&g->stash->list, p, size))
+  else if (!g->to_stash || !page_list_push(&g->stash->list, p, size))
     g->api->cuMemFree((CUdeviceptr)p);
 }
 

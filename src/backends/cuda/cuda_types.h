@@ -102,7 +102,7 @@ typedef struct gpu_storage {
    * to the stash instead of cuMemFree. */
   bool to_stash;
   page_list_t pending;
-  page_stash_t *stash;
+  page_stash_t *stash; /* the server's; set when the storage is made */
   uint64_t next_id;
 } gpu_storage_t;
 
