@@ -2,6 +2,8 @@
 
 #include <limits.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -127,4 +129,27 @@ ruda__mpsc_node_t *ruda__mpsc_pop(ruda__mpsc_t *q) {
     return head;
   }
   return NULL;
+}
+
+/* ---- Asymmetric fences ---- */
+
+static pthread_once_t fence_once = PTHREAD_ONCE_INIT;
+static bool fence_ready;
+
+static void fence_register(void) {
+  long cmds = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  fence_ready = cmds > 0 && (cmds & MEMBARRIER_CMD_PRIVATE_EXPEDITED) &&
+                syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+bool ruda__fence_heavy_ready(void) {
+  pthread_once(&fence_once, fence_register);
+  return fence_ready;
+}
+
+void ruda__fence_heavy(void) {
+  atomic_thread_fence(memory_order_seq_cst);
+  /* Registered by ruda__fence_heavy_ready, which every caller asked first. */
+  syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  atomic_thread_fence(memory_order_seq_cst);
 }

@@ -123,6 +123,24 @@ bool ruda__yield_until(bool (*done)(const void *arg), const void *arg, uint64_t 
 /* The yield phase of the waits here and in the device workers. */
 #define RUDA__YIELD_MAX_NS 2000000u
 
+/* ---- Asymmetric fences ----
+ *
+ * Two threads that each store a flag and then load the other's (Dekker's
+ * pattern) need a full fence between the store and the load on both
+ * sides, which costs as much as an atomic read-modify-write. When one
+ * side runs millions of times a second and the other rarely, the fast
+ * side may use ruda__fence_light (it only stops the compiler) provided
+ * the slow side calls ruda__fence_heavy, which makes every thread of the
+ * process run a full fence (Linux membarrier, private expedited): either
+ * the fast side's store is visible to the slow side's load after the
+ * heavy fence, or the fast side's load sees the slow side's store.
+ * ruda__fence_heavy_ready registers the process once and says whether the
+ * heavy fence exists here; where it does not, callers must not rely on
+ * the light one. */
+bool ruda__fence_heavy_ready(void);
+void ruda__fence_heavy(void);
+static inline void ruda__fence_light(void) { atomic_signal_fence(memory_order_seq_cst); }
+
 /* Blocks while *addr == expected (spurious wake-ups possible). */
 void ruda__futex_wait(atomic_uint *addr, uint32_t expected);
 void ruda__futex_wake(atomic_uint *addr, int count);

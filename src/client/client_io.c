@@ -216,22 +216,12 @@ static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ct
   return NULL;
 }
 
-RUDA__HOT
-ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
-  if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
-  ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");
-  if (s) {
-    memset(out, 0, sizeof *out);
-    return s;
-  }
-  ruda_stream_id_t stream = ruda__client_stream(c);
-  /* Memory of this size released on this stream and still bound to its
-   * slice comes back without the device (memory/reuse_cache.h); a trace
-   * records every allocation, so it takes the device's path. A hit fills
-   * `out` whole; ruda__handle_create does on the other path. */
-  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out))
-    return NULL;
-  s = ruda__handle_create(size, c->dev->id, stream, out);
+/* A reservation the reuse cache could not answer: a new descriptor,
+ * bound on this thread when the device is idle, else by its worker. */
+__attribute__((noinline))
+static ruda_status_t client_empty_reserve(ruda_client_t *c, uint64_t size,
+                                          ruda_stream_id_t stream, ruda_handle_t *out) {
+  ruda_status_t s = ruda__handle_create(size, c->dev->id, stream, out);
   if (s) return s;
   ruda_binding_t b = ruda_handle_binding(out);
   /* An idle device reserves on this thread: no hand-off, and the pool's
@@ -252,6 +242,24 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   a->size = size;
   ruda__device_submit(c->dev, &a->base);
   return NULL;
+}
+
+RUDA__HOT
+ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out) {
+  if (!c || !out) return ruda__client_invalid("ruda_client_empty: NULL argument");
+  ruda_status_t s = ruda__device_refuse_in_kernel("ruda_client_empty");
+  if (s) {
+    memset(out, 0, sizeof *out);
+    return s;
+  }
+  ruda_stream_id_t stream = ruda__client_stream(c);
+  /* Memory of this size released on this stream and still bound to its
+   * slice comes back without the device (memory/reuse_cache.h); a trace
+   * records every allocation, so it takes the device's path. A hit fills
+   * `out` whole; ruda__handle_create does on the other path. */
+  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out))
+    return NULL;
+  return client_empty_reserve(c, size, stream, out);
 }
 
 /* Shared path of empty_tensor(s)/create_tensor(s): lays the descriptors out

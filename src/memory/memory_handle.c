@@ -20,6 +20,7 @@
 #include "base/alloc.h"
 #include "memory/memory_handle_internal.h"
 #include "memory/reuse_cache.h"
+#include "memory/reuse_local.h"
 #include "ruda/memory.h"
 
 #define RUDA__SLAB0 1024u
@@ -172,8 +173,10 @@ static void ruda__memory_give_back(ruda_memory_t *m, void *ctx) {
 /* The slice of `m` (generation `gen`) became free: into the device's reuse
  * cache when its manager has one and the generation can move on (a reuse
  * takes the next one), else onto the manager's inbox. */
-static void ruda__memory_free_slice(ruda__memory_inbox_t *in, ruda_memory_t *m, uint32_t gen) {
-  ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
+/* Into the device's shared sets, or onto the inbox when the manager has
+ * no cache or the generation cannot move on. */
+static void ruda__memory_free_shared(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc,
+                                     ruda_memory_t *m, uint32_t gen) {
   if (!rc || gen >= UINT32_MAX - 1) {
     ruda__memory_inbox_push(in, m);
     return;
@@ -182,20 +185,53 @@ static void ruda__memory_free_slice(ruda__memory_inbox_t *in, ruda_memory_t *m, 
   if (displaced) ruda__memory_give_back(displaced, NULL);
 }
 
+/* A free descriptor the calling thread's ways let go of: to its manager. */
+RUDA__COLD
+static void ruda__memory_free_displaced(ruda_memory_t *m) {
+  ruda__memory_inbox_t *in = atomic_load_explicit(&m->owner, memory_order_acquire);
+  if (in)
+    ruda__memory_free_shared(in, atomic_load_explicit(&in->reuse, memory_order_relaxed), m,
+                             ruda__memory_gen(m));
+}
+
+/* The slice of `m` (generation `gen`) became free: into the calling
+ * thread's ways of the device's reuse cache when it has them and a reuse
+ * can take the next generation, else into the shared sets or onto the
+ * manager's inbox. A descriptor the thread's ways displace goes the
+ * shared way, to its own manager. */
+static inline __attribute__((always_inline)) void ruda__memory_free_slice(ruda__memory_inbox_t *in,
+                                                                     ruda_memory_t *m,
+                                                                     uint32_t gen) {
+  ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
+  ruda_memory_t *out;
+  if (rc && gen < RUDA__REUSE_LAST_GEN && ruda__reuse_local_put(rc, m, &out)) {
+    if (out) ruda__memory_free_displaced(out);
+    return;
+  }
+  ruda__memory_free_shared(in, rc, m, gen);
+}
+
+/* Takes the manager's descriptors out of the threads' ways and the shared
+ * sets of `rc`. */
+static uint32_t ruda__memory_evict_from(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc) {
+  return ruda__reuse_local_evict(rc, in, ruda__memory_give_back, NULL) +
+         ruda__reuse_evict(rc, in->reuse_set, in, ruda__memory_give_back, NULL);
+}
+
 uint32_t ruda__memory_inbox_evict(ruda__memory_inbox_t *in) {
   ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
-  return rc ? ruda__reuse_evict(rc, in->reuse_set, in, ruda__memory_give_back, NULL) : 0;
+  return rc ? ruda__memory_evict_from(in, rc) : 0;
 }
 
 void ruda__memory_inbox_set_reuse(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc) {
   ruda__memory_reuse_t *old = atomic_exchange_explicit(&in->reuse, rc, memory_order_relaxed);
-  if (old && old != rc) ruda__reuse_evict(old, in->reuse_set, in, ruda__memory_give_back, NULL);
+  if (old && old != rc) ruda__memory_evict_from(in, old);
 }
 
 bool ruda__memory_inbox_has_cached(const ruda__memory_inbox_t *in) {
   ruda__memory_reuse_t *rc =
       atomic_load_explicit(&((ruda__memory_inbox_t *)in)->reuse, memory_order_relaxed);
-  return rc && ruda__reuse_holds(rc, in->reuse_set, in);
+  return rc && (ruda__reuse_local_holds(rc, in) || ruda__reuse_holds(rc, in->reuse_set, in));
 }
 
 /* Drops one user reference when `gen` is current and one is left. Leaving
@@ -489,11 +525,27 @@ ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
   return NULL;
 }
 
+/* The thread's ways missed: its shared set (attaching the thread's ways
+ * first when it has none). */
+__attribute__((noinline))
+static ruda_memory_t *ruda__handle_reuse_shared(ruda__memory_reuse_t *rc, uint64_t size,
+                                                uint64_t stream, bool attached) {
+  if (!attached) {
+    ruda__reuse_local_t *l = ruda__reuse_local_attach(rc);
+    ruda_memory_t *m = l ? ruda__reuse_local_take_from(l, size, stream) : NULL;
+    if (m) return m;
+  }
+  return ruda__reuse_take(rc, ruda__reuse_set_of(stream), size, stream);
+}
+
 RUDA__HOT
 bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
                         ruda_stream_id_t stream, ruda_handle_t *out) {
   if (!rc) return false;
-  ruda_memory_t *m = ruda__reuse_take(rc, ruda__reuse_set_of(stream.value), size, stream.value);
+  ruda__local_ref_t *r = ruda__reuse_local_ref(rc);
+  ruda_memory_t *m = r && r->local ? ruda__reuse_local_take_from(r->local, size, stream.value)
+                                   : NULL;
+  if (!m) m = ruda__handle_reuse_shared(rc, size, stream.value, r != NULL);
   if (!m) return false;
   /* Claimed: the new generation holds the pool's reference and this
    * handle, and no id of it exists yet, so the count is a plain store. */

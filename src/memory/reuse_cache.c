@@ -3,6 +3,9 @@
 
 #include "base/alloc.h"
 #include "memory/reuse_cache.h"
+#include "memory/reuse_local.h"
+
+static _Atomic uint64_t ruda__reuse_epochs;
 
 ruda__memory_reuse_t *ruda__reuse_cache_new(void) {
   ruda__memory_reuse_t *rc = ruda__aligned_alloc(64, sizeof *rc);
@@ -12,10 +15,26 @@ ruda__memory_reuse_t *ruda__reuse_cache_new(void) {
       atomic_init(&rc->set[s].way[w], NULL);
       atomic_init(&rc->set[s].size[w], 0);
     }
+  rc->epoch = atomic_fetch_add_explicit(&ruda__reuse_epochs, 1, memory_order_relaxed) + 1;
+  atomic_init(&rc->local_on, ruda__fence_heavy_ready());
+  atomic_init(&rc->locals, NULL);
+  if (pthread_mutex_init(&rc->lock, NULL) != 0) {
+    ruda__free(rc);
+    return NULL;
+  }
   return rc;
 }
 
-void ruda__reuse_cache_free(ruda__memory_reuse_t *rc) { ruda__free(rc); }
+void ruda__reuse_cache_set_local(ruda__memory_reuse_t *rc, bool on) {
+  atomic_store_explicit(&rc->local_on, on && ruda__fence_heavy_ready(), memory_order_relaxed);
+}
+
+void ruda__reuse_cache_free(ruda__memory_reuse_t *rc) {
+  if (!rc) return;
+  ruda__reuse_local_free_all(rc);
+  pthread_mutex_destroy(&rc->lock);
+  ruda__free(rc);
+}
 
 /* `m` was taken out of its way by the caller: clears CACHED. Returns `m`
  * when it was free (it is the caller's now), NULL when it is in use (its

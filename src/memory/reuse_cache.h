@@ -53,6 +53,7 @@
 #ifndef RUDA_MEMORY_REUSE_CACHE_H
 #define RUDA_MEMORY_REUSE_CACHE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -67,12 +68,22 @@ typedef struct ruda__reuse_set {
   _Atomic uint64_t size[RUDA__REUSE_WAYS]; /* hint: the size of way[w]'s descriptor */
 } ruda__reuse_set_t;
 
+typedef struct ruda__reuse_local ruda__reuse_local_t; /* reuse_local.h */
+
 struct ruda__memory_reuse {
   ruda__reuse_set_t set[RUDA__REUSE_SETS];
+  /* The threads' own ways (reuse_local.h), in front of the sets. */
+  uint64_t epoch;       /* no other cache of the process has it */
+  _Atomic bool local_on; /* false: no thread gets ways (no heavy fence) */
+  pthread_mutex_t lock; /* attaching ways, and removers */
+  _Atomic(ruda__reuse_local_t *) locals;
 };
 
 /* ruda__reuse_cache_new and _free are declared in memory_handle.h, for
- * the layers above. */
+ * the layers above. A new cache gives threads their own ways where the
+ * heavy fence exists; this turns them off (or on again) for the threads
+ * that attach from now on (tests of the shared sets). */
+void ruda__reuse_cache_set_local(ruda__memory_reuse_t *rc, bool on);
 
 /* The set of stream `stream`. */
 static inline uint32_t ruda__reuse_set_of(uint64_t stream) {

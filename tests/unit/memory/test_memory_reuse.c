@@ -20,6 +20,9 @@ typedef struct fixture {
 static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
   f->rc = ruda__reuse_cache_new();
   ASSERT_NOT_NULL(f->rc);
+  /* The shared sets alone: the threads' own ways in front of them have
+   * their tests in test_memory_reuse_local.c. */
+  ruda__reuse_cache_set_local(f->rc, false);
   f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
   ASSERT_NOT_NULL(f->mm);
   ruda__memory_group_init(&f->group, DEV, f->rc);

@@ -1,0 +1,472 @@
+/* The threads' own ways of the reuse cache (memory/reuse_local.h): a
+ * release on a thread that takes from the cache parks the slice in that
+ * thread's ways and its next reservation gets it back; the manager takes
+ * parked slices back from threads that sit idle or have exited; ways of a
+ * freed cache are never used again; and several threads reserving,
+ * releasing each other's memory and racing the manager's removals never
+ * share a slice or lose one. */
+#include <pthread.h>
+
+#include "base/sync.h"
+#include "memory/reuse_cache.h"
+#include "memory/reuse_local.h"
+#include "memory_test_util.h"
+
+static const ruda_device_id_t DEV = {0, 0};
+
+typedef struct fixture {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm;
+  ruda__memory_group_t group;
+  ruda__memory_reuse_t *rc;
+} fixture_t;
+
+#define NEED_HEAVY_FENCE()                                                             \
+  do {                                                                                 \
+    if (!ruda__fence_heavy_ready())                                                    \
+      SKIP("no membarrier (private expedited) here: threads get no ways of their own"); \
+  } while (0)
+
+static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
+  f->rc = ruda__reuse_cache_new();
+  ASSERT_NOT_NULL(f->rc);
+  f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
+  ASSERT_NOT_NULL(f->mm);
+  ruda__memory_group_init(&f->group, DEV, f->rc);
+  ruda__memory_manager_join(f->mm, &f->group, 0);
+}
+
+static void teardown(fixture_t *f) {
+  ruda__memory_manager_destroy(f->mm);
+  ruda__reuse_cache_free(f->rc);
+}
+
+static ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {
+  ruda_handle_t h;
+  memset(&h, 0, sizeof h);
+  *hit = ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){stream}, &h);
+  return h;
+}
+
+/* The calling thread's ways of the fixture's cache (NULL: none yet). */
+static ruda__reuse_local_t *my_ways(fixture_t *f) {
+  ruda__local_ref_t *r = ruda__reuse_local_ref(f->rc);
+  return r ? r->local : NULL;
+}
+
+static uint32_t count_in(ruda__reuse_local_t *l) {
+  uint32_t n = 0;
+  for (uint32_t w = 0; w < RUDA__LOCAL_WAYS; w++) n += atomic_load(&l->way[w]) != NULL;
+  return n;
+}
+
+static bool ways_hold(ruda__reuse_local_t *l, const ruda_handle_t *h) {
+  for (uint32_t w = 0; w < RUDA__LOCAL_WAYS; w++) {
+    ruda_memory_t *m = atomic_load(&l->way[w]);
+    if (m && m->slot == (uint32_t)ruda_handle_memory_id(h)) return true;
+  }
+  return false;
+}
+
+static uint32_t count_lists(fixture_t *f) {
+  uint32_t n = 0;
+  for (ruda__reuse_local_t *l = atomic_load(&f->rc->locals); l; l = atomic_load(&l->next)) n++;
+  return n;
+}
+
+static bool shared_sets_empty(fixture_t *f) {
+  for (uint32_t s = 0; s < RUDA__REUSE_SETS; s++)
+    for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
+      if (atomic_load(&f->rc->set[s].way[w])) return false;
+  return true;
+}
+
+TEST(a_release_parks_the_slice_in_the_threads_ways_and_the_next_take_gets_it) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  ruda_handle_t a;
+  ALLOC(f.mm, 4096, &a);
+  uint64_t id = ruda_handle_memory_id(&a), addr = addr_of(f.mm, &a);
+  /* No ways yet: the release goes to the shared sets, and the first take
+   * attaches the thread, finds its ways empty and takes from the set. */
+  ruda_handle_release(&a);
+  ASSERT_NULL(my_ways(&f));
+  bool hit;
+  ruda_handle_t b = reuse(&f, 4096, 0, &hit);
+  ASSERT_TRUE(hit);
+  ruda__reuse_local_t *l = my_ways(&f);
+  ASSERT_NOT_NULL(l);
+  ASSERT_UEQ(count_lists(&f), 1);
+  ASSERT_UEQ(ruda_handle_memory_id(&b) >> 32, (id >> 32) + 1);
+  /* A slice from the shared sets stays in its way there while in use,
+   * and its release frees it in place. */
+  ruda_handle_t stale = b;
+  ruda_handle_release(&b);
+  ASSERT_UEQ(count_in(l), 0);
+  ASSERT_FALSE(shared_sets_empty(&f));
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0); /* usage takes it back */
+  ASSERT_TRUE(shared_sets_empty(&f));
+  /* Reserved through the manager, released on this thread: parked. */
+  ALLOC(f.mm, 4096, &a);
+  ASSERT_UEQ(addr_of(f.mm, &a), addr); /* the pool's first fit again */
+  stale = a;
+  ruda_handle_release(&a);
+  ASSERT_UEQ(count_in(l), 1);
+  ASSERT_TRUE(ways_hold(l, &stale));
+  ASSERT_TRUE(shared_sets_empty(&f));
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda_handle_t c;
+  /* Another size or another stream: not this slice. */
+  reuse(&f, 4095, 0, &hit);
+  ASSERT_FALSE(hit);
+  reuse(&f, 4096, 1, &hit);
+  ASSERT_FALSE(hit);
+  c = reuse(&f, 4096, 0, &hit);
+  ASSERT_TRUE(hit);
+  ASSERT_UEQ(count_in(l), 0);
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&c), (uint32_t)ruda_handle_memory_id(&stale));
+  ASSERT_UEQ(ruda_handle_memory_id(&c) >> 32, (ruda_handle_memory_id(&stale) >> 32) + 1);
+  ASSERT_TRUE(ruda_handle_is_bound(&c));
+  ASSERT_TRUE(ruda_handle_can_mut(&c));
+  ASSERT_UEQ(addr_of(f.mm, &c), addr);
+  ASSERT_OK(ruda__handle_check(&c, DEV, "write"));
+  ASSERT_ERR_KIND(ruda__handle_check(&stale, DEV, "write"), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_NULL(ruda__handle_memory(&stale));
+  /* A stale copy's release changes nothing. */
+  ruda_handle_release(&stale);
+  ASSERT_OK(ruda__handle_check(&c, DEV, "write"));
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 1);
+  ASSERT_UEQ(u.bytes_in_use, 4096);
+  ruda_handle_release(&c);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
+  teardown(&f);
+}
+
+TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  bool hit;
+  reuse(&f, 64, 0, &hit); /* attaches this thread */
+  ruda__reuse_local_t *l = my_ways(&f);
+  ASSERT_NOT_NULL(l);
+  ruda_handle_t a;
+  ALLOC(f.mm, 1000, &a);
+  ruda_handle_t clone = ruda_handle_clone(&a);
+  ruda_binding_t bind = ruda_handle_binding(&a);
+  ruda_handle_release(&a);
+  ASSERT_UEQ(count_in(l), 0);
+  ruda_handle_release(&clone);
+  ASSERT_UEQ(count_in(l), 0); /* the binding still holds it */
+  ASSERT_NOT_NULL(ruda__binding_memory(&bind));
+  ruda_binding_release(&bind);
+  ASSERT_UEQ(count_in(l), 1);
+  ruda_handle_t b = reuse(&f, 1000, 0, &hit);
+  ASSERT_TRUE(hit);
+  ASSERT_NULL(ruda__binding_memory(&bind));
+  ruda_handle_release(&b);
+  teardown(&f);
+}
+
+TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  ruda__memory_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.configuration = RUDA_MEMORY_CUSTOM;
+  cfg.num_custom = 1;
+  cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = 8 * MIB,
+                                         .max_slice_size = 2 * MIB};
+  setup(&f, &cfg);
+  bool hit;
+  reuse(&f, 64, 0, &hit);
+  ruda__reuse_local_t *l = my_ways(&f);
+  ASSERT_NOT_NULL(l);
+  ruda_handle_t a, b;
+  ALLOC(f.mm, 7 * MIB, &a);
+  uint64_t reserved = ruda__memory_usage(f.mm).bytes_reserved;
+  uint64_t allocs = f.cs.allocs;
+  ruda_handle_release(&a);
+  ASSERT_UEQ(count_in(l), 1);
+  /* 7.5 MiB fits only where the 7 MiB slice was. */
+  ALLOC(f.mm, 7 * MIB + MIB / 2, &b);
+  ASSERT_UEQ(f.cs.allocs, allocs);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, reserved);
+  ASSERT_UEQ(count_in(l), 0);
+  ruda_handle_release(&b);
+  ruda__memory_cleanup(f.mm, true);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
+  ASSERT_UEQ(f.cs.outstanding, 0);
+  teardown(&f);
+}
+
+TEST(full_ways_displace_one_slice_into_the_shared_sets) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  bool hit;
+  reuse(&f, 64, 0, &hit);
+  ruda__reuse_local_t *l = my_ways(&f);
+  ASSERT_NOT_NULL(l);
+  enum { N = RUDA__LOCAL_WAYS + 1 };
+  ruda_handle_t h[N];
+  for (uint32_t i = 0; i < N; i++) ALLOC(f.mm, 256 * (i + 1), &h[i]);
+  for (uint32_t i = 0; i < N; i++) ruda_handle_release(&h[i]);
+  ASSERT_UEQ(count_in(l), RUDA__LOCAL_WAYS);
+  ASSERT_FALSE(shared_sets_empty(&f));
+  /* Every size comes back, from the ways or the set. */
+  for (uint32_t i = 0; i < N; i++) {
+    h[i] = reuse(&f, 256 * (i + 1), 0, &hit);
+    ASSERT_TRUE(hit);
+  }
+  ASSERT_UEQ(count_in(l), 0);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, N);
+  /* The displaced one stayed in its shared way; the rest park again. */
+  for (uint32_t i = 0; i < N; i++) ruda_handle_release(&h[i]);
+  ASSERT_UEQ(count_in(l), RUDA__LOCAL_WAYS);
+  ASSERT_FALSE(shared_sets_empty(&f));
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_in_use, 0);
+  ASSERT_UEQ(count_in(l), 0);
+  ASSERT_TRUE(shared_sets_empty(&f));
+  teardown(&f);
+}
+
+/* A thread that parks slices and then waits, alive and idle, or exits. */
+typedef struct parker {
+  fixture_t *f;
+  uint32_t count;
+  bool exit_at_once;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  int stage; /* 1: parked; 2: told to go on */
+  bool ok;
+  ruda__reuse_local_t *ways;
+} parker_t;
+
+static void *park(void *p) {
+  parker_t *k = p;
+  bool hit;
+  ruda_handle_t h[8];
+  reuse(k->f, 64, 0, &hit);
+  k->ways = my_ways(k->f);
+  k->ok = k->ways != NULL;
+  for (uint32_t i = 0; i < k->count && k->ok; i++) k->ok = try_alloc(k->f->mm, 512 * (i + 1), &h[i]) == NULL;
+  for (uint32_t i = 0; i < k->count && k->ok; i++) ruda_handle_release(&h[i]);
+  k->ok = k->ok && count_in(k->ways) == k->count;
+  pthread_mutex_lock(&k->lock);
+  k->stage = 1;
+  pthread_cond_broadcast(&k->cond);
+  while (!k->exit_at_once && k->stage != 2) pthread_cond_wait(&k->cond, &k->lock);
+  pthread_mutex_unlock(&k->lock);
+  return NULL;
+}
+
+static void parker_start(parker_t *k, fixture_t *f, uint32_t count, bool exit_at_once,
+                         pthread_t *t) {
+  memset(k, 0, sizeof *k);
+  k->f = f;
+  k->count = count;
+  k->exit_at_once = exit_at_once;
+  pthread_mutex_init(&k->lock, NULL);
+  pthread_cond_init(&k->cond, NULL);
+  pthread_create(t, NULL, park, k);
+  pthread_mutex_lock(&k->lock);
+  while (k->stage != 1) pthread_cond_wait(&k->cond, &k->lock);
+  pthread_mutex_unlock(&k->lock);
+}
+
+static void parker_finish(parker_t *k, pthread_t t) {
+  pthread_mutex_lock(&k->lock);
+  k->stage = 2;
+  pthread_cond_broadcast(&k->cond);
+  pthread_mutex_unlock(&k->lock);
+  pthread_join(t, NULL);
+  pthread_mutex_destroy(&k->lock);
+  pthread_cond_destroy(&k->cond);
+}
+
+TEST(usage_and_cleanup_take_slices_back_from_an_idle_threads_ways) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  parker_t k;
+  pthread_t t;
+  parker_start(&k, &f, 5, false, &t);
+  ASSERT_TRUE(k.ok);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  ASSERT_UEQ(count_in(k.ways), 0);
+  ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  ruda__memory_cleanup(f.mm, true);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
+  ASSERT_UEQ(f.cs.outstanding, 0);
+  /* The thread goes on using its ways afterwards. */
+  parker_finish(&k, t);
+  teardown(&f);
+}
+
+TEST(ways_of_an_exited_thread_are_emptied_by_the_manager_and_adopted) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  parker_t k;
+  pthread_t t;
+  parker_start(&k, &f, 3, true, &t);
+  pthread_join(t, NULL);
+  ASSERT_TRUE(k.ok);
+  ASSERT_UEQ(count_lists(&f), 1);
+  ASSERT_UEQ(atomic_load(&k.ways->refs), 1); /* the list's alone */
+  ASSERT_UEQ(count_in(k.ways), 3);
+  ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
+  ASSERT_UEQ(count_in(k.ways), 0);
+  /* The next thread to attach takes the orphan over. */
+  bool hit;
+  reuse(&f, 64, 0, &hit);
+  ASSERT_TRUE(my_ways(&f) == k.ways);
+  ASSERT_UEQ(atomic_load(&k.ways->refs), 2);
+  ASSERT_UEQ(count_lists(&f), 1);
+  pthread_mutex_destroy(&k.lock);
+  pthread_cond_destroy(&k.cond);
+  teardown(&f);
+}
+
+TEST(ways_of_a_freed_cache_are_never_used_again) {
+  NEED_HEAVY_FENCE();
+  /* The thread stays attached to a cache that is freed under it; a new
+   * cache, perhaps at the same address, gives it new ways. ASan checks the
+   * rest: no use after free, no leak. */
+  fixture_t f;
+  setup(&f, NULL);
+  bool hit;
+  reuse(&f, 64, 0, &hit);
+  ruda__reuse_local_t *old = my_ways(&f);
+  ASSERT_NOT_NULL(old);
+  ruda_handle_t a;
+  ALLOC(f.mm, 2048, &a);
+  ruda_handle_release(&a);
+  ASSERT_UEQ(count_in(old), 1);
+  teardown(&f); /* the manager takes its slice back first */
+  for (int round = 0; round < 3; round++) {
+    setup(&f, NULL);
+    ASSERT_NULL(my_ways(&f));
+    ruda_handle_t b = reuse(&f, 2048, 0, &hit);
+    ASSERT_FALSE(hit);
+    ASSERT_NOT_NULL(my_ways(&f));
+    ASSERT_UEQ(count_in(my_ways(&f)), 0);
+    ruda_handle_release(&b);
+    teardown(&f);
+  }
+}
+
+/* Threads reserve (from their ways, the shared sets or the manager), write
+ * their own pattern into the slice, check it, and release it, or hand it
+ * to the next thread, which releases it on its own thread; meanwhile this
+ * thread keeps asking the manager for usage, which takes every parked
+ * slice back from every thread's ways. A slice handed to two owners at
+ * once shows as a wrong pattern; a slice lost shows in the final usage. */
+enum { THREADS = 3, ROUNDS = 20000 };
+
+typedef struct worker {
+  fixture_t *f;
+  uint32_t id;
+  uint64_t hits, misses;
+  pthread_mutex_t *mm_lock;
+  bool bad;
+} worker_t;
+
+/* Worker i's mailbox: a memory id + 1 (0: empty) of handed[i], which the
+ * previous worker left for it. */
+static _Atomic(uint64_t) mailboxes[THREADS];
+static ruda_handle_t handed[THREADS];
+
+static void *churn(void *p) {
+  worker_t *w = p;
+  /* More sizes than ways, so that releases displace into the shared sets. */
+  static const uint64_t sizes[] = {256,  512,  768,  4096, 1024, 1280, 1536, 1792, 2048, 2304,
+                                   2560, 2816, 3072, 3328, 3584, 3840, 4352, 4608, 4864};
+  enum { NSIZES = sizeof sizes / sizeof sizes[0] };
+  for (uint32_t r = 0; r < ROUNDS && !w->bad; r++) {
+    /* A handle the previous worker left: released here, on another thread
+     * than the one that reserved it. */
+    if (atomic_load(&mailboxes[w->id])) {
+      ruda_handle_release(&handed[w->id]);
+      atomic_store(&mailboxes[w->id], 0);
+    }
+    uint64_t size = sizes[(r * 7 + w->id) % NSIZES];
+    ruda_handle_t h;
+    if (!ruda__handle_reuse(w->f->rc, size, DEV, (ruda_stream_id_t){0}, &h)) {
+      w->misses++;
+      pthread_mutex_lock(w->mm_lock);
+      ruda_status_t st = try_alloc(w->f->mm, size, &h);
+      pthread_mutex_unlock(w->mm_lock);
+      if (st) {
+        ruda_status_free(st);
+        w->bad = true;
+        break;
+      }
+    } else {
+      w->hits++;
+    }
+    pthread_mutex_lock(w->mm_lock);
+    uint8_t *addr = (uint8_t *)(uintptr_t)addr_of(w->f->mm, &h);
+    pthread_mutex_unlock(w->mm_lock);
+    if (!addr) {
+      w->bad = true;
+      break;
+    }
+    uint8_t tag = (uint8_t)(w->id * 64 + r % 64);
+    memset(addr, tag, size);
+    for (uint64_t i = 0; i < size; i += 61)
+      if (addr[i] != tag) w->bad = true;
+    uint32_t next = (w->id + 1) % THREADS;
+    if (r % 5 == 0 && atomic_load(&mailboxes[next]) == 0) {
+      handed[next] = h;
+      atomic_store(&mailboxes[next], ruda_handle_memory_id(&h) + 1);
+    } else {
+      ruda_handle_release(&h);
+    }
+  }
+  return NULL;
+}
+
+TEST(threads_reserve_release_and_hand_over_while_the_manager_takes_back) {
+  NEED_HEAVY_FENCE();
+  fixture_t f;
+  setup(&f, NULL);
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  worker_t w[THREADS];
+  pthread_t t[THREADS];
+  for (uint32_t i = 0; i < THREADS; i++) atomic_store(&mailboxes[i], 0);
+  for (uint32_t i = 0; i < THREADS; i++) {
+    w[i] = (worker_t){&f, i, 0, 0, &lock, false};
+    ASSERT_EQ(pthread_create(&t[i], NULL, churn, &w[i]), 0);
+  }
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&lock);
+    (void)ruda__memory_usage(f.mm); /* takes every parked slice back */
+    pthread_mutex_unlock(&lock);
+    sched_yield();
+  }
+  uint64_t hits = 0;
+  for (uint32_t i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    ASSERT_FALSE(w[i].bad);
+    hits += w[i].hits;
+  }
+  for (uint32_t i = 0; i < THREADS; i++)
+    if (atomic_load(&mailboxes[i])) ruda_handle_release(&handed[i]);
+  ASSERT_UGT(hits, ROUNDS); /* most from the ways */
+  ASSERT_UGT(count_lists(&f), 0);
+  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
+  for (ruda__reuse_local_t *l = atomic_load(&f.rc->locals); l; l = atomic_load(&l->next))
+    ASSERT_UEQ(count_in(l), 0);
+  ASSERT_TRUE(shared_sets_empty(&f));
+  teardown(&f);
+}
