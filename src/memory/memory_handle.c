@@ -525,30 +525,11 @@ ruda_status_t ruda__handle_create(uint64_t size, ruda_device_id_t device,
   return NULL;
 }
 
-/* The thread's ways missed: its shared set (attaching the thread's ways
- * first when it has none). */
-__attribute__((noinline))
-static ruda_memory_t *ruda__handle_reuse_shared(ruda__memory_reuse_t *rc, uint64_t size,
-                                                uint64_t stream, bool attached) {
-  if (!attached) {
-    ruda__reuse_local_t *l = ruda__reuse_local_attach(rc);
-    ruda_memory_t *m = l ? ruda__reuse_local_take_from(l, size, stream) : NULL;
-    if (m) return m;
-  }
-  return ruda__reuse_take(rc, ruda__reuse_set_of(stream), size, stream);
-}
-
-RUDA__HOT
-bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
-                        ruda_stream_id_t stream, ruda_handle_t *out) {
-  if (!rc) return false;
-  ruda__local_ref_t *r = ruda__reuse_local_ref(rc);
-  ruda_memory_t *m = r && r->local ? ruda__reuse_local_take_from(r->local, size, stream.value)
-                                   : NULL;
-  if (!m) m = ruda__handle_reuse_shared(rc, size, stream.value, r != NULL);
-  if (!m) return false;
-  /* Claimed: the new generation holds the pool's reference and this
-   * handle, and no id of it exists yet, so the count is a plain store. */
+/* Claimed `m` for a new handle: the new generation holds the pool's
+ * reference and this handle, and no id of it exists yet, so the count is
+ * a plain store. */
+static inline bool ruda__reuse_fill(ruda_memory_t *m, uint64_t size, ruda_device_id_t device,
+                                    ruda_stream_id_t stream, ruda_handle_t *out) {
   atomic_store_explicit(&m->handle_refs, 1, memory_order_relaxed);
   memset(out, 0, sizeof *out);
   out->id = ruda__id_make(m->slot, ruda__memory_gen(m));
@@ -556,6 +537,36 @@ bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_
   out->stream = stream;
   out->device = device;
   return true;
+}
+
+/* The thread's ways missed (or it has none yet: it attaches first, and
+ * looks in its new ways, which may be an exited thread's): the shared set
+ * of the stream. */
+__attribute__((noinline))
+static bool ruda__handle_reuse_shared(ruda__memory_reuse_t *rc, uint64_t size,
+                                      ruda_device_id_t device, ruda_stream_id_t stream,
+                                      ruda_handle_t *out, bool attached) {
+  ruda_memory_t *m = NULL;
+  if (!attached) {
+    ruda__reuse_local_t *l = ruda__reuse_local_attach(rc);
+    if (l) m = ruda__reuse_local_take_from(l, size, stream.value);
+  }
+  if (!m) m = ruda__reuse_take(rc, ruda__reuse_set_of(stream.value), size, stream.value);
+  return m && ruda__reuse_fill(m, size, device, stream, out);
+}
+
+/* The hit in the thread's ways has no call left in it (the miss is a tail
+ * call), so it needs no stack frame. */
+RUDA__HOT
+bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
+                        ruda_stream_id_t stream, ruda_handle_t *out) {
+  if (!rc) return false;
+  ruda__local_ref_t *r = ruda__reuse_local_ref(rc);
+  ruda_memory_t *m = r && r->local ? ruda__reuse_local_take_from(r->local, size, stream.value)
+                                   : NULL;
+  if (__builtin_expect(m == NULL, 0))
+    return ruda__handle_reuse_shared(rc, size, device, stream, out, r != NULL);
+  return ruda__reuse_fill(m, size, device, stream, out);
 }
 
 /* ---- Public handles and bindings ---- */
