@@ -319,6 +319,9 @@ ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
   return alloc_tensors(c, descs, count, NULL, out);
 }
 
+static ruda_status_t submit_bytes_write(ruda_client_t *c, const ruda_handle_t *h,
+                                        ruda_bytes_t *bytes);
+
 ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_t *bytes,
                                                    ruda_handle_t *out) {
   if (!c || !bytes || !out) return ruda__client_invalid("ruda_client_create_buffer_from_bytes: NULL argument");
@@ -334,6 +337,17 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
         "ruda_client_create_buffer_from_bytes: bytes of %llu bytes with NULL data",
         (unsigned long long)bytes->size);
     ruda_bytes_release(bytes);
+    return s;
+  }
+  /* Memory of this size released on this stream comes back bound from the
+   * reuse cache, as in ruda_client_empty: only the write is queued. So a
+   * loop that creates and releases buffers of one size keeps using the
+   * same memory instead of walking through the rest of its page (fresh
+   * memory, which a host-backed device first faults in). */
+  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, bytes->size, c->dev->id,
+                                              ruda__client_stream(c), out)) {
+    ruda_status_t s = submit_bytes_write(c, out, bytes);
+    if (s) ruda_handle_release(out);
     return s;
   }
   alloc_op_t *a = alloc_op_new(c, 1);
@@ -478,6 +492,29 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
   w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   if (borrowed) ruda__completion_wait(&br.done);
+  return NULL;
+}
+
+/* Queues the write of all of `bytes` (taken) into `h` from its start. */
+static ruda_status_t submit_bytes_write(ruda_client_t *c, const ruda_handle_t *h,
+                                        ruda_bytes_t *bytes) {
+  write_op_t *w = ruda__calloc(1, sizeof *w);
+  ruda_status_t s = w ? ruda__handle_bind(h, c->dev->id, "ruda_client_create_buffer",
+                                          &w->desc.binding)
+                      : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *w);
+  if (s) {
+    ruda__free(w);
+    ruda_bytes_release(bytes);
+    return s;
+  }
+  w->desc.shape = ruda_shape_1d(bytes->size);
+  w->desc.strides = ruda_strides_contiguous(&w->desc.shape);
+  w->desc.elem_size = 1;
+  w->bytes = *bytes;
+  memset(bytes, 0, sizeof *bytes);
+  w->base.run = run_write;
+  w->base.stream = ruda__client_stream(c);
+  ruda__device_submit(c->dev, &w->base);
   return NULL;
 }
 

@@ -1,5 +1,7 @@
 /* Conformance: create/read/write round trips, tensors, strides, memory
  * usage, cleanup and persistent mode. */
+#include <stdlib.h>
+
 #include "cts.h"
 
 static void fill_pattern(uint8_t *p, size_t n, uint8_t seed) {
@@ -301,6 +303,46 @@ TEST(released_memory_comes_back_for_its_size_on_its_stream) {
   ASSERT_OK(ruda_client_memory_usage(c2, &u));
   ASSERT_UEQ(u.number_allocs, 0);
   ruda_client_release(c2);
+  ruda_client_release(c);
+}
+
+/* A buffer created from host data comes back the same way: released, the
+ * next ruda_client_create_buffer of its size on its stream gets the same
+ * slot with a later generation and the new contents, and a loop of
+ * create + release reserves no more memory than its first round (it does
+ * not walk through fresh memory of its page). */
+TEST(a_created_buffer_of_a_released_size_reuses_its_memory) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  enum { WORDS = 65536 }; /* 256 KiB */
+  uint32_t *src = malloc(WORDS * 4u), *dst = malloc(WORDS * 4u);
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(dst);
+  ruda_handle_t h;
+  for (uint32_t i = 0; i < WORDS; i++) src[i] = i ^ 0x5a5a5a5au;
+  ASSERT_OK(ruda_client_create_buffer(c, src, WORDS * 4u, &h));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t id = ruda_handle_memory_id(&h);
+  ruda_memory_usage_t first;
+  ASSERT_OK(ruda_client_memory_usage(c, &first));
+  ruda_handle_t stale = h;
+  ruda_handle_release(&h);
+  for (uint32_t round = 1; round <= 20; round++) {
+    for (uint32_t i = 0; i < WORDS; i++) src[i] = i * 2654435761u + round;
+    ASSERT_OK(ruda_client_create_buffer(c, src, WORDS * 4u, &h));
+    ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&h), (uint32_t)id);
+    ASSERT_UEQ(ruda_handle_memory_id(&h) >> 32, (id >> 32) + round);
+    ASSERT_OK(ruda_client_read(c, &h, dst, WORDS * 4u));
+    ASSERT_MEM_EQ(src, dst, WORDS * 4u);
+    ruda_handle_release(&h);
+  }
+  ASSERT_ERR_KIND(ruda_client_read(c, &stale, dst, 4), RUDA_ERR_INVALID_HANDLE);
+  ruda_memory_usage_t after;
+  ASSERT_OK(ruda_client_memory_usage(c, &after));
+  ASSERT_UEQ(after.bytes_reserved, first.bytes_reserved);
+  ASSERT_UEQ(after.number_allocs, 0);
+  ASSERT_UEQ(after.bytes_in_use, 0);
+  free(src);
+  free(dst);
   ruda_client_release(c);
 }
 
