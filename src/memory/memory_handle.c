@@ -170,11 +170,9 @@ static void ruda__memory_give_back(ruda_memory_t *m, void *ctx) {
   if (in) ruda__memory_inbox_push(in, m);
 }
 
-/* The slice of `m` (generation `gen`) became free: into the device's reuse
- * cache when its manager has one and the generation can move on (a reuse
- * takes the next one), else onto the manager's inbox. */
-/* Into the device's shared sets, or onto the inbox when the manager has
- * no cache or the generation cannot move on. */
+/* The slice of `m` (generation `gen`) became free: into the device's
+ * shared sets, or onto the inbox when the manager has no cache or the
+ * generation cannot move on (a reuse takes the next one). */
 static void ruda__memory_free_shared(ruda__memory_inbox_t *in, ruda__memory_reuse_t *rc,
                                      ruda_memory_t *m, uint32_t gen) {
   if (!rc || gen >= UINT32_MAX - 1) {
@@ -555,8 +553,8 @@ static bool ruda__handle_reuse_shared(ruda__memory_reuse_t *rc, uint64_t size,
   return m && ruda__reuse_fill(m, size, device, stream, out);
 }
 
-/* The hit in the thread's ways has no call left in it (the miss is a tail
- * call), so it needs no stack frame. */
+/* The thread's ways first; a miss goes on in a tail call, so that the
+ * hit stays short. */
 RUDA__HOT
 bool ruda__handle_reuse(ruda__memory_reuse_t *rc, uint64_t size, ruda_device_id_t device,
                         ruda_stream_id_t stream, ruda_handle_t *out) {
