@@ -5,29 +5,11 @@
  * displacements and evictions on several threads. */
 #include <pthread.h>
 
-#include "memory/reuse_cache.h"
-#include "memory_test_util.h"
+#include "reuse_test_util.h"
 
-static const ruda_device_id_t DEV = {0, 0};
-
-typedef struct fixture {
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm;
-  ruda__memory_group_t group;
-  ruda__memory_reuse_t *rc;
-} fixture_t;
-
-static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
-  f->rc = ruda__reuse_cache_new();
-  ASSERT_NOT_NULL(f->rc);
-  /* The shared sets alone: the threads' own ways in front of them have
-   * their tests in test_memory_reuse_local.c. */
-  ruda__reuse_cache_set_local(f->rc, false);
-  f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
-  ASSERT_NOT_NULL(f->mm);
-  ruda__memory_group_init(&f->group, DEV, f->rc);
-  ruda__memory_manager_join(f->mm, &f->group, 0);
-}
+/* The shared sets alone: the threads' own ways in front of them have
+ * their tests in test_memory_reuse_local.c. */
+static void setup(fixture_t *f, const ruda__memory_config_t *cfg) { reuse_setup(f, cfg, false); }
 
 static void teardown(fixture_t *f) {
   ruda__memory_manager_destroy(f->mm);
@@ -35,13 +17,6 @@ static void teardown(fixture_t *f) {
     for (uint32_t w = 0; w < RUDA__REUSE_WAYS; w++)
       ASSERT_NULL(atomic_load(&f->rc->set[s].way[w]));
   ruda__reuse_cache_free(f->rc);
-}
-
-static ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {
-  ruda_handle_t h;
-  memset(&h, 0, sizeof h);
-  *hit = ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){stream}, &h);
-  return h;
 }
 
 TEST(a_released_slice_comes_back_with_the_next_generation) {
@@ -380,30 +355,7 @@ static void *churn(void *p) {
   for (uint32_t r = 0; r < ROUNDS && !w->bad; r++) {
     uint64_t size = sizes[(r * 7 + w->id) % NSIZES];
     ruda_handle_t h;
-    if (!ruda__handle_reuse(w->f->rc, size, DEV, (ruda_stream_id_t){0}, &h)) {
-      w->misses++;
-      pthread_mutex_lock(w->mm_lock);
-      ruda_status_t st = try_alloc(w->f->mm, size, &h);
-      pthread_mutex_unlock(w->mm_lock);
-      if (st) {
-        ruda_status_free(st);
-        w->bad = true;
-        break;
-      }
-    } else {
-      w->hits++;
-    }
-    pthread_mutex_lock(w->mm_lock);
-    uint8_t *addr = (uint8_t *)(uintptr_t)addr_of(w->f->mm, &h);
-    pthread_mutex_unlock(w->mm_lock);
-    if (!addr) {
-      w->bad = true;
-      break;
-    }
-    uint8_t tag = (uint8_t)(w->id * 64 + r % 64);
-    memset(addr, tag, size);
-    for (uint64_t i = 0; i < size; i += 61)
-      if (addr[i] != tag) w->bad = true;
+    if (!reuse_round(w->f, w->mm_lock, w->id, r, size, &h, &w->hits, &w->misses)) w->bad = true;
     ruda_handle_release(&h);
   }
   return NULL;

@@ -8,18 +8,8 @@
 #include <pthread.h>
 
 #include "base/sync.h"
-#include "memory/reuse_cache.h"
 #include "memory/reuse_local.h"
-#include "memory_test_util.h"
-
-static const ruda_device_id_t DEV = {0, 0};
-
-typedef struct fixture {
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm;
-  ruda__memory_group_t group;
-  ruda__memory_reuse_t *rc;
-} fixture_t;
+#include "reuse_test_util.h"
 
 #define NEED_HEAVY_FENCE()                                                             \
   do {                                                                                 \
@@ -27,31 +17,25 @@ typedef struct fixture {
       SKIP("no membarrier (private expedited) here: threads get no ways of their own"); \
   } while (0)
 
-static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
-  f->rc = ruda__reuse_cache_new();
-  ASSERT_NOT_NULL(f->rc);
-  f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
-  ASSERT_NOT_NULL(f->mm);
-  ruda__memory_group_init(&f->group, DEV, f->rc);
-  ruda__memory_manager_join(f->mm, &f->group, 0);
-}
+static void setup(fixture_t *f, const ruda__memory_config_t *cfg) { reuse_setup(f, cfg, true); }
 
 static void teardown(fixture_t *f) {
   ruda__memory_manager_destroy(f->mm);
   ruda__reuse_cache_free(f->rc);
 }
 
-static ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {
-  ruda_handle_t h;
-  memset(&h, 0, sizeof h);
-  *hit = ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){stream}, &h);
-  return h;
-}
-
 /* The calling thread's ways of the fixture's cache (NULL: none yet). */
 static ruda__reuse_local_t *my_ways(fixture_t *f) {
   ruda__local_ref_t *r = ruda__reuse_local_ref(f->rc);
   return r ? r->local : NULL;
+}
+
+/* Attaches the calling thread to the cache (its first take, which finds
+ * nothing) and returns its ways. */
+static ruda__reuse_local_t *attach(fixture_t *f) {
+  bool hit;
+  reuse(f, 64, 0, &hit);
+  return my_ways(f);
 }
 
 static uint32_t count_in(ruda__reuse_local_t *l) {
@@ -148,10 +132,9 @@ TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
   NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
-  bool hit;
-  reuse(&f, 64, 0, &hit); /* attaches this thread */
-  ruda__reuse_local_t *l = my_ways(&f);
+  ruda__reuse_local_t *l = attach(&f);
   ASSERT_NOT_NULL(l);
+  bool hit;
   ruda_handle_t a;
   ALLOC(f.mm, 1000, &a);
   ruda_handle_t clone = ruda_handle_clone(&a);
@@ -180,9 +163,7 @@ TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
   cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = 8 * MIB,
                                          .max_slice_size = 2 * MIB};
   setup(&f, &cfg);
-  bool hit;
-  reuse(&f, 64, 0, &hit);
-  ruda__reuse_local_t *l = my_ways(&f);
+  ruda__reuse_local_t *l = attach(&f);
   ASSERT_NOT_NULL(l);
   ruda_handle_t a, b;
   ALLOC(f.mm, 7 * MIB, &a);
@@ -206,10 +187,9 @@ TEST(full_ways_displace_one_slice_into_the_shared_sets) {
   NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
-  bool hit;
-  reuse(&f, 64, 0, &hit);
-  ruda__reuse_local_t *l = my_ways(&f);
+  ruda__reuse_local_t *l = attach(&f);
   ASSERT_NOT_NULL(l);
+  bool hit;
   enum { N = RUDA__LOCAL_WAYS + 1 };
   ruda_handle_t h[N];
   for (uint32_t i = 0; i < N; i++) ALLOC(f.mm, 256 * (i + 1), &h[i]);
@@ -248,10 +228,8 @@ typedef struct parker {
 
 static void *park(void *p) {
   parker_t *k = p;
-  bool hit;
   ruda_handle_t h[8];
-  reuse(k->f, 64, 0, &hit);
-  k->ways = my_ways(k->f);
+  k->ways = attach(k->f);
   k->ok = k->ways != NULL;
   for (uint32_t i = 0; i < k->count && k->ok; i++) k->ok = try_alloc(k->f->mm, 512 * (i + 1), &h[i]) == NULL;
   for (uint32_t i = 0; i < k->count && k->ok; i++) ruda_handle_release(&h[i]);
@@ -325,9 +303,7 @@ TEST(ways_of_an_exited_thread_are_emptied_by_the_manager_and_adopted) {
   ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
   ASSERT_UEQ(count_in(k.ways), 0);
   /* The next thread to attach takes the orphan over. */
-  bool hit;
-  reuse(&f, 64, 0, &hit);
-  ASSERT_TRUE(my_ways(&f) == k.ways);
+  ASSERT_TRUE(attach(&f) == k.ways);
   ASSERT_UEQ(atomic_load(&k.ways->refs), 2);
   ASSERT_UEQ(count_lists(&f), 1);
   pthread_mutex_destroy(&k.lock);
@@ -342,10 +318,9 @@ TEST(ways_of_a_freed_cache_are_never_used_again) {
    * rest: no use after free, no leak. */
   fixture_t f;
   setup(&f, NULL);
-  bool hit;
-  reuse(&f, 64, 0, &hit);
-  ruda__reuse_local_t *old = my_ways(&f);
+  ruda__reuse_local_t *old = attach(&f);
   ASSERT_NOT_NULL(old);
+  bool hit;
   ruda_handle_t a;
   ALLOC(f.mm, 2048, &a);
   ruda_handle_release(&a);
@@ -399,30 +374,11 @@ static void *churn(void *p) {
     }
     uint64_t size = sizes[(r * 7 + w->id) % NSIZES];
     ruda_handle_t h;
-    if (!ruda__handle_reuse(w->f->rc, size, DEV, (ruda_stream_id_t){0}, &h)) {
-      w->misses++;
-      pthread_mutex_lock(w->mm_lock);
-      ruda_status_t st = try_alloc(w->f->mm, size, &h);
-      pthread_mutex_unlock(w->mm_lock);
-      if (st) {
-        ruda_status_free(st);
-        w->bad = true;
-        break;
-      }
-    } else {
-      w->hits++;
-    }
-    pthread_mutex_lock(w->mm_lock);
-    uint8_t *addr = (uint8_t *)(uintptr_t)addr_of(w->f->mm, &h);
-    pthread_mutex_unlock(w->mm_lock);
-    if (!addr) {
+    if (!reuse_round(w->f, w->mm_lock, w->id, r, size, &h, &w->hits, &w->misses)) {
       w->bad = true;
+      ruda_handle_release(&h);
       break;
     }
-    uint8_t tag = (uint8_t)(w->id * 64 + r % 64);
-    memset(addr, tag, size);
-    for (uint64_t i = 0; i < size; i += 61)
-      if (addr[i] != tag) w->bad = true;
     uint32_t next = (w->id + 1) % THREADS;
     if (r % 5 == 0 && atomic_load(&mailboxes[next]) == 0) {
       handed[next] = h;

@@ -1,0 +1,75 @@
+/* Shared by the reuse cache's tests (test_memory_reuse.c: the shared sets;
+ * test_memory_reuse_local.c: the threads' own ways): a manager on stream 0
+ * of a group with its own cache, a take from the cache, and one round of
+ * the race tests. */
+#ifndef RUDA_REUSE_TEST_UTIL_H
+#define RUDA_REUSE_TEST_UTIL_H
+
+#include <pthread.h>
+
+#include "memory/reuse_cache.h"
+#include "memory_test_util.h"
+
+static const ruda_device_id_t DEV = {0, 0};
+
+typedef struct fixture {
+  counting_storage_t cs;
+  ruda__memory_manager_t *mm;
+  ruda__memory_group_t group;
+  ruda__memory_reuse_t *rc;
+} fixture_t;
+
+/* A cache (with threads' ways or without) and a manager of 128 MiB pages
+ * (`cfg`: NULL for the defaults) joined to its group on stream 0. */
+static inline void reuse_setup(fixture_t *f, const ruda__memory_config_t *cfg,
+                               bool thread_ways) {
+  f->rc = ruda__reuse_cache_new();
+  ASSERT_NOT_NULL(f->rc);
+  if (!thread_ways) ruda__reuse_cache_set_local(f->rc, false);
+  f->mm = mk_manager(&f->cs, 128 * MIB, 256, 0, cfg);
+  ASSERT_NOT_NULL(f->mm);
+  ruda__memory_group_init(&f->group, DEV, f->rc);
+  ruda__memory_manager_join(f->mm, &f->group, 0);
+}
+
+/* A take from the cache, as ruda_client_empty makes it (*hit: whether it
+ * found one; else the handle is empty). */
+static inline ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {
+  ruda_handle_t h;
+  memset(&h, 0, sizeof h);
+  *hit = ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){stream}, &h);
+  return h;
+}
+
+/* One round of a race test on stream 0: a handle of `size` from the cache
+ * or, on a miss, from the manager (under `mm_lock`, which stands for the
+ * device), its slice filled with a pattern of (`id`, `r`) and read back.
+ * False when a step failed or the pattern came back wrong (a slice with
+ * two owners); *h is the caller's to release either way. */
+static inline bool reuse_round(fixture_t *f, pthread_mutex_t *mm_lock, uint32_t id, uint32_t r,
+                               uint64_t size, ruda_handle_t *h, uint64_t *hits,
+                               uint64_t *misses) {
+  if (ruda__handle_reuse(f->rc, size, DEV, (ruda_stream_id_t){0}, h)) {
+    (*hits)++;
+  } else {
+    (*misses)++;
+    pthread_mutex_lock(mm_lock);
+    ruda_status_t st = try_alloc(f->mm, size, h);
+    pthread_mutex_unlock(mm_lock);
+    if (st) {
+      ruda_status_free(st);
+      return false;
+    }
+  }
+  pthread_mutex_lock(mm_lock);
+  uint8_t *addr = (uint8_t *)(uintptr_t)addr_of(f->mm, h);
+  pthread_mutex_unlock(mm_lock);
+  if (!addr) return false;
+  uint8_t tag = (uint8_t)(id * 64 + r % 64);
+  memset(addr, tag, size);
+  for (uint64_t i = 0; i < size; i += 61)
+    if (addr[i] != tag) return false;
+  return true;
+}
+
+#endif
