@@ -216,6 +216,16 @@ static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ct
   return NULL;
 }
 
+/* A handle of `size` bytes on `stream` from memory released on that
+ * stream (memory/reuse_cache.h), bound at once; false when the cache has
+ * none. A trace records every allocation, so while one runs every
+ * reservation takes the device's path. */
+static inline bool client_reuse(ruda_client_t *c, uint64_t size, ruda_stream_id_t stream,
+                                ruda_handle_t *out) {
+  return !ruda__trace_on() &&
+         ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out);
+}
+
 /* A reservation the reuse cache could not answer: a new descriptor,
  * bound on this thread when the device is idle, else by its worker. */
 __attribute__((noinline))
@@ -254,11 +264,9 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
   }
   ruda_stream_id_t stream = ruda__client_stream(c);
   /* Memory of this size released on this stream and still bound to its
-   * slice comes back without the device (memory/reuse_cache.h); a trace
-   * records every allocation, so it takes the device's path. A hit fills
-   * `out` whole; ruda__handle_create does on the other path. */
-  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, size, c->dev->id, stream, out))
-    return NULL;
+   * slice comes back without the device. A hit fills `out` whole;
+   * ruda__handle_create does on the other path. */
+  if (client_reuse(c, size, stream, out)) return NULL;
   return client_empty_reserve(c, size, stream, out);
 }
 
@@ -344,8 +352,7 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
    * loop that creates and releases buffers of one size keeps using the
    * same memory instead of walking through the rest of its page (fresh
    * memory, which a host-backed device first faults in). */
-  if (!ruda__trace_on() && ruda__handle_reuse(c->dev->memory_reuse, bytes->size, c->dev->id,
-                                              ruda__client_stream(c), out)) {
+  if (client_reuse(c, bytes->size, ruda__client_stream(c), out)) {
     ruda_status_t s = submit_bytes_write(c, out, bytes);
     if (s) ruda_handle_release(out);
     return s;

@@ -108,9 +108,10 @@ static inline uint64_t ruda__entry_size(ruda_memory_t *m) {
 
 /* The way a size is put into first, and taken from first: the sizes of
  * a loop spread over the ways, so a take usually looks at one. */
+static inline uint64_t ruda__size_hash(uint64_t size) { return size * 0x9E3779B97F4A7C15ull; }
 _Static_assert(RUDA__REUSE_WAYS == 8u, "ruda__reuse_home keeps the top 3 bits of the hash");
 static inline uint32_t ruda__reuse_home(uint64_t size) {
-  return (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 61);
+  return (uint32_t)(ruda__size_hash(size) >> 61);
 }
 
 /* Claims a free descriptor of exactly `size` bytes on `stream` in the set

@@ -54,10 +54,10 @@
 #define RUDA__LOCAL_WAYS 16u
 
 /* The way a size is put into first and taken from first (the top bits of
- * a multiplicative hash, as ruda__reuse_home). */
+ * the hash ruda__reuse_home keeps 3 of). */
 _Static_assert(RUDA__LOCAL_WAYS == 16u, "ruda__local_home keeps the top 4 bits of the hash");
 static inline uint32_t ruda__local_home(uint64_t size) {
-  return (uint32_t)((size * 0x9E3779B97F4A7C15ull) >> 60);
+  return (uint32_t)(ruda__size_hash(size) >> 60);
 }
 #define RUDA__LOCAL_REFS 4u
 
