@@ -170,7 +170,8 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
 typedef struct alloc_op {
   ruda__op_t base;
   size_t block_size; /* for ruda__device_op_free */
-  ruda_binding_t memory; /* keeps the descriptor alive until bound */
+  ruda_binding_t memory; /* keeps the descriptor alive until bound; unset
+                          * when it came bound from the reuse cache */
   uint64_t size;
   size_t num_writes;
   ruda__copy_desc_t *descs; /* trailing */
@@ -181,7 +182,8 @@ static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
   if (s) {
-    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
+    if (a->memory.id)
+      s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
     if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
   } else {
     for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
@@ -271,19 +273,29 @@ ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *
 }
 
 /* Shared path of empty_tensor(s)/create_tensor(s): lays the descriptors out
- * with the device's policy and queues one allocation plus the writes. Takes
- * every bytes[i] (NULL: no write for that tensor). */
+ * with the device's policy, takes memory of the total size released on
+ * this stream from the reuse cache (as ruda_client_empty does) or else a
+ * new descriptor, and queues its reservation (when new) plus the writes.
+ * Takes every bytes[i] (NULL: no write for that tensor). */
 static ruda_status_t alloc_tensors(ruda_client_t *c,
                                    const ruda_memory_layout_descriptor_t *descs, size_t count,
                                    ruda_bytes_t *bytes, ruda_memory_layout_t *out) {
   size_t num_writes = 0;
   for (size_t i = 0; bytes && i < count; i++) num_writes += bytes[i].data || bytes[i].size ? 1 : 0;
   ruda_handle_t base;
+  uint64_t total;
+  ruda_stream_id_t stream = ruda__client_stream(c);
   ruda_status_t s = ruda__device_refuse_in_kernel(bytes ? "ruda_client_create_tensor" : "ruda_client_empty_tensor");
   if (s) goto fail_bytes;
-  s = ruda__layout_apply(&c->dev->layout_policy, c->dev->id,
-                                       ruda__client_stream(c), descs, count, &base, out);
+  s = ruda__layout_plan(&c->dev->layout_policy, descs, count, out, &total);
   if (s) goto fail_bytes;
+  bool bound = client_reuse(c, total, stream, &base);
+  if (!bound && (s = ruda__handle_create(total, c->dev->id, stream, &base))) goto fail_bytes;
+  ruda__layout_views(&base, count, out);
+  if (bound && !num_writes) {
+    ruda_handle_release(&base);
+    return NULL;
+  }
   alloc_op_t *a = alloc_op_new(c, num_writes);
   if (!a) {
     s = ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, base.size);
@@ -291,8 +303,12 @@ static ruda_status_t alloc_tensors(ruda_client_t *c,
     for (size_t i = 0; i < count; i++) ruda_handle_release(&out[i].memory);
     goto fail_bytes;
   }
+  /* A reused base is bound already: the operation only writes. */
   a->size = base.size;
-  a->memory = ruda_handle_into_binding(&base);
+  if (bound)
+    ruda_handle_release(&base);
+  else
+    a->memory = ruda_handle_into_binding(&base);
   size_t w = 0;
   for (size_t i = 0; bytes && i < count; i++) {
     if (!bytes[i].data && !bytes[i].size) continue;

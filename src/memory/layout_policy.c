@@ -74,11 +74,10 @@ static bool ruda__layout_one(const ruda__layout_policy_t *policy,
   return false;
 }
 
-ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
-                                 ruda_stream_id_t stream,
-                                 const ruda_memory_layout_descriptor_t *descs, size_t count,
-                                 ruda_handle_t *out_base, ruda_memory_layout_t *out_layouts) {
-  memset(out_base, 0, sizeof *out_base);
+ruda_status_t ruda__layout_plan(const ruda__layout_policy_t *policy,
+                                const ruda_memory_layout_descriptor_t *descs, size_t count,
+                                ruda_memory_layout_t *out_layouts, uint64_t *out_total) {
+  *out_total = 0;
   if (policy->kind != RUDA_LAYOUT_POLICY_CONTIGUOUS && policy->kind != RUDA_LAYOUT_POLICY_PITCHED)
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "unknown layout policy %d",
                               (int)policy->kind);
@@ -87,7 +86,6 @@ ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_devic
    * the last view does (rounding it up too would count the pool's
    * alignment padding as bytes in use). */
   uint64_t total = 0, next = 0;
-  /* First pass: sizes, strides and offsets (stored in the outputs). */
   for (size_t i = 0; i < count; i++) {
     const ruda_memory_layout_descriptor_t *d = &descs[i];
     if (d->elem_size == 0)
@@ -102,19 +100,37 @@ ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_devic
     if (ruda__layout_one(policy, d, &size, &out_layouts[i].strides) ||
         ruda__round_up_ovf(size, align, &rounded) || next > UINT64_MAX - rounded)
       return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, UINT64_MAX);
+    /* The view's offset and size wait in its handle until the base exists. */
     out_layouts[i].memory.offset_start = next;
-    out_layouts[i].memory.offset_end = size; /* fixed below, once total is known */
+    out_layouts[i].memory.offset_end = size;
     total = next + size;
     next += rounded;
   }
-  ruda_status_t st = ruda__handle_create(total, device, stream, out_base);
-  if (st) return st;
+  *out_total = total;
+  return NULL;
+}
+
+void ruda__layout_views(const ruda_handle_t *base, size_t count,
+                        ruda_memory_layout_t *layouts) {
   for (size_t i = 0; i < count; i++) {
-    ruda_handle_t *h = &out_layouts[i].memory;
+    ruda_handle_t *h = &layouts[i].memory;
     uint64_t off = h->offset_start, size = h->offset_end;
-    *h = ruda_handle_clone(out_base);
+    *h = ruda_handle_clone(base);
     h->offset_start = off;
-    h->offset_end = total - off - size;
+    h->offset_end = base->size - off - size;
   }
+}
+
+ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
+                                 ruda_stream_id_t stream,
+                                 const ruda_memory_layout_descriptor_t *descs, size_t count,
+                                 ruda_handle_t *out_base, ruda_memory_layout_t *out_layouts) {
+  memset(out_base, 0, sizeof *out_base);
+  uint64_t total;
+  ruda_status_t st = ruda__layout_plan(policy, descs, count, out_layouts, &total);
+  if (st) return st;
+  st = ruda__handle_create(total, device, stream, out_base);
+  if (st) return st;
+  ruda__layout_views(out_base, count, out_layouts);
   return NULL;
 }

@@ -20,14 +20,27 @@ typedef struct ruda__layout_policy {
   uint64_t alignment;
 } ruda__layout_policy_t;
 
-/* Applies the policy to `count` descriptors: creates one new unbound base
- * handle (*out_base, on `device` and `stream`, sized to end where the last
- * view ends) and one offset view per descriptor (out_layouts[i].memory is a
- * handle clone narrowed to the descriptor, out_layouts[i].strides its
- * strides); views start at multiples of the policy's alignment. The caller
- * owns every returned handle. RUDA_ERR_INVALID_ARGUMENT for a zero
- * elem_size or a rank above RUDA_MAX_RANK; IoError::BufferTooBig when a
- * size, stride or the total overflows 64 bits; OutOfMemory. Thread-safe. */
+/* Lays `count` descriptors out under the policy, without memory: the
+ * strides of each view (out_layouts[i].strides) and the size of one
+ * allocation holding them all, ending where the last view ends
+ * (*out_total); views start at multiples of the policy's alignment.
+ * out_layouts[i].memory keeps the view's offset in offset_start and its
+ * size in offset_end until ruda__layout_views turns it into a handle; it
+ * owns nothing. RUDA_ERR_INVALID_ARGUMENT for a zero elem_size or a rank
+ * above RUDA_MAX_RANK; IoError::BufferTooBig when a size, stride or the
+ * total overflows 64 bits. */
+ruda_status_t ruda__layout_plan(const ruda__layout_policy_t *policy,
+                                const ruda_memory_layout_descriptor_t *descs, size_t count,
+                                ruda_memory_layout_t *out_layouts, uint64_t *out_total);
+
+/* Turns planned layouts into views of `base` (a handle of the planned
+ * total): each layouts[i].memory becomes a clone of base narrowed to its
+ * view, owned by the caller. Cannot fail. */
+void ruda__layout_views(const ruda_handle_t *base, size_t count, ruda_memory_layout_t *layouts);
+
+/* Plan, then one new unbound base handle (*out_base, on `device` and
+ * `stream`) and its views; the caller owns every returned handle. The
+ * errors of ruda__layout_plan, and OutOfMemory. Thread-safe. */
 ruda_status_t ruda__layout_apply(const ruda__layout_policy_t *policy, ruda_device_id_t device,
                                  ruda_stream_id_t stream,
                                  const ruda_memory_layout_descriptor_t *descs,

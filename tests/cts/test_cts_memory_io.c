@@ -346,6 +346,70 @@ TEST(a_created_buffer_of_a_released_size_reuses_its_memory) {
   ruda_client_release(c);
 }
 
+/* Tensors come back the same way: released, the next tensors whose
+ * layout needs the same total on the stream get the same slot with a
+ * later generation, both views of it, their strides and the new contents;
+ * an empty tensor of a released shape too. No round reserves more memory
+ * than the first. */
+TEST(tensors_of_a_released_size_reuse_their_memory) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  enum { ROWS = 33, COLS = 77 };
+  ruda_shape_t shape = ruda_shape_2d(ROWS, COLS);
+  float *src = malloc(ROWS * COLS * sizeof(float)), *dst = malloc(ROWS * COLS * sizeof(float));
+  ASSERT_NOT_NULL(src);
+  ASSERT_NOT_NULL(dst);
+  ruda_memory_layout_t t;
+  for (int i = 0; i < ROWS * COLS; i++) src[i] = (float)i;
+  ASSERT_OK(ruda_client_create_tensor(c, src, &shape, sizeof(float), &t));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t id = ruda_handle_memory_id(&t.memory);
+  ruda_strides_t strides = t.strides;
+  ruda_memory_usage_t first;
+  ASSERT_OK(ruda_client_memory_usage(c, &first));
+  ruda_handle_release(&t.memory);
+  for (uint32_t round = 1; round <= 10; round++) {
+    for (int i = 0; i < ROWS * COLS; i++) src[i] = (float)(i * 3 + (int)round);
+    ASSERT_OK(ruda_client_create_tensor(c, src, &shape, sizeof(float), &t));
+    ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&t.memory), (uint32_t)id);
+    ASSERT_UEQ(ruda_handle_memory_id(&t.memory) >> 32, (id >> 32) + round);
+    ASSERT_UEQ(t.strides.values[0], strides.values[0]);
+    ASSERT_OK(ruda_client_read_tensor(c, &t.memory, &shape, &t.strides, sizeof(float), dst));
+    ASSERT_MEM_EQ(src, dst, ROWS * COLS * sizeof(float));
+    ruda_handle_release(&t.memory);
+  }
+  /* Two tensors in one allocation: the views keep their offsets. */
+  ruda_memory_layout_descriptor_t d[2] = {
+      ruda_memory_layout_optimized(ruda_shape_2d(4, 7), 4),
+      ruda_memory_layout_contiguous(ruda_shape_1d(10), 8),
+  };
+  ruda_memory_layout_t two[2], again[2];
+  ASSERT_OK(ruda_client_empty_tensors(c, d, 2, two));
+  ASSERT_OK(ruda_client_sync(c));
+  uint64_t id2 = ruda_handle_memory_id(&two[0].memory);
+  uint64_t off1 = two[1].memory.offset_start;
+  ruda_handle_release(&two[0].memory);
+  ruda_handle_release(&two[1].memory);
+  ASSERT_OK(ruda_client_empty_tensors(c, d, 2, again));
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&again[0].memory), (uint32_t)id2);
+  ASSERT_UEQ(ruda_handle_memory_id(&again[1].memory), ruda_handle_memory_id(&again[0].memory));
+  ASSERT_UEQ(again[1].memory.offset_start, off1);
+  double b[10], b2[10];
+  for (int i = 0; i < 10; i++) b[i] = i * -0.75;
+  ASSERT_OK(ruda_client_write_tensor(c, &again[1].memory, &d[1].shape, &again[1].strides, 8, b));
+  ASSERT_OK(ruda_client_read_tensor(c, &again[1].memory, &d[1].shape, &again[1].strides, 8, b2));
+  ASSERT_MEM_EQ(b, b2, sizeof b);
+  ruda_handle_release(&again[0].memory);
+  ruda_handle_release(&again[1].memory);
+  ruda_memory_usage_t after;
+  ASSERT_OK(ruda_client_memory_usage(c, &after));
+  ASSERT_UEQ(after.bytes_reserved, first.bytes_reserved);
+  ASSERT_UEQ(after.number_allocs, 0);
+  ASSERT_UEQ(after.bytes_in_use, 0);
+  free(src);
+  free(dst);
+  ruda_client_release(c);
+}
+
 static ruda_status_t alloc_in_scope(ruda_client_t *c, void *ctx) {
   return ruda_client_empty(c, 3000, (ruda_handle_t *)ctx);
 }
