@@ -137,10 +137,13 @@ bool ruda_future_poll(ruda_future_t *f);
  * handle is bound at once). The caller owns the handle. */
 ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
 /* A tensor with the device's optimized (possibly pitched) layout; honour
- * out->strides. */
+ * out->strides. Like ruda_client_empty: non-blocking, and memory of the
+ * total its layout needs, released earlier on the same stream, may come
+ * back bound at once. */
 ruda_status_t ruda_client_empty_tensor(ruda_client_t *c, const ruda_shape_t *shape,
                                        size_t elem_size, ruda_memory_layout_t *out);
-/* Several tensors in one allocation, each an offset view of it. */
+/* Several tensors in one allocation, each an offset view of it (the
+ * allocation may come from released memory of its total size, as above). */
 ruda_status_t ruda_client_empty_tensors(ruda_client_t *c,
                                         const ruda_memory_layout_descriptor_t *descs,
                                         size_t count, ruda_memory_layout_t *out);
