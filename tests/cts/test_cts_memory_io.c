@@ -306,6 +306,17 @@ TEST(released_memory_comes_back_for_its_size_on_its_stream) {
   ruda_client_release(c);
 }
 
+/* Every handle of `c`'s stream is released, and the stream reserves
+ * `reserved` bytes: the loops before reserved no more than their first
+ * round. */
+static void assert_all_released_in(ruda_client_t *c, uint64_t reserved) {
+  ruda_memory_usage_t after;
+  ASSERT_OK(ruda_client_memory_usage(c, &after));
+  ASSERT_UEQ(after.bytes_reserved, reserved);
+  ASSERT_UEQ(after.number_allocs, 0);
+  ASSERT_UEQ(after.bytes_in_use, 0);
+}
+
 /* A buffer created from host data comes back the same way: released, the
  * next ruda_client_create_buffer of its size on its stream gets the same
  * slot with a later generation and the new contents, and a loop of
@@ -336,11 +347,7 @@ TEST(a_created_buffer_of_a_released_size_reuses_its_memory) {
     ruda_handle_release(&h);
   }
   ASSERT_ERR_KIND(ruda_client_read(c, &stale, dst, 4), RUDA_ERR_INVALID_HANDLE);
-  ruda_memory_usage_t after;
-  ASSERT_OK(ruda_client_memory_usage(c, &after));
-  ASSERT_UEQ(after.bytes_reserved, first.bytes_reserved);
-  ASSERT_UEQ(after.number_allocs, 0);
-  ASSERT_UEQ(after.bytes_in_use, 0);
+  assert_all_released_in(c, first.bytes_reserved);
   free(src);
   free(dst);
   ruda_client_release(c);
@@ -400,11 +407,7 @@ TEST(tensors_of_a_released_size_reuse_their_memory) {
   ASSERT_MEM_EQ(b, b2, sizeof b);
   ruda_handle_release(&again[0].memory);
   ruda_handle_release(&again[1].memory);
-  ruda_memory_usage_t after;
-  ASSERT_OK(ruda_client_memory_usage(c, &after));
-  ASSERT_UEQ(after.bytes_reserved, first.bytes_reserved);
-  ASSERT_UEQ(after.number_allocs, 0);
-  ASSERT_UEQ(after.bytes_in_use, 0);
+  assert_all_released_in(c, first.bytes_reserved);
   free(src);
   free(dst);
   ruda_client_release(c);
