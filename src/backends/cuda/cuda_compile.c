@@ -27,6 +27,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "base/alloc.h"
 #include "server/kernel_object.h"
+#include "server/module_table.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
 #include "server/device_settings.h"
@@ -69,7 +70,6 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
 #define CACHE_SEED 0x6375626e63616368ull
 
 typedef struct entry {
-  ruda_hash128_t key;
   CUmodule module;
   ruda__cuda_function_t fn;
 } entry_t;
@@ -78,8 +78,7 @@ struct ruda__cuda_module_cache {
   const ruda__cuda_api_t *api;
   uint32_t cc;
   uint64_t props_checksum;
-  entry_t **slots; /* open addressing, power-of-two capacity */
-  size_t cap, len;
+  ruda__module_table_t table; /* kernel hash -> entry_t */
   bool disk_disabled;
   char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cuda; "" when off */
   /* The disk key's hash state after what every key of this cache shares
@@ -104,9 +103,7 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
   c->api = api;
   c->cc = cc;
   c->props_checksum = properties_checksum;
-  c->cap = 64;
-  c->slots = ruda__calloc(c->cap, sizeof *c->slots);
-  if (c->slots == NULL) {
+  if (!ruda__module_table_init(&c->table)) {
     ruda__free(c);
     return NULL;
   }
@@ -118,53 +115,23 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
   return c;
 }
 
+typedef struct release_ctx {
+  const ruda__cuda_api_t *api;
+  bool skip_unload;
+} release_ctx_t;
+
+static void release_entry(void *value, void *ctx) {
+  entry_t *e = value;
+  const release_ctx_t *r = ctx;
+  if (!r->skip_unload && e->module != NULL) r->api->cuModuleUnload(e->module);
+  ruda__free(e);
+}
+
 void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload) {
   if (c == NULL) return;
-  for (size_t i = 0; i < c->cap; i++) {
-    entry_t *e = c->slots[i];
-    if (e == NULL) continue;
-    if (!skip_unload && e->module != NULL) c->api->cuModuleUnload(e->module);
-    ruda__free(e);
-  }
-  ruda__free(c->slots);
+  release_ctx_t r = {c->api, skip_unload};
+  ruda__module_table_destroy(&c->table, release_entry, &r);
   ruda__free(c);
-}
-
-static size_t slot_of(const ruda__cuda_module_cache_t *c, ruda_hash128_t k) {
-  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (c->cap - 1);
-}
-
-static entry_t *lookup(const ruda__cuda_module_cache_t *c, ruda_hash128_t k) {
-  for (size_t i = slot_of(c, k), n = 0; n < c->cap; i = (i + 1) & (c->cap - 1), n++) {
-    entry_t *e = c->slots[i];
-    if (e == NULL) return NULL;
-    if (e->key.lo == k.lo && e->key.hi == k.hi) return e;
-  }
-  return NULL;
-}
-
-static bool insert(ruda__cuda_module_cache_t *c, entry_t *e) {
-  if ((c->len + 1) * 2 > c->cap) {
-    size_t ncap = c->cap * 2;
-    entry_t **ns = ruda__calloc(ncap, sizeof *ns);
-    if (ns == NULL) return false;
-    entry_t **old = c->slots;
-    size_t ocap = c->cap;
-    c->slots = ns;
-    c->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-      if (old[i] == NULL) continue;
-      size_t j = slot_of(c, old[i]->key);
-      while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
-      c->slots[j] = old[i];
-    }
-    ruda__free(old);
-  }
-  size_t j = slot_of(c, e->key);
-  while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
-  c->slots[j] = e;
-  c->len++;
-  return true;
 }
 
 /* ---- NVRTC ---- */
@@ -455,7 +422,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
                                           const ruda_kernel_t *kernel,
                                           ruda__cuda_function_t **out) {
   ruda_hash128_t key = ruda_kernel_hash(kernel);
-  entry_t *e = lookup(c, key);
+  entry_t *e = ruda__module_table_find(&c->table, key);
   if (e != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
     *out = &e->fn;
@@ -531,13 +498,12 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
   if (s != NULL) return s;
   e = ruda__calloc(1, sizeof *e);
   if (e != NULL) {
-    e->key = key;
     e->module = mod;
     e->fn.fn = fn;
     e->fn.shared_mem_set = 0;
     e->fn.from_disk = from_disk;
   }
-  if (e == NULL || !insert(c, e)) {
+  if (e == NULL || !ruda__module_table_insert(&c->table, key, e)) {
     ruda__free(e);
     c->api->cuModuleUnload(mod);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", d->name);

@@ -20,6 +20,7 @@
 
 #include "backends/opencl/opencl_internal.h"
 #include "base/alloc.h"
+#include "server/module_table.h"
 #include "server/binary_cache.h"
 #include "server/device_settings.h"
 #include "server/server.h"
@@ -148,7 +149,6 @@ ruda_status_t ruda__opencl_program_binary(const ruda__opencl_api_t *api, cl_prog
 /* ---- The cache ---- */
 
 typedef struct entry {
-  ruda_hash128_t key;
   cl_program program;
   ruda__opencl_function_t fn;
 } entry_t;
@@ -159,8 +159,7 @@ struct ruda__opencl_program_cache {
   const ruda__opencl_device_t *dev;
   uint64_t props_checksum;
   char dir[1040]; /* {cache root}/opencl; "" : no disk cache */
-  entry_t **slots; /* open addressing, power-of-two capacity */
-  size_t cap, len;
+  ruda__module_table_t table; /* kernel hash -> entry_t */
   bool disk_disabled;
   ruda__hasher_t key_prefix; /* the disk key's state after its device part */
 };
@@ -176,9 +175,7 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
   c->ctx = ctx;
   c->dev = dev;
   c->props_checksum = properties_checksum;
-  c->cap = 64;
-  c->slots = ruda__calloc(c->cap, sizeof *c->slots);
-  if (c->slots == NULL) {
+  if (!ruda__module_table_init(&c->table)) {
     ruda__free(c);
     return NULL;
   }
@@ -190,54 +187,18 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
   return c;
 }
 
+static void release_entry(void *value, void *ctx) {
+  entry_t *e = value;
+  const ruda__opencl_api_t *api = ctx;
+  if (e->fn.kernel) api->clReleaseKernel(e->fn.kernel);
+  if (e->program) api->clReleaseProgram(e->program);
+  ruda__free(e);
+}
+
 void ruda__opencl_program_cache_destroy(ruda__opencl_program_cache_t *c) {
   if (c == NULL) return;
-  for (size_t i = 0; i < c->cap; i++) {
-    entry_t *e = c->slots[i];
-    if (e == NULL) continue;
-    if (e->fn.kernel) c->api->clReleaseKernel(e->fn.kernel);
-    if (e->program) c->api->clReleaseProgram(e->program);
-    ruda__free(e);
-  }
-  ruda__free(c->slots);
+  ruda__module_table_destroy(&c->table, release_entry, (void *)c->api);
   ruda__free(c);
-}
-
-static size_t slot_of(const ruda__opencl_program_cache_t *c, ruda_hash128_t k) {
-  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (c->cap - 1);
-}
-
-static entry_t *lookup(const ruda__opencl_program_cache_t *c, ruda_hash128_t k) {
-  for (size_t i = slot_of(c, k), n = 0; n < c->cap; i = (i + 1) & (c->cap - 1), n++) {
-    entry_t *e = c->slots[i];
-    if (e == NULL) return NULL;
-    if (e->key.lo == k.lo && e->key.hi == k.hi) return e;
-  }
-  return NULL;
-}
-
-static bool insert(ruda__opencl_program_cache_t *c, entry_t *e) {
-  if ((c->len + 1) * 2 > c->cap) {
-    size_t ncap = c->cap * 2;
-    entry_t **ns = ruda__calloc(ncap, sizeof *ns);
-    if (ns == NULL) return false;
-    entry_t **old = c->slots;
-    size_t ocap = c->cap;
-    c->slots = ns;
-    c->cap = ncap;
-    for (size_t i = 0; i < ocap; i++) {
-      if (old[i] == NULL) continue;
-      size_t j = slot_of(c, old[i]->key);
-      while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
-      c->slots[j] = old[i];
-    }
-    ruda__free(old);
-  }
-  size_t j = slot_of(c, e->key);
-  while (c->slots[j] != NULL) j = (j + 1) & (c->cap - 1);
-  c->slots[j] = e;
-  c->len++;
-  return true;
 }
 
 /* ---- Disk cache ---- */
@@ -365,7 +326,7 @@ static char *join_options(const char *const *options, size_t n) {
 }
 
 bool ruda__opencl_program_cache_has(const ruda__opencl_program_cache_t *c, ruda_hash128_t key) {
-  return lookup(c, key) != NULL;
+  return ruda__module_table_find(&c->table, key) != NULL;
 }
 
 ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
@@ -373,7 +334,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
                                              const char *source, size_t len,
                                              const char *const *options, size_t num_options,
                                              ruda__opencl_function_t **out) {
-  entry_t *e = lookup(c, key);
+  entry_t *e = ruda__module_table_find(&c->table, key);
   if (e != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
     *out = &e->fn;
@@ -440,10 +401,9 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     ruda__free(e);
     return s;
   }
-  e->key = key;
   e->program = prog;
   e->fn.from_disk = from_disk;
-  if (!insert(c, e)) {
+  if (!ruda__module_table_insert(&c->table, key, e)) {
     api->clReleaseKernel(e->fn.kernel);
     api->clReleaseProgram(prog);
     ruda__free(e);
