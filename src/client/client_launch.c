@@ -1,5 +1,5 @@
-/* Launches: argument checks on the caller's thread (handles, counts,
- * limits the device's properties decide, features of portable kernels),
+/* Launches: argument checks on the caller's thread (ruda__launch_validate,
+ * then the handles),
  * bindings taken for the worker, and measured launches at [profiling] level
  * basic and above. The file map of the client is in client_internal.h. */
 #include <stdio.h>
@@ -36,7 +36,7 @@ static void launch_op_free(ruda__device_t *d, launch_op_t *l) {
 RUDA__HOT
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
-  if (d->server) ruda__server_launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  if (d->server) d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
   launch_op_free(d, l);
 }
 
@@ -86,45 +86,11 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   if (!c || !kernel) return ruda__client_invalid("launch: NULL client or kernel");
   static const ruda_kernel_args_t no_args;
   if (!args) args = &no_args;
-  if ((args->num_buffers && !args->buffers) || (args->num_tensor_maps && !args->tensor_maps) ||
-      (args->info.len && !args->info.data)) {
-    return ruda__client_invalid("launch: arguments with a count but no array");
-  }
-  const ruda_device_properties_t *p = ruda_client_properties(c);
-  if (p->hardware.max_bindings &&
-      args->num_buffers + args->num_tensor_maps > p->hardware.max_bindings) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "launch of '%s': %zu bindings, the device takes at most %u",
-                              kernel->desc.name, args->num_buffers + args->num_tensor_maps,
-                              p->hardware.max_bindings);
-  }
-  for (size_t i = 0; i < args->num_tensor_maps; i++) {
-    if (!args->tensor_maps[i].buffer) {
-      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                                "launch of '%s': tensor map %zu has no buffer", kernel->desc.name, i);
-    }
-  }
-  if (count.dynamic && !count.buffer) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "launch of '%s': a dynamic count needs a buffer", kernel->desc.name);
-  }
-  /* A portable kernel that needs a feature the device lacks fails here, at
-   * once, rather than as a compilation error at the next sync. */
-  if (kernel->portable_needs.features & ~p->features) {
-    char device[160];
-    snprintf(device, sizeof device, "%s:%u (%s)", ruda_device_type_name(c->dev->id.type_id),
-             c->dev->id.index_id, p->name);
-    ruda_status_t need = ruda__kernel_check_features(kernel, c->dev->id.type_id, p->features, device);
-    if (need) return need;
-  }
-  /* Limits the device's properties decide fail here, naming the kernel,
-   * the limit and the value, rather than at the next sync. */
-  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
-  if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
-  if (limit) {
-    return ruda_status_set_launch(ruda_status_into_server(limit), kernel->desc.name,
-                                  ruda__client_stream(c).value);
-  }
+  /* Everything about the launch is checked here, once, before anything
+   * is queued (the server and the backends trust it). */
+  ruda_status_t invalid = ruda__launch_validate(c->dev->id, ruda_client_properties(c),
+                                                ruda__client_stream(c), kernel, count, args);
+  if (invalid) return invalid;
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   /* Counts from the caller: the block's size must not wrap. */
   size_t bytes = 0, part;

@@ -166,7 +166,7 @@ void ruda__server_graph_replay(ruda__server_t *s, const ruda__graph_t *g, void *
     const ruda__graph_node_t *n = &g->nodes[i];
     if (n->kind == RUDA__GRAPH_LAUNCH) {
       const ruda__graph_launch_t *l = &n->u.launch;
-      ruda__server_launch(s, l->kernel, &l->count, &l->args, l->mode, stream);
+      s->vt->launch(s, l->kernel, &l->count, &l->args, l->mode, stream);
     } else {
       replay_write(s, g, &n->u.write, stream);
     }

@@ -6,8 +6,8 @@
  * A backend may turn a recording into a graph of its own (graph_build in
  * the vtable: CUDA instantiates a CUDA graph); otherwise
  * ruda__server_graph_replay runs the recorded list on the worker, each
- * launch through ruda__server_launch and each write through the backend's
- * write, exactly as if they had been submitted one by one (the CPU and
+ * launch through the backend's launch and each write through its
+ * write (both validated when they were recorded), exactly as if they had been submitted one by one (the CPU and
  * OpenCL backends). Everything here runs on the device's worker thread,
  * except building the list (ruda__graph_add_*), which the recording client
  * does under its own lock.

@@ -132,10 +132,11 @@ typedef struct ruda__server_vtable {
   ruda_status_t (*get_resource)(ruda__server_t *s, const ruda_binding_t *b,
                                 ruda_stream_id_t stream, ruda_resource_t *out);
 
-  /* Runs/queues the kernel. The server layer (ruda__server_launch) has
-   * checked the kernel's dim and shared memory and a static count; the
-   * backend checks a dynamic count's values (ruda__validate_count) and
-   * what only it knows. Errors queued (ruda__stream_push_error). */
+  /* Runs/queues the kernel. ruda__launch_validate checked the launch
+   * (arguments, the kernel's dim and shared memory, a static count,
+   * features) before it was queued; the backend checks a dynamic count's
+   * values (ruda__validate_count) and what only it knows. Errors queued
+   * (ruda__stream_push_error). */
   void (*launch)(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
                  const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                  ruda_stream_id_t stream);
@@ -317,20 +318,6 @@ struct ruda__server {
  * ruda__server_utilities_init). Errors: RUDA_ERR_UNAVAILABLE (host memory). */
 ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_table_ops_t *ops);
 
-/* The server layer's launch: validates what does not depend on the backend
- * (the kernel's dim and shared memory against the properties, a static
- * count against max_ruda_count and the 64-bit ruda total, a dynamic count
- * view of at least 12 bytes) and queues a launch error on `stream` for a
- * launch that cannot run; otherwise calls s->vt->launch. Worker thread. */
-void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
-                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                         ruda_stream_id_t stream);
-
-/* The checks of ruda__server_launch alone: the LaunchError (unwrapped) of a
- * launch that cannot run, or NULL. */
-ruda_status_t ruda__server_launch_check(ruda__server_t *s, const ruda_kernel_t *kernel,
-                                        const ruda__count_t *count);
-
 /* The memory usage of every stream of the device together (s->vt's
  * memory_usage_device, else the sum over the stream table). Queued errors
  * do not make it fail. Worker thread. */
@@ -443,8 +430,21 @@ uint64_t ruda__comm_timeout_ns(void);
 /* "f64, f32, ..." for the bits of `types`; snprintf semantics. Thread-safe. */
 size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
 
-/* ---- Launch validation shared by backends ---- */
+/* ---- Launch validation ---- */
 
+/* The one validation of a launch, on the caller's thread before anything
+ * is queued (ruda_client_launch): the arrays the counts promise, the
+ * number of bindings, tensor maps' and a dynamic count's buffers, the
+ * features a portable kernel needs (ruda__kernel_check_features), the
+ * kernel's dim and shared memory (ruda__validate_launch) and a static
+ * count (ruda__validate_count). NULL when the launch may be queued, else
+ * the error the launch returns: InvalidArgument, a
+ * LaunchError::CompilationError for a missing feature, or a ServerError
+ * naming the kernel and `stream` around a limit. Nothing after it checks
+ * these again: a new check of a launch belongs here. Thread-safe. */
+ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_properties_t *p,
+                                    ruda_stream_id_t stream, const ruda_kernel_t *kernel,
+                                    ruda_count_t count, const ruda_kernel_args_t *args);
 /* Checks dim, units and shared memory against the properties; NULL when
  * they fit, else LaunchError::TooManyResources wrapping the
  * ResourceLimitError (RudaDim, Units or SharedMemory) that was exceeded. */
@@ -453,8 +453,8 @@ ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_
 /* Checks a dispatch count of kernel `desc` against max_ruda_count and that
  * its total number of rudas (x * y * z) fits in 64 bits;
  * LaunchError::Unknown naming the kernel, the limit and the value. Backends
- * call it for dynamic counts (static ones were checked by
- * ruda__server_launch). */
+ * call it for dynamic counts, once read (static ones were checked by
+ * ruda__launch_validate). */
 ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
                                    const ruda_kernel_desc_t *desc, ruda_count3_t c);
 /* Smallest view a dynamic count is read from (three uint32). */

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
+#include "server/kernel_object.h"
 #include "server/server.h"
 
 uint64_t ruda__now_ns(void) {
@@ -104,6 +105,51 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap) {
 
 /* ---- Validation ---- */
 
+/* The one check of a launch (see server.h): what the call passes, then
+ * what the device's properties decide. */
+RUDA__HOT
+ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_properties_t *p,
+                                    ruda_stream_id_t stream, const ruda_kernel_t *kernel,
+                                    ruda_count_t count, const ruda_kernel_args_t *args) {
+  const char *name = kernel->desc.name;
+  if ((args->num_buffers && !args->buffers) || (args->num_tensor_maps && !args->tensor_maps) ||
+      (args->info.len && !args->info.data)) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch: arguments with a count but no array");
+  }
+  if (p->hardware.max_bindings &&
+      args->num_buffers + args->num_tensor_maps > p->hardware.max_bindings) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch of '%s': %zu bindings, the device takes at most %u", name,
+                              args->num_buffers + args->num_tensor_maps, p->hardware.max_bindings);
+  }
+  for (size_t i = 0; i < args->num_tensor_maps; i++) {
+    if (!args->tensor_maps[i].buffer) {
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "launch of '%s': tensor map %zu has no buffer", name, i);
+    }
+  }
+  if (count.dynamic && !count.buffer) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch of '%s': a dynamic count needs a buffer", name);
+  }
+  /* A portable kernel that needs a feature the device lacks fails here, at
+   * once, rather than as a compilation error at the next sync. */
+  if (kernel->portable_needs.features & ~p->features) {
+    char where[160];
+    snprintf(where, sizeof where, "%s:%u (%s)", ruda_device_type_name(device.type_id),
+             device.index_id, p->name);
+    ruda_status_t need = ruda__kernel_check_features(kernel, device.type_id, p->features, where);
+    if (need) return need;
+  }
+  /* Limits the device's properties decide fail here, naming the kernel,
+   * the limit and the value, rather than at the next sync. */
+  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
+  if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
+  if (limit) return ruda_status_set_launch(ruda_status_into_server(limit), name, stream.value);
+  return NULL;
+}
+
 RUDA__HOT
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes) {
@@ -155,45 +201,6 @@ ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
 ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_table_ops_t *ops) {
   return ruda__stream_table_init(&s->streams, s->utilities.settings.max_streams, ops,
                                  &s->queued_errors);
-}
-
-static ruda_status_t check_launch(ruda__server_t *s, const ruda_kernel_desc_t *d,
-                                  const ruda__count_t *count) {
-  const ruda_device_properties_t *p = &s->utilities.properties;
-  ruda_status_t err = ruda__validate_launch(p, d->ruda_dim, d->shared_mem_bytes);
-  if (err) return err;
-  if (!count->dynamic) return ruda__validate_count(p, d, count->fixed);
-  uint64_t view = ruda_binding_size_in_used(&count->buffer);
-  if (view < RUDA__DYNAMIC_COUNT_BYTES) {
-    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                              "kernel '%s': a dynamic count is read from %u bytes (three "
-                              "uint32), its buffer view has %llu",
-                              d->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)view);
-  }
-  return NULL;
-}
-
-ruda_status_t ruda__server_launch_check(ruda__server_t *s, const ruda_kernel_t *kernel,
-                                       const ruda__count_t *count) {
-  return check_launch(s, ruda_kernel_desc(kernel), count);
-}
-
-RUDA__HOT
-void ruda__server_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
-                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                         ruda_stream_id_t stream) {
-  ruda_status_t err = check_launch(s, ruda_kernel_desc(kernel), count);
-  if (!err) {
-    s->vt->launch(s, kernel, count, args, mode, stream);
-    return;
-  }
-  ruda__stream_t *st = ruda__stream_get(&s->streams, stream);
-  if (st) {
-    ruda__stream_advance(&s->streams, st);
-    ruda__stream_push_launch_error(st, err, ruda_kernel_desc(kernel)->name);
-  } else {
-    ruda_status_free(err);
-  }
 }
 
 ruda_status_t ruda__server_memory_usage_device(ruda__server_t *s, ruda_memory_usage_t *out) {

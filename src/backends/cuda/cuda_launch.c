@@ -1,7 +1,7 @@
 /* Kernel launches of the CUDA server: the module cache, cross-stream
  * ordering of the bindings, dynamic counts, tensor maps, info words, opt-in
  * shared memory and thread-block clusters. The vtable entry (cuda_server.c)
- * settles faults first; the server layer validated the launch. */
+ * settles faults first; ruda__launch_validate validated the launch. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -151,8 +151,8 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
   if (st->ngc) ruda__cuda_gc_poll(s, st, false);
-  /* The server layer checked the dim, shared memory and a static count
-   * (ruda__server_launch). */
+  /* The dim, shared memory and a static count were checked before the
+   * launch was queued (ruda__launch_validate). */
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
   ruda__cuda_function_t *fn = NULL;
   ruda_status_t e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);

@@ -1,7 +1,6 @@
 /* The server layer around a backend: per-device settings built from the
- * configuration, launch validation done once before a backend sees a
- * launch (queued as a launch error on the right stream), count checks, and
- * the device-wide usage. Driven with a fake backend server. */
+ * configuration, the one launch validation (ruda__launch_validate), count
+ * checks, and the device-wide usage. Driven with a fake backend server. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,15 +49,7 @@ TEST(settings_follow_the_configuration) {
 
 typedef struct fake_server {
   ruda__server_t base;
-  int launches;
 } fake_server_t;
-
-static void fake_launch(ruda__server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
-                        const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                        ruda_stream_id_t stream) {
-  (void)kernel, (void)count, (void)args, (void)mode, (void)stream;
-  ((fake_server_t *)s)->launches++;
-}
 
 static ruda_memory_usage_t fake_usage(void *ctx, ruda__stream_t *st) {
   (void)ctx;
@@ -66,7 +57,7 @@ static ruda_memory_usage_t fake_usage(void *ctx, ruda__stream_t *st) {
   return u;
 }
 
-static const ruda__server_vtable_t fake_vt = {.name = "fake", .launch = fake_launch};
+static const ruda__server_vtable_t fake_vt = {.name = "fake"};
 
 static void fake_init(fake_server_t *f) {
   memset(f, 0, sizeof *f);
@@ -107,41 +98,40 @@ static ruda_kernel_t *kernel(const char *name, uint32_t units, uint64_t shared) 
   return k;
 }
 
-static ruda_status_t drain(fake_server_t *f, uint64_t stream) {
-  ruda__stream_t *st = ruda__stream_find(&f->base.streams, (ruda_stream_id_t){stream});
-  return st ? ruda__stream_check(st, RUDA__MODE_DRAIN) : NULL;
-}
-
-TEST(the_server_layer_rejects_launches_that_cannot_run_on_their_stream) {
+TEST(one_validation_rejects_launches_that_cannot_run) {
   fake_server_t f;
   fake_init(&f);
+  const ruda_device_properties_t *p = &f.base.utilities.properties;
+  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
+  ruda_stream_id_t stream = {1128};
   ruda_kernel_t *k = kernel("wide", 64, 0);
   ruda_kernel_t *big = kernel("greedy", 1, 8192);
   ASSERT_NOT_NULL(k);
   ASSERT_NOT_NULL(big);
-  ruda__launch_args_t args;
+  ruda_kernel_args_t args;
   memset(&args, 0, sizeof args);
-  ruda__count_t ok = {false, {4, 1, 1}, {0}};
-  ruda__count_t wraps = {false, {1u << 22, 1u << 21, 1u << 21}, {0}};
-  ruda__server_launch(&f.base, k, &ok, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1});
-  ASSERT_EQ(f.launches, 1);
-  /* (2^22, 2^21, 2^21) = 2^64 rudas (the total wraps) never reach the
-   * backend, and the error names the kernel, the value and the limit. */
-  ruda__server_launch(&f.base, k, &wraps, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1128});
-  ruda__server_launch(&f.base, big, &ok, &args, RUDA_EXEC_CHECKED, (ruda_stream_id_t){1000});
-  ASSERT_EQ(f.launches, 1);
-  ASSERT_OK(drain(&f, 1));
-  ruda_status_t s = drain(&f, 1128);
+  ruda_count_t ok = ruda_count_static(4, 1, 1);
+  ruda_count_t wraps = ruda_count_static(1u << 22, 1u << 21, 1u << 21);
+  ASSERT_OK(ruda__launch_validate(dev, p, stream, k, ok, &args));
+  /* (2^22, 2^21, 2^21) = 2^64 rudas (the total wraps) are refused, and the
+   * error names the kernel, the value, the limit and the stream. */
+  ruda_status_t s = ruda__launch_validate(dev, p, stream, k, wraps, &args);
   ASSERT_NOT_NULL(s);
-  ASSERT_UEQ(ruda_status_error_count(s), 1);
   char text[1024];
   ruda_status_format(s, text, sizeof text);
   ASSERT_STR_CONTAINS(text, "kernel 'wide'");
   ASSERT_STR_CONTAINS(text, "(4194304, 2097152, 2097152)");
   ASSERT_STR_CONTAINS(text, "18446744073709551615");
+  ASSERT_STR_CONTAINS(text, "1128");
   ruda_status_free(s);
-  s = drain(&f, 1000);
+  s = ruda__launch_validate(dev, p, stream, big, ok, &args);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_RESOURCE_SHARED_MEMORY));
+  ruda_status_free(s);
+  /* A count promising an array that is not there. */
+  args.num_buffers = 1;
+  s = ruda__launch_validate(dev, p, stream, k, ok, &args);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
   ruda_status_free(s);
   ruda_kernel_release(k);
   ruda_kernel_release(big);
