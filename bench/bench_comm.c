@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_internal.h"
 #include "harness.h"
 #include "ruda/ruda.h"
 
@@ -196,10 +197,6 @@ static void cpu_cases(ruda_bench_t *b) {
 
 /* ---- CUDA: NCCL through ruda against NCCL directly ---- */
 
-#if defined(RUDA_HAVE_CUDA_HEADERS)
-#include "backends/cuda/cuda_internal.h"
-#include "backends/cuda/cuda_nccl.h"
-#endif
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
 
@@ -419,7 +416,9 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
   ruda_status_free(r.err);
 }
 
-static void cuda_cases(ruda_bench_t *b) {
+/* The cases of every operation up to `last` (OP_ALLREDUCE: all-reduce
+ * only). */
+static void cuda_cases(ruda_bench_t *b, comm_op_t last) {
   static const comm_size_t sizes[] = {
       {4096, 4096, 4096},
       {1ull << 20, 1ull << 20, 1ull << 16},
@@ -429,7 +428,7 @@ static void cuda_cases(ruda_bench_t *b) {
   uint32_t count = 0;
   ruda_status_free(ruda_device_count(RUDA_DEVICE_TYPE_CUDA, &count));
   size_t n = count >= 2 ? 2 : 1;
-  for (int op = OP_ALLREDUCE; op <= OP_SENDRECV; op++) {
+  for (int op = OP_ALLREDUCE; op <= (int)last; op++) {
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
       char tag[24];
       ruda_bench_comm_size_name(ruda_bench_pick(b, sizes[si].full, sizes[si].quick, sizes[si].smoke),
@@ -453,15 +452,24 @@ static void cuda_cases(ruda_bench_t *b) {
 
 #endif /* RUDA_HAVE_NCCL_HEADERS */
 
-void ruda_bench_comm(ruda_bench_t *b) {
-  if (ruda_bench_comm_mpi(b)) return; /* started by an MPI launcher */
+static void comm_cases(ruda_bench_t *b, bool allreduce_only) {
   if (ruda_bench_on_cuda(b)) {
 #if defined(RUDA_HAVE_NCCL_HEADERS)
-    cuda_cases(b);
+    cuda_cases(b, allreduce_only ? OP_ALLREDUCE : OP_SENDRECV);
 #else
+    (void)allreduce_only;
     ruda_bench_skip(b, BENCH, "cuda", "ruda was built without the CUDA/NCCL headers");
 #endif
     return;
   }
   cpu_cases(b);
 }
+
+void ruda_bench_comm(ruda_bench_t *b) {
+  if (ruda_bench_comm_mpi(b)) return; /* started by an MPI launcher */
+  comm_cases(b, false);
+}
+
+/* `ruda bench allreduce`: the all-reduce cases of this group alone, in one
+ * process (the CPU cases are all-reduces already). */
+void ruda_bench_allreduce(ruda_bench_t *b) { comm_cases(b, true); }

@@ -25,9 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_internal.h"
 #include "harness.h"
-#include "memory/memory_manager.h"
-#include "memory/storage.h"
 #include "ruda/client.h"
 
 #define BM_MIB (1024ull * 1024ull)

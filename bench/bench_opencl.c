@@ -27,40 +27,41 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness.h"
-#include "ruda/ruda.h"
+#include "bench_gpu.h"
+#include "bench_internal.h"
 
 #if !defined(RUDA_HAVE_OPENCL_HEADERS)
 
-#define NOT_BUILT "ruda was built without the OpenCL headers"
-void ruda_bench_opencl_launch(ruda_bench_t *b) { ruda_bench_skip(b, "launch", "opencl", NOT_BUILT); }
-void ruda_bench_opencl_memory(ruda_bench_t *b) { ruda_bench_skip(b, "memory", "opencl", NOT_BUILT); }
-void ruda_bench_opencl_copy(ruda_bench_t *b) { ruda_bench_skip(b, "copy", "opencl", NOT_BUILT); }
-void ruda_bench_opencl_compile(ruda_bench_t *b) { ruda_bench_skip(b, "compile", "opencl", NOT_BUILT); }
+RUDA_BENCH_GPU_NOT_BUILT(opencl, launch)
+RUDA_BENCH_GPU_NOT_BUILT(opencl, memory)
+RUDA_BENCH_GPU_NOT_BUILT(opencl, copy)
+RUDA_BENCH_GPU_NOT_BUILT(opencl, compile)
 
 #else
 
 #include "backends/opencl/opencl_internal.h"
 
-/* The raw side: the device ruda uses, a context and a queue of its own. */
+/* The raw side: the device ruda uses, a context and a queue of its own,
+ * and the baseline's kernel (launch) and buffers (copy). */
 typedef struct raw {
   const ruda__opencl_api_t *api;
   const ruda__opencl_device_t *dev;
   cl_context ctx;
   cl_command_queue q;
+  cl_kernel kernel;
+  cl_mem buf, host;
+  void *pinned; /* `host` mapped */
 } raw_t;
 
-static bool raw_open(ruda_bench_t *b, const char *bench, ruda_client_t *c, raw_t *r) {
+static bool raw_open(ruda_bench_t *b, const char *bench, ruda_client_t *c, void *p) {
+  raw_t *r = p;
   memset(r, 0, sizeof *r);
   const ruda__opencl_device_t *devs = NULL;
   size_t n = 0;
   ruda_status_t s = ruda__opencl_devices(&devs, &n);
   if (s == NULL) s = ruda__opencl_api_get(&r->api);
   if (s) {
-    char *t = ruda_status_to_string(s);
-    ruda_bench_skip(b, bench, "opencl", t ? t : "OpenCL unavailable");
-    free(t);
-    ruda_status_free(s);
+    ruda_bench_gpu_skip_status(b, bench, "opencl", s);
     return false;
   }
   uint16_t index = ruda_client_device(c).index_id;
@@ -87,74 +88,27 @@ static bool raw_open(ruda_bench_t *b, const char *bench, ruda_client_t *c, raw_t
   return true;
 }
 
-static void raw_close(raw_t *r) {
+static void raw_close(void *p) {
+  raw_t *r = p;
   if (r->q) r->api->clReleaseCommandQueue(r->q);
   if (r->ctx) r->api->clReleaseContext(r->ctx);
 }
 
-static void keep(ruda_status_t *slot, ruda_status_t s) {
-  if (!s) return;
-  if (*slot)
-    ruda_status_free(s);
-  else
-    *slot = s;
-}
-
-static bool check(ruda_bench_t *b, const char *bench, const char *case_name, ruda_status_t s) {
-  if (!s) return true;
-  char *t = ruda_status_to_string(s);
-  ruda_bench_fail(b, bench, case_name, "%s", t ? t : "error");
-  free(t);
-  ruda_status_free(s);
-  return false;
-}
-
-static ruda_kernel_t *cl_text_kernel(const char *name, const char *src, uint32_t units,
-                                     ruda_status_t *err) {
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = name;
-  d.ruda_dim = ruda_dim_new_1d(units);
-  ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, src);
-  d.code = &code;
-  d.num_code = 1;
-  ruda_kernel_t *k = NULL;
-  *err = ruda_kernel_create(&d, &k);
-  return k;
-}
+static const ruda_bench_gpu_baseline_t raw_baseline = {raw_open, raw_close};
 
 /* ---- launch ---- */
 
 static const char empty_src[] = "__kernel void bench_empty(__global const ulong *info) {}\n";
 
-typedef struct launch_ctx {
-  ruda_client_t *c;
-  ruda_kernel_t *k;
-  raw_t *raw;
-  cl_kernel kernel;
-  ruda_status_t err;
-} launch_ctx_t;
-
-static void ruda_roundtrip(void *p) {
-  launch_ctx_t *x = p;
-  ruda_kernel_args_t a = {0};
-  keep(&x->err, ruda_client_launch(x->c, x->k, ruda_count_static(1, 1, 1), &a));
-  keep(&x->err, ruda_client_sync(x->c));
-}
-
-static void raw_launch(launch_ctx_t *x) {
+static void raw_launch(ruda_bench_gpu_t *x) {
+  raw_t *r = x->raw;
   size_t one = 1;
-  x->raw->api->clEnqueueNDRangeKernel(x->raw->q, x->kernel, 1, NULL, &one, &one, 0, NULL, NULL);
+  r->api->clEnqueueNDRangeKernel(r->q, r->kernel, 1, NULL, &one, &one, 0, NULL, NULL);
 }
 
-static void raw_roundtrip(void *p) {
-  launch_ctx_t *x = p;
-  raw_launch(x);
-  x->raw->api->clFinish(x->raw->q);
-}
-
-static ruda_bench_stats_t stats_of(double *samples, size_t n) {
-  return ruda_bench_stats_from_samples(samples, n);
+static void raw_sync(ruda_bench_gpu_t *x) {
+  raw_t *r = x->raw;
+  r->api->clFinish(r->q);
 }
 
 /* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
@@ -163,15 +117,14 @@ static ruda_bench_stats_t stats_of(double *samples, size_t n) {
 
 #define PART(label, stmt) RUDA_BENCH_PART(b, samples, label, stmt)
 
-static void ruda_bench_opencl_parts(ruda_bench_t *b, launch_ctx_t *x) {
-  const ruda__opencl_api_t *api = x->raw->api;
-  cl_command_queue q = x->raw->q;
-  cl_kernel k = x->kernel;
-  ruda_client_t *c = x->c;
+static void ruda_bench_opencl_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
+  raw_t *raw = x->raw;
+  const ruda__opencl_api_t *api = raw->api;
+  cl_command_queue q = raw->q;
+  cl_kernel k = raw->kernel;
   double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
   if (!samples) return;
   size_t one = 1;
-  ruda_kernel_args_t a = {0};
   cl_event ev = NULL;
   volatile uint64_t clock_sink = 0;
   PART("clock_gettime(CLOCK_MONOTONIC)", clock_sink += ruda_bench_now_ns());
@@ -213,309 +166,149 @@ static void ruda_bench_opencl_parts(ruda_bench_t *b, launch_ctx_t *x) {
     api->clWaitForEvents(1, &ev);
     api->clReleaseEvent(ev);
   });
-  PART("ruda_client_flush (idle)", ruda_status_free(ruda_client_flush(c)));
-  PART("ruda_client_sync (idle)", ruda_status_free(ruda_client_sync(c)));
-  PART("ruda_client_launch (caller)",
-       ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a)));
-  ruda_status_free(ruda_client_sync(c));
-  PART("ruda_client_launch + ruda_client_sync", {
-    ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a));
-    ruda_status_free(ruda_client_sync(c));
-  });
-  ruda_bench_server_parts(b, c, x->k);
+  ruda_bench_gpu_ruda_parts(b, x, samples);
   free(samples);
 }
 
 void ruda_bench_opencl_launch(ruda_bench_t *b) {
-  ruda_client_t *c = NULL;
-  if (!ruda_bench_open_client(b, "launch", "launch_empty_caller", &c)) return;
+  ruda_bench_gpu_t x;
   raw_t raw;
-  if (!raw_open(b, "launch", c, &raw)) {
-    ruda_client_release(c);
-    return;
-  }
-  launch_ctx_t x = {c, NULL, &raw, NULL, NULL};
+  if (!ruda_bench_gpu_open(b, "launch", "launch_empty_caller", &raw_baseline, &raw, &x)) return;
   cl_program prog = NULL;
-  double *rs = NULL, *bs = NULL;
-  ruda_status_t s = NULL;
-  x.k = cl_text_kernel("bench_empty", empty_src, 1, &s);
-  if (!check(b, "launch", "launch_empty_caller", s)) goto out;
-  if (!check(b, "launch", "launch_empty_caller",
-             ruda__opencl_build_source(raw.api, raw.ctx, raw.dev->device, "bench_empty", empty_src,
-                                       0, NULL, &prog)))
-    goto out;
-  cl_int e = CL_SUCCESS;
-  x.kernel = raw.api->clCreateKernel(prog, "bench_empty", &e);
-  raw.api->clSetKernelArg(x.kernel, 0, sizeof(cl_mem), NULL);
-
-  size_t reps = ruda_bench_pick(b, 30, 10, 2), batch = ruda_bench_pick(b, 200, 100, 4);
-  for (int i = 0; i < 20; i++) ruda_roundtrip(&x), raw_roundtrip(&x);
-  rs = calloc(reps, sizeof *rs);
-  bs = calloc(reps, sizeof *bs);
-  if (!rs || !bs) goto out;
-  ruda_kernel_args_t a = {0};
-  for (size_t r = 0; r < reps; r++) {
-    uint64_t t0 = ruda_bench_now_ns();
-    for (size_t i = 0; i < batch; i++)
-      keep(&x.err, ruda_client_launch(c, x.k, ruda_count_static(1, 1, 1), &a));
-    uint64_t t1 = ruda_bench_now_ns();
-    keep(&x.err, ruda_client_sync(c));
-    rs[r] = (double)(t1 - t0) / (double)batch;
-    t0 = ruda_bench_now_ns();
-    for (size_t i = 0; i < batch; i++) raw_launch(&x);
-    t1 = ruda_bench_now_ns();
-    raw.api->clFinish(raw.q);
-    bs[r] = (double)(t1 - t0) / (double)batch;
+  ruda_status_t s =
+      ruda_bench_gpu_text_kernel(RUDA_KERNEL_FORMAT_OPENCL_C, "bench_empty", empty_src, 1, &x.k);
+  if (!s)
+    s = ruda__opencl_build_source(raw.api, raw.ctx, raw.dev->device, "bench_empty", empty_src, 0,
+                                  NULL, &prog);
+  if (ruda_bench_gpu_ok(b, "launch", "launch_empty_caller", s)) {
+    cl_int e = CL_SUCCESS;
+    raw.kernel = raw.api->clCreateKernel(prog, "bench_empty", &e);
+    raw.api->clSetKernelArg(raw.kernel, 0, sizeof(cl_mem), NULL);
+    static const ruda_bench_gpu_launch_raw_t opencl_launch = {
+        raw_launch, raw_sync, "clEnqueueNDRangeKernel", "clEnqueueNDRangeKernel+clFinish",
+        ruda_bench_opencl_parts};
+    ruda_bench_gpu_launch_cases(b, &x, &opencl_launch);
   }
-  if (check(b, "launch", "launch_empty_caller", x.err))
-    ruda_bench_report(b, "launch", "launch_empty_caller", "ns", stats_of(rs, reps),
-                      stats_of(bs, reps), "clEnqueueNDRangeKernel", true);
-  x.err = NULL;
-  ruda_bench_stats_t rr, br;
-  ruda_bench_compare_calls(ruda_roundtrip, raw_roundtrip, &x, 10, reps, batch / 4 + 1, &rr, &br);
-  if (check(b, "launch", "launch_empty_roundtrip", x.err))
-    ruda_bench_report(b, "launch", "launch_empty_roundtrip", "ns", rr, br,
-                      "clEnqueueNDRangeKernel+clFinish", true);
-  if (ruda_bench_parts_wanted()) ruda_bench_opencl_parts(b, &x);
-out:
-  free(rs);
-  free(bs);
-  if (x.kernel) raw.api->clReleaseKernel(x.kernel);
+  if (raw.kernel) raw.api->clReleaseKernel(raw.kernel);
   if (prog) raw.api->clReleaseProgram(prog);
   ruda_kernel_release(x.k);
-  raw_close(&raw);
-  ruda_client_release(c);
+  ruda_bench_gpu_close(&x);
 }
 
 /* ---- memory ---- */
 
-static const uint64_t mixed_sizes[] = {256, 4096, 1 << 20, 1000, 65536, 300000, 16, 131072};
-#define NMIXED (sizeof mixed_sizes / sizeof mixed_sizes[0])
-
-typedef struct mem_ctx {
-  ruda_client_t *c;
-  raw_t *raw;
-  ruda_status_t err;
-} mem_ctx_t;
-
-static void ruda_batch(void *p) {
-  mem_ctx_t *x = p;
-  for (int rep = 0; rep < 8; rep++)
-    for (size_t i = 0; i < NMIXED; i++) {
-      ruda_handle_t h;
-      ruda_status_t s = ruda_client_empty(x->c, mixed_sizes[i], &h);
-      if (s) {
-        keep(&x->err, s);
-        continue;
-      }
-      ruda_handle_release(&h);
-    }
-  keep(&x->err, ruda_client_sync(x->c));
+static void raw_create_release(ruda_bench_gpu_t *x, uint64_t size) {
+  raw_t *r = x->raw;
+  cl_int e = CL_SUCCESS;
+  cl_mem m = r->api->clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
+  if (m) r->api->clReleaseMemObject(m);
 }
 
-static void raw_batch(void *p) {
-  mem_ctx_t *x = p;
-  for (int rep = 0; rep < 8; rep++)
-    for (size_t i = 0; i < NMIXED; i++) {
-      cl_int e = CL_SUCCESS;
-      cl_mem m = x->raw->api->clCreateBuffer(x->raw->ctx, CL_MEM_READ_WRITE, mixed_sizes[i], NULL,
-                                             &e);
-      if (m) x->raw->api->clReleaseMemObject(m);
-    }
-}
+static void raw_batch(void *p) { ruda_bench_gpu_each_size(p, raw_create_release); }
 
 /* PoCL (like many drivers) gives a buffer memory at its first use, not in
  * clCreateBuffer: a buffer created and released unused costs a handle.
  * This side gives each buffer its memory, with the smallest first use (a
- * one-byte fill), and waits once per batch as ruda_batch syncs once. */
-static void raw_batch_first_use(void *p) {
-  mem_ctx_t *x = p;
-  const ruda__opencl_api_t *api = x->raw->api;
+ * one-byte fill), and waits once per batch as ruda's batch syncs once. */
+static void raw_create_use_release(ruda_bench_gpu_t *x, uint64_t size) {
+  raw_t *r = x->raw;
   static const cl_uchar zero = 0;
-  for (int rep = 0; rep < 8; rep++)
-    for (size_t i = 0; i < NMIXED; i++) {
-      cl_int e = CL_SUCCESS;
-      cl_mem m = api->clCreateBuffer(x->raw->ctx, CL_MEM_READ_WRITE, mixed_sizes[i], NULL, &e);
-      if (m == NULL) continue;
-      api->clEnqueueFillBuffer(x->raw->q, m, &zero, 1, 0, 1, 0, NULL, NULL);
-      api->clReleaseMemObject(m);
-    }
-  api->clFinish(x->raw->q);
+  cl_int e = CL_SUCCESS;
+  cl_mem m = r->api->clCreateBuffer(r->ctx, CL_MEM_READ_WRITE, size, NULL, &e);
+  if (m == NULL) return;
+  r->api->clEnqueueFillBuffer(r->q, m, &zero, 1, 0, 1, 0, NULL, NULL);
+  r->api->clReleaseMemObject(m);
 }
 
-static ruda_bench_stats_t per_op(ruda_bench_stats_t s) {
-  double n = 8.0 * (double)NMIXED;
-  s.median /= n;
-  s.min /= n;
-  s.max /= n;
-  return s;
+static void raw_batch_first_use(void *p) {
+  ruda_bench_gpu_t *x = p;
+  ruda_bench_gpu_each_size(x, raw_create_use_release);
+  raw_sync(x);
+}
+
+static void memory_case(ruda_bench_t *b, ruda_bench_gpu_t *x, const char *case_name,
+                        void (*raw_fn)(void *), const char *baseline, size_t reps) {
+  ruda_bench_stats_t rs, bs;
+  x->err = NULL;
+  ruda_bench_compare_calls(ruda_bench_gpu_reserve_batch, raw_fn, x, 5, reps, 1, &rs, &bs);
+  if (ruda_bench_gpu_ok(b, "memory", case_name, x->err))
+    ruda_bench_report(b, "memory", case_name, "ns", ruda_bench_gpu_per_op(rs),
+                      ruda_bench_gpu_per_op(bs), baseline, true);
+  x->err = NULL;
 }
 
 void ruda_bench_opencl_memory(ruda_bench_t *b) {
-  ruda_client_t *c = NULL;
-  if (!ruda_bench_open_client(b, "memory", "reserve_release_mixed", &c)) return;
+  ruda_bench_gpu_t x;
   raw_t raw;
-  if (!raw_open(b, "memory", c, &raw)) {
-    ruda_client_release(c);
-    return;
-  }
-  mem_ctx_t x = {c, &raw, NULL};
+  if (!ruda_bench_gpu_open(b, "memory", "reserve_release_mixed", &raw_baseline, &raw, &x)) return;
   size_t reps = ruda_bench_pick(b, 30, 10, 2);
-  ruda_bench_stats_t rs, bs;
-  ruda_bench_compare_calls(ruda_batch, raw_batch, &x, 5, reps, 1, &rs, &bs);
-  rs = per_op(rs);
-  bs = per_op(bs);
-  if (check(b, "memory", "reserve_release_mixed", x.err))
-    ruda_bench_report(b, "memory", "reserve_release_mixed", "ns", rs, bs,
-                      "clCreateBuffer+clReleaseMemObject", true);
-  x.err = NULL;
-  ruda_bench_compare_calls(ruda_batch, raw_batch_first_use, &x, 5, reps, 1, &rs, &bs);
-  rs = per_op(rs);
-  bs = per_op(bs);
-  if (check(b, "memory", "reserve_release_mixed_first_use", x.err))
-    ruda_bench_report(b, "memory", "reserve_release_mixed_first_use", "ns", rs, bs,
-                      "clCreateBuffer+clEnqueueFillBuffer(1 B)+clReleaseMemObject", true);
-  raw_close(&raw);
-  ruda_client_release(c);
+  memory_case(b, &x, "reserve_release_mixed", raw_batch, "clCreateBuffer+clReleaseMemObject",
+              reps);
+  memory_case(b, &x, "reserve_release_mixed_first_use", raw_batch_first_use,
+              "clCreateBuffer+clEnqueueFillBuffer(1 B)+clReleaseMemObject", reps);
+  ruda_bench_gpu_close(&x);
 }
 
 /* ---- copy ---- */
 
-typedef struct copy_ctx {
-  ruda_client_t *c;
-  raw_t *raw;
-  size_t size;
-  ruda_handle_t dev;   /* ruda device buffer */
-  ruda_bytes_t pinned; /* ruda staging buffer */
-  void *pageable;      /* the caller's host buffer (both sides) */
-  cl_mem raw_dev, raw_host;
-  void *raw_pinned;    /* raw_host mapped */
-  ruda_status_t err;
-} copy_ctx_t;
-
-static void ruda_write(void *p) {
-  copy_ctx_t *x = p;
-  keep(&x->err, ruda_client_write(x->c, &x->dev, x->pageable, x->size));
-  keep(&x->err, ruda_client_sync(x->c));
-}
 static void raw_write(void *p) {
-  copy_ctx_t *x = p;
-  x->raw->api->clEnqueueWriteBuffer(x->raw->q, x->raw_dev, CL_TRUE, 0, x->size, x->pageable, 0,
-                                    NULL, NULL);
-}
-static void ruda_read(void *p) {
-  copy_ctx_t *x = p;
-  keep(&x->err, ruda_client_read(x->c, &x->dev, x->pageable, x->size));
+  ruda_bench_gpu_t *x = p;
+  raw_t *r = x->raw;
+  r->api->clEnqueueWriteBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->pageable, 0, NULL, NULL);
 }
 static void raw_read(void *p) {
-  copy_ctx_t *x = p;
-  x->raw->api->clEnqueueReadBuffer(x->raw->q, x->raw_dev, CL_TRUE, 0, x->size, x->pageable, 0,
-                                   NULL, NULL);
-}
-static void ruda_write_pinned(void *p) {
-  copy_ctx_t *x = p;
-  ruda_bytes_t st;
-  uint64_t size = x->size;
-  ruda_status_t s = ruda_client_staging(x->c, &size, 1, &st);
-  if (s) {
-    keep(&x->err, s);
-    return;
-  }
-  ruda_handle_t h;
-  keep(&x->err, ruda_client_create_buffer_from_bytes(x->c, &st, &h));
-  keep(&x->err, ruda_client_sync(x->c));
-  ruda_handle_release(&h);
+  ruda_bench_gpu_t *x = p;
+  raw_t *r = x->raw;
+  r->api->clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->pageable, 0, NULL, NULL);
 }
 static void raw_write_pinned(void *p) {
-  copy_ctx_t *x = p;
-  x->raw->api->clEnqueueWriteBuffer(x->raw->q, x->raw_dev, CL_TRUE, 0, x->size, x->raw_pinned, 0,
-                                    NULL, NULL);
-}
-static void ruda_read_pinned(void *p) {
-  copy_ctx_t *x = p;
-  keep(&x->err, ruda_client_read(x->c, &x->dev, x->pinned.data, x->size));
+  ruda_bench_gpu_t *x = p;
+  raw_t *r = x->raw;
+  r->api->clEnqueueWriteBuffer(r->q, r->buf, CL_TRUE, 0, x->size, r->pinned, 0, NULL, NULL);
 }
 static void raw_read_pinned(void *p) {
-  copy_ctx_t *x = p;
-  x->raw->api->clEnqueueReadBuffer(x->raw->q, x->raw_dev, CL_TRUE, 0, x->size, x->raw_pinned, 0,
-                                   NULL, NULL);
-}
-
-/* Bandwidth (GB/s) from time stats (ns per call) for `bytes` per call. */
-static ruda_bench_stats_t bandwidth(ruda_bench_stats_t t, double bytes) {
-  ruda_bench_stats_t g = t;
-  g.median = t.median > 0 ? bytes / t.median : 0;
-  g.min = t.max > 0 ? bytes / t.max : 0;
-  g.max = t.min > 0 ? bytes / t.min : 0;
-  return g;
-}
-
-static void copy_case(ruda_bench_t *b, copy_ctx_t *x, const char *name, void (*ruda_fn)(void *),
-                      void (*raw_fn)(void *), const char *baseline, size_t reps) {
-  x->err = NULL;
-  ruda_bench_stats_t r, base;
-  ruda_bench_compare_calls(ruda_fn, raw_fn, x, 1, reps, 1, &r, &base);
-  if (check(b, "copy", name, x->err))
-    ruda_bench_report(b, "copy", name, "GB/s", bandwidth(r, (double)x->size),
-                      bandwidth(base, (double)x->size), baseline, false);
-  x->err = NULL;
+  ruda_bench_gpu_t *x = p;
+  raw_t *r = x->raw;
+  r->api->clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, x->size, r->pinned, 0, NULL, NULL);
 }
 
 void ruda_bench_opencl_copy(ruda_bench_t *b) {
-  ruda_client_t *c = NULL;
-  if (!ruda_bench_open_client(b, "copy", "write_256MiB", &c)) return;
+  ruda_bench_gpu_t x;
   raw_t raw;
-  if (!raw_open(b, "copy", c, &raw)) {
-    ruda_client_release(c);
-    return;
-  }
-  copy_ctx_t x;
-  memset(&x, 0, sizeof x);
-  x.c = c;
-  x.raw = &raw;
+  if (!ruda_bench_gpu_open(b, "copy", "write_256MiB", &raw_baseline, &raw, &x)) return;
   x.size = ruda_bench_pick(b, 256u << 20, 32u << 20, 1u << 20);
   size_t reps = ruda_bench_pick(b, 10, 5, 1);
-  uint64_t sz = x.size;
   cl_int e = CL_SUCCESS;
-  x.pageable = malloc(x.size);
-  if (x.pageable == NULL) {
-    ruda_bench_fail(b, "copy", "write_256MiB", "out of host memory");
-    goto out;
-  }
-  memset(x.pageable, 1, x.size);
-  if (!check(b, "copy", "write_256MiB", ruda_client_empty(c, x.size, &x.dev)) ||
-      !check(b, "copy", "read_pinned_256MiB", ruda_client_staging(c, &sz, 1, &x.pinned)))
-    goto out;
-  x.raw_dev = raw.api->clCreateBuffer(raw.ctx, CL_MEM_READ_WRITE, x.size, NULL, &e);
+  if (!ruda_bench_gpu_copy_open(b, &x, "write_256MiB")) goto out;
+  raw.buf = raw.api->clCreateBuffer(raw.ctx, CL_MEM_READ_WRITE, x.size, NULL, &e);
   if (e == CL_SUCCESS)
-    x.raw_host = raw.api->clCreateBuffer(raw.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, x.size,
-                                         NULL, &e);
+    raw.host = raw.api->clCreateBuffer(raw.ctx, CL_MEM_ALLOC_HOST_PTR | CL_MEM_READ_WRITE, x.size,
+                                       NULL, &e);
   if (e == CL_SUCCESS)
-    x.raw_pinned = raw.api->clEnqueueMapBuffer(raw.q, x.raw_host, CL_TRUE,
-                                               CL_MAP_READ | CL_MAP_WRITE, 0, x.size, 0, NULL,
-                                               NULL, &e);
+    raw.pinned = raw.api->clEnqueueMapBuffer(raw.q, raw.host, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE,
+                                             0, x.size, 0, NULL, NULL, &e);
   if (e != CL_SUCCESS) {
     ruda_bench_fail(b, "copy", "write_256MiB", "raw OpenCL buffers: %s", ruda__cl_error_name(e));
     goto out;
   }
-  memset(x.raw_pinned, 2, x.size);
-  memset(x.pinned.data, 3, x.size);
-  copy_case(b, &x, "write_256MiB", ruda_write, raw_write, "clEnqueueWriteBuffer", reps);
-  copy_case(b, &x, "read_256MiB", ruda_read, raw_read, "clEnqueueReadBuffer", reps);
-  copy_case(b, &x, "write_pinned_256MiB", ruda_write_pinned, raw_write_pinned,
-            "clEnqueueWriteBuffer (mapped ALLOC_HOST_PTR)", reps);
-  copy_case(b, &x, "read_pinned_256MiB", ruda_read_pinned, raw_read_pinned,
-            "clEnqueueReadBuffer (mapped ALLOC_HOST_PTR)", reps);
+  memset(raw.pinned, 2, x.size);
+  ruda_bench_gpu_copy_case(b, &x, "write_256MiB", ruda_bench_gpu_write_pageable, raw_write,
+                           "clEnqueueWriteBuffer", reps, true);
+  ruda_bench_gpu_copy_case(b, &x, "read_256MiB", ruda_bench_gpu_read_pageable, raw_read,
+                           "clEnqueueReadBuffer", reps, true);
+  ruda_bench_gpu_copy_case(b, &x, "write_pinned_256MiB", ruda_bench_gpu_write_pinned,
+                           raw_write_pinned, "clEnqueueWriteBuffer (mapped ALLOC_HOST_PTR)", reps,
+                           true);
+  ruda_bench_gpu_copy_case(b, &x, "read_pinned_256MiB", ruda_bench_gpu_read_pinned,
+                           raw_read_pinned, "clEnqueueReadBuffer (mapped ALLOC_HOST_PTR)", reps,
+                           true);
 out:
-  if (x.raw_pinned) raw.api->clEnqueueUnmapMemObject(raw.q, x.raw_host, x.raw_pinned, 0, NULL, NULL);
+  if (raw.pinned) raw.api->clEnqueueUnmapMemObject(raw.q, raw.host, raw.pinned, 0, NULL, NULL);
   if (raw.q) raw.api->clFinish(raw.q);
-  if (x.raw_host) raw.api->clReleaseMemObject(x.raw_host);
-  if (x.raw_dev) raw.api->clReleaseMemObject(x.raw_dev);
-  ruda_handle_release(&x.dev);
-  ruda_bytes_release(&x.pinned);
-  free(x.pageable);
-  raw_close(&raw);
-  ruda_client_release(c);
+  if (raw.host) raw.api->clReleaseMemObject(raw.host);
+  if (raw.buf) raw.api->clReleaseMemObject(raw.buf);
+  ruda_bench_gpu_copy_close(&x);
+  ruda_bench_gpu_close(&x);
 }
 
 /* ---- compile ---- */
@@ -545,7 +338,7 @@ static void ruda_warm_load(void *p) {
                                         x->root);
   ruda__opencl_function_t *fn = NULL;
   if (pc)
-    keep(&x->err, ruda__opencl_program_cache_get(pc, x->key, "bench_saxpy", compile_src, 0, NULL,
+    ruda_bench_keep_error(&x->err, ruda__opencl_program_cache_get(pc, x->key, "bench_saxpy", compile_src, 0, NULL,
                                                  0, &fn));
   ruda__opencl_program_cache_destroy(pc);
 }
@@ -559,19 +352,16 @@ static void raw_build(void *p) {
   if (e == CL_SUCCESS) e = api->clBuildProgram(prog, 1, &x->raw->dev->device, "", NULL, NULL);
   cl_kernel k = e == CL_SUCCESS ? api->clCreateKernel(prog, "bench_saxpy", &e) : NULL;
   if (e != CL_SUCCESS)
-    keep(&x->err, ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, e, "clBuildProgram", "baseline"));
+    ruda_bench_keep_error(&x->err, ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, e, "clBuildProgram", "baseline"));
   if (k) api->clReleaseKernel(k);
   if (prog) api->clReleaseProgram(prog);
 }
 
 void ruda_bench_opencl_compile(ruda_bench_t *b) {
-  ruda_client_t *c = NULL;
-  if (!ruda_bench_open_client(b, "compile", "kernel_load_warm_cache", &c)) return;
+  ruda_bench_gpu_t g;
   raw_t raw;
-  if (!raw_open(b, "compile", c, &raw)) {
-    ruda_client_release(c);
-    return;
-  }
+  if (!ruda_bench_gpu_open(b, "compile", "kernel_load_warm_cache", &raw_baseline, &raw, &g)) return;
+  ruda_client_t *c = g.c;
   compile_ctx_t x;
   memset(&x, 0, sizeof x);
   x.raw = &raw;
@@ -581,9 +371,9 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
                     "the disk cache is off ([compilation] cache = \"none\")");
     goto out;
   }
-  ruda_status_t s = NULL;
-  x.k = cl_text_kernel("bench_saxpy", compile_src, 256, &s);
-  if (!check(b, "compile", "kernel_load_warm_cache", s)) goto out;
+  ruda_status_t s =
+      ruda_bench_gpu_text_kernel(RUDA_KERNEL_FORMAT_OPENCL_C, "bench_saxpy", compile_src, 256, &x.k);
+  if (!ruda_bench_gpu_ok(b, "compile", "kernel_load_warm_cache", s)) goto out;
   x.key = ruda_kernel_hash(x.k);
   size_t reps = ruda_bench_pick(b, 20, 5, 1);
   ruda_warm_load(&x); /* fills the disk cache */
@@ -602,13 +392,12 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
                         (double)st.hit_query_ns / n,
                         (double)st.hit_total_ns / n);
   }
-  if (check(b, "compile", "kernel_load_warm_cache", x.err))
+  if (ruda_bench_gpu_ok(b, "compile", "kernel_load_warm_cache", x.err))
     ruda_bench_report(b, "compile", "kernel_load_warm_cache", "ns", r, base,
                       "clBuildProgram (source)", true);
   ruda_kernel_release(x.k);
 out:
-  raw_close(&raw);
-  ruda_client_release(c);
+  ruda_bench_gpu_close(&g);
 }
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */

@@ -1,7 +1,7 @@
 /* The benchmark harness behind `ruda bench` (see harness.h). */
 #include "harness.h"
 
-#include "base/json.h"
+#include "bench_internal.h"
 
 #include <dirent.h>
 #include <math.h>

@@ -163,6 +163,7 @@ void ruda_bench_launch(ruda_bench_t *b);
 void ruda_bench_triad(ruda_bench_t *b);
 void ruda_bench_copy(ruda_bench_t *b);
 void ruda_bench_compile(ruda_bench_t *b);
+/* The all-reduce cases of `comm` alone (bench_comm.c). */
 void ruda_bench_allreduce(ruda_bench_t *b);
 void ruda_bench_kernels(ruda_bench_t *b);
 void ruda_bench_comm(ruda_bench_t *b);

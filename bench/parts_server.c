@@ -7,9 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "client/client_internal.h"
+#include "bench_internal.h"
 #include "harness.h"
-#include "server/server.h"
 
 typedef struct server_rt {
   ruda_kernel_t *k;

@@ -27,7 +27,7 @@ static const bench_group_t groups[] = {
      "warm kernel load from the disk cache against NVRTC (CUDA) or clBuildProgram (OpenCL)"},
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
-    {"allreduce", ruda_bench_allreduce, "all-reduce of 2 devices against NCCL / a C loop"},
+    {"allreduce", ruda_bench_allreduce, "the all-reduce cases of `comm` alone, in one process"},
     {"graph", ruda_bench_graph,
      "replay of a recorded graph of 1000 kernels against launching them one by one (cuGraphLaunch on CUDA)"},
     {"comm", ruda_bench_comm,

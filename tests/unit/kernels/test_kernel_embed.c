@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../../tools/kernel_text.c"
+#include "kernel_text.h"
 #include "test.h"
 
 static void write_file(const char *dir, const char *name, const char *text) {

@@ -1,12 +1,13 @@
 /* The benchmark harness: statistics, ratios, JSON lines, escaping. The
- * harness is compiled into this test from its source (it is part of the
- * `ruda` command, not of the library). */
+ * harness is part of the `ruda` command, not of the library: this test
+ * links it as the command does (ruda_bench_harness, tools/parts.cmake). */
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "../../../bench/harness.c"
+#include "base/json.h"
+#include "harness.h"
 #include "json_check.h"
 #include "test.h"
 

@@ -1,7 +1,8 @@
-/* The `ruda` command's shared helpers (tools/tools_common.c), built into this
- * program on their own: they stand below the subcommands and the dispatcher
- * (tools/ruda.c) and need neither, so arrows in tools/ point one way. */
-#include "../../../tools/tools_common.c"
+/* The `ruda` command's shared helpers (tools/tools_common.c), linked into
+ * this program on their own (ruda_tools_common, tools/parts.cmake): they
+ * stand below the subcommands and the dispatcher (tools/ruda.c) and need
+ * neither, so arrows in tools/ point one way. */
+#include "tools_common.h"
 
 #include "ruda/client.h"
 #include "test.h"
