@@ -14,7 +14,7 @@
  * every small call (read, launch, sync, reserve, release): the compiler
  * puts them in .text.hot, which the linker lays out together, so a call
  * made after the program did other work touches a few pages of code
- * instead of twenty (docs/architecture.md). GCC and Clang; nothing
+ * instead of twenty (docs/design/architecture.md). GCC and Clang; nothing
  * elsewhere.
  */
 #ifndef RUDA_EXPORT_H

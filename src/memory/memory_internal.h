@@ -36,7 +36,7 @@
  * alone, and it brings the handles, layout policies and drop queue along.
  *
  * A manager is one stream's memory, used on its device's worker thread
- * only (docs/memory.md).
+ * only (docs/design/memory.md).
  */
 #ifndef RUDA_MEMORY_INTERNAL_H
 #define RUDA_MEMORY_INTERNAL_H

@@ -321,7 +321,7 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
 
 /* ---- Reserve + bind ---- */
 
-/* Routes a reservation (docs/memory.md). Without `new_page`, a request
+/* Routes a reservation (docs/design/memory.md). Without `new_page`, a request
  * that free space cannot hold gives NULL with *out NULL instead of taking
  * a page (the caller first takes its slices back from the reuse cache). */
 static ruda_status_t ruda__mm_reserve(ruda__memory_manager_t *mm, uint64_t size,

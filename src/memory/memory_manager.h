@@ -11,7 +11,7 @@
  * Descriptor reference counts are atomic and may change concurrently: a
  * release on any thread that leaves only the pool's reference pushes the
  * descriptor onto the manager's lock-free inbox, drained by the next
- * manager call (see memory_handle_internal.h and docs/memory.md).
+ * manager call (see memory_handle_internal.h and docs/design/memory.md).
  */
 #ifndef RUDA_MEMORY_MANAGER_H
 #define RUDA_MEMORY_MANAGER_H
@@ -34,7 +34,7 @@
 /* ---- Presets ---- */
 
 /* Computes the pool list of a preset (SubSlices or ExclusivePages) for a
- * max page size and alignment (docs/memory.md, "Presets"). Returns the count
+ * max page size and alignment (docs/design/memory.md, "Presets"). Returns the count
  * (0 for RUDA_MEMORY_CUSTOM). Pure; thread-safe. */
 uint32_t ruda__memory_presets(ruda__memory_configuration_t c,
                               ruda_memory_properties_t props,
@@ -90,7 +90,7 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
 /* Reserves `size` bytes and binds `assigned` to the slice, recording
  * `cursor` (the stream position of the binding). The caller keeps its own
  * reference to `assigned`; the pool takes one more.
- * Two of ruda's own deviations (docs/memory.md): before any pool takes a
+ * Two of ruda's own deviations (docs/design/memory.md): before any pool takes a
  * new page from the storage, every empty sliced page goes back to it
  * (flushed); and a sliced pool gives a slice larger than a quarter of its
  * page (up to max_slice_size) a new page of the slice's effective size

@@ -9,7 +9,7 @@
  * descriptors whose slice became free: the release that leaves only the
  * pool's reference puts the descriptor here instead of into the inbox, and
  * the next ruda_client_empty of that size on that stream takes it back
- * with a new generation, without the device (docs/memory.md, "The reuse
+ * with a new generation, without the device (docs/design/memory.md, "The reuse
  * cache").
  *
  * The cache is 64 sets of 8 ways of descriptor pointers; a stream's entries

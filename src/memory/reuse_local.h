@@ -4,7 +4,7 @@
  * A take from the device's shared sets (reuse_cache.h) claims its
  * descriptor with a compare-and-swap, because any thread on the stream
  * may claim the same one. In a loop that reserves and releases on one
- * thread that claim is half the cost of the pair (docs/memory.md, "The
+ * thread that claim is half the cost of the pair (docs/design/memory.md, "The
  * thread's ways"). So each thread that takes from a device's cache gets 8
  * ways of its own there (ruda__reuse_local_t): the release of a handle on
  * that thread puts the freed descriptor into them, and the thread's next

@@ -255,7 +255,7 @@ TEST(freed_memory_is_reused_on_the_same_stream) {
 }
 
 /* A slice released on a stream comes back to the next reservation of its
- * exact size on that stream (the reuse cache, docs/memory.md): the same
+ * exact size on that stream (the reuse cache, docs/design/memory.md): the same
  * slot with a later generation, bound at once, while a copy of the old
  * handle stays refused. Other sizes and other streams get other memory. */
 TEST(released_memory_comes_back_for_its_size_on_its_stream) {
