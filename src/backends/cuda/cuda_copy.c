@@ -201,8 +201,8 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
     return;
   }
-  keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__cuda_order_binding(s, st, &descs[i].binding, &keep);
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
   for (size_t i = 0; i < count; i++) {
     const ruda__copy_desc_t *d = &descs[i];
     ruda_bytes_t *src = &srcs[i];
@@ -291,7 +291,7 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     }
   }
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
-  ruda__cuda_op_end(s, st, &keep);
+  ruda__stream_op_end(&s->pipeline, st, &keep);
 }
 
 /* ---- Reads, sync, flush ---- */
@@ -358,12 +358,12 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  if (st->ngc || st->ntrace) ruda__cuda_gc_poll(s, st, false);
+  if (st->pipe.nkept || st->ntrace) ruda__cuda_gc_poll(s, st, false);
   if (count == 1 && read_idle_small(s, st, stream, &descs[0], dsts[0], &e)) return e;
   cuda_future_t *f = ruda__cuda_future_new(s, st, count);
   if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
-  keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__cuda_order_binding(s, st, &descs[i].binding, &keep);
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
 
   uint64_t total = 0;
   for (size_t i = 0; i < count && total <= SMALL_READ; i++) {
@@ -437,7 +437,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
   ruda__recent_kernels_clear(&st->recent);
-  ruda__cuda_op_end(s, st, &keep);
+  ruda__stream_op_end(&s->pipeline, st, &keep);
   ruda__cuda_future_covers(st, f, cuda_rs(st)->cursor);
   *out = &f->base;
   return NULL;

@@ -210,17 +210,17 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
   cuda_graph_t *cg = native;
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
-  if (st->ngc) ruda__cuda_gc_poll(s, st, false);
-  keep_list_t keep = {0};
+  if (st->pipe.nkept) ruda__cuda_gc_poll(s, st, false);
+  ruda__keep_list_t keep = {0};
   for (size_t i = 0; i < g->num_nodes; i++) {
     const ruda__graph_node_t *n = &g->nodes[i];
     if (n->kind == RUDA__GRAPH_LAUNCH) {
       const ruda__launch_args_t *a = &n->u.launch.args;
-      for (size_t k = 0; k < a->num_buffers; k++) ruda__cuda_order_binding(s, st, &a->buffers[k], &keep);
+      for (size_t k = 0; k < a->num_buffers; k++) ruda__stream_order(&s->pipeline, st, &a->buffers[k], &keep);
       for (size_t k = 0; k < a->num_tensor_maps; k++)
-        ruda__cuda_order_binding(s, st, &a->tensor_map_buffers[k], &keep);
+        ruda__stream_order(&s->pipeline, st, &a->tensor_map_buffers[k], &keep);
     } else {
-      ruda__cuda_order_binding(s, st, &n->u.write.desc.binding, &keep);
+      ruda__stream_order(&s->pipeline, st, &n->u.write.desc.binding, &keep);
     }
   }
   if (cg->lost) {
@@ -230,7 +230,7 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
                            "the graph was built before the device was reset after a fault; "
                            "record it again"),
         cg->first_kernel);
-    ruda__cuda_op_end(s, st, &keep);
+    ruda__stream_op_end(&s->pipeline, st, &keep);
     return;
   }
   long tr = ruda__cuda_trace_begin(s, st, "kernel", "graph replay", 0);
@@ -248,7 +248,7 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
     cg->refs++;
     ruda__cuda_drop_when_done(s, st, cg, 0, drop_replay);
   }
-  ruda__cuda_op_end(s, st, &keep);
+  ruda__stream_op_end(&s->pipeline, st, &keep);
 }
 
 void ruda__cuda_graph_destroy(cuda_server_t *s, void *native) {

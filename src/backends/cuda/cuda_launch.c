@@ -150,7 +150,7 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   (void)mode; /* CUDA C kernels do their own bounds checks */
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   if (st == NULL) return;
-  if (st->ngc) ruda__cuda_gc_poll(s, st, false);
+  if (st->pipe.nkept) ruda__cuda_gc_poll(s, st, false);
   /* The dim, shared memory and a static count were checked before the
    * launch was queued (ruda__launch_validate). */
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
@@ -158,17 +158,17 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
   ruda_status_t e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
   if (e) {
     ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
-    ruda__cuda_op_end(s, st, &(keep_list_t){0});
+    ruda__stream_op_end(&s->pipeline, st, &(ruda__keep_list_t){0});
     return;
   }
 
   ruda_count3_t grid = count->fixed;
-  keep_list_t keep = {0};
+  ruda__keep_list_t keep = {0};
   for (size_t i = 0; i < args->num_buffers; i++)
-    ruda__cuda_order_binding(s, st, &args->buffers[i], &keep);
+    ruda__stream_order(&s->pipeline, st, &args->buffers[i], &keep);
   for (size_t i = 0; i < args->num_tensor_maps; i++)
-    ruda__cuda_order_binding(s, st, &args->tensor_map_buffers[i], &keep);
-  if (count->dynamic) ruda__cuda_order_binding(s, st, &count->buffer, &keep);
+    ruda__stream_order(&s->pipeline, st, &args->tensor_map_buffers[i], &keep);
+  if (count->dynamic) ruda__stream_order(&s->pipeline, st, &count->buffer, &keep);
 
   if (count->dynamic) {
     CUdeviceptr cp = 0;
@@ -219,7 +219,7 @@ void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__coun
 fail:
   ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
 done:
-  ruda__cuda_op_end(s, st, &keep);
+  ruda__stream_op_end(&s->pipeline, st, &keep);
 }
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -58,7 +58,7 @@ ruda_status_t ruda__cuda_memory_usage(cuda_server_t *s, ruda_stream_id_t stream,
    * free again. */
   ruda__cuda_gc_poll_all(s);
   cuda_stream_t *st = cuda_ext(rs);
-  if (st->init) *out = ruda__memory_usage(st->gpu);
+  if (st->pipe.ready) *out = ruda__memory_usage(st->gpu);
   return NULL;
 }
 

@@ -15,7 +15,7 @@
  *
  * Operations run on the compute stream of the caller's ruda stream: later
  * work there is ordered after them with no event, and buffers from other
- * streams are ordered like a launch's (ruda__cuda_order_binding). In one
+ * streams are ordered like a launch's (ruda__stream_order). In one
  * process the participants meet at the rendezvous and the last to arrive
  * issues every participant's call in one ncclGroupStart/End (the other
  * workers are parked at the rendezvous meanwhile, so no communicator is
@@ -503,7 +503,7 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
   cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
   struct ruda__cuda_comms *comms = s->comms;
   comm_entry_t *entry = find_comm(comms, c->peers.id);
-  keep_list_t keep = {0};
+  ruda__keep_list_t keep = {0};
   ruda_status_t own = NULL;
   CUdeviceptr scratch = 0;
   op_part_t part;
@@ -529,8 +529,8 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
   if (!own) {
     bool has_src = !ruda_binding_is_empty(&c->src.binding);
     bool has_dst = !ruda_binding_is_empty(&c->dst);
-    if (has_src) ruda__cuda_order_binding(s, st, &c->src.binding, &keep);
-    if (has_dst) ruda__cuda_order_binding(s, st, &c->dst, &keep);
+    if (has_src) ruda__stream_order(&s->pipeline, st, &c->src.binding, &keep);
+    if (has_dst) ruda__stream_order(&s->pipeline, st, &c->dst, &keep);
     if (has_src) own = ruda__cuda_resolve(s, st, &c->src.binding, &part.send, NULL);
     if (!own && has_dst) own = ruda__cuda_resolve(s, st, &c->dst, &part.recv, NULL);
   }
@@ -606,7 +606,7 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
   }
   if (st) {
     if (err) ruda__stream_push_error(cuda_rs(st), err);
-    ruda__cuda_op_end(s, st, &keep);
+    ruda__stream_op_end(&s->pipeline, st, &keep);
   } else {
     ruda_status_free(err);
   }

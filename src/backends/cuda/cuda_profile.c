@@ -45,7 +45,7 @@ ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
   cuda_stream_t *st = cuda_ext(rs);
   uint64_t elapsed_ns = 0;
   /* A start event that went with a device reset leaves the host clock. */
-  bool timed = st->init && mark.mark != NULL;
+  bool timed = st->pipe.ready && mark.mark != NULL;
   if (timed) {
     CUevent end = NULL;
     CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);

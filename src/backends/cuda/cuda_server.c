@@ -127,7 +127,7 @@ static inline void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
 
 static void free_stream_part(void *ctx, ruda__stream_t *rs) {
   cuda_stream_t *st = cuda_ext(rs);
-  if (st->init) ruda__cuda_stream_free(ctx, st, false);
+  if (st->pipe.ready) ruda__cuda_stream_free(ctx, st, false);
 }
 
 /* After a fault: drop every stream, module and allocation, reset the
@@ -527,6 +527,7 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   ruda__stream_table_ops_t ops = ruda__cuda_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
+  ruda__cuda_pipeline_init(s);
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
                                               set->cache_dir);
   s->home = ruda__calloc(1, sizeof *s->home);

@@ -332,7 +332,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   if (api->cuMemAllocHost(&ch, SCRATCH_BYTES) == CUDA_SUCCESS) st->count_host = ch;
   /* Without it (no host memory) the stream is simply never known idle. */
   st->synced = ruda__cuda_synced_new();
-  st->init = true;
+  st->pipe.memory = st->gpu;
   return NULL;
 no_memory:
   e = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
@@ -341,63 +341,28 @@ fail:
   return e;
 }
 
-RUDA__HOT
-cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
-  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
-  if (rs == NULL) return NULL;
-  cuda_stream_t *st = cuda_ext(rs);
-  if (st->init) return st;
-  if (s->fault.dead != 0) return NULL; /* the vtable entry queued the reason */
-  ruda_status_t e = stream_init(s, st);
-  if (e) {
-    ruda__stream_push_error(rs, e);
-    return NULL;
-  }
-  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device, s->base.memory_reuse);
-  ruda__memory_manager_join(st->gpu, &s->memory_group, id.value);
-  return st;
-}
-
-RUDA__HOT
-cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
-  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, id);
-  if (rs == NULL) return NULL;
-  cuda_stream_t *st = cuda_ext(rs);
-  return st->init ? st : NULL;
+/* The pipeline's stream_init (server/stream_op.h). */
+static bool stream_setup(void *backend, ruda__stream_t *rs) {
+  cuda_server_t *s = backend;
+  if (s->fault.dead != 0) return false; /* the vtable entry queued the reason */
+  ruda_status_t e = stream_init(s, cuda_ext(rs));
+  if (e) ruda__stream_push_error(rs, e);
+  return e == NULL;
 }
 
 static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
 
 void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
   if (st->ntrace) trace_poll(s, st, wait);
-  if (st->ngc == 0) return;
-  size_t w = 0;
-  for (size_t i = 0; i < st->ngc; i++) {
-    gc_batch_t *b = &st->gc[i];
-    CUresult r = wait ? s->api->cuEventSynchronize(b->event) : s->api->cuEventQuery(b->event);
-    if (r == CUDA_ERROR_NOT_READY) {
-      st->gc[w++] = *b;
-      continue;
-    }
-    for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
-    ruda__free(b->bindings);
-    ruda__cuda_event_put(s, b->event, ruda__cuda_generation(&s->fault));
-  }
-  st->ngc = w;
-  if (w == 0) s->gc_streams--;
-}
-
-static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
-  cuda_stream_t *st = cuda_ext(rs);
-  if (st->init && st->ngc) ruda__cuda_gc_poll(ctx, st, false);
+  ruda__stream_pipe_poll(&s->pipeline, st, wait);
 }
 
 /* Kept bindings pin memory of their origin stream; a report or a cleanup
  * of any stream should not count memory that only finished work holds. */
 RUDA__HOT
 void ruda__cuda_gc_poll_all(cuda_server_t *s) {
-  if (s->gc_streams == 0 || ruda__cuda_faulted(&s->fault)) return;
-  ruda__stream_table_foreach(&s->base.streams, gc_poll_one, s);
+  if (s->pipeline.busy == 0 || ruda__cuda_faulted(&s->fault)) return;
+  ruda__stream_pipe_poll_all(&s->pipeline);
 }
 
 /* ---- Timeline trace ---- */
@@ -470,108 +435,47 @@ static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
   }
 }
 
-/* ---- Cross-stream ordering, deferred releases ---- */
+/* ---- The pipeline's fence: pooled events ---- */
 
-/* The origin cursor `st` last waited on, growing the array to cover
- * `index`; NULL when it cannot grow (the caller then always waits). */
-static uint64_t *last_synced_slot(cuda_stream_t *st, uint32_t index) {
-  if (index >= st->nlast_synced) {
-    uint32_t n = st->nlast_synced ? st->nlast_synced : 16;
-    while (n <= index) n *= 2;
-    uint64_t *a = ruda__realloc(st->last_synced, n * sizeof *a);
-    if (a == NULL) return NULL;
-    memset(a + st->nlast_synced, 0, (n - st->nlast_synced) * sizeof *a);
-    st->last_synced = a;
-    st->nlast_synced = n;
-  }
-  return &st->last_synced[index];
-}
-
-/* Orders `st` after the work on `b`'s stream when that is another stream
- * (an event, recorded when the origin has had work since the last wait),
- * and keeps a clone of `b` in `keep`. */
-void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
-                              keep_list_t *keep) {
-  if (ruda_binding_is_empty(b)) return;
-  ruda__stream_t *ors = ruda__stream_find(&s->base.streams, b->stream);
-  if (ors == NULL) return; /* no state: the memory is not bound here */
-  cuda_stream_t *origin = cuda_ext(ors);
-  if (origin == st || !origin->init) return;
-  uint64_t *seen = last_synced_slot(st, ors->index);
-  if (seen == NULL || *seen < ors->cursor) {
-    CUevent ev = NULL;
-    if (ruda__cuda_event_get(s, &ev) == CUDA_SUCCESS) {
-      /* The wait captures the record made now; the event can be reused. */
-      s->api->cuEventRecord(ev, origin->cu);
-      s->api->cuStreamWaitEvent(st->cu, ev, 0);
-      ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
-    } else {
-      s->api->cuStreamSynchronize(origin->cu);
-    }
-    if (seen != NULL) *seen = ors->cursor;
-    ruda__cuda_log("stream", "Waiting on stream %llu from stream %llu",
-                   (unsigned long long)ors->id, (unsigned long long)cuda_rs(st)->id);
-  }
-  if (keep->n == keep->cap) {
-    size_t cap = keep->cap ? keep->cap * 2 : 4;
-    ruda_binding_t *ni = ruda__realloc(keep->items, cap * sizeof *ni);
-    if (ni == NULL) {
-      keep->sync = true;
-      return;
-    }
-    keep->items = ni;
-    keep->cap = cap;
-  }
-  keep->items[keep->n++] = ruda_binding_clone(b);
-}
-
-static void keep_release(keep_list_t *keep) {
-  for (size_t i = 0; i < keep->n; i++) ruda_binding_release(&keep->items[i]);
-  ruda__free(keep->items);
-}
-
-/* Ends an operation on `st` (other slots now see it as new work) and keeps
- * `keep` (taken) alive until the work enqueued so far has completed. */
-RUDA__HOT
-void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep) {
-  ruda__stream_advance(&s->base.streams, cuda_rs(st));
-  if (keep->n == 0 && !keep->sync) return;
+static ruda__fence_made_t event_record(void *backend, void *stream, void **out) {
+  cuda_server_t *s = backend;
   CUevent ev = NULL;
-  if (st->ngc == st->gccap) {
-    size_t cap = st->gccap ? st->gccap * 2 : 8;
-    gc_batch_t *ng = ruda__realloc(st->gc, cap * sizeof *ng);
-    if (ng != NULL) {
-      st->gc = ng;
-      st->gccap = cap;
-    }
-  }
-  if (keep->sync || st->ngc == st->gccap || ruda__cuda_event_get(s, &ev) != CUDA_SUCCESS) {
-    s->api->cuStreamSynchronize(st->cu);
-    keep_release(keep);
-    return;
-  }
-  s->api->cuEventRecord(ev, st->cu);
-  if (st->ngc == 0) s->gc_streams++;
-  st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
+  if (ruda__cuda_event_get(s, &ev) != CUDA_SUCCESS) return RUDA__FENCE_FAILED;
+  s->api->cuEventRecord(ev, ((cuda_stream_t *)stream)->cu);
+  *out = ev;
+  return RUDA__FENCE_MADE;
 }
 
-RUDA__HOT
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, cuda_stream_t *near, const ruda_binding_t *b,
-                                 CUdeviceptr *out, uint64_t *out_size) {
-  cuda_stream_t *origin = NULL;
-  if (near != NULL && near->init && cuda_rs(near)->id == b->stream.value && b->id != 0)
-    origin = near; /* memory of the stream the operation runs on: no lookup */
-  else if (!ruda_binding_is_empty(b))
-    origin = ruda__cuda_stream_find(s, b->stream);
-  if (origin == NULL)
-    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
-  ruda__storage_handle_t h;
-  ruda_status_t e = ruda__memory_resolve_binding(origin->gpu, b, &h);
-  if (e) return e;
-  *out = (CUdeviceptr)ruda__storage_handle_addr(&h);
-  if (out_size != NULL) *out_size = h.size;
-  return NULL;
+static bool event_wait_on(void *backend, void *stream, void *fence) {
+  cuda_server_t *s = backend;
+  return s->api->cuStreamWaitEvent(((cuda_stream_t *)stream)->cu, fence, 0) == CUDA_SUCCESS;
 }
+
+static bool event_query(void *backend, void *fence, bool wait) {
+  cuda_server_t *s = backend;
+  CUresult r = wait ? s->api->cuEventSynchronize(fence) : s->api->cuEventQuery(fence);
+  return r != CUDA_ERROR_NOT_READY;
+}
+
+static void event_synchronize(void *backend, void *stream) {
+  cuda_server_t *s = backend;
+  s->api->cuStreamSynchronize(((cuda_stream_t *)stream)->cu);
+}
+
+static void event_release(void *backend, void *fence) {
+  cuda_server_t *s = backend;
+  ruda__cuda_event_put(s, fence, ruda__cuda_generation(&s->fault));
+}
+
+static const ruda__stream_fence_t event_fence = {event_record, event_wait_on, event_query,
+                                                 event_synchronize, event_release};
+
+void ruda__cuda_pipeline_init(cuda_server_t *s) {
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &event_fence, stream_setup, s,
+                                          &s->memory_group, 0};
+}
+
+/* ---- Deferred releases ---- */
 
 /* Pinned staging of `size` bytes from the stream's pinned pool. */
 ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
@@ -621,17 +525,11 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   if (context_alive) {
     ruda__cuda_gc_poll(s, st, true);
   } else {
-    /* The events went with the context: release the bindings only. */
-    for (size_t i = 0; i < st->ngc; i++) {
-      for (size_t k = 0; k < st->gc[i].n; k++) ruda_binding_release(&st->gc[i].bindings[k]);
-      ruda__free(st->gc[i].bindings);
-    }
-    if (st->ngc) s->gc_streams--;
-    st->ngc = 0;
+    /* The events went with the context. */
     for (size_t i = 0; i < st->ntrace; i++) st->trace[i].start = st->trace[i].end = NULL;
     st->ntrace = 0;
   }
-  ruda__free(st->gc);
+  ruda__stream_pipe_deinit(&s->pipeline, st, context_alive);
   ruda__free(st->trace);
   ruda__drop_queue_destroy(st->drops);
   /* Nothing is in flight any more: cuMemAlloc pages go to the stash. */
@@ -644,7 +542,6 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   else if (st->pin_store) pinned_destroy(st->pin_store);
   if (st->count_host) api->cuMemFreeHost(st->count_host);
   if (st->cu != NULL) api->cuStreamDestroy(st->cu);
-  ruda__free(st->last_synced);
   ruda__cuda_synced_release(st->synced);
   memset(st, 0, sizeof *st);
 }
@@ -655,13 +552,13 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
 static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   cuda_server_t *s = ctx;
   cuda_stream_t *st = cuda_ext(rs);
-  if (!st->init) return true;
+  if (!st->pipe.ready) return true;
   /* After a fault only the reset may touch the context. */
   if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;
   /* Everything enqueued has completed: these do not wait. */
   ruda__cuda_gc_poll(s, st, false);
-  if (st->ngc != 0 || st->ntrace != 0) return false;
+  if (st->pipe.nkept != 0 || st->ntrace != 0) return false;
   ruda__drop_queue_flush(st->drops);
   ruda__drop_queue_flush(st->drops);
   return ruda__memory_usage(st->gpu).number_allocs == 0 &&
@@ -679,14 +576,14 @@ static void cuda_stream_release(void *ctx, ruda__stream_t *rs) {
       s->api->cuEventDestroy((CUevent)rs->profiler.entries[i].mark);
     rs->profiler.entries[i].mark = NULL;
   }
-  if (st->init) ruda__cuda_stream_free(s, st, s->context_alive);
+  if (st->pipe.ready) ruda__cuda_stream_free(s, st, s->context_alive);
 }
 
 static ruda_memory_usage_t cuda_stream_usage(void *ctx, ruda__stream_t *rs) {
   (void)ctx;
   cuda_stream_t *st = cuda_ext(rs);
   ruda_memory_usage_t none = {0, 0, 0, 0};
-  return st->init ? ruda__memory_usage(st->gpu) : none;
+  return st->pipe.ready ? ruda__memory_usage(st->gpu) : none;
 }
 
 /* ctx is set per server in cuda_create_server. */

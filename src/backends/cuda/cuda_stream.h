@@ -1,8 +1,9 @@
 /* Streams of the CUDA server (cuda_stream.c): the CUDA part of each
  * stream's state in the server layer's stream table, the storages under its
- * memory managers, the server's event and small-read block pools,
- * cross-stream ordering and the deferred releases that go with it (gc
- * batches, the drop queue), and the timeline trace.
+ * memory managers, the server's event and small-read block pools, the
+ * event fence of the operation pipeline (server/stream_op.h: ordering and
+ * kept bindings), deferred releases (the drop queue), and the timeline
+ * trace.
  *
  * Below the memory methods, futures, copies, launches, profiles and
  * collectives; above the fault state only. Only built with the CUDA
@@ -44,10 +45,16 @@ void ruda__cuda_block_put(cuda_server_t *s, void *block);
 
 /* The CUDA part of stream `id`, initialised on first use; NULL when it
  * cannot be (the reason is queued on the stream when its state exists). */
-cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id);
+static inline cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
+  return ruda__stream_pipe_get(&s->pipeline, id);
+}
 /* The CUDA part of a stream that exists and was initialised, or NULL
  * (never creates anything). */
-cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id);
+static inline cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
+  return ruda__stream_pipe_find(&s->pipeline, id);
+}
+/* Sets up s->pipeline: the event fence, stream set-up, memory group. */
+void ruda__cuda_pipeline_init(cuda_server_t *s);
 /* Frees what `st` holds, whether fully or partly initialised, and leaves it
  * uninitialised (the stream's state, errors and profiles, stays). */
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
@@ -65,28 +72,28 @@ void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor);
 /* Whether everything on `st` up to its current cursor is known complete. */
 bool ruda__cuda_stream_idle(cuda_stream_t *st);
 
-/* ---- Cross-stream ordering, deferred releases ---- */
+/* ---- Kept bindings, addresses, deferred releases ---- */
 
 /* Releases the kept bindings of finished work on every stream (no wait). */
 void ruda__cuda_gc_poll_all(cuda_server_t *s);
 /* Releases the kept bindings of finished work on `st` and emits its
  * finished trace slices (`wait`: waits for all of it). */
 void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
-/* Orders `st` after the work on `b`'s stream when that is another stream,
- * and keeps a clone of `b` in `keep`. */
-void ruda__cuda_order_binding(cuda_server_t *s, cuda_stream_t *st, const ruda_binding_t *b,
-                              keep_list_t *keep);
-/* Ends an operation on `st` and keeps `keep` (taken) alive until the work
- * enqueued so far has completed. */
-void ruda__cuda_op_end(cuda_server_t *s, cuda_stream_t *st, keep_list_t *keep);
-/* The device address of a binding's view, looked up in the pool of the
- * stream that owns the memory; *out_size (may be NULL) receives the bytes
- * the device really holds from that address on, whatever the view says.
- * IoError::NotFound when the memory is not bound on this device. `near`
- * (may be NULL): the stream the operation runs on, whose memory needs no
- * lookup of its stream. */
-ruda_status_t ruda__cuda_resolve(cuda_server_t *s, cuda_stream_t *near, const ruda_binding_t *b,
-                                 CUdeviceptr *out, uint64_t *out_size);
+/* The device address of a binding's view (ruda__stream_resolve);
+ * *out_size (may be NULL) receives the bytes the device really holds from
+ * that address on, whatever the view says. IoError::NotFound when the
+ * memory is not bound on this device. `near` (may be NULL): the stream the
+ * operation runs on. */
+static inline ruda_status_t ruda__cuda_resolve(cuda_server_t *s, cuda_stream_t *near,
+                                               const ruda_binding_t *b, CUdeviceptr *out,
+                                               uint64_t *out_size) {
+  ruda__storage_handle_t h;
+  ruda_status_t e = ruda__stream_resolve(&s->pipeline, near, b, &h);
+  if (e) return e;
+  *out = (CUdeviceptr)ruda__storage_handle_addr(&h);
+  if (out_size != NULL) *out_size = h.size;
+  return NULL;
+}
 /* Pinned staging of `size` bytes from the stream's pinned pool. */
 ruda_status_t ruda__cuda_pinned_reserve(cuda_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                         void **out_ptr);

@@ -1,6 +1,6 @@
 /* The types of the CUDA compute server, shared by its files: the server,
  * the CUDA part of a stream's state, the storages under its memory
- * managers, the futures' shared home, the kept-binding list, the sizes the
+ * managers, the futures' shared home, the sizes the
  * backend works with, and tiny inline accessors. No function is declared
  * here: each lives in the header of the module that defines it.
  *
@@ -17,8 +17,9 @@
  *   cuda_fault.c        the poison state (poison, text, generation, dead)
  *                       and the fault errors; calls nothing above it
  *   cuda_stream.c       the CUDA part of a stream's state (storages, event
- *                       and block pools, cross-stream ordering, deferred
- *                       releases, the timeline trace)
+ *                       and block pools, the pipeline's event fence,
+ *                       deferred releases, the timeline trace); ordering
+ *                       and kept bindings are server/stream_op.c's
  *   cuda_memory.c       the memory methods (allocation, staging, resources,
  *                       usage, cleanup, allocation mode)
  *   cuda_future.c       the event-fenced futures and their home
@@ -55,6 +56,7 @@
 #include "base/alloc.h"
 #include "server/recent_kernels.h"
 #include "server/server.h"
+#include "server/stream_op.h"
 
 #define SMALL_COPY (64u * 1024u)     /* below: driver-staged pageable copies */
 #define STAGE_CHUNK (4u * 1024u * 1024u)
@@ -118,12 +120,6 @@ typedef struct fence_ctx {
   CUstream stream;
 } fence_ctx_t;
 
-typedef struct gc_batch {
-  CUevent event;
-  ruda_binding_t *bindings;
-  size_t n;
-} gc_batch_t;
-
 /* The fault state of a server (cuda_fault.c owns every write to it). */
 typedef struct cuda_fault {
   /* Set when a reset after a fault did not bring the device back: every
@@ -139,12 +135,14 @@ typedef struct cuda_fault {
 } cuda_fault_t;
 
 /* The CUDA extension of a stream's state (ruda__stream_ext): zeroed when
- * the state is created, initialised on first use (`init`), freed when the
+ * the state is created, initialised on first use (`pipe.ready`), freed when the
  * state is reclaimed or after a device reset (then re-initialised on the
  * next use). The state itself (errors, profiles, cursor, index) is
  * cuda_rs(st). */
 typedef struct cuda_stream {
-  bool init;
+  /* First: the pipeline's part (ordering, kept bindings; `pipe.ready`
+   * once initialised). */
+  ruda__stream_pipe_t pipe;
   CUstream cu;
   gpu_storage_t *gpu_store;
   pinned_storage_t *pin_store;
@@ -152,15 +150,6 @@ typedef struct cuda_stream {
   ruda__memory_manager_t *pinned;
   ruda__drop_queue_t *drops;
   fence_ctx_t fence; /* the drop queue's context */
-  /* Per origin stream (by state index): the origin's cursor when this
-   * stream last waited on it. Grown on demand; cursors come from one
-   * server-wide clock, so an entry left by a reclaimed origin whose index
-   * was reused is always older than the new origin's cursor (a wait too
-   * many, never one too few). */
-  uint64_t *last_synced;
-  uint32_t nlast_synced;
-  gc_batch_t *gc;
-  size_t ngc, gccap;
   /* Kernel info words: one device buffer per stream is enough, because
    * the upload of launch n+1 is ordered after kernel n on the stream. */
   CUdeviceptr info_dev;
@@ -209,9 +198,9 @@ struct cuda_server {
   CUcontext ctx;
   uint32_t cc;
   int priority;
-  /* Streams whose gc list is not empty (kept bindings of cross-stream use),
-   * so that memory reports and syncs can release finished ones. */
-  uint32_t gc_streams;
+  /* The operation pipeline (server/stream_op.h) over the event fence of
+   * cuda_stream.c: stream set-up, cross-stream ordering, kept bindings. */
+  ruda__stream_pipeline_t pipeline;
   /* The stream table's release hook frees CUDA objects only while the
    * context is usable (false during destroy after a fault). */
   bool context_alive;
@@ -246,14 +235,6 @@ struct cuda_server {
   /* Graphs built and not yet freed (cuda_graph.c), freed at destroy. */
   struct cuda_graph *graphs;
 };
-
-/* The bindings an operation uses from other streams' slots, cloned to keep
- * their memory alive until the operation's work has completed. */
-typedef struct keep_list {
-  ruda_binding_t *items;
-  size_t n, cap;
-  bool sync; /* a clone failed: ruda__cuda_op_end waits for the work instead */
-} keep_list_t;
 
 static inline cuda_server_t *as_cuda(ruda__server_t *s) { return (cuda_server_t *)s; }
 

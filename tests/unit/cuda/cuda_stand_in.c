@@ -34,7 +34,7 @@
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync)          \
   X(cuStreamSynchronize) X(cuStreamQuery) X(cuEventRecord) X(cuEventQuery)           \
   X(cuEventSynchronize) X(cuMemAlloc) X(cuMemAllocAsync) X(cuMemAllocHost)           \
-  X(cuMemFree) X(cuMemFreeAsync) X(cuLaunchKernel)
+  X(cuMemFree) X(cuMemFreeAsync) X(cuLaunchKernel) X(cuStreamWaitEvent)
 
 #define STAND_IN_ENUM(name) CALL_##name,
 enum { STAND_IN_COUNTED(STAND_IN_ENUM) CALL_KINDS };
@@ -187,6 +187,7 @@ CUresult cuStreamSynchronize(CUstream s) { return COUNT(cuStreamSynchronize), li
 CUresult cuStreamQuery(CUstream s) { return COUNT(cuStreamQuery), live(s); }
 CUresult cuStreamWaitEvent(CUstream s, CUevent e, unsigned int flags) {
   (void)flags;
+  COUNT(cuStreamWaitEvent);
   return s && e ? ok() : CUDA_ERROR_INVALID_HANDLE;
 }
 CUresult cuEventCreate(CUevent *e, unsigned int flags) {

@@ -342,7 +342,7 @@ static const char *const counted[] = {
     "cuMemcpyHtoD",        "cuMemcpyDtoH",  "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
     "cuStreamSynchronize", "cuStreamQuery", "cuEventRecord",     "cuEventQuery",
     "cuEventSynchronize",  "cuMemAlloc",    "cuMemAllocAsync",   "cuMemAllocHost",
-    "cuMemFree",           "cuMemFreeAsync", "cuLaunchKernel"};
+    "cuMemFree",           "cuMemFreeAsync", "cuLaunchKernel",    "cuStreamWaitEvent"};
 enum { NCOUNTED = sizeof counted / sizeof counted[0] };
 
 static void snapshot(calls_fn f, unsigned long *out) {
@@ -479,4 +479,50 @@ TEST(stand_in_the_stash_is_counted_and_freed_when_memory_runs_out_or_on_cleanup)
     ASSERT_TRUE(after.bytes_reserved + STASHED * 4096ull <= held.bytes_reserved);
     round_trip(c, 4096, 11 + (uint32_t)round);
   }
+}
+
+/* ---- Buffers used on another stream ---- */
+
+/* A stream that uses a buffer of another stream waits for that stream's
+ * work once per new work there (an event), and keeps the buffer's memory
+ * until its own work is done: released, the memory returns after syncs. */
+TEST(stand_in_a_buffer_used_on_another_stream_waits_for_its_stream_once) {
+  ruda_client_t *c = stand_in_client();
+  calls_fn f = stand_in_counter();
+  ruda_client_t *other = NULL;
+  ASSERT_OK(ruda_client_on_stream(c, (ruda_stream_id_t){77001}, &other));
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_memory_cleanup(c));
+  ruda_memory_usage_t start;
+  ASSERT_OK(ruda_client_memory_usage(c, &start));
+  enum { N = 4096 };
+  uint8_t src[N], dst[N];
+  fill_pattern(src, N, 21);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, N, &h));
+  unsigned long before[NCOUNTED];
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_read(other, &h, dst, N));
+  ASSERT_MEM_EQ(dst, src, N);
+  ASSERT_UEQ(since(f, before, "cuStreamWaitEvent"), 1);
+  /* Nothing new on the buffer's stream: no second wait. */
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_read(other, &h, dst, N));
+  ASSERT_UEQ(since(f, before, "cuStreamWaitEvent"), 0);
+  /* New work there: waited for again, and its data is what is read. */
+  fill_pattern(src, N, 22);
+  ASSERT_OK(ruda_client_write(c, &h, src, N));
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_read(other, &h, dst, N));
+  ASSERT_MEM_EQ(dst, src, N);
+  ASSERT_UEQ(since(f, before, "cuStreamWaitEvent"), 1);
+  ruda_handle_release(&h);
+  ASSERT_OK(ruda_client_sync(other));
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_memory_cleanup(c));
+  ruda_memory_usage_t end;
+  ASSERT_OK(ruda_client_memory_usage(c, &end));
+  ASSERT_UEQ(end.number_allocs, start.number_allocs);
+  ASSERT_UEQ(end.bytes_in_use, start.bytes_in_use);
+  ruda_client_release(other);
 }

@@ -1,0 +1,182 @@
+/* The operation pipeline of the device backends: stream resolution,
+ * cross-stream ordering, kept bindings and their fences (stream_op.h). */
+#include <string.h>
+
+#include "base/alloc.h"
+#include "ruda/log.h"
+#include "server/server.h"
+#include "server/stream_op.h"
+
+RUDA__HOT
+void *ruda__stream_pipe_get(ruda__stream_pipeline_t *p, ruda_stream_id_t id) {
+  ruda__stream_t *rs = ruda__stream_get(&p->server->streams, id);
+  if (rs == NULL) return NULL;
+  ruda__stream_pipe_t *pipe = ruda__stream_ext(rs);
+  if (pipe->ready) return pipe;
+  if (!p->stream_init(p->backend, rs)) return NULL;
+  pipe->ready = true;
+  if (!p->group->device[0])
+    ruda__memory_group_init(p->group, p->server->device, p->server->memory_reuse);
+  ruda__memory_manager_join(pipe->memory, p->group, id.value);
+  return pipe;
+}
+
+RUDA__HOT
+void *ruda__stream_pipe_find(ruda__stream_pipeline_t *p, ruda_stream_id_t id) {
+  ruda__stream_t *rs = ruda__stream_find(&p->server->streams, id);
+  if (rs == NULL) return NULL;
+  ruda__stream_pipe_t *pipe = ruda__stream_ext(rs);
+  return pipe->ready ? pipe : NULL;
+}
+
+/* ---- Cross-stream ordering ---- */
+
+/* The origin cursor `pipe` last waited on, growing the array to cover
+ * `index`; NULL when it cannot grow (the caller then always waits). */
+static uint64_t *last_synced_slot(ruda__stream_pipe_t *pipe, uint32_t index) {
+  if (index >= pipe->nlast_synced) {
+    uint32_t n = pipe->nlast_synced ? pipe->nlast_synced : 16;
+    while (n <= index) n *= 2;
+    uint64_t *a = ruda__realloc(pipe->last_synced, n * sizeof *a);
+    if (a == NULL) return NULL;
+    memset(a + pipe->nlast_synced, 0, (n - pipe->nlast_synced) * sizeof *a);
+    pipe->last_synced = a;
+    pipe->nlast_synced = n;
+  }
+  return &pipe->last_synced[index];
+}
+
+RUDA__HOT
+void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
+                        ruda__keep_list_t *keep) {
+  if (ruda_binding_is_empty(b)) return;
+  ruda__stream_t *ors = ruda__stream_find(&p->server->streams, b->stream);
+  if (ors == NULL) return; /* no state: the memory is not bound here */
+  ruda__stream_pipe_t *origin = ruda__stream_ext(ors);
+  if (origin == stream || !origin->ready) return;
+  uint64_t *seen = last_synced_slot(stream, ors->index);
+  if (seen == NULL || *seen < ors->cursor) {
+    const ruda__stream_fence_t *f = p->fence;
+    void *fence = NULL;
+    ruda__fence_made_t made = f->record(p->backend, origin, &fence);
+    if (made == RUDA__FENCE_MADE) {
+      /* The wait captures the fence as it is now: it goes back at once. */
+      if (!f->wait_on(p->backend, stream, fence)) f->synchronize(p->backend, origin);
+      f->release(p->backend, fence);
+    } else if (made == RUDA__FENCE_FAILED) {
+      f->synchronize(p->backend, origin);
+    }
+    if (seen != NULL) *seen = ors->cursor;
+    if (ruda_log_enabled(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_BASIC))
+      ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_BASIC,
+               "[%s] stream %llu waits on stream %llu", p->server->vt->name,
+               (unsigned long long)ruda__stream_of_ext(stream)->id, (unsigned long long)ors->id);
+  }
+  if (keep->n == keep->cap) {
+    size_t cap = keep->cap ? keep->cap * 2 : 4;
+    ruda_binding_t *ni = ruda__realloc(keep->items, cap * sizeof *ni);
+    if (ni == NULL) {
+      keep->sync = true;
+      return;
+    }
+    keep->items = ni;
+    keep->cap = cap;
+  }
+  keep->items[keep->n++] = ruda_binding_clone(b);
+}
+
+RUDA__HOT
+ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const ruda_binding_t *b,
+                                   ruda__storage_handle_t *out) {
+  ruda__stream_pipe_t *origin = NULL;
+  if (near != NULL && ruda__stream_pipe(near)->ready &&
+      ruda__stream_of_ext(near)->id == b->stream.value && b->id != 0)
+    origin = near; /* memory of the stream the operation runs on: no lookup */
+  else if (!ruda_binding_is_empty(b))
+    origin = ruda__stream_pipe_find(p, b->stream);
+  if (origin == NULL)
+    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
+  return ruda__memory_resolve_binding(origin->memory, b, out);
+}
+
+/* ---- Kept bindings ---- */
+
+static void keep_release(ruda_binding_t *items, size_t n) {
+  for (size_t i = 0; i < n; i++) ruda_binding_release(&items[i]);
+  ruda__free(items);
+}
+
+RUDA__HOT
+void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_list_t *keep) {
+  ruda__stream_advance(&p->server->streams, ruda__stream_of_ext(stream));
+  if (keep->n == 0 && !keep->sync) return;
+  ruda__stream_pipe_t *pipe = stream;
+  if (pipe->nkept == pipe->capkept) {
+    size_t cap = pipe->capkept ? pipe->capkept * 2 : 8;
+    ruda__kept_batch_t *nk = ruda__realloc(pipe->kept, cap * sizeof *nk);
+    if (nk != NULL) {
+      pipe->kept = nk;
+      pipe->capkept = cap;
+    }
+  }
+  void *fence = NULL;
+  ruda__fence_made_t made = keep->sync || pipe->nkept == pipe->capkept
+                                ? RUDA__FENCE_FAILED
+                                : p->fence->record(p->backend, stream, &fence);
+  if (made != RUDA__FENCE_MADE) {
+    /* Nothing in flight, or no fence: the work is waited for now. */
+    if (made == RUDA__FENCE_FAILED) p->fence->synchronize(p->backend, stream);
+    keep_release(keep->items, keep->n);
+    return;
+  }
+  if (pipe->nkept == 0) p->busy++;
+  pipe->kept[pipe->nkept++] = (ruda__kept_batch_t){fence, keep->items, keep->n};
+}
+
+void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait) {
+  ruda__stream_pipe_t *pipe = stream;
+  if (pipe->nkept == 0) return;
+  size_t w = 0;
+  for (size_t i = 0; i < pipe->nkept; i++) {
+    ruda__kept_batch_t *b = &pipe->kept[i];
+    if (!p->fence->query(p->backend, b->fence, wait)) {
+      pipe->kept[w++] = *b;
+      continue;
+    }
+    keep_release(b->bindings, b->n);
+    p->fence->release(p->backend, b->fence);
+  }
+  pipe->nkept = w;
+  if (w == 0) p->busy--;
+}
+
+static void poll_one(void *ctx, ruda__stream_t *rs) {
+  ruda__stream_pipe_t *pipe = ruda__stream_ext(rs);
+  if (pipe->ready && pipe->nkept) ruda__stream_pipe_poll(ctx, pipe, false);
+}
+
+/* Kept bindings pin memory of their origin stream: a report, a sync or a
+ * cleanup of any stream should not count memory that only finished work
+ * holds. */
+RUDA__HOT
+void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p) {
+  if (p->busy == 0) return;
+  ruda__stream_table_foreach(&p->server->streams, poll_one, p);
+}
+
+void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive) {
+  ruda__stream_pipe_t *pipe = stream;
+  if (fences_alive) {
+    ruda__stream_pipe_poll(p, pipe, true);
+  } else if (pipe->nkept) {
+    for (size_t i = 0; i < pipe->nkept; i++) keep_release(pipe->kept[i].bindings, pipe->kept[i].n);
+    pipe->nkept = 0;
+    p->busy--;
+  }
+  ruda__free(pipe->kept);
+  ruda__free(pipe->last_synced);
+  pipe->kept = NULL;
+  pipe->last_synced = NULL;
+  pipe->nlast_synced = 0;
+  pipe->capkept = 0;
+}

@@ -1,0 +1,148 @@
+/* The operation pipeline of the device backends (CUDA, OpenCL): what every
+ * operation on a stream does around its device calls, written once.
+ *
+ *   1. resolve the stream: its state in the stream table, with the
+ *      backend's part set up on first use (ruda__stream_pipe_get);
+ *   2. release what finished work kept alive (ruda__stream_pipe_poll);
+ *   3. order the stream after the stream that produced each binding it
+ *      uses, and keep each such binding alive (ruda__stream_order);
+ *   4. resolve the bindings' storage (ruda__stream_resolve);
+ *   5. the backend's device calls;
+ *   6. end the operation: advance the stream's cursor and fence the kept
+ *      bindings (ruda__stream_op_end).
+ *
+ * A backend supplies its device calls and a fence (ruda__stream_fence_t):
+ * record, wait on, query, synchronize, release. Everything about ordering
+ * and lifetime is here.
+ *
+ * The backend's extension of a stream's state (stream_table.h) starts with
+ * a ruda__stream_pipe_t, so that the extension and the pipe have one
+ * address: the `stream` the fence operations receive is that extension.
+ *
+ * Not thread-safe: a pipeline belongs to one server, used on its device's
+ * worker thread.
+ */
+#ifndef RUDA_SERVER_STREAM_OP_H
+#define RUDA_SERVER_STREAM_OP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "memory/memory_manager.h"
+#include "server/stream_table.h"
+
+struct ruda__server;
+
+/* The bindings an operation uses from other streams, cloned to keep their
+ * memory alive until the operation's work has completed. Zeroed before the
+ * operation; ruda__stream_op_end takes it. */
+typedef struct ruda__keep_list {
+  ruda_binding_t *items;
+  size_t n, cap;
+  bool sync; /* a clone failed: the operation's end waits for its work */
+} ruda__keep_list_t;
+
+/* What ruda__stream_fence_t.record did. */
+typedef enum ruda__fence_made {
+  RUDA__FENCE_FAILED = -1, /* no fence: the pipeline synchronizes instead */
+  RUDA__FENCE_IDLE = 0,    /* nothing of the stream is in flight: none needed */
+  RUDA__FENCE_MADE = 1,
+} ruda__fence_made_t;
+
+/* A backend's fence: a point in a stream's work (a CUDA event, an OpenCL
+ * event). `backend` is ruda__stream_pipeline_t.backend; `stream` a
+ * stream's backend extension. Worker thread. */
+typedef struct ruda__stream_fence {
+  /* A fence after everything enqueued on `stream` so far, in *out. */
+  ruda__fence_made_t (*record)(void *backend, void *stream, void **out);
+  /* Makes the work enqueued on `stream` from now on wait for `fence`;
+   * false when it cannot (the pipeline then synchronizes the fence's
+   * stream). */
+  bool (*wait_on)(void *backend, void *stream, void *fence);
+  /* Whether `fence` has completed (or failed: its error is reported by
+   * the operations that wait on the stream); `wait`: waits for it first. */
+  bool (*query)(void *backend, void *fence, bool wait);
+  /* Waits for everything enqueued on `stream`. */
+  void (*synchronize)(void *backend, void *stream);
+  /* Gives `fence` back. */
+  void (*release)(void *backend, void *fence);
+} ruda__stream_fence_t;
+
+/* A batch of kept bindings and the fence after the work that uses them. */
+typedef struct ruda__kept_batch {
+  void *fence;
+  ruda_binding_t *bindings;
+  size_t n;
+} ruda__kept_batch_t;
+
+/* The pipeline's part of a stream: the first member of the backend's
+ * extension, zeroed with it. */
+typedef struct ruda__stream_pipe {
+  bool ready; /* the backend set the stream up (stream_init) */
+  /* The device memory the stream allocates from (set by stream_init):
+   * bindings of the stream resolve in it. */
+  ruda__memory_manager_t *memory;
+  /* Per origin stream (by state index): the origin's cursor when this
+   * stream last waited on it. Grown on demand; cursors come from one
+   * server-wide clock, so an entry left by a reclaimed origin whose index
+   * was reused is always older than the new origin's cursor (a wait too
+   * many, never one too few). */
+  uint64_t *last_synced;
+  uint32_t nlast_synced;
+  ruda__kept_batch_t *kept;
+  size_t nkept, capkept;
+} ruda__stream_pipe_t;
+
+typedef struct ruda__stream_pipeline {
+  struct ruda__server *server; /* its stream table, device and reuse cache */
+  const ruda__stream_fence_t *fence;
+  /* Sets up the backend part of `rs` on its first use (the extension is
+   * zeroed, `memory` to set); false when it cannot, the reason queued on
+   * `rs` (or nowhere, when the device is lost and every operation reports
+   * that already). */
+  bool (*stream_init)(void *backend, ruda__stream_t *rs);
+  void *backend;
+  /* Every stream's device manager joins it (out-of-memory reports). */
+  ruda__memory_group_t *group;
+  uint32_t busy; /* streams holding kept bindings */
+} ruda__stream_pipeline_t;
+
+/* The extension of stream `id` (whose first member is its pipe), set up on
+ * first use; NULL when it cannot be (the reason is queued on the stream
+ * when its state exists). */
+void *ruda__stream_pipe_get(ruda__stream_pipeline_t *p, ruda_stream_id_t id);
+/* The extension of a stream that exists and was set up, or NULL (never
+ * creates anything). */
+void *ruda__stream_pipe_find(ruda__stream_pipeline_t *p, ruda_stream_id_t id);
+
+/* Orders `stream` (an extension) after the work on `b`'s stream when that
+ * is another stream that was set up (a fence of the origin waited on, once
+ * per origin cursor), and keeps a clone of `b` in `keep`. */
+void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
+                        ruda__keep_list_t *keep);
+/* The storage of a binding's view, in the device memory of the stream
+ * that owns it; out->size is what the device really holds from the view's
+ * start on, whatever the view says. IoError::NotFound when the memory is
+ * not bound on this device. `near` (an extension, may be NULL): the stream
+ * the operation runs on, whose memory needs no lookup of its stream. */
+ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const ruda_binding_t *b,
+                                   ruda__storage_handle_t *out);
+/* Ends an operation on `stream`: other streams see its work as new, and
+ * `keep` (taken) stays alive until the work enqueued so far completes. */
+void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_list_t *keep);
+
+/* Releases the kept bindings of finished work on `stream` (`wait`: waits
+ * for all of it first). */
+void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait);
+/* ruda__stream_pipe_poll without waiting, on every stream holding kept
+ * bindings (one load when none does). */
+void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p);
+/* Frees the pipe of `stream`: waits for its kept bindings, or releases
+ * them at once when `fences_alive` is false (the device took the fences
+ * with it). */
+void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive);
+
+static inline ruda__stream_pipe_t *ruda__stream_pipe(void *stream) { return stream; }
+
+#endif /* RUDA_SERVER_STREAM_OP_H */
