@@ -1,34 +1,21 @@
-/* `ruda devices [--json]`: every backend and its devices. The backends are
- * the registry's (ruda__backend_list, generated from the folders under
- * src/backends), in its order, then the built-in device types whose backend
- * this library was built without. */
+/* `ruda devices [--json]`: every backend and its devices. The device types
+ * are the library's (ruda_device_types): its backends in their order, then
+ * the built-in types whose backend it was built without. */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/json.h"
 #include "ruda/memory.h"
 #include "ruda_tools.h"
 #include "tools_common.h"
-#include "server/server.h"
-#include "types/device_names.h"
 
-/* The device types to list: the registry's, then the built-in types it
- * lacks (they report that their backend is not built in). */
-static size_t device_types(uint16_t *out, size_t cap) {
-  size_t n = 0;
-  for (size_t i = 0; ruda__backend_list[i] && n < cap; i++) out[n++] = ruda__backend_list[i]->type_id;
-  size_t nb = 0;
-  const uint16_t *builtin = ruda__device_type_builtin_ids(&nb);
-  for (size_t i = 0; i < nb && n < cap; i++) {
-    if (!ruda__backend_for(builtin[i])) out[n++] = builtin[i];
-  }
-  return n;
-}
+/* Most device types listed. */
+#define MAX_TYPES 16
 
 void ruda_cmd_devices_help(FILE *f) {
-  uint16_t types[RUDA__MAX_BACKENDS + 8];
-  size_t n = device_types(types, sizeof types / sizeof types[0]);
+  uint16_t types[MAX_TYPES];
+  size_t n = ruda_device_types(types, MAX_TYPES);
+  if (n > MAX_TYPES) n = MAX_TYPES;
   char names[256] = "";
   size_t used = 0;
   for (size_t i = 0; i < n && used < sizeof names; i++) {
@@ -77,18 +64,7 @@ static const struct {
     {RUDA_FEATURE_ATOMIC_I64, "atomic_i64"},
 };
 
-static void json_string(const char *s) {
-  char small[256];
-  size_t n = ruda__json_escape(s, small, sizeof small);
-  if (n < sizeof small) {
-    fputs(small, stdout);
-    return;
-  }
-  char *big = malloc(n + 1);
-  if (big) ruda__json_escape(s, big, n + 1);
-  fputs(big ? big : "\"(out of memory)\"", stdout);
-  free(big);
-}
+static void json_string(const char *s) { ruda_tools_json_string(stdout, s); }
 
 static void json_u32x3(const char *key, const uint32_t v[3]) {
   printf(",\"%s\":[%" PRIu32 ",%" PRIu32 ",%" PRIu32 "]", key, v[0], v[1], v[2]);
@@ -174,8 +150,9 @@ int ruda_cmd_devices(int argc, char **argv) {
       return RUDA_EXIT_USAGE;
     }
   }
-  uint16_t types[RUDA__MAX_BACKENDS + 8];
-  size_t ntypes = device_types(types, sizeof types / sizeof types[0]);
+  uint16_t types[MAX_TYPES];
+  size_t ntypes = ruda_device_types(types, MAX_TYPES);
+  if (ntypes > MAX_TYPES) ntypes = MAX_TYPES;
   if (json) printf("{\"backends\":[");
   for (size_t t = 0; t < ntypes; ++t) {
     uint16_t type = types[t];

@@ -13,12 +13,8 @@
 #include "kernel_check.h"
 #include "kernel_text.h"
 #include "ruda_tools.h"
+#include "ruda/kernel.h"
 #include "tools_common.h"
-#include "server/portable_kernel.h"
-
-#if defined(RUDA_HAVE_CUDA_HEADERS)
-#include "backends/cuda/cuda_internal.h"
-#endif
 
 void ruda_cmd_kernels_help(FILE *f) {
   fprintf(f,
@@ -124,14 +120,11 @@ typedef struct check_opts {
 
 /* 0 ok, 1 failed, 3 unavailable (message printed). */
 static int check_cuda(const ruda_tools_kernel_text_t *t, const char *shown, unsigned cc) {
-#if defined(RUDA_HAVE_CUDA_HEADERS)
-  void *bin = NULL;
-  size_t size = 0;
   const char *base = strrchr(t->path, '/');
   base = base ? base + 1 : t->path;
   ruda_status_t s =
-      ruda__cuda_nvrtc_compile_portable(base, t->text, t->len, t->path, cc, NULL, 0, &bin, &size);
-  free(bin);
+      ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, cc, base, t->text, t->len, t->path,
+                                   NULL, NULL);
   if (!s) {
     printf("%s: cuda sm_%u: ok", shown, cc);
     print_kernel_list(t);
@@ -151,18 +144,13 @@ static int check_cuda(const ruda_tools_kernel_text_t *t, const char *shown, unsi
   }
   ruda_status_free(s);
   return code;
-#else
-  (void)t;
-  printf("%s: cuda sm_%u: unavailable: this ruda was built without the CUDA headers\n", shown, cc);
-  return 3;
-#endif
 }
 
 static int check_opencl(ruda_tools_opencl_t *o, const ruda_tools_kernel_text_t *t,
                         const char *shown) {
   char *src = NULL;
   size_t len = 0;
-  ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_OPENCL, "check", t->text, t->len, &src, &len);
+  ruda_status_t s = ruda_kernel_portable_source(RUDA_DEVICE_TYPE_OPENCL, t->text, t->len, &src, &len);
   if (s) {
     ruda_tools_print_status("kernels check", s);
     ruda_status_free(s);

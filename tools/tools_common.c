@@ -14,6 +14,25 @@ bool ruda_tools_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+void ruda_tools_json_string(FILE *f, const char *s) {
+  fputc('"', f);
+  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+    switch (*p) {
+      case '"': fputs("\\\"", f); break;
+      case '\\': fputs("\\\\", f); break;
+      case '\n': fputs("\\n", f); break;
+      case '\r': fputs("\\r", f); break;
+      case '\t': fputs("\\t", f); break;
+      default:
+        if (*p < 0x20)
+          fprintf(f, "\\u%04x", *p);
+        else
+          fputc(*p, f);
+    }
+  }
+  fputc('"', f);
+}
+
 int ruda_tools_open_device(const char *name, ruda_client_t **out) {
   *out = NULL;
   ruda_device_id_t id;

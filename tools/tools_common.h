@@ -30,4 +30,8 @@ int ruda_tools_open_device(const char *name, ruda_client_t **out);
 /* True for "-h" and "--help". */
 bool ruda_tools_is_help(const char *arg);
 
+/* Writes `s` to `f` as a JSON string: quoted, with '"', '\\' and control
+ * characters escaped (bytes from 0x80 are copied: UTF-8 stays as it is). */
+void ruda_tools_json_string(FILE *f, const char *s);
+
 #endif

@@ -78,6 +78,13 @@ RUDA_BEGIN_DECLS
  * a device of such a type (ruda_client_create, ruda_device_properties) is
  * a caller error instead: RUDA_ERR_INVALID_ARGUMENT. */
 ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out);
+/* The device types this library knows: those of the backends built into
+ * it, in the order they are listed, then the built-in RUDA_DEVICE_TYPE_*
+ * values whose backend it was built without (ruda_device_count gives the
+ * reason for those). Writes at most `cap` ids into `out` (NULL when cap is
+ * 0) and returns how many there are, so a call with cap 0 sizes the
+ * array. Pure; thread-safe. */
+size_t ruda_device_types(uint16_t *out, size_t cap);
 /* Properties of a device, without creating a client (the server is created
  * if needed). */
 ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties_t *out);

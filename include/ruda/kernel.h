@@ -146,6 +146,38 @@ const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k);
  * excluded): the in-memory kernel cache key. Thread-safe. */
 ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k);
 
+/* ---- Portable kernel text, ahead of time ---- */
+
+/* The source a backend's run-time compiler is given for a portable
+ * kernel file's text (ruda/kernel_dialect.h; the text `ruda kernels embed
+ * --text` prints): the backend's prelude, a newline, then `text[0..len)`.
+ * For RUDA_DEVICE_TYPE_CUDA (NVRTC, C++) and RUDA_DEVICE_TYPE_OPENCL
+ * (OpenCL C). On success *out is a new NUL-terminated string that the
+ * caller frees with free(), and *out_len (when not NULL) its length.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL text or out, another device
+ * type), RUDA_ERR_LAUNCH_OUT_OF_MEMORY. Thread-safe. */
+ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text, size_t len,
+                                          char **out, size_t *out_len);
+
+/* Compiles a portable kernel file's text ahead of time, without a device,
+ * the way the backend of `device_type` compiles it at run time (its
+ * prelude, compiler and options): for RUDA_DEVICE_TYPE_CUDA, NVRTC for
+ * the architecture sm_<arch> (90: sm_90; from 90 on, the arch-specific
+ * sm_<arch>a, as at run time). `name` names the kernel or file in errors;
+ * `origin`, the kernel file's path, is where the compiler's messages
+ * point (NULL: "kernel"). On success *out_binary (when not NULL) is the
+ * compiled code (a CUBIN), which the caller frees with free(), and
+ * *out_size its size; with out_binary NULL the code is dropped (a check).
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL name or text, an arch outside
+ * 30..200); RUDA_ERR_UNAVAILABLE (the compiler is not installed, or the
+ * backend of `device_type` is not built in or compiles nothing ahead of
+ * time: every type but CUDA today); RUDA_ERR_LAUNCH_COMPILATION wrapping
+ * RUDA_ERR_COMPILATION_GENERIC whose reason holds the compiler's log.
+ * Thread-safe. */
+ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
+                                           const char *text, size_t len, const char *origin,
+                                           void **out_binary, size_t *out_size);
+
 /* ---- Dispatch counts ---- */
 
 typedef struct ruda_count {

@@ -20,6 +20,20 @@ const ruda__backend_t *ruda__backend_for(uint16_t type_id) {
   return NULL;
 }
 
+size_t ruda_device_types(uint16_t *out, size_t cap) {
+  size_t n = 0;
+  for (size_t i = 0; ruda__backend_list[i]; i++, n++)
+    if (n < cap) out[n] = ruda__backend_list[i]->type_id;
+  size_t nb = 0;
+  const uint16_t *builtin = ruda__device_type_builtin_ids(&nb);
+  for (size_t i = 0; i < nb; i++) {
+    if (ruda__backend_for(builtin[i])) continue;
+    if (n < cap) out[n] = builtin[i];
+    n++;
+  }
+  return n;
+}
+
 const ruda__backend_t *ruda__backend_named(const char *name, size_t len) {
   for (size_t i = 0; ruda__backend_list[i]; i++) {
     const char *n = ruda__backend_list[i]->name;

@@ -2,6 +2,7 @@
 #include "server/portable_kernel.h"
 
 #include "base/alloc.h"
+#include "server/server.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -234,4 +235,60 @@ ruda_status_t ruda__portable_check_needs(const ruda__portable_needs_t *needs, co
                          kernel ? kernel : "?", feature_words(bit),
                          device_name && device_name[0] ? device_name : "this device",
                          ruda__feature_name(bit)));
+}
+
+/* ---- The public face: ahead of time, without a device ---- */
+
+ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text, size_t len,
+                                          char **out, size_t *out_len) {
+  if (out_len) *out_len = 0;
+  if (!out || !text)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_kernel_portable_source: NULL %s", out ? "text" : "out");
+  *out = NULL;
+  ruda__portable_target_t target;
+  if (device_type == RUDA_DEVICE_TYPE_CUDA) {
+    target = RUDA__PORTABLE_CUDA;
+  } else if (device_type == RUDA_DEVICE_TYPE_OPENCL) {
+    target = RUDA__PORTABLE_OPENCL;
+  } else {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_kernel_portable_source: device type %u has no prelude (cuda "
+                              "and opencl have)",
+                              (unsigned)device_type);
+  }
+  return ruda__portable_source(target, "source", text, len, out, out_len);
+}
+
+ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
+                                           const char *text, size_t len, const char *origin,
+                                           void **out_binary, size_t *out_size) {
+  if (out_binary) *out_binary = NULL;
+  if (out_size) *out_size = 0;
+  if (!name || !text)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_kernel_compile_portable: NULL %s", name ? "text" : "name");
+  if (arch < 30 || arch > 200)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_kernel_compile_portable: architecture %u is outside 30..200",
+                              (unsigned)arch);
+  const ruda__backend_t *b = ruda__backend_for(device_type);
+  const char *type = ruda_device_type_name(device_type);
+  if (!b || !b->compile_portable)
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                              b ? "the %s backend compiles no kernel ahead of time"
+                                : "no backend for device type %s is built into this ruda library",
+                              type ? type : "?");
+  void *bin = NULL;
+  size_t size = 0;
+  ruda_status_t s =
+      b->compile_portable(arch, name, text, len, origin ? origin : "kernel", &bin, &size);
+  if (s) return s;
+  if (out_binary) {
+    *out_binary = bin;
+  } else {
+    ruda__free(bin);
+  }
+  if (out_size) *out_size = size;
+  return NULL;
 }

@@ -334,6 +334,11 @@ typedef struct ruda__backend {
   /* Creates the server of device `index`. Called once per device, on the
    * device's worker thread. */
   ruda_status_t (*create_server)(uint16_t index, ruda__server_t **out);
+  /* Optional (NULL: none): compiles a portable kernel's text for
+   * architecture `arch` without a device (ruda_kernel_compile_portable,
+   * which checked the arguments). *out is ruda__malloc'ed. Thread-safe. */
+  ruda_status_t (*compile_portable)(uint32_t arch, const char *name, const char *text, size_t len,
+                                    const char *origin, void **out, size_t *out_size);
 } ruda__backend_t;
 
 /* Most backends one library holds (the device registry's bound). */

@@ -565,7 +565,13 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   return NULL;
 }
 
+static ruda_status_t cuda_compile_portable(uint32_t arch, const char *name, const char *text,
+                                           size_t len, const char *origin, void **out,
+                                           size_t *out_size) {
+  return ruda__cuda_nvrtc_compile_portable(name, text, len, origin, arch, NULL, 0, out, out_size);
+}
+
 const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_device_count,
-                                            cuda_create_server};
+                                            cuda_create_server, cuda_compile_portable};
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -1,0 +1,80 @@
+/* The public calls that work without a device: the device types the
+ * library knows (ruda_device_types), the source a backend's compiler is
+ * given for a portable kernel (ruda_kernel_portable_source) and the
+ * ahead-of-time compile's argument checks and unavailable answers
+ * (ruda_kernel_compile_portable; NVRTC's own run is `ruda kernels check`'s,
+ * tests/unit/tools/test_kernels_command.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ruda/client.h"
+#include "ruda/kernel.h"
+#include "test.h"
+
+TEST(device_types_lists_cpu_first_and_every_builtin_type) {
+  size_t n = ruda_device_types(NULL, 0);
+  ASSERT_UGE(n, 3);
+  uint16_t types[32];
+  ASSERT_ULE(n, 32);
+  ASSERT_UEQ(ruda_device_types(types, 32), n);
+  ASSERT_UEQ(types[0], RUDA_DEVICE_TYPE_CPU);
+  bool seen[3] = {false, false, false};
+  for (size_t i = 0; i < n; i++) {
+    ASSERT_NOT_NULL(ruda_device_type_name(types[i]));
+    if (types[i] < 3) {
+      ASSERT_FALSE(seen[types[i]]); /* each type once */
+      seen[types[i]] = true;
+    }
+  }
+  ASSERT_TRUE(seen[RUDA_DEVICE_TYPE_CPU] && seen[RUDA_DEVICE_TYPE_CUDA] &&
+              seen[RUDA_DEVICE_TYPE_OPENCL]);
+  /* A short array gets the first ids; the count is still the whole. */
+  uint16_t one[1] = {0xffff};
+  ASSERT_UEQ(ruda_device_types(one, 1), n);
+  ASSERT_UEQ(one[0], RUDA_DEVICE_TYPE_CPU);
+}
+
+TEST(portable_source_is_the_prelude_then_the_text) {
+  static const char text[] = "RUDA_KERNEL(k) {}\n";
+  for (uint16_t type = RUDA_DEVICE_TYPE_CUDA; type <= RUDA_DEVICE_TYPE_OPENCL; type++) {
+    char *src = NULL;
+    size_t len = 0;
+    ASSERT_OK(ruda_kernel_portable_source(type, text, strlen(text), &src, &len));
+    ASSERT_NOT_NULL(src);
+    ASSERT_UEQ(strlen(src), len);
+    ASSERT_UGT(len, strlen(text) + 1);
+    ASSERT_STR_EQ(src + len - strlen(text), text);
+    ASSERT_EQ(src[len - strlen(text) - 1], '\n');
+    free(src);
+  }
+  char *src = (char *)1;
+  ASSERT_ERR_KIND(ruda_kernel_portable_source(RUDA_DEVICE_TYPE_CPU, "x", 1, &src, NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_NULL(src);
+  ASSERT_ERR_KIND(ruda_kernel_portable_source(RUDA_DEVICE_TYPE_CUDA, NULL, 0, &src, NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_kernel_portable_source(RUDA_DEVICE_TYPE_CUDA, "x", 1, NULL, NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+}
+
+TEST(compile_portable_checks_arguments_and_says_what_cannot_compile) {
+  void *bin = (void *)1;
+  size_t size = 7;
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, 90, NULL, "x", 1, NULL,
+                                               &bin, &size),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_NULL(bin);
+  ASSERT_UEQ(size, 0);
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, 90, "k", NULL, 0, NULL,
+                                               NULL, NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, 7, "k", "x", 1, NULL, NULL,
+                                               NULL),
+                  RUDA_ERR_INVALID_ARGUMENT);
+  /* The CPU backend compiles nothing ahead of time; no backend has 999. */
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CPU, 90, "k", "x", 1, NULL, NULL,
+                                               NULL),
+                  RUDA_ERR_UNAVAILABLE);
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(999, 90, "k", "x", 1, NULL, NULL, NULL),
+                  RUDA_ERR_UNAVAILABLE);
+}
