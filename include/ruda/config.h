@@ -56,7 +56,8 @@ typedef enum ruda_log_channel {
   RUDA_LOG_CHANNEL_MEMORY = 1,
   RUDA_LOG_CHANNEL_STREAMING = 2,
   RUDA_LOG_CHANNEL_PROFILING = 3,
-  RUDA_LOG_CHANNEL_COUNT_ = 4
+  RUDA_LOG_CHANNEL_AUTOTUNE = 4, /* one JSON line per tuning decision */
+  RUDA_LOG_CHANNEL_COUNT_ = 5
 } ruda_log_channel_t;
 
 /* One channel's logger: its level and where lines go. A logger with a
@@ -134,6 +135,22 @@ typedef struct ruda_trace_config {
   char file[RUDA_CONFIG_PATH_MAX]; /* Chrome trace JSON output; "" = off */
 } ruda_trace_config_t;
 
+/* How hard the autotuner (ruda/tune.h) works for each new key. */
+typedef enum ruda_autotune_level {
+  RUDA_AUTOTUNE_OFF = 0,      /* never tune: every call runs the default candidate */
+  RUDA_AUTOTUNE_MINIMAL = 1,  /* 1 warm-up, 3 repetitions, coarser buckets */
+  RUDA_AUTOTUNE_BALANCED = 2, /* 1 warm-up, 5 repetitions (default) */
+  RUDA_AUTOTUNE_FULL = 3,     /* 2 warm-ups, 10 repetitions, no early drop */
+} ruda_autotune_level_t;
+
+typedef struct ruda_autotune_config {
+  ruda_logger_config_t logger;     /* the autotune channel */
+  ruda_autotune_level_t level;     /* default: balanced */
+  uint32_t budget_ms;              /* tuning time per key, 1..3600000; default 1500 */
+  bool cache;                      /* keep results in the tune cache on disk; default true */
+  char pin[RUDA_CONFIG_PATH_MAX];  /* "op=candidate,op=candidate"; "" (default): none */
+} ruda_autotune_config_t;
+
 typedef struct ruda_config {
   ruda_profiling_config_t profiling;
   ruda_compilation_config_t compilation;
@@ -141,6 +158,7 @@ typedef struct ruda_config {
   ruda_memory_config_t memory;
   ruda_cpu_config_t cpu;
   ruda_trace_config_t trace;
+  ruda_autotune_config_t autotune;
   /* The file the configuration was read from; "" when none was. */
   char source[RUDA_CONFIG_PATH_MAX];
 } ruda_config_t;

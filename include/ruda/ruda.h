@@ -10,6 +10,7 @@
  *   comm.h    collectives and send/recv across devices
  *   log.h     log channels
  *   profiling.h the profiling summary table and the timeline trace
+ *   tune.h    the autotuner: tunable operations, the tune cache, tuned matmul/sum/triad
  *   version.h the version of the headers and of the library
  */
 #ifndef RUDA_RUDA_H
@@ -23,6 +24,7 @@
 #include "ruda/memory.h"
 #include "ruda/profiling.h"
 #include "ruda/status.h"
+#include "ruda/tune.h"
 #include "ruda/types.h"
 #include "ruda/version.h"
 

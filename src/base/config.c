@@ -53,9 +53,14 @@ static const name_value_t k_cache_names[] = {{"user", RUDA_CACHE_LOCATION_USER},
                                              {"global", RUDA_CACHE_LOCATION_GLOBAL},
                                              {"none", RUDA_CACHE_LOCATION_NONE},
                                              {NULL, 0}};
+static const name_value_t k_autotune_levels[] = {{"off", RUDA_AUTOTUNE_OFF},
+                                                  {"minimal", RUDA_AUTOTUNE_MINIMAL},
+                                                  {"balanced", RUDA_AUTOTUNE_BALANCED},
+                                                  {"full", RUDA_AUTOTUNE_FULL},
+                                                  {NULL, 0}};
 
 static const char *const k_channel_names[RUDA_LOG_CHANNEL_COUNT_] = {
-    "compilation", "memory", "streaming", "profiling"};
+    "compilation", "memory", "streaming", "profiling", "autotune"};
 
 const char *ruda_log_level_name(ruda_log_level_t level) {
   for (const name_value_t *n = k_levels_profiling; n->name; n++)
@@ -127,6 +132,10 @@ void ruda_config_default(ruda_config_t *out) {
   out->cpu.devices = 1;
   out->cpu.spin = RUDA_CPU_SPIN_AUTO;
   out->cpu.memory_limit = 0;
+  logger_default(&out->autotune.logger);
+  out->autotune.level = RUDA_AUTOTUNE_BALANCED;
+  out->autotune.budget_ms = 1500;
+  out->autotune.cache = true;
 }
 
 const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
@@ -137,6 +146,7 @@ const ruda_logger_config_t *ruda_config_logger(const ruda_config_t *cfg,
     case RUDA_LOG_CHANNEL_MEMORY: return &cfg->memory.logger;
     case RUDA_LOG_CHANNEL_STREAMING: return &cfg->streaming.logger;
     case RUDA_LOG_CHANNEL_PROFILING: return &cfg->profiling.logger;
+    case RUDA_LOG_CHANNEL_AUTOTUNE: return &cfg->autotune.logger;
     default: return NULL;
   }
 }
@@ -152,6 +162,8 @@ typedef enum {
   OPT_UINT,      /* uint32_t, from `min` to `max` (or "auto", with has_auto) */
   OPT_BYTES,     /* uint64_t bytes: an integer, or text with a unit ("64MiB") */
   OPT_PATH,      /* char[RUDA_CONFIG_PATH_MAX]; an empty variable clears it */
+  OPT_BOOL,      /* bool: true/false (environment: also 1/0, on/off) */
+  OPT_PINS,      /* char[RUDA_CONFIG_PATH_MAX]: "op=candidate,..." (may be empty) */
 } opt_kind_t;
 
 /* One row per option: where it lives in ruda.toml and in the environment,
@@ -197,6 +209,14 @@ static const option_t k_options[] = {
     {"cpu", "memory_limit", "RUDA_CPU_MEMORY_LIMIT", OPT_BYTES, AT(cpu.memory_limit), NULL, 0,
      0, false},
     {"trace", "file", "RUDA_TRACE", OPT_PATH, AT(trace.file), NULL, 0, 0, false},
+    {"autotune", "logger", "RUDA_LOG_AUTOTUNE", OPT_LOGGER, AT(autotune.logger), k_levels_other,
+     0, 0, false},
+    {"autotune", "level", "RUDA_AUTOTUNE_LEVEL", OPT_ENUM, AT(autotune.level), k_autotune_levels,
+     0, 0, false},
+    {"autotune", "budget_ms", "RUDA_AUTOTUNE_BUDGET_MS", OPT_UINT, AT(autotune.budget_ms), NULL,
+     1, 3600000, false},
+    {"autotune", "cache", "RUDA_AUTOTUNE_CACHE", OPT_BOOL, AT(autotune.cache), NULL, 0, 0, false},
+    {"autotune", "pin", "RUDA_AUTOTUNE_PIN", OPT_PINS, AT(autotune.pin), NULL, 0, 0, false},
 };
 #undef AT
 enum { NUM_OPTIONS = sizeof k_options / sizeof k_options[0] };
@@ -205,6 +225,7 @@ enum { NUM_OPTIONS = sizeof k_options / sizeof k_options[0] };
 _Static_assert(sizeof(ruda_bounds_check_mode_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ruda_stream_priority_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ruda_persistent_memory_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(ruda_autotune_level_t) == sizeof(int), "enum size");
 
 static void *option_field(ruda_config_t *cfg, const option_t *o) {
   return (char *)cfg + o->offset;
@@ -263,6 +284,34 @@ static const char *check_path(const char *p, bool may_be_empty) {
   if (n == RUDA_CONFIG_PATH_MAX) return "a NUL-terminated path shorter than " RUDA__STR(RUDA_CONFIG_PATH_MAX) " bytes";
   if (n == 0 && !may_be_empty) return "a path";
   return NULL;
+}
+
+static const char k_pins_expected[] =
+    "a list of op=candidate pairs separated by commas (\"matmul_f32=t32x4\"), names of "
+    "letters, digits, '_', '.' and '-'";
+
+static bool pin_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '.' || c == '-';
+}
+
+/* "op=cand,op=cand" (spaces around items allowed), or empty. */
+static const char *check_pins(const char *p) {
+  if (strnlen(p, RUDA_CONFIG_PATH_MAX) == RUDA_CONFIG_PATH_MAX) return k_pins_expected;
+  while (*p == ' ') p++;
+  if (!*p) return NULL;
+  for (;;) {
+    while (*p == ' ') p++;
+    const char *s = p;
+    while (pin_name_char(*p)) p++;
+    if (p == s || *p != '=') return k_pins_expected;
+    s = ++p;
+    while (pin_name_char(*p)) p++;
+    if (p == s) return k_pins_expected;
+    while (*p == ' ') p++;
+    if (!*p) return NULL;
+    if (*p++ != ',') return k_pins_expected;
+  }
 }
 
 static const char k_bytes_expected[] =
@@ -486,6 +535,14 @@ static void set_from_toml(ctx_t *c, const option_t *o, const ruda__toml_entry_t 
     case OPT_UINT: get_uint(c, e, key, o, f); break;
     case OPT_BYTES: get_bytes(c, e, key, f); break;
     case OPT_PATH: get_path(c, e, key, f); break;
+    case OPT_BOOL: get_bool(c, e, key, f); break;
+    case OPT_PINS:
+      if (!want_type(c, e, key, RUDA__TOML_STRING)) break;
+      if (check_pins(e->value.string) || strlen(e->value.string) >= RUDA_CONFIG_PATH_MAX)
+        fail(c, e->line, key, "expected %s, found \"%s\"", k_pins_expected, e->value.string);
+      else
+        memcpy(f, e->value.string, strlen(e->value.string) + 1);
+      break;
     case OPT_CACHE_DIR: break; /* not in ruda.toml: find_option() never gives it */
   }
 }
@@ -733,6 +790,18 @@ static ruda_status_t set_from_env(const option_t *o, const char *v, ruda_config_
     case OPT_UINT: return env_uint(o, v, f);
     case OPT_BYTES: return env_bytes(o->env, v, f);
     case OPT_PATH: return env_path(o->env, v, f);
+    case OPT_BOOL: {
+      static const name_value_t k_bools[] = {{"true", 1}, {"false", 0}, {"1", 1}, {"0", 0},
+                                             {"on", 1},   {"off", 0},   {NULL, 0}};
+      st = env_enum(o->env, v, k_bools, &x);
+      if (!st) *(bool *)f = x != 0;
+      return st;
+    }
+    case OPT_PINS:
+      if (check_pins(v) || strlen(v) >= RUDA_CONFIG_PATH_MAX)
+        return env_fail(o->env, v, "expected %s", k_pins_expected);
+      memcpy(f, v, strlen(v) + 1);
+      return NULL;
   }
   return NULL;
 }
@@ -869,6 +938,11 @@ static ruda_status_t validate_option(const ruda_config_t *cfg, const option_t *o
       break;
     }
     case OPT_PATH: bad = check_path(f, true); found[0] = '\0'; break;
+    case OPT_BOOL:
+      bad = bool_ok(f) ? NULL : "a boolean (0 or 1)";
+      found[0] = '\0';
+      break;
+    case OPT_PINS: bad = check_pins(f); found[0] = '\0'; break;
     case OPT_BYTES: /* every value is a size */
     case OPT_CACHE_DIR: /* the same field as OPT_CACHE */
       return NULL;

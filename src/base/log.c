@@ -29,7 +29,7 @@ typedef struct {
 /* Levels are read without the lock; everything else is under g_lock. All
  * levels are LEVEL_UNSET until the logger is set up, and none after. */
 static _Atomic int g_levels[RUDA_LOG_CHANNEL_COUNT_] = {LEVEL_UNSET, LEVEL_UNSET, LEVEL_UNSET,
-                                                       LEVEL_UNSET};
+                                                       LEVEL_UNSET, LEVEL_UNSET};
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static sink_t g_sinks[MAX_SINKS];
 static size_t g_nsinks;

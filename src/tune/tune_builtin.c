@@ -1,0 +1,362 @@
+/* The tuned operations ruda ships: matmul, sum and triad (f32), their
+ * candidates (kernels/tuned_kernels.h) and the operation of each device,
+ * created on first use. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "tune/kernels/tuned_kernels.h"
+#include "tune/tune_internal.h"
+
+/* ---- candidates' constants and launches ---- */
+
+typedef struct mm_param {
+  uint32_t tm, tn; /* the tile of C one ruda computes */
+} mm_param_t;
+
+static ruda_status_t mm_count(const ruda_tune_args_t *args, const void *param, ruda_count_t *out) {
+  const mm_param_t *p = param;
+  uint64_t m = args->sizes[0], n = args->sizes[1];
+  *out = ruda_count_static((uint32_t)((n + p->tn - 1) / p->tn), (uint32_t)((m + p->tm - 1) / p->tm),
+                           1);
+  return NULL;
+}
+
+/* Launches `k` on the arguments' buffers with the scalars (n, chunk) or
+ * (s, n, chunk) that the sum and triad kernels take. */
+static ruda_status_t launch_chunked(ruda_client_t *c, ruda_kernel_t *k, const ruda_handle_t *bufs,
+                                    size_t num_bufs, const uint64_t *lead, size_t num_lead,
+                                    uint64_t n, uint64_t chunk) {
+  uint64_t w[4];
+  size_t nw = 0;
+  for (size_t i = 0; i < num_lead; i++) w[nw++] = lead[i];
+  w[nw++] = n;
+  w[nw++] = chunk;
+  ruda_kernel_args_t a;
+  memset(&a, 0, sizeof a);
+  a.buffers = bufs;
+  a.num_buffers = num_bufs;
+  a.info.data = w;
+  a.info.len = nw;
+  a.info.dynamic_metadata_offset = nw;
+  uint64_t rudas = n == 0 ? 1 : (n + chunk - 1) / chunk;
+  return ruda_client_launch(c, k, ruda_count_static((uint32_t)rudas, 1, 1), &a);
+}
+
+typedef struct sum_param {
+  uint64_t chunk;         /* elements per ruda */
+  ruda_kernel_t **second; /* the second pass (two-pass candidates), else NULL */
+} sum_param_t;
+
+static ruda_kernel_t *g_sum_final;
+
+/* args: buffers x, out, work; sizes n. */
+static ruda_status_t sum_launch(ruda_client_t *c, ruda_kernel_t *k, const ruda_tune_args_t *args,
+                                const void *param) {
+  const sum_param_t *p = param;
+  uint64_t n = args->sizes[0];
+  if (!p->second) {
+    const float zero = 0.0f;
+    ruda_status_t st = ruda_client_write(c, &args->buffers[1], &zero, sizeof zero);
+    if (st) return st;
+    return launch_chunked(c, k, args->buffers, 2, NULL, 0, n, p->chunk);
+  }
+  uint64_t parts = (n + p->chunk - 1) / p->chunk;
+  if (parts * sizeof(float) > ruda_handle_size_in_used(&args->buffers[2]))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "sum_f32: the work buffer holds fewer "
+                              "than %llu partial sums", (unsigned long long)parts);
+  ruda_handle_t first[2] = {args->buffers[0], args->buffers[2]};
+  ruda_status_t st = launch_chunked(c, k, first, 2, NULL, 0, n, p->chunk);
+  if (st) return st;
+  ruda_handle_t second[2] = {args->buffers[2], args->buffers[1]};
+  return launch_chunked(c, *p->second, second, 2, NULL, 0, parts, parts ? parts : 1);
+}
+
+typedef struct triad_param {
+  uint64_t chunk;
+} triad_param_t;
+
+/* args: buffers a, b, c; scalars s (f32 bits); sizes n. */
+static ruda_status_t triad_launch(ruda_client_t *c, ruda_kernel_t *k,
+                                  const ruda_tune_args_t *args, const void *param) {
+  const triad_param_t *p = param;
+  return launch_chunked(c, k, args->buffers, 3, args->scalars, 1, args->sizes[0], p->chunk);
+}
+
+/* ---- the operations ---- */
+
+enum { OP_MATMUL, OP_SUM, OP_TRIAD, NUM_OPS };
+static const char *const k_op_names[NUM_OPS] = {"matmul_f32", "sum_f32", "triad_f32"};
+
+static const mm_param_t k_mm[] = {{16, 16}, {32, 16}, {32, 32}, {8, 64}, {16, 64}, {4, 128}};
+static const sum_param_t k_sum[] = {
+    {64 * 64, &g_sum_final},   /* u64, two passes, 64 per unit */
+    {256 * 16, NULL},          /* u256, one pass, 16 per unit */
+    {256 * 64, &g_sum_final},  /* u256, two passes, 64 per unit */
+    {64 * 1024, NULL},         /* u64, one pass, 1024 per unit */
+    {256 * 256, &g_sum_final}, /* u256, two passes, 256 per unit */
+};
+/* The smallest chunk of a two-pass candidate: it sizes the work buffer. */
+#define SUM_MIN_TWO_PASS_CHUNK (64 * 64)
+static const triad_param_t k_triad[] = {{4096}, {16384}, {65536}, {262144}, {1048576}};
+
+static void release_all(ruda_kernel_t **k, size_t n) {
+  for (size_t i = 0; i < n; i++) ruda_kernel_release(k[i]);
+}
+
+static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
+  ruda_kernel_t *k[6] = {0};
+  ruda_status_t st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w1_k16, &k[0]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w2_k16_v2, &k[1]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b32x8_w4_k16_v4, &k[2]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x1_w8_k64_v4, &k[3]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x4_w4_k32_v4, &k[4]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b128x1_w4_k64_v4, &k[5]);
+  if (st) {
+    release_all(k, 6);
+    return st;
+  }
+  static const char *const names[6] = {"b16x16_w1_k16",    "b16x16_w2_k16_v2", "b32x8_w4_k16_v4",
+                                       "b64x1_w8_k64_v4",  "b64x4_w4_k32_v4",  "b128x1_w4_k64_v4"};
+  ruda_tune_candidate_t cands[6];
+  memset(cands, 0, sizeof cands);
+  for (size_t i = 0; i < 6; i++) {
+    cands[i].name = names[i];
+    cands[i].kernel = k[i];
+    cands[i].count = mm_count;
+    cands[i].param = &k_mm[i];
+  }
+  static const ruda_tune_dim_t dims[3] = {{"m", 2}, {"n", 2}, {"k", 2}};
+  static const ruda_tune_access_t access[3] = {RUDA_TUNE_READ, RUDA_TUNE_READ, RUDA_TUNE_WRITE};
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = k_op_names[OP_MATMUL];
+  d.candidates = cands;
+  d.num_candidates = 6;
+  d.dims = dims;
+  d.num_dims = 3;
+  d.access = access;
+  d.num_access = 3;
+  d.check_reference = 0;
+  d.check_elem = RUDA_ELEM_F32;
+  d.check_rtol = 1e-3;
+  d.check_atol = 1e-3;
+  st = ruda_tune_op_create(c, &d, out);
+  release_all(k, 6);
+  return st;
+}
+
+static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
+  ruda_kernel_t *k[5] = {0};
+  ruda_status_t st = RUDA_KERNEL_CREATE(tuned_sum_u64_part, &k[0]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_atomic, &k[1]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &k[2]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u64_atomic, &k[3]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &k[4]);
+  if (st) {
+    release_all(k, 5);
+    return st;
+  }
+  static const char *const names[5] = {"u64_e64_2pass", "u256_e16_1pass", "u256_e64_2pass",
+                                       "u64_e1024_1pass", "u256_e256_2pass"};
+  ruda_tune_candidate_t cands[5];
+  memset(cands, 0, sizeof cands);
+  for (size_t i = 0; i < 5; i++) {
+    cands[i].name = names[i];
+    cands[i].kernel = k[i];
+    cands[i].launch = sum_launch;
+    cands[i].param = &k_sum[i];
+  }
+  static const ruda_tune_dim_t dims[1] = {{"n", 2}};
+  static const ruda_tune_access_t access[3] = {RUDA_TUNE_READ, RUDA_TUNE_WRITE,
+                                               RUDA_TUNE_WORKSPACE};
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = k_op_names[OP_SUM];
+  d.candidates = cands;
+  d.num_candidates = 5;
+  d.dims = dims;
+  d.num_dims = 1;
+  d.access = access;
+  d.num_access = 3;
+  d.check_reference = 0;
+  d.check_elem = RUDA_ELEM_F32;
+  d.check_rtol = 1e-3;
+  d.check_atol = 1e-3;
+  st = ruda_tune_op_create(c, &d, out);
+  release_all(k, 5);
+  return st;
+}
+
+static ruda_status_t make_triad(ruda_client_t *c, ruda_tune_op_t **out) {
+  ruda_kernel_t *k64 = NULL, *k256 = NULL;
+  ruda_status_t st = RUDA_KERNEL_CREATE(tuned_triad_u64, &k64);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_triad_u256, &k256);
+  if (st) {
+    ruda_kernel_release(k64);
+    ruda_kernel_release(k256);
+    return st;
+  }
+  static const char *const names[5] = {"u256_c4k", "u256_c16k", "u64_c64k", "u256_c256k",
+                                       "u64_c1m"};
+  ruda_kernel_t *const ks[5] = {k256, k256, k64, k256, k64};
+  ruda_tune_candidate_t cands[5];
+  memset(cands, 0, sizeof cands);
+  for (size_t i = 0; i < 5; i++) {
+    cands[i].name = names[i];
+    cands[i].kernel = ks[i];
+    cands[i].launch = triad_launch;
+    cands[i].param = &k_triad[i];
+  }
+  static const ruda_tune_dim_t dims[1] = {{"n", 2}};
+  static const ruda_tune_access_t access[3] = {RUDA_TUNE_WRITE, RUDA_TUNE_READ, RUDA_TUNE_READ};
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = k_op_names[OP_TRIAD];
+  d.candidates = cands;
+  d.num_candidates = 5;
+  d.dims = dims;
+  d.num_dims = 1;
+  d.access = access;
+  d.num_access = 3;
+  d.check_reference = 0;
+  d.check_elem = RUDA_ELEM_F32;
+  d.check_rtol = 0;
+  d.check_atol = 0;
+  st = ruda_tune_op_create(c, &d, out);
+  ruda_kernel_release(k64);
+  ruda_kernel_release(k256);
+  return st;
+}
+
+/* ---- the registry: one operation of each kind per device ---- */
+
+enum { MAX_TYPES = 4, MAX_INDEX = 64 };
+static _Atomic(ruda_tune_op_t *) g_ops[NUM_OPS][MAX_TYPES][MAX_INDEX];
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ruda_status_t op_for(ruda_client_t *c, int which, ruda_tune_op_t **out) {
+  ruda_device_id_t dev = ruda_client_device(c);
+  if (dev.type_id >= MAX_TYPES || dev.index_id >= MAX_INDEX)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: the tuned operations run on devices of types below %d and "
+                              "indices below %d",
+                              k_op_names[which], MAX_TYPES, MAX_INDEX);
+  _Atomic(ruda_tune_op_t *) *slot = &g_ops[which][dev.type_id][dev.index_id];
+  ruda_tune_op_t *op = atomic_load_explicit(slot, memory_order_acquire);
+  if (op) {
+    *out = op;
+    return NULL;
+  }
+  pthread_mutex_lock(&g_lock);
+  ruda_status_t st = NULL;
+  op = atomic_load_explicit(slot, memory_order_relaxed);
+  if (!op && !g_sum_final) st = RUDA_KERNEL_CREATE(tuned_sum_final, &g_sum_final);
+  if (!op && !st) {
+    st = which == OP_MATMUL ? make_matmul(c, &op) : which == OP_SUM ? make_sum(c, &op)
+                                                                    : make_triad(c, &op);
+    if (!st) atomic_store_explicit(slot, op, memory_order_release);
+  }
+  pthread_mutex_unlock(&g_lock);
+  *out = op;
+  return st;
+}
+
+ruda_status_t ruda_tune_builtin_op(ruda_client_t *client, const char *name, ruda_tune_op_t **out) {
+  if (out) *out = NULL;
+  if (!client || !name || !out)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_tune_builtin_op: NULL argument");
+  for (int i = 0; i < NUM_OPS; i++)
+    if (strcmp(name, k_op_names[i]) == 0) return op_for(client, i, out);
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "ruda_tune_builtin_op: no tuned operation '%s' (there are "
+                            "matmul_f32, sum_f32 and triad_f32)",
+                            name);
+}
+
+static ruda_status_t need(const char *fn, const char *what, const ruda_handle_t *h, uint64_t bytes) {
+  if (!h) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn, what);
+  uint64_t have = ruda_handle_size_in_used(h);
+  if (have < bytes)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: %s holds %llu bytes; the sizes need %llu", fn, what,
+                              (unsigned long long)have, (unsigned long long)bytes);
+  return NULL;
+}
+
+/* a * b * 4 bytes, or false on overflow. */
+static bool bytes_of(uint64_t a, uint64_t b, uint64_t *out) {
+  if (a && b > UINT64_MAX / 4 / a) return false;
+  *out = a * b * 4;
+  return true;
+}
+
+ruda_status_t ruda_tune_matmul_f32(ruda_client_t *client, const ruda_handle_t *a,
+                                   const ruda_handle_t *b, const ruda_handle_t *c, uint64_t m,
+                                   uint64_t n, uint64_t k) {
+  static const char fn[] = "ruda_tune_matmul_f32";
+  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  if (m == 0 || n == 0 || k == 0 || m > UINT32_MAX || n > UINT32_MAX || k > UINT32_MAX)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s: m, n and k must be 1 to 2^32-1 (m=%llu n=%llu k=%llu)", fn,
+                              (unsigned long long)m, (unsigned long long)n, (unsigned long long)k);
+  uint64_t ab, bb, cb;
+  if (!bytes_of(m, k, &ab) || !bytes_of(k, n, &bb) || !bytes_of(m, n, &cb))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: the sizes overflow 64 bits", fn);
+  ruda_status_t st = need(fn, "a", a, ab);
+  if (!st) st = need(fn, "b", b, bb);
+  if (!st) st = need(fn, "c", c, cb);
+  if (st) return st;
+  ruda_tune_op_t *op;
+  st = op_for(client, OP_MATMUL, &op);
+  if (st) return st;
+  ruda_handle_t bufs[3] = {*a, *b, *c};
+  uint64_t w[3] = {m, n, k};
+  ruda_tune_args_t args = {bufs, 3, w, 3, w, 3};
+  return ruda_tune_op_launch(op, client, &args);
+}
+
+ruda_status_t ruda_tune_sum_f32(ruda_client_t *client, const ruda_handle_t *x,
+                                const ruda_handle_t *out, uint64_t n) {
+  static const char fn[] = "ruda_tune_sum_f32";
+  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  uint64_t xb;
+  if (n == 0 || !bytes_of(n, 1, &xb))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: n must be 1 to 2^62 (n=%llu)", fn,
+                              (unsigned long long)n);
+  ruda_status_t st = need(fn, "x", x, xb);
+  if (!st) st = need(fn, "out", out, 4);
+  if (st) return st;
+  ruda_tune_op_t *op;
+  st = op_for(client, OP_SUM, &op);
+  if (st) return st;
+  uint64_t parts = (n + SUM_MIN_TWO_PASS_CHUNK - 1) / SUM_MIN_TWO_PASS_CHUNK;
+  ruda_handle_t work;
+  st = ruda_client_empty(client, parts * sizeof(float), &work);
+  if (st) return st;
+  ruda_handle_t bufs[3] = {*x, *out, work};
+  ruda_tune_args_t args = {bufs, 3, NULL, 0, &n, 1};
+  st = ruda_tune_op_launch(op, client, &args);
+  ruda_handle_release(&work);
+  return st;
+}
+
+ruda_status_t ruda_tune_triad_f32(ruda_client_t *client, const ruda_handle_t *a,
+                                  const ruda_handle_t *b, const ruda_handle_t *c, float s,
+                                  uint64_t n) {
+  static const char fn[] = "ruda_tune_triad_f32";
+  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  uint64_t bytes;
+  if (n == 0 || !bytes_of(n, 1, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: n must be 1 to 2^62 (n=%llu)", fn,
+                              (unsigned long long)n);
+  ruda_status_t st = need(fn, "a", a, bytes);
+  if (!st) st = need(fn, "b", b, bytes);
+  if (!st) st = need(fn, "c", c, bytes);
+  if (st) return st;
+  ruda_tune_op_t *op;
+  st = op_for(client, OP_TRIAD, &op);
+  if (st) return st;
+  uint64_t sw = 0;
+  memcpy(&sw, &s, sizeof s);
+  ruda_handle_t bufs[3] = {*a, *b, *c};
+  ruda_tune_args_t args = {bufs, 3, &sw, 1, &n, 1};
+  return ruda_tune_op_launch(op, client, &args);
+}

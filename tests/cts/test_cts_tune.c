@@ -1,0 +1,318 @@
+/* The autotuner (ruda/tune.h) on every backend: tuned operations compute
+ * the right result, a failing or wrong candidate is never chosen, tuning
+ * leaves the caller's data alone, pin and off work (the runs with
+ * RUDA_AUTOTUNE_LEVEL=off and RUDA_AUTOTUNE_PIN, tests/CMakeLists.txt),
+ * bad input is refused naming what is wrong. */
+#include <math.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "cts.h"
+#include "cts_tune_kernels.c"
+#include "tune/tune_internal.h"
+
+/* A tune cache of this program's own, unless the backend's run names a
+ * cache directory (PoCL's, which keeps its compiled kernels). */
+__attribute__((constructor)) static void private_cache(void) {
+  if (getenv("RUDA_CACHE_DIR")) return;
+  const char *tmp = getenv("RUDA_TEST_TMP");
+  char dir[512];
+  snprintf(dir, sizeof dir, "%s/tune-cts-%ld", tmp && *tmp ? tmp : "/tmp", (long)getpid());
+  setenv("RUDA_CACHE_DIR", dir, 1);
+}
+
+static ruda_status_t double_count(const ruda_tune_args_t *args, const void *param,
+                                  ruda_count_t *out) {
+  (void)param;
+  uint64_t n = args->sizes[0];
+  *out = ruda_count_static((uint32_t)((n + 1023) / 1024), 1, 1);
+  return NULL;
+}
+
+static ruda_status_t refuse_count(const ruda_tune_args_t *args, const void *param,
+                                  ruda_count_t *out) {
+  (void)args;
+  (void)param;
+  (void)out;
+  return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "this candidate always refuses");
+}
+
+/* Candidate i's measured time, ns: the wrong and refusing ones would be the
+ * fastest, then "u128" (index 1). */
+static double fake_times(const char *op, const char *cand, uint32_t rep) {
+  (void)op;
+  (void)rep;
+  if (strcmp(cand, "wrong") == 0 || strcmp(cand, "refuses") == 0 || strcmp(cand, "huge") == 0)
+    return 10;
+  if (strcmp(cand, "u128") == 0) return 100;
+  return 1000;
+}
+
+typedef struct fixture {
+  ruda_kernel_t *k[5];
+  ruda_tune_candidate_t c[6];
+} fixture_t;
+
+static void fixture_make(fixture_t *f, bool with_bad) {
+  memset(f, 0, sizeof *f);
+  ASSERT_OK(RUDA_KERNEL_CREATE(tune_double_u64, &f->k[0]));
+  ASSERT_OK(RUDA_KERNEL_CREATE(tune_double_u128, &f->k[1]));
+  ASSERT_OK(RUDA_KERNEL_CREATE(tune_double_units, &f->k[2]));
+  ASSERT_OK(RUDA_KERNEL_CREATE(tune_double_wrong, &f->k[3]));
+  /* Over the device's shared memory: refused at launch. */
+  ruda_kernel_desc_t d = RUDA_KERNEL_DESC(tune_double_u64);
+  d.shared_mem_bytes = (uint64_t)1 << 40;
+  ASSERT_OK(ruda_kernel_create(&d, &f->k[4]));
+  static const char *names[6] = {"u64", "u128", "units", "wrong", "huge", "refuses"};
+  for (int i = 0; i < 6; i++) {
+    f->c[i].name = names[i];
+    f->c[i].kernel = f->k[i < 5 ? i : 0];
+    f->c[i].count = i == 5 ? refuse_count : double_count;
+  }
+  (void)with_bad;
+}
+
+static void fixture_free(fixture_t *f) {
+  for (int i = 0; i < 5; i++) ruda_kernel_release(f->k[i]);
+}
+
+static const ruda_tune_dim_t k_dims[1] = {{"n", 2}};
+static const ruda_tune_access_t k_rw[1] = {RUDA_TUNE_READ_WRITE};
+
+static ruda_tune_op_desc_t desc_of(fixture_t *f, const char *name, size_t n) {
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = name;
+  d.candidates = f->c;
+  d.num_candidates = n;
+  d.dims = k_dims;
+  d.num_dims = 1;
+  d.access = k_rw;
+  d.num_access = 1;
+  d.check_reference = 0;
+  d.check_elem = RUDA_ELEM_F32;
+  d.check_rtol = 0;
+  d.check_atol = 0;
+  return d;
+}
+
+static ruda_handle_t make_input(ruda_client_t *c, float *host, uint64_t n) {
+  for (uint64_t i = 0; i < n; i++) host[i] = (float)(i % 97) - 40.0f;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, host, n * 4, &h));
+  return h;
+}
+
+TEST(tune_result_right_and_bad_candidates_never_chosen) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  fixture_t f;
+  fixture_make(&f, true);
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_double", 6);
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  ASSERT_OK(ruda_tune_cache_clear(NULL)); /* tuned here, not read from an earlier run */
+  ruda__tune_set_timer(fake_times);
+  enum { N = 5000 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  size_t idx = 99;
+  const char *name = NULL;
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, &idx, &name));
+  /* Tuning ran every candidate on a scratch copy: x is unchanged. */
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  ASSERT_MEM_EQ(back, host, sizeof back);
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF && !cfg->autotune.pin[0]) {
+    ASSERT_STR_EQ(name, "u64"); /* the default candidate */
+  } else if (strstr(cfg->autotune.pin, "cts_double=units")) {
+    ASSERT_STR_EQ(name, "units");
+  } else {
+    /* wrong, huge and refuses are "faster" but excluded; u128 wins. */
+    ASSERT_STR_EQ(name, "u128");
+    ASSERT_UEQ(idx, 1);
+  }
+  ASSERT_OK(ruda_tune_op_launch(op, c, &args));
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);
+  ruda__tune_set_timer(NULL);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  fixture_free(&f);
+}
+
+TEST(tune_decision_is_cached_on_disk_and_reused) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF || cfg->autotune.pin[0])
+    SKIP("the tune cache is not used at level off or with a pin");
+  fixture_t f;
+  fixture_make(&f, false);
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_cached", 3);
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  enum { N = 3000 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  const char *first = NULL, *again = NULL;
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, NULL, &first));
+  ASSERT_OK(ruda_tune_op_launch(op, c, &args));
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);
+  /* A new operation of the same candidates reads the entry: the same
+   * winner, whatever the timer says now. */
+  ruda_tune_op_t *op2;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op2));
+  ruda__tune_set_timer(fake_times);
+  ASSERT_OK(ruda_tune_op_select(op2, c, &args, NULL, &again));
+  ruda__tune_set_timer(NULL);
+  ASSERT_STR_EQ(again, first);
+  char dir[1024];
+  ASSERT_UGT(ruda_tune_cache_dir(dir, sizeof dir), 0);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  ruda_tune_op_release(op2);
+  fixture_free(&f);
+}
+
+static ruda_status_t failing_key(const ruda_tune_args_t *args, void *ctx, ruda_tune_key_t *out) {
+  (void)args;
+  (void)ctx;
+  (void)out;
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "the shapes disagree");
+}
+
+TEST(tune_bad_input_is_refused_naming_what_is_wrong) {
+  ruda_client_t *c = cts_client();
+  fixture_t f;
+  fixture_make(&f, false);
+  ruda_tune_op_t *op = (ruda_tune_op_t *)&f; /* must come back NULL */
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_bad", 3);
+  ruda_status_t st;
+  /* zero candidates */
+  d.num_candidates = 0;
+  st = ruda_tune_op_create(c, &d, &op);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "zero candidates");
+  ASSERT_NULL(op);
+  ruda_status_free(st);
+  d.num_candidates = 3;
+  /* budget 0 */
+  d.budget_ms = 0;
+  st = ruda_tune_op_create(c, &d, &op);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "budget_ms is 0");
+  ruda_status_free(st);
+  d.budget_ms = RUDA_TUNE_BUDGET_CONFIG;
+  /* NULL desc, NULL op */
+  st = ruda_tune_op_create(c, NULL, &op);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "desc");
+  ruda_status_free(st);
+  uint64_t n = 16;
+  ruda_tune_args_t noargs = {NULL, 0, &n, 1, &n, 1};
+  st = ruda_tune_op_launch(NULL, c, &noargs);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "NULL op");
+  ruda_status_free(st);
+  /* a candidate built for another device: code only another backend runs */
+  ruda_kernel_code_t code = cts_is_cpu()
+                                ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, "__kernel void k(){}")
+                                : ruda_kernel_code_cpu((ruda_cpu_kernel_fn)(void (*)(void))abort);
+  ruda_kernel_desc_t kd;
+  memset(&kd, 0, sizeof kd);
+  kd.name = "elsewhere";
+  kd.ruda_dim = ruda_dim_new_3d(1, 1, 1);
+  kd.code = &code;
+  kd.num_code = 1;
+  ruda_kernel_t *other;
+  ASSERT_OK(ruda_kernel_create(&kd, &other));
+  ruda_tune_candidate_t saved = f.c[2];
+  f.c[2].kernel = other;
+  st = ruda_tune_op_create(c, &d, &op);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "built for another device");
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "'units'");
+  ASSERT_NULL(op);
+  ruda_status_free(st);
+  f.c[2] = saved;
+  ruda_kernel_release(other);
+  /* a key function that fails: the call fails naming the operation, and
+   * nothing runs (x unchanged) */
+  d.key = failing_key;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  enum { N = 256 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  st = ruda_tune_op_launch(op, c, &args);
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level != RUDA_AUTOTUNE_OFF) {
+    ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+    ASSERT_STR_CONTAINS(ruda_status_reason(st), "'cts_bad': its key function failed");
+    ASSERT_STR_CONTAINS(ruda_status_reason(st), "the shapes disagree");
+    ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+    ASSERT_MEM_EQ(back, host, sizeof back);
+  } else {
+    ASSERT_OK(st); /* off runs the default candidate without a key */
+  }
+  ruda_status_free(st);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  fixture_free(&f);
+}
+
+TEST(tune_builtin_operations_compute_right_results) {
+  ruda_client_t *c = cts_client();
+  enum { M = 70, K = 33, NN = 45 };
+  static float a[M * K], b[K * NN], cc[M * NN], want[M * NN];
+  for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
+  for (int i = 0; i < K * NN; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < NN; j++) {
+      float s = 0;
+      for (int p = 0; p < K; p++) s += a[i * K + p] * b[p * NN + j];
+      want[i * NN + j] = s;
+    }
+  ruda_handle_t ha, hb, hc;
+  ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &ha));
+  ASSERT_OK(ruda_client_create_buffer(c, b, sizeof b, &hb));
+  ASSERT_OK(ruda_client_empty(c, sizeof cc, &hc));
+  ASSERT_OK(ruda_tune_matmul_f32(c, &ha, &hb, &hc, M, NN, K));
+  ASSERT_OK(ruda_client_read(c, &hc, cc, sizeof cc));
+  for (int i = 0; i < M * NN; i++) ASSERT_DBL_NEAR(cc[i], want[i], 1e-3);
+  enum { S = 100000 };
+  static float x[S], y[S], z[S];
+  double sum = 0;
+  for (int i = 0; i < S; i++) {
+    x[i] = (float)(i % 10) * 0.25f;
+    y[i] = 1.0f;
+    sum += x[i];
+  }
+  ruda_handle_t hx, hy, hz, hs;
+  ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &hx));
+  ASSERT_OK(ruda_client_create_buffer(c, y, sizeof y, &hy));
+  ASSERT_OK(ruda_client_empty(c, sizeof z, &hz));
+  ASSERT_OK(ruda_client_empty(c, 4, &hs));
+  ASSERT_OK(ruda_tune_sum_f32(c, &hx, &hs, S));
+  float got;
+  ASSERT_OK(ruda_client_read(c, &hs, &got, 4));
+  ASSERT_DBL_NEAR(got, sum, sum * 1e-4);
+  ASSERT_OK(ruda_tune_triad_f32(c, &hz, &hx, &hy, 2.0f, S));
+  ASSERT_OK(ruda_client_read(c, &hz, z, sizeof z));
+  for (int i = 0; i < S; i++) ASSERT_DBL_NEAR(z[i], x[i] + 2.0f, 0);
+  /* bad sizes: refused before anything runs */
+  ruda_status_t st = ruda_tune_matmul_f32(c, &ha, &hb, &hc, M + 1, NN, K);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "a holds");
+  ruda_status_free(st);
+  ruda_tune_op_t *op;
+  st = ruda_tune_builtin_op(c, "nope", &op);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(st), "matmul_f32");
+  ruda_status_free(st);
+  ruda_handle_t hs_[] = {ha, hb, hc, hx, hy, hz, hs};
+  for (size_t i = 0; i < sizeof hs_ / sizeof hs_[0]; i++) ruda_handle_release(&hs_[i]);
+}
