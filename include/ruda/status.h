@@ -60,6 +60,8 @@ typedef enum ruda_error_kind {
   RUDA_ERR_RESOURCE_SHARED_MEMORY = 20, /* requested, max (bytes) */
   RUDA_ERR_RESOURCE_UNITS = 21,         /* requested, max (units per ruda) */
   RUDA_ERR_RESOURCE_RUDA_DIM = 22,      /* requested3, max3 */
+  RUDA_ERR_RESOURCE_RUDA_COUNT = 23,    /* requested3, max3: the rudas a launch
+                                           asks for, the device's max_ruda_count */
 
   /* ProfileError */
   RUDA_ERR_PROFILE_UNKNOWN = 30,     /* reason */
@@ -81,6 +83,8 @@ typedef enum ruda_error_kind {
   RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION = 50, /* reason */
   RUDA_ERR_COMPILATION_GENERIC = 51,                 /* reason */
   RUDA_ERR_COMPILATION_VALIDATION = 52,              /* reason */
+  RUDA_ERR_COMPILATION_NO_CODE = 53, /* reason: the kernel carries no code
+                                        (format) that the device runs */
 
   /* ruda's own. */
   RUDA_ERR_INVALID_ARGUMENT = 60,    /* reason: the API was misused */
@@ -123,6 +127,10 @@ ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
 /* ResourceLimitError::RudaDim. */
 ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
                                    const uint32_t max[3]) RUDA__COLD;
+/* ResourceLimitError::RudaCount: a launch's ruda count (x, y, z) against the
+ * device's max_ruda_count. */
+ruda_status_t ruda_status_ruda_count(const uint32_t requested[3],
+                                     const uint32_t max[3]) RUDA__COLD;
 /* IoError::BufferTooBig{size} or IoError::OutOfMemory{size}. */
 ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) RUDA__COLD;
 
@@ -193,7 +201,8 @@ ruda_status_t ruda_status_root(ruda_status_t s);
 const char *ruda_status_reason(ruda_status_t s);
 uint64_t ruda_status_requested(ruda_status_t s);
 uint64_t ruda_status_max(ruda_status_t s);
-/* RudaDim only; writes 3 values. Returns false for other kinds. */
+/* RudaDim and RudaCount only; writes 3 values. Returns false for other
+ * kinds. */
 bool ruda_status_dims(ruda_status_t s, uint32_t out_requested[3],
                       uint32_t out_max[3]);
 uint64_t ruda_status_size_field(ruda_status_t s);

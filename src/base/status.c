@@ -194,9 +194,8 @@ ruda_status_t ruda_status_resource_limit(ruda_error_kind_t kind,
   return s;
 }
 
-ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
-                                   const uint32_t max[3]) {
-  const kind_info_t *ki = &k_kinds[KI_RUDA_ERR_RESOURCE_RUDA_DIM];
+static ruda_status_t with_dims(const kind_info_t *ki, const uint32_t requested[3],
+                               const uint32_t max[3]) {
   ruda_status_t s = status_new(ki);
   if (!s) return static_of(ki);
   for (int i = 0; i < 3; i++) {
@@ -204,6 +203,16 @@ ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
     s->dims_max[i] = max ? max[i] : 0;
   }
   return s;
+}
+
+ruda_status_t ruda_status_ruda_dim(const uint32_t requested[3],
+                                   const uint32_t max[3]) {
+  return with_dims(&k_kinds[KI_RUDA_ERR_RESOURCE_RUDA_DIM], requested, max);
+}
+
+ruda_status_t ruda_status_ruda_count(const uint32_t requested[3],
+                                     const uint32_t max[3]) {
+  return with_dims(&k_kinds[KI_RUDA_ERR_RESOURCE_RUDA_COUNT], requested, max);
 }
 
 ruda_status_t ruda_status_size(ruda_error_kind_t kind, uint64_t size) {
@@ -545,7 +554,8 @@ uint64_t ruda_status_size_field(ruda_status_t s) { return s ? s->size : 0; }
 
 bool ruda_status_dims(ruda_status_t s, uint32_t out_requested[3],
                       uint32_t out_max[3]) {
-  if (!s || s->kind != RUDA_ERR_RESOURCE_RUDA_DIM) return false;
+  if (!s || (s->kind != RUDA_ERR_RESOURCE_RUDA_DIM && s->kind != RUDA_ERR_RESOURCE_RUDA_COUNT))
+    return false;
   for (int i = 0; i < 3; i++) {
     if (out_requested) out_requested[i] = s->dims_requested[i];
     if (out_max) out_max[i] = s->dims_max[i];

@@ -67,6 +67,11 @@
     "Ruda dim exceeds maximum bounds.\nRequested {dims_req}, max is "          \
     "{dims_max}.",                                                             \
     BT_PLAIN, 0)                                                               \
+  X(RUDA_ERR_RESOURCE_RUDA_COUNT, "ResourceLimitError::RudaCount",             \
+    RUDA_FAMILY_RESOURCE, "RudaCount", SH_DIM,                                 \
+    "Ruda count exceeds the device's maximum.\nRequested {dims_req}, max is "  \
+    "{dims_max}.",                                                             \
+    BT_PLAIN, 0)                                                               \
   X(RUDA_ERR_PROFILE_UNKNOWN, "ProfileError::Unknown", RUDA_FAMILY_PROFILE,    \
     "Unknown", SH_REASON,                                                      \
     "An unknown error happened during profiling\nCaused by:\n  {reason}",      \
@@ -120,6 +125,10 @@
     RUDA_FAMILY_COMPILATION, "Validation", SH_REASON,                          \
     "A validation error caused the compilation to fail\nCaused by:\n  "        \
     "{reason}",                                                                \
+    BT_COLON, 0)                                                               \
+  X(RUDA_ERR_COMPILATION_NO_CODE, "CompilationError::NoCode",                  \
+    RUDA_FAMILY_COMPILATION, "NoCode", SH_REASON,                              \
+    "The kernel has no code this device can run\nCaused by:\n  {reason}",      \
     BT_COLON, 0)                                                               \
   X(RUDA_ERR_INVALID_ARGUMENT, "RudaError::InvalidArgument", RUDA_FAMILY_RUDA, \
     "InvalidArgument", SH_REASON, "Invalid argument\nCaused by:\n  {reason}",  \

@@ -207,6 +207,9 @@ ruda_status_t ruda_kernel_create(const ruda_kernel_desc_t *desc, ruda_kernel_t *
   const ruda_kernel_code_t *portable = ruda__kernel_code(k, RUDA_KERNEL_FORMAT_PORTABLE);
   if (portable && portable->data)
     ruda__portable_scan_needs(portable->data, portable->size, &k->portable_needs);
+  if (portable && portable->data && k->desc.num_code == 1)
+    ruda__portable_scan_params(portable->data, portable->size, portable->entry,
+                               &k->portable_params);
   k->hash = kernel_hash(k);
   k->code_hash = ruda__calloc(k->desc.num_code, sizeof *k->code_hash);
   if (!k->code_hash) {

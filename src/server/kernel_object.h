@@ -14,6 +14,9 @@ struct ruda_kernel {
   ruda_kernel_code_t *code; /* owned: data, entry, origin and options copied */
   ruda_hash128_t *code_hash; /* owned: ruda__kernel_code_hash of each entry */
   ruda__portable_needs_t portable_needs; /* what the portable entry's text needs */
+  /* The portable entry's declared parameters; known only when that entry is
+   * the kernel's one entry (so every backend runs it). */
+  ruda__portable_params_t portable_params;
 };
 
 /* The kernel's code entry of `format`, or NULL when it has none. The entry
@@ -44,6 +47,18 @@ ruda_hash128_t ruda__kernel_code_hash(const ruda_kernel_t *k, const ruda_kernel_
  * Thread-safe. */
 ruda_status_t ruda__kernel_check_features(const ruda_kernel_t *k, uint16_t device_type,
                                           uint64_t features, const char *device_name);
+
+/* NULL when a launch with `num_buffers` buffers and `num_info` info words
+ * fits the kernel's declaration (ruda__portable_check_args); kernels whose
+ * parameters ruda cannot read (no portable text, other entries) pass.
+ * Inline: every launch asks. Thread-safe. */
+static inline ruda_status_t ruda__kernel_check_args(const ruda_kernel_t *k, size_t num_buffers,
+                                                    size_t num_info) {
+  const ruda__portable_params_t *p = &k->portable_params;
+  if (!p->known || (num_buffers == p->buffers && num_info >= p->scalars)) return NULL;
+  return ruda__portable_check_args(p, (const char *)k->code[0].data, k->code[0].size,
+                                   k->code[0].entry, num_buffers, num_info);
+}
 
 /* "CPU", "CUDA C", "PTX", "CUBIN", "OpenCL C", "portable"; "unknown". */
 const char *ruda__kernel_format_name(ruda_kernel_format_t format);

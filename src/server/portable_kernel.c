@@ -6,6 +6,7 @@
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,7 +33,7 @@ ruda_status_t ruda__portable_source(ruda__portable_target_t target, const char *
   if (!text) {
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
-        ruda_status_create(RUDA_ERR_COMPILATION_VALIDATION,
+        ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
                            "portable kernel '%s' was built without its text (add its file to "
                            "ruda_add_kernels() or run `ruda kernels embed`, and do not define "
                            "RUDA_KERNEL_CPU_ONLY), so it runs on cpu:N only",
@@ -291,4 +292,195 @@ ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, 
   }
   if (out_size) *out_size = size;
   return NULL;
+}
+
+/* ---- The declaration's parameters ---- */
+
+/* Skips blanks, comments and (at a line's start) directives. */
+static const char *skip_blank(const char *p, const char *end, bool *line_start) {
+  while (p < end) {
+    char c = *p;
+    if (c == '\n') {
+      *line_start = true;
+      p++;
+    } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+      p++;
+    } else if (c == '#' && *line_start) {
+      while (p < end && (*p != '\n' || p[-1] == '\\')) p++;
+    } else if (c == '/' && p + 1 < end && p[1] == '*') {
+      p += 2;
+      while (p + 1 < end && !(p[0] == '*' && p[1] == '/')) p++;
+      p = p + 2 < end ? p + 2 : end;
+    } else if (c == '/' && p + 1 < end && p[1] == '/') {
+      while (p < end && *p != '\n') p++;
+    } else {
+      break;
+    }
+  }
+  return p;
+}
+
+static bool ident_is(const char *s, size_t n, const char *word) {
+  return strlen(word) == n && memcmp(s, word, n) == 0;
+}
+
+typedef enum { PARAM_OTHER, PARAM_BUFFER, PARAM_SCALAR } param_kind_t;
+
+/* What one walk of a declaration finds: the counts, and the name of the
+ * `want_index`th parameter of kind `want_kind` (PARAM_OTHER: none). */
+typedef struct params_walk {
+  ruda__portable_params_t params;
+  param_kind_t want_kind;
+  uint32_t want_index;
+  char name[64];
+} params_walk_t;
+
+/* One argument of RUDA_KERNEL, [s, e): its kind from its first identifier,
+ * its name the last identifier inside it. */
+static void note_param(params_walk_t *w, const char *s, const char *e) {
+  bool ls = false;
+  s = skip_blank(s, e, &ls);
+  const char *id = s;
+  while (s < e && ident_char(*s)) s++;
+  param_kind_t kind = ident_is(id, (size_t)(s - id), "RUDA_BUFFER")   ? PARAM_BUFFER
+                      : ident_is(id, (size_t)(s - id), "RUDA_SCALAR") ? PARAM_SCALAR
+                                                                      : PARAM_OTHER;
+  if (kind == PARAM_OTHER) return;
+  uint32_t index = kind == PARAM_BUFFER ? w->params.buffers++ : w->params.scalars++;
+  if (kind != w->want_kind || index != w->want_index) return;
+  const char *last = NULL, *last_end = NULL;
+  for (const char *q = s; q < e;) {
+    if (ident_char(*q) && !isdigit((unsigned char)*q)) {
+      const char *b = q;
+      while (q < e && ident_char(*q)) q++;
+      last = b;
+      last_end = q;
+    } else {
+      q++;
+    }
+  }
+  if (last) {
+    size_t n = (size_t)(last_end - last);
+    if (n >= sizeof w->name) n = sizeof w->name - 1;
+    memcpy(w->name, last, n);
+    w->name[n] = '\0';
+  }
+}
+
+/* Walks the arguments of RUDA_KERNEL(entry, ...) from just after `entry`;
+ * false when the call does not close. */
+static bool walk_args(params_walk_t *w, const char *p, const char *end) {
+  int depth = 1;
+  uint32_t arg = 1; /* 0 is the name, 1 the dims */
+  const char *arg_start = p;
+  bool ls = false;
+  while (p < end) {
+    const char *q = skip_blank(p, end, &ls);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    char c = *p;
+    ls = false;
+    if (c == '"' || c == '\'') {
+      p++;
+      while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
+      if (p < end) p++;
+      continue;
+    }
+    if (c == '(') {
+      depth++;
+    } else if (c == ')' || (c == ',' && depth == 1)) {
+      if (c == ')' && --depth > 0) {
+        p++;
+        continue;
+      }
+      if (arg >= 2) note_param(w, arg_start, p);
+      arg++;
+      arg_start = p + 1;
+      if (c == ')') return true;
+    }
+    p++;
+  }
+  return false;
+}
+
+static void walk_declaration(params_walk_t *w, const char *text, size_t len, const char *entry) {
+  memset(&w->params, 0, sizeof w->params);
+  if (!text || !entry) return;
+  const char *p = text, *end = text + len;
+  size_t entry_len = strlen(entry);
+  bool line_start = true;
+  while (p < end) {
+    const char *q = skip_blank(p, end, &line_start);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    char c = *p;
+    line_start = false;
+    if (c == '"' || c == '\'') {
+      p++;
+      while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
+      if (p < end) p++;
+      continue;
+    }
+    if (!ident_char(c)) {
+      p++;
+      continue;
+    }
+    const char *s = p;
+    while (p < end && ident_char(*p)) p++;
+    if (!ident_is(s, (size_t)(p - s), "RUDA_KERNEL")) continue;
+    bool ls = false;
+    const char *a = skip_blank(p, end, &ls);
+    if (a >= end || *a != '(') continue;
+    a = skip_blank(a + 1, end, &ls);
+    const char *n = a;
+    while (a < end && ident_char(*a)) a++;
+    if ((size_t)(a - n) != entry_len || memcmp(n, entry, entry_len) != 0) continue;
+    params_walk_t found = *w;
+    if (walk_args(&found, a, end)) {
+      found.params.known = true;
+      *w = found;
+    }
+    return;
+  }
+}
+
+void ruda__portable_scan_params(const char *text, size_t len, const char *entry,
+                                ruda__portable_params_t *out) {
+  params_walk_t w = {.want_kind = PARAM_OTHER};
+  walk_declaration(&w, text, len, entry);
+  *out = w.params;
+}
+
+static const char *plural(size_t n) { return n == 1 ? "" : "s"; }
+
+ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, const char *text,
+                                        size_t len, const char *entry, size_t num_buffers,
+                                        size_t num_info) {
+  if (!params->known || (num_buffers == params->buffers && num_info >= params->scalars))
+    return NULL;
+  params_walk_t w = {.want_kind = PARAM_SCALAR, .want_index = (uint32_t)num_info};
+  const char *what = "scalar";
+  if (num_buffers < params->buffers) {
+    w.want_kind = PARAM_BUFFER;
+    w.want_index = (uint32_t)num_buffers;
+    what = "buffer";
+  }
+  walk_declaration(&w, text, len, entry);
+  char missing[128] = "";
+  if (num_buffers > params->buffers)
+    snprintf(missing, sizeof missing, ": %zu buffer%s too many", num_buffers - params->buffers,
+             plural(num_buffers - params->buffers));
+  else if (w.name[0])
+    snprintf(missing, sizeof missing, ": %s '%s' has no value", what, w.name);
+  return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                            "kernel '%s' declares %u buffer%s and %u scalar%s; the launch passed "
+                            "%zu buffer%s and %zu info word%s%s (RUDA_LAUNCH passes them as "
+                            "declared)",
+                            entry, params->buffers, plural(params->buffers), params->scalars,
+                            plural(params->scalars), num_buffers, plural(num_buffers), num_info,
+                            plural(num_info), missing);
 }

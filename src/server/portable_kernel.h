@@ -12,6 +12,7 @@
 #ifndef RUDA_SERVER_PORTABLE_KERNEL_H
 #define RUDA_SERVER_PORTABLE_KERNEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -68,5 +69,28 @@ const char *ruda__feature_name(uint64_t feature);
  * the missing feature, the first use (file:line) and the device. */
 ruda_status_t ruda__portable_check_needs(const ruda__portable_needs_t *needs, const char *kernel,
                                          uint64_t device_features, const char *device_name);
+
+/* The parameters a kernel's RUDA_KERNEL declaration lists, read from its
+ * text: `known` when the text declares `entry` with RUDA_KERNEL(entry, dims,
+ * params...) written out (not through a macro of the user's). */
+typedef struct ruda__portable_params {
+  bool known;
+  uint32_t buffers; /* RUDA_BUFFER parameters */
+  uint32_t scalars; /* RUDA_SCALAR parameters: info words 0..scalars-1 */
+} ruda__portable_params_t;
+
+/* Reads the declaration of `entry` from the text (comments, strings and
+ * directives skipped). A NULL text or no such declaration: !known. */
+void ruda__portable_scan_params(const char *text, size_t len, const char *entry,
+                                ruda__portable_params_t *out);
+
+/* NULL when a launch with `num_buffers` buffers and `num_info` info words
+ * fits the declaration (the buffers exactly, at least one info word per
+ * scalar: metadata may follow); else LaunchError::Unknown naming the
+ * kernel, what it declares, what the launch passed and the first parameter
+ * left without a value (read again from `text`). */
+ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, const char *text,
+                                        size_t len, const char *entry, size_t num_buffers,
+                                        size_t num_info);
 
 #endif

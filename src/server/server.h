@@ -441,6 +441,7 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
  * is queued (ruda_client_launch): the arrays the counts promise, the
  * number of bindings, tensor maps' and a dynamic count's buffers, the
  * features a portable kernel needs (ruda__kernel_check_features), the
+ * buffers and scalars its declaration lists (ruda__kernel_check_args), the
  * kernel's dim and shared memory (ruda__validate_launch) and a static
  * count (ruda__validate_count). NULL when the launch may be queued, else
  * the error the launch returns: InvalidArgument, a
@@ -455,9 +456,10 @@ ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_p
  * ResourceLimitError (RudaDim, Units or SharedMemory) that was exceeded. */
 ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
                                     uint64_t shared_mem_bytes);
-/* Checks a dispatch count of kernel `desc` against max_ruda_count and that
- * its total number of rudas (x * y * z) fits in 64 bits;
- * LaunchError::Unknown naming the kernel, the limit and the value. Backends
+/* Checks a dispatch count of kernel `desc` against max_ruda_count
+ * (LaunchError::TooManyResources wrapping ResourceLimitError::RudaCount)
+ * and that its total number of rudas (x * y * z) fits in 64 bits
+ * (LaunchError::Unknown naming the kernel and the value). Backends
  * call it for dynamic counts, once read (static ones were checked by
  * ruda__launch_validate). */
 ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,

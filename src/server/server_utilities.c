@@ -142,9 +142,14 @@ ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_p
     ruda_status_t need = ruda__kernel_check_features(kernel, device.type_id, p->features, where);
     if (need) return need;
   }
+  /* A portable kernel reads its buffers and scalars where its declaration
+   * says: a launch that passes fewer would have the device read past them
+   * (PoCL crashed), so it fails here on every backend, naming the kernel
+   * and the parameter left out. */
+  ruda_status_t limit = ruda__kernel_check_args(kernel, args->num_buffers, args->info.len);
   /* Limits the device's properties decide fail here, naming the kernel,
    * the limit and the value, rather than at the next sync. */
-  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
+  if (!limit) limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
   if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
   if (limit) return ruda_status_set_launch(ruda_status_into_server(limit), name, stream.value);
   return NULL;
@@ -178,10 +183,8 @@ ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
   const uint32_t *m = p->hardware.max_ruda_count;
   const char *name = desc && desc->name ? desc->name : "(unnamed)";
   if (c.x > m[0] || c.y > m[1] || c.z > m[2]) {
-    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                              "kernel '%s': Ruda count exceeds maximum bounds.\nRequested (%u, %u, "
-                              "%u), max is (%u, %u, %u).",
-                              name, c.x, c.y, c.z, m[0], m[1], m[2]);
+    const uint32_t req[3] = {c.x, c.y, c.z};
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, ruda_status_ruda_count(req, m));
   }
   /* Rudas are numbered with 64 bits: a dispatch whose ruda total wraps
    * would run the wrong number of rudas (or none). */

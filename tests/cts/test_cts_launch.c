@@ -215,11 +215,12 @@ TEST(launch_without_code_for_the_backend) {
 
 TEST(invalid_launch_arguments_return_at_once) {
   ruda_client_t *c = cts_client();
-  ruda_kernel_t *k = cts_kernel_empty();
+  ruda_kernel_t *k = cts_kernel_inc_u32(); /* one buffer, one scalar */
   ASSERT_ERR_KIND(ruda_client_launch(c, NULL, ruda_count_static(1, 1, 1), NULL),
                   RUDA_ERR_INVALID_ARGUMENT);
   ruda_handle_t empty = {0};
-  ruda_kernel_args_t args = {.buffers = &empty, .num_buffers = 1};
+  uint64_t n = 1;
+  ruda_kernel_args_t args = {.buffers = &empty, .num_buffers = 1, .info = {&n, 1, 1}};
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args),
                   RUDA_ERR_INVALID_HANDLE);
   ASSERT_ERR_KIND(ruda_client_launch(c, k, ruda_count_dynamic(NULL), NULL),

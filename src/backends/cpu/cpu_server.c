@@ -417,7 +417,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
   if (!code || !code->cpu_fn) {
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
-        ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+        ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
                            "kernel '%s' has no CPU function (a CPU entry, or a portable "
                            "entry compiled into the program)", desc->name));
   }

@@ -513,7 +513,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
   return NULL;
 unsupported:
   return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
-                          ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+                          ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
                                              "kernel %s has no CUDA code (CUDA C, PTX, CUBIN "
                                              "or a portable kernel's text)",
                                              d->name));

@@ -33,7 +33,7 @@ static ruda_status_t pick_code(const ruda_kernel_t *kernel, cl_code_t *out) {
   if (c == NULL || (c->format == RUDA_KERNEL_FORMAT_PORTABLE && c->data == NULL))
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
-        ruda_status_create(RUDA_ERR_COMPILATION_UNSUPPORTED_INSTRUCTION,
+        ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
                            "kernel %s has no code the OpenCL backend runs (OpenCL C, or a "
                            "portable kernel with its embedded text)", d->name));
   out->portable = c->format == RUDA_KERNEL_FORMAT_PORTABLE;

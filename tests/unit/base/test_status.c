@@ -611,6 +611,8 @@ TEST(kind_names_and_families) {
        RUDA_FAMILY_COMPILATION},
       {RUDA_ERR_COMPILATION_GENERIC, "CompilationError::Generic", RUDA_FAMILY_COMPILATION},
       {RUDA_ERR_COMPILATION_VALIDATION, "CompilationError::Validation", RUDA_FAMILY_COMPILATION},
+      {RUDA_ERR_COMPILATION_NO_CODE, "CompilationError::NoCode", RUDA_FAMILY_COMPILATION},
+      {RUDA_ERR_RESOURCE_RUDA_COUNT, "ResourceLimitError::RudaCount", RUDA_FAMILY_RESOURCE},
       {RUDA_ERR_INVALID_ARGUMENT, "RudaError::InvalidArgument", RUDA_FAMILY_RUDA},
       {RUDA_ERR_UNAVAILABLE, "RudaError::Unavailable", RUDA_FAMILY_RUDA},
       {RUDA_ERR_CONFIG, "RudaError::Config", RUDA_FAMILY_RUDA},

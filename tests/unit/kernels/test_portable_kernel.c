@@ -46,7 +46,7 @@ TEST(a_kernel_built_without_its_text_says_so) {
   char *src = (char *)"untouched";
   ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_CUDA, "lonely", NULL, 0, &src, NULL);
   ASSERT_NULL(src);
-  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_COMPILATION_VALIDATION));
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_COMPILATION_NO_CODE));
   char text[1024];
   ruda_status_format(s, text, sizeof text);
   ASSERT_STR_CONTAINS(text, "portable kernel 'lonely' was built without its text");
@@ -192,4 +192,48 @@ TEST(cpu_mapping_refuses_too_few_arguments) {
   ruda_kernel_release(k);
   ruda_client_release(sc);
   ruda_client_release(c);
+}
+
+TEST(a_declaration_gives_the_kernel_buffers_and_scalars) {
+  static const char text[] =
+      "#line 1 \"/src/k.c\"\n"
+      "/* RUDA_KERNEL(first, RUDA_DIM(1, 1, 1), RUDA_BUFFER(int *, no)) */\n"
+      "RUDA_KERNEL(other, RUDA_DIM_ANY, RUDA_SCALAR(int, a)) {}\n"
+      "RUDA_KERNEL ( first , RUDA_DIM(WIDTH(2), 1, 1),\n"
+      "  RUDA_BUFFER(const float *restrict, in), // a comment, RUDA_SCALAR(int, z)\n"
+      "  RUDA_SHARED(float, tile, 64), RUDA_BUFFER(float *, out),\n"
+      "  RUDA_SCALAR(uint32_t, n), RUDA_SCALAR(float, scale)) {\n"
+      "  const char *s = \"RUDA_SCALAR(int, q)\";\n"
+      "}\n";
+  ruda__portable_params_t p;
+  ruda__portable_scan_params(text, sizeof text - 1, "first", &p);
+  ASSERT_TRUE(p.known);
+  ASSERT_UEQ(p.buffers, 2);
+  ASSERT_UEQ(p.scalars, 2);
+  ruda__portable_scan_params(text, sizeof text - 1, "other", &p);
+  ASSERT_TRUE(p.known);
+  ASSERT_UEQ(p.buffers, 0);
+  ASSERT_UEQ(p.scalars, 1);
+  ruda__portable_scan_params(text, sizeof text - 1, "absent", &p);
+  ASSERT_FALSE(p.known);
+  ruda__portable_scan_params(NULL, 0, "first", &p);
+  ASSERT_FALSE(p.known);
+  /* An unclosed declaration is not trusted. */
+  ruda__portable_scan_params("RUDA_KERNEL(first, RUDA_DIM_ANY, RUDA_BUFFER(int *, x)", 52,
+                             "first", &p);
+  ASSERT_FALSE(p.known);
+
+  ruda__portable_scan_params(text, sizeof text - 1, "first", &p);
+  ASSERT_NULL(ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 2));
+  ASSERT_NULL(ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 5));
+  ruda_status_t s = ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 1);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "scalar 'scale' has no value");
+  ruda_status_free(s);
+  s = ruda__portable_check_args(&p, text, sizeof text - 1, "first", 1, 2);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "buffer 'out' has no value");
+  ruda_status_free(s);
+  s = ruda__portable_check_args(&p, text, sizeof text - 1, "first", 3, 2);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "1 buffer too many");
+  ruda_status_free(s);
 }

@@ -150,9 +150,20 @@ TEST(count_checks_name_the_kernel_limit_and_value) {
   ASSERT_OK(ruda__validate_count(&p, &d, (ruda_count3_t){2147483647, 65535, 65535}));
   ruda_status_t s = ruda__validate_count(&p, &d, (ruda_count3_t){1, 65536, 1});
   ASSERT_NOT_NULL(s);
-  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
-  ASSERT_STR_CONTAINS(ruda_status_reason(s), "kernel 'k'");
-  ASSERT_STR_CONTAINS(ruda_status_reason(s), "Requested (1, 65536, 1), max is (2147483647, 65535, 65535)");
+  /* Over the device's limit: TooManyResources, as for dims and shared
+   * memory, headed by what was exceeded. */
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES);
+  ruda_status_t rc = ruda_status_cause(s);
+  ASSERT_EQ(ruda_status_kind(rc), RUDA_ERR_RESOURCE_RUDA_COUNT);
+  uint32_t req[3], max[3];
+  ASSERT_TRUE(ruda_status_dims(rc, req, max));
+  ASSERT_UEQ(req[1], 65536);
+  ASSERT_UEQ(max[1], 65535);
+  char text[512];
+  ruda_status_format(s, text, sizeof text);
+  ASSERT_STR_CONTAINS(text, "Too many resources were requested during launch\n"
+                            "Ruda count exceeds the device's maximum.\n"
+                            "Requested (1, 65536, 1), max is (2147483647, 65535, 65535).");
   ruda_status_free(s);
   /* Within every axis, more rudas in all than 64 bits count. */
   p.hardware.max_ruda_count[1] = p.hardware.max_ruda_count[2] = UINT32_MAX;

@@ -1,0 +1,104 @@
+/* Conformance: what a user reads when a launch goes wrong. Each error is
+ * checked by its kind and by the words of its text, on every backend. */
+#include "cts.h"
+
+/* The text of `s`, formatted (freed by the caller). */
+static char *text_of(ruda_status_t s) {
+  char *t = ruda_status_to_string(s);
+  ASSERT_NOT_NULL(t);
+  return t;
+}
+
+/* A hand-made launch of a portable kernel that leaves out its scalar is
+ * refused at launch, naming the kernel and the scalar, before the device
+ * reads past the arguments (opencl:0 crashed inside PoCL). */
+TEST(a_launch_missing_a_declared_scalar_is_refused_naming_it) {
+  ruda_client_t *c = cts_client();
+  ruda_kernel_t *k = cts_kernel_inc_u32(); /* x[i] += 1 for i < n: 1 buffer, 1 scalar */
+  uint32_t x[4] = {1, 2, 3, 4};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &h));
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args);
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
+  ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_NOT_NULL(u);
+  ASSERT_STR_CONTAINS(ruda_status_reason(u),
+                      "kernel 'inc_u32' declares 1 buffer and 1 scalar; the launch passed 1 "
+                      "buffer and 0 info words: scalar 'n' has no value");
+  char *t = text_of(s);
+  ASSERT_STR_CONTAINS(t, "A launch of kernel 'inc_u32'");
+  free(t);
+  ruda_status_free(s);
+  /* A buffer short: named too. */
+  uint64_t n = 4;
+  ruda_kernel_args_t none = {.info = {&n, 1, 1}};
+  s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &none);
+  ASSERT_NOT_NULL(s);
+  ASSERT_STR_CONTAINS(ruda_status_reason(ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN)),
+                      "buffer 'x' has no value");
+  ruda_status_free(s);
+  /* Nothing ran, and the stream stays healthy. */
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_read(c, &h, x, sizeof x));
+  ASSERT_UEQ(x[0], 1);
+  ASSERT_UEQ(x[3], 4);
+  /* The same launch with its scalar runs. */
+  ruda_kernel_args_t full = {.buffers = &h, .num_buffers = 1, .info = {&n, 1, 1}};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &full));
+  ASSERT_OK(ruda_client_read(c, &h, x, sizeof x));
+  ASSERT_UEQ(x[0], 2);
+  ASSERT_UEQ(x[3], 5);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+}
+
+/* A count over the device's max_ruda_count is TooManyResources, as the
+ * guide says, headed by the limit that was exceeded. */
+TEST(a_count_over_the_device_limit_is_too_many_resources) {
+  ruda_client_t *c = cts_client();
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  int axis = -1;
+  for (int i = 0; i < 3 && axis < 0; i++)
+    if (p->hardware.max_ruda_count[i] < UINT32_MAX) axis = i;
+  if (axis < 0) SKIP("the device takes every 32-bit count on every axis");
+  uint32_t req[3] = {1, 1, 1};
+  req[axis] = p->hardware.max_ruda_count[axis] + 1;
+  ruda_kernel_t *k = cts_kernel_empty();
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(req[0], req[1], req[2]), NULL);
+  ASSERT_NOT_NULL(s);
+  ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES));
+  ruda_status_t rc = ruda_status_find(s, RUDA_ERR_RESOURCE_RUDA_COUNT);
+  ASSERT_NOT_NULL(rc);
+  uint32_t got[3], max[3];
+  ASSERT_TRUE(ruda_status_dims(rc, got, max));
+  ASSERT_UEQ(got[axis], req[axis]);
+  ASSERT_UEQ(max[axis], p->hardware.max_ruda_count[axis]);
+  char *t = text_of(s);
+  ASSERT_STR_CONTAINS(t, "Too many resources were requested during launch\nRuda count exceeds "
+                         "the device's maximum.");
+  ASSERT_TRUE(strstr(t, "unknown error") == NULL);
+  free(t);
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+}
+
+/* A kernel with no code the device runs says so, not "an unsupported
+ * instruction". */
+TEST(a_kernel_without_code_for_the_device_says_so) {
+  ruda_client_t *c = cts_client();
+  ruda_kernel_t *k = cts_kernel_unrunnable();
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_status_t s = ruda_client_sync(c);
+  ASSERT_NOT_NULL(s);
+  ruda_status_t nc = ruda_status_find(s, RUDA_ERR_COMPILATION_NO_CODE);
+  ASSERT_NOT_NULL(nc);
+  ASSERT_STR_CONTAINS(ruda_status_reason(nc), "unrunnable");
+  char *t = text_of(s);
+  ASSERT_STR_CONTAINS(t, "The kernel has no code this device can run");
+  ASSERT_TRUE(strstr(t, "unsupported instruction") == NULL);
+  free(t);
+  ruda_status_free(s);
+  ruda_kernel_release(k);
+}
