@@ -1,0 +1,107 @@
+/* Run-time libraries: every vendor library ruda uses (the CUDA driver,
+ * NVRTC, NCCL, the OpenCL ICD loader) is dlopen()ed on first use through
+ * this one loader, so that one binary runs with or without each of them:
+ * a missing library or symbol is an error status that names every file
+ * name tried and why each failed (dlerror()), never a link failure.
+ *
+ *   static ruda__dynlib_once_t once = RUDA__DYNLIB_ONCE_INIT;
+ *   static ruda_status_t load(void) {
+ *     const char *single[1];
+ *     const char *const *names;
+ *     size_t n = ruda__dynlib_candidates(NULL, "RUDA_X_LIBRARY", defaults, 2, single, &names);
+ *     if (!ruda__dynlib_open(&lib, names, n))
+ *       return ruda_status_create(..., "looked for %s", lib.tried);
+ *     const char *missing = ruda__dynlib_resolve(&lib, syms, nsyms, &table);
+ *     ...
+ *   }
+ *   ruda_status_t s = ruda__dynlib_once(&once, load);
+ *
+ * A symbol table comes from the backend's X-macro list of (name, required)
+ * pairs: with RUDA__DYNLIB_TABLE defined as the table's struct type (whose
+ * fields are named after the symbols), RUDA__DYNLIB_SYMBOL makes one
+ * entry:
+ *
+ *   #define RUDA__DYNLIB_TABLE ruda__cuda_api_t
+ *   static const ruda__dynlib_symbol_t syms[] = {RUDA__CU_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
+ *   #undef RUDA__DYNLIB_TABLE
+ */
+#ifndef RUDA_BASE_DYNLIB_H
+#define RUDA_BASE_DYNLIB_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "ruda/status.h"
+
+typedef struct ruda__dynlib {
+  void *handle;     /* NULL: not loaded */
+  char name[512];   /* the candidate that loaded */
+  char tried[2048]; /* "name (why), name (why)": each candidate that failed */
+} ruda__dynlib_t;
+
+/* The candidate names to load: `override` alone when it is a non-empty
+ * string (a test's), else the value of the environment variable `env`
+ * alone when it is set and not empty (a user's choice of file), else
+ * `defaults[0..n)`. *out points at `single` (one slot the caller owns)
+ * or at `defaults`. Returns how many names there are. */
+size_t ruda__dynlib_candidates(const char *override, const char *env,
+                               const char *const *defaults, size_t n, const char **single,
+                               const char *const **out);
+
+/* dlopen()s (RTLD_NOW | RTLD_LOCAL) the first of `names` that loads
+ * (NULL and empty names are skipped). True with lib->handle and lib->name
+ * set; false with lib->tried listing every name and its dlerror() text
+ * (cut short to fit). Thread-safe (dlerror is per thread). */
+bool ruda__dynlib_open(ruda__dynlib_t *lib, const char *const *names, size_t n);
+
+/* One entry of a symbol table: the symbol's name, where its address goes
+ * in the table (offset and size of a function-pointer field), and whether
+ * the library is unusable without it. */
+typedef struct ruda__dynlib_symbol {
+  const char *name;
+  size_t offset;
+  size_t size;
+  bool required;
+} ruda__dynlib_symbol_t;
+
+/* The name is stringified after expansion: a vendor header may define
+ * an entry point as a macro for its versioned symbol (cuda.h:
+ * cuDeviceTotalMem is cuDeviceTotalMem_v2), which is what dlsym needs. */
+#define RUDA__DYNLIB_STR_(x) #x
+#define RUDA__DYNLIB_STR(x) RUDA__DYNLIB_STR_(x)
+#define RUDA__DYNLIB_SYMBOL(fn, required)                                             \
+  {RUDA__DYNLIB_STR(fn), offsetof(RUDA__DYNLIB_TABLE, fn),                            \
+   sizeof(((RUDA__DYNLIB_TABLE *)0)->fn), (required)},
+
+/* Looks up every symbol of `syms` in lib and stores its address in
+ * `table` (a found optional symbol too; a missing optional one leaves its
+ * field as it is). Returns NULL when every required symbol was found,
+ * else the name of the first missing one. */
+const char *ruda__dynlib_resolve(const ruda__dynlib_t *lib, const ruda__dynlib_symbol_t *syms,
+                                 size_t n, void *table);
+
+/* dlclose()s a loaded library (a load that is given up). */
+void ruda__dynlib_close(ruda__dynlib_t *lib);
+
+/* A load done once per process, its result kept: the first call runs
+ * load() under the lock; every call returns a clone of the kept error
+ * (the caller frees it) or NULL. Forgetting (a test's) makes the next call
+ * load again; what was loaded stays mapped, since tables may still point
+ * into it. */
+typedef struct ruda__dynlib_once {
+  pthread_mutex_t lock;
+  bool tried;
+  ruda_status_t error; /* kept; callers get clones */
+} ruda__dynlib_once_t;
+
+#define RUDA__DYNLIB_ONCE_INIT {PTHREAD_MUTEX_INITIALIZER, false, NULL}
+
+ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(void));
+/* Whether a load was tried and succeeded (no load is started). */
+bool ruda__dynlib_once_loaded(ruda__dynlib_once_t *once);
+/* Forgets the result; `locked` runs under the lock first when not NULL
+ * (to change what the next load will try). */
+void ruda__dynlib_once_forget(ruda__dynlib_once_t *once, void (*locked)(void *ctx), void *ctx);
+
+#endif
