@@ -171,8 +171,8 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
     return;
   }
   ruda_status_t e = NULL;
-  keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__ocl_order_binding(s, st, &descs[i].binding, &keep);
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
   bool trace = ruda__ocl_trace_wanted();
   for (size_t i = 0; i < count; i++) {
     const ruda__copy_desc_t *d = &descs[i];
@@ -317,9 +317,9 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
   if (e) return e;
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  if (st->ngc || st->ntrace) ruda__ocl_gc_poll(s, st, false);
-  keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__ocl_order_binding(s, st, &descs[i].binding, &keep);
+  if (st->pipe.nkept || st->ntrace) ruda__ocl_gc_poll(s, st, false);
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
   bool trace = ruda__ocl_trace_wanted();
   ruda_status_t early = NULL;
   for (size_t i = 0; i < count && early == NULL; i++) {
@@ -376,7 +376,7 @@ ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
   ruda_status_t e = ruda__stream_check(rs, RUDA__MODE_DRAIN);
   if (e) return e;
   ocl_stream_t *st = ocl_ext(rs);
-  if (!st->init) return NULL;
+  if (!st->pipe.ready) return NULL;
   /* Bindings kept for finished work of any stream go back first: a sync
    * is where a caller expects memory to return. */
   ruda__ocl_gc_poll_all(s);
@@ -395,12 +395,12 @@ ruda_status_t ruda__ocl_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
   if (rs == NULL) return NULL;
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) {
+  if (st->pipe.ready) {
     ruda__ocl_submit(s, st);
     ruda__ocl_gc_poll_all(s);
   }
   ruda_status_t e = ruda__stream_check(rs, RUDA__MODE_DRAIN);
-  if (e && st->init) ruda__memory_cleanup(st->dev, false);
+  if (e && st->pipe.ready) ruda__memory_cleanup(st->dev, false);
   return e;
 }
 

@@ -264,11 +264,11 @@ void ruda__ocl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__c
   ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
   if (st == NULL) return;
   ruda_status_t e = NULL;
-  if (st->ngc) ruda__ocl_gc_poll(s, st, false);
-  keep_list_t keep = {0};
+  if (st->pipe.nkept) ruda__ocl_gc_poll(s, st, false);
+  ruda__keep_list_t keep = {0};
   for (size_t i = 0; i < args->num_buffers; i++)
-    ruda__ocl_order_binding(s, st, &args->buffers[i], &keep);
-  if (count->dynamic) ruda__ocl_order_binding(s, st, &count->buffer, &keep);
+    ruda__stream_order(&s->pipeline, st, &args->buffers[i], &keep);
+  if (count->dynamic) ruda__stream_order(&s->pipeline, st, &count->buffer, &keep);
   e = launch_inner(s, st, kernel, count, args);
   if (e) ruda__stream_push_launch_error(ocl_rs(st), e, kernel->desc.name);
   ruda__ocl_op_end(s, st, &keep);

@@ -77,7 +77,7 @@ ruda_status_t ruda__ocl_memory_usage(ruda__server_t *base, ruda_stream_id_t stre
   if (e) return e;
   ruda__ocl_gc_poll_all(as_ocl(base));
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) *out = ruda__memory_usage(st->dev);
+  if (st->pipe.ready) *out = ruda__memory_usage(st->dev);
   return NULL;
 }
 

@@ -52,7 +52,7 @@ ruda_status_t ruda__ocl_end_profile(ruda__server_t *base, ruda_stream_id_t strea
                               (unsigned long long)token.id);
   ocl_stream_t *st = ocl_ext(rs);
   uint64_t elapsed_ns = 0;
-  bool timed = st->init && mark.mark != NULL;
+  bool timed = st->pipe.ready && mark.mark != NULL;
   if (timed) {
     cl_event end = NULL;
     cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);

@@ -103,7 +103,7 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
 static void finish_queue(void *ctx, ruda__stream_t *rs) {
   ocl_server_t *s = ctx;
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) s->api->clFinish(st->queue);
+  if (st->pipe.ready) s->api->clFinish(st->queue);
 }
 
 static void opencl_destroy(ruda__server_t *base) {
@@ -241,6 +241,7 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
+  ruda__ocl_pipeline_init(s);
   s->programs = ruda__opencl_program_cache_create(api, s->ctx, dev,
                                                   s->base.utilities.properties_hash,
                                                   s->base.utilities.settings.cache_dir);

@@ -1,7 +1,8 @@
 /* Streams of the OpenCL server: the per-stream state (its in-order command
  * queue, memory managers, errors), the cl_mem storages under the memory
- * managers and the sub-buffers of their pages, cross-stream ordering and
- * the deferred releases that go with it, and the timeline trace. See
+ * managers and the sub-buffers of their pages, the fence of the operation
+ * pipeline (server/stream_op.h: ordering and kept bindings), deferred
+ * releases of host buffers, and the timeline trace. See
  * opencl_server.c for the design. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -226,52 +227,24 @@ static ruda_status_t stream_init(ocl_server_t *s, ocl_stream_t *st) {
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned OpenCL Staging", &st->pinned);
   st->pin_store = NULL;
   if (e) return e;
+  st->pipe.memory = st->dev;
   return NULL;
 }
 
 static void stream_free(ocl_server_t *s, ocl_stream_t *st);
 
-RUDA__HOT
-ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
-  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, id);
-  if (rs == NULL) return NULL;
+/* The pipeline's stream_init (server/stream_op.h). */
+static bool stream_setup(void *backend, ruda__stream_t *rs) {
+  ocl_server_t *s = backend;
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) return st;
   ruda_status_t e = stream_init(s, st);
   if (e) {
     stream_free(s, st);
     ruda__stream_push_error(rs, e);
-    return NULL;
+    return false;
   }
-  st->init = true;
-  if (!s->memory_group.device[0]) ruda__memory_group_init(&s->memory_group, s->base.device, s->base.memory_reuse);
-  ruda__memory_manager_join(st->dev, &s->memory_group, id.value);
-  ruda__opencl_log("streaming", "stream %llu: command queue created", (unsigned long long)id.value);
-  return st;
-}
-
-ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
-  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, id);
-  if (rs == NULL) return NULL;
-  ocl_stream_t *st = ocl_ext(rs);
-  return st->init ? st : NULL;
-}
-
-/* ---- Resolving bindings ---- */
-
-RUDA__HOT
-ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t **out_page,
-                                uint64_t *out_offset, uint64_t *out_size) {
-  ocl_stream_t *origin = !ruda_binding_is_empty(b) ? ruda__ocl_stream_find(s, b->stream) : NULL;
-  if (origin == NULL)
-    return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
-  ruda__storage_handle_t h;
-  ruda_status_t e = ruda__memory_resolve_binding(origin->dev, b, &h);
-  if (e) return e;
-  *out_page = (page_t *)(uintptr_t)h.base;
-  *out_offset = h.offset;
-  *out_size = h.size;
-  return NULL;
+  ruda__opencl_log("streaming", "stream %llu: command queue created", (unsigned long long)rs->id);
+  return true;
 }
 
 ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
@@ -291,79 +264,7 @@ ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_mem
   return NULL;
 }
 
-/* ---- Cross-stream ordering, deferred releases ---- */
-
-/* Orders `st` after the work on `b`'s stream when that is another stream (a
- * barrier here on the origin's newest event, when the origin has had work
- * since the last such wait and it is still in flight), and keeps a clone
- * of `b` in `keep`. */
-RUDA__HOT
-void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
-                             keep_list_t *keep) {
-  if (ruda_binding_is_empty(b)) return;
-  ocl_stream_t *origin = ruda__ocl_stream_find(s, b->stream);
-  if (origin == NULL || origin == st) return;
-  const ruda__opencl_api_t *api = s->api;
-  ruda__stream_t *ors = ocl_rs(origin);
-  if (st->nlast <= ors->index) {
-    size_t n = (size_t)ors->index + 16;
-    uint64_t *nl = ruda__realloc(st->last_synced, n * sizeof *nl);
-    if (nl != NULL) {
-      memset(nl + st->nlast, 0, (n - st->nlast) * sizeof *nl);
-      st->last_synced = nl;
-      st->nlast = n;
-    }
-  }
-  bool known = st->nlast > ors->index;
-  if (!known || st->last_synced[ors->index] < ors->cursor) {
-    /* The origin's newest command is the point to wait for; a marker only
-     * when it has no event. */
-    cl_int status = CL_COMPLETE;
-    ruda__ocl_settle_unknown(origin);
-    cl_event ev = origin->last_unknown ? NULL : ruda__ocl_last_event(s, origin, &status);
-    cl_int r = CL_SUCCESS;
-    if (ev != NULL) {
-      r = api->clRetainEvent(ev);
-    } else if (origin->last_unknown) {
-      r = api->clEnqueueMarkerWithWaitList(origin->queue, 0, NULL, &ev);
-      if (r == CL_SUCCESS) {
-        origin->dirty = true;
-        ruda__ocl_note_event(s, origin, ev);
-      }
-    }
-    if (r == CL_SUCCESS && ev != NULL) {
-      /* An event of another queue in a wait list needs that queue flushed. */
-      ruda__ocl_submit(s, origin);
-      cl_event barrier = NULL;
-      r = api->clEnqueueBarrierWithWaitList(st->queue, 1, &ev, &barrier);
-      api->clReleaseEvent(ev);
-      if (r == CL_SUCCESS) {
-        st->dirty = true;
-        ruda__ocl_note_command(s, st, barrier);
-      }
-    }
-    if (r != CL_SUCCESS) api->clFinish(origin->queue);
-    if (known) st->last_synced[ors->index] = ors->cursor;
-    ruda__opencl_log("streaming", "stream %llu waits on stream %llu",
-                     (unsigned long long)ocl_rs(st)->id, (unsigned long long)ors->id);
-  }
-  if (keep->n == keep->cap) {
-    size_t cap = keep->cap ? keep->cap * 2 : 4;
-    ruda_binding_t *ni = ruda__realloc(keep->items, cap * sizeof *ni);
-    if (ni == NULL) {
-      keep->sync = true;
-      return;
-    }
-    keep->items = ni;
-    keep->cap = cap;
-  }
-  keep->items[keep->n++] = ruda_binding_clone(b);
-}
-
-static void keep_release(keep_list_t *keep) {
-  for (size_t i = 0; i < keep->n; i++) ruda_binding_release(&keep->items[i]);
-  ruda__free(keep->items);
-}
+/* ---- Commands and the queue ---- */
 
 RUDA__HOT
 void ruda__ocl_note_command(ocl_server_t *s, ocl_stream_t *st, cl_event ev) {
@@ -437,52 +338,6 @@ void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
   st->dirty = false;
 }
 
-/* Ends an operation on `st` (other streams now see it as new work), submits
- * its commands, and keeps `keep` (taken) alive until they have completed. */
-RUDA__HOT
-void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep) {
-  ruda__stream_advance(&s->base.streams, ocl_rs(st));
-  if (keep->n == 0 && !keep->sync) {
-    ruda__ocl_submit(s, st);
-    return;
-  }
-  if (st->ngc == st->capgc) {
-    size_t cap = st->capgc ? st->capgc * 2 : 8;
-    gc_batch_t *ng = ruda__realloc(st->gc, cap * sizeof *ng);
-    if (ng != NULL) {
-      st->gc = ng;
-      st->capgc = cap;
-    }
-  }
-  /* The bindings go back once the stream's newest command has completed
-   * (a marker when it has no event; nothing to wait for when it is done). */
-  cl_int status = CL_COMPLETE;
-  ruda__ocl_settle_unknown(st);
-  cl_event ev = st->last_unknown ? NULL : ruda__ocl_last_event(s, st, &status);
-  bool ok = !keep->sync && st->ngc < st->capgc;
-  if (ok && ev != NULL) {
-    ok = s->api->clRetainEvent(ev) == CL_SUCCESS;
-  } else if (ok && st->last_unknown) {
-    ok = s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) == CL_SUCCESS;
-    if (ok) {
-      st->dirty = true;
-      ruda__ocl_note_event(s, st, ev);
-    }
-  } else if (ok) {
-    ruda__ocl_submit(s, st);
-    keep_release(keep); /* nothing of the stream is in flight */
-    return;
-  }
-  if (!ok) {
-    s->api->clFinish(st->queue);
-    st->dirty = false;
-    keep_release(keep);
-    return;
-  }
-  ruda__ocl_submit(s, st);
-  st->gc[st->ngc++] = (gc_batch_t){ev, keep->items, keep->n};
-}
-
 static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
 
 static bool event_done(const ruda__opencl_api_t *api, cl_event ev, bool wait) {
@@ -499,23 +354,72 @@ static bool event_done(const ruda__opencl_api_t *api, cl_event ev, bool wait) {
 
 void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
   if (st->ntrace) trace_poll(s, st, wait);
-  size_t w = 0;
-  for (size_t i = 0; i < st->ngc; i++) {
-    gc_batch_t *b = &st->gc[i];
-    if (!event_done(s->api, b->event, wait)) {
-      st->gc[w++] = *b;
-      continue;
-    }
-    for (size_t k = 0; k < b->n; k++) ruda_binding_release(&b->bindings[k]);
-    ruda__free(b->bindings);
-    s->api->clReleaseEvent(b->event);
+  ruda__stream_pipe_poll(&s->pipeline, st, wait);
+}
+
+/* ---- The pipeline's fence: the stream's newest command ---- */
+
+/* The event of the stream's newest command (a marker when it has none),
+ * its queue submitted, since an event in another queue's wait list needs
+ * that; idle when the newest command has completed. */
+static ruda__fence_made_t event_record(void *backend, void *stream, void **out) {
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = stream;
+  cl_int status = CL_COMPLETE;
+  ruda__ocl_settle_unknown(st);
+  cl_event ev = st->last_unknown ? NULL : ruda__ocl_last_event(s, st, &status);
+  if (ev != NULL) {
+    if (s->api->clRetainEvent(ev) != CL_SUCCESS) return RUDA__FENCE_FAILED;
+  } else if (st->last_unknown) {
+    if (s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) != CL_SUCCESS)
+      return RUDA__FENCE_FAILED;
+    st->dirty = true;
+    ruda__ocl_note_event(s, st, ev);
+  } else {
+    return RUDA__FENCE_IDLE;
   }
-  st->ngc = w;
+  ruda__ocl_submit(s, st);
+  *out = ev;
+  return RUDA__FENCE_MADE;
+}
+
+/* A barrier on the stream's queue. */
+static bool event_wait_on(void *backend, void *stream, void *fence) {
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = stream;
+  cl_event ev = fence, barrier = NULL;
+  if (s->api->clEnqueueBarrierWithWaitList(st->queue, 1, &ev, &barrier) != CL_SUCCESS)
+    return false;
+  st->dirty = true;
+  ruda__ocl_note_command(s, st, barrier);
+  return true;
+}
+
+static bool event_query(void *backend, void *fence, bool wait) {
+  return event_done(((ocl_server_t *)backend)->api, fence, wait);
+}
+
+static void queue_finish(void *backend, void *stream) {
+  ocl_stream_t *st = stream;
+  ((ocl_server_t *)backend)->api->clFinish(st->queue);
+  st->dirty = false;
+}
+
+static void event_release(void *backend, void *fence) {
+  ((ocl_server_t *)backend)->api->clReleaseEvent(fence);
+}
+
+static const ruda__stream_fence_t event_fence = {event_record, event_wait_on, event_query,
+                                                 queue_finish, event_release};
+
+void ruda__ocl_pipeline_init(ocl_server_t *s) {
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &event_fence, stream_setup, s,
+                                          &s->memory_group, 0};
 }
 
 static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init && (st->ngc || st->ntrace)) ruda__ocl_gc_poll(ctx, st, false);
+  if (st->pipe.ready && (st->pipe.nkept || st->ntrace)) ruda__ocl_gc_poll(ctx, st, false);
 }
 
 /* Kept bindings pin memory of their origin stream: a report, a sync or a
@@ -629,8 +533,8 @@ static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
   const ruda__opencl_api_t *api = s->api;
   if (st->queue != NULL) api->clFinish(st->queue);
   ruda__ocl_gc_poll(s, st, true);
+  ruda__stream_pipe_deinit(&s->pipeline, st, true);
   if (st->last != NULL) api->clReleaseEvent(st->last);
-  ruda__free(st->gc);
   ruda__free(st->trace);
   for (int i = 0; i < INFO_RING; i++) {
     if (st->ring[i].done) api->clReleaseEvent(st->ring[i].done);
@@ -644,7 +548,6 @@ static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
   if (st->pinned) ruda__memory_manager_destroy(st->pinned);
   else ruda__free(st->pin_store);
   if (st->queue != NULL) api->clReleaseCommandQueue(st->queue);
-  ruda__free(st->last_synced);
   ruda__ocl_finish_mark_release(st->mark);
   memset(st, 0, sizeof *st);
 }
@@ -662,9 +565,9 @@ static bool event_complete(const ruda__opencl_api_t *api, cl_event ev) {
 static bool ocl_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   ocl_server_t *s = ctx;
   ocl_stream_t *st = ocl_ext(rs);
-  if (!st->init) return true;
+  if (!st->pipe.ready) return true;
   ruda__ocl_gc_poll(s, st, false);
-  if (st->ngc != 0 || st->ntrace != 0) return false;
+  if (st->pipe.nkept != 0 || st->ntrace != 0) return false;
   for (int i = 0; i < INFO_RING; i++)
     if (!event_complete(s->api, st->ring[i].done)) return false;
   return ruda__memory_usage(st->dev).number_allocs == 0 &&
@@ -683,14 +586,14 @@ static void ocl_stream_release(void *ctx, ruda__stream_t *rs) {
     rs->profiler.entries[i].mark = NULL;
   }
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->init) stream_free(s, st);
+  if (st->pipe.ready) stream_free(s, st);
 }
 
 static ruda_memory_usage_t ocl_stream_usage(void *ctx, ruda__stream_t *rs) {
   (void)ctx;
   ocl_stream_t *st = ocl_ext(rs);
   ruda_memory_usage_t none = {0, 0, 0, 0};
-  return st->init ? ruda__memory_usage(st->dev) : none;
+  return st->pipe.ready ? ruda__memory_usage(st->dev) : none;
 }
 
 /* ctx is set per server in opencl_create_server. */

@@ -1,8 +1,9 @@
 /* Streams of the OpenCL server (opencl_stream.c): the OpenCL part of each
  * stream's state in the server layer's stream table (its in-order queue,
  * memory managers over cl_mem storages, the sub-buffers of their pages),
- * cross-stream ordering and the deferred releases that go with it, and the
- * timeline trace.
+ * the event fence of the operation pipeline (server/stream_op.h: ordering
+ * and kept bindings), deferred releases of host buffers, and the timeline
+ * trace.
  *
  * Below the memory methods, futures, copies, launches and profiles; above
  * the fault reports only. Only built with the OpenCL headers.
@@ -17,17 +18,32 @@
 /* The stream of `id` with its OpenCL part set up (on first use); NULL
  * when that failed: the reason is queued on the stream (or, with host
  * memory exhausted, there is no stream to queue it on). */
-ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id);
+static inline ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
+  return ruda__stream_pipe_get(&s->pipeline, id);
+}
 /* The stream of `id` if its OpenCL part exists (never creates). */
-ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id);
+static inline ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
+  return ruda__stream_pipe_find(&s->pipeline, id);
+}
+/* Sets up s->pipeline: the event fence, stream set-up, memory group. */
+void ruda__ocl_pipeline_init(ocl_server_t *s);
 /* The stream table's hooks for the OpenCL part (ctx: the server). */
 extern const ruda__stream_table_ops_t ruda__ocl_stream_ops;
 
-/* The page and offset of a binding's view (through the memory manager of
- * the stream that owns it): IoError::NotFound when unbound. *out_size is
- * the view's size. */
-ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b, page_t **out_page,
-                                uint64_t *out_offset, uint64_t *out_size);
+/* The page and offset of a binding's view (ruda__stream_resolve: through
+ * the memory manager of the stream that owns it): IoError::NotFound when
+ * unbound. *out_size is what the page holds from the offset on. */
+static inline ruda_status_t ruda__ocl_resolve(ocl_server_t *s, const ruda_binding_t *b,
+                                              page_t **out_page, uint64_t *out_offset,
+                                              uint64_t *out_size) {
+  ruda__storage_handle_t h;
+  ruda_status_t e = ruda__stream_resolve(&s->pipeline, NULL, b, &h);
+  if (e) return e;
+  *out_page = (page_t *)(uintptr_t)h.base;
+  *out_offset = h.offset;
+  *out_size = h.size;
+  return NULL;
+}
 /* A cl_mem covering exactly [offset, offset + size) of `page`: the page
  * itself when the view is the whole page, else a cached sub-buffer.
  * LaunchError::Unknown when `offset` is not a multiple of the device's
@@ -40,9 +56,6 @@ bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t byt
 ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                        void **out_ptr);
 
-void ruda__ocl_order_binding(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
-                             keep_list_t *keep);
-void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, keep_list_t *keep);
 /* Releases what completed work kept alive; `wait`: waits for all of it. */
 void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
 /* ruda__ocl_gc_poll(s, st, false) for every stream with kept bindings. */
@@ -68,6 +81,12 @@ void ruda__ocl_finish_mark_release(ocl_finish_mark_t *m);
 cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status);
 /* Submits the stream's enqueued work (clFlush) when there is any. */
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st);
+/* Ends an operation on `st` (ruda__stream_op_end: `keep` taken) and
+ * submits its commands. */
+static inline void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, ruda__keep_list_t *keep) {
+  ruda__stream_op_end(&s->pipeline, st, keep);
+  ruda__ocl_submit(s, st);
+}
 
 /* Releases `bytes` (taken) when `ev` (taken) completes, from the
  * driver's callback; when no callback can be set, waits for the stream

@@ -1,6 +1,6 @@
 /* The types of the OpenCL compute server, shared by its files: the server,
  * the OpenCL part of a stream's state, pages and their sub-buffers, the
- * storages under the memory managers, the kept-binding list, the sizes the
+ * storages under the memory managers, the sizes the
  * backend works with, and tiny inline accessors. No function is declared
  * here: each lives in the header of the module that defines it.
  *
@@ -17,8 +17,9 @@
  *                       command that failed on the device, waiting for an
  *                       event and reporting its failure
  *   opencl_stream.c     the OpenCL part of a stream's state (queue, pools,
- *                       sub-buffers, cross-stream ordering, deferred
- *                       releases, the timeline trace)
+ *                       sub-buffers, the pipeline's event fence, deferred
+ *                       releases, the timeline trace); ordering and kept
+ *                       bindings are server/stream_op.c's
  *   opencl_memory.c     the memory methods (allocation, staging, resources,
  *                       usage, cleanup, allocation mode)
  *   opencl_future.c     the event-fenced futures of reads and syncs
@@ -47,6 +48,7 @@
 #include "server/host_copy.h"
 #include "server/recent_kernels.h"
 #include "server/server.h"
+#include "server/stream_op.h"
 
 #define INFO_RING 16             /* host copies of info words in flight */
 #define SUBBUF_MAX 1024          /* cached sub-buffers per page before a reset */
@@ -84,13 +86,6 @@ typedef struct cl_storage {
   uint64_t next_id;
 } cl_storage_t;
 
-/* Bindings kept alive until the work that uses them has completed. */
-typedef struct gc_batch {
-  cl_event event;
-  ruda_binding_t *bindings;
-  size_t n;
-} gc_batch_t;
-
 /* A host copy of a launch's info words, kept until its upload is done. */
 typedef struct info_slot {
   uint64_t *host;
@@ -124,20 +119,14 @@ typedef struct ocl_finish_mark {
  * initialised on first use. Everything per-stream the backend keeps is
  * here. */
 typedef struct ocl_stream {
-  bool init;
+  /* First: the pipeline's part (ordering, kept bindings; `pipe.ready`
+   * once set up). */
+  ruda__stream_pipe_t pipe;
   const ruda__opencl_api_t *api;
   cl_command_queue queue; /* in order, profiling on */
   cl_storage_t *dev_store, *pin_store;
   ruda__memory_manager_t *dev;    /* device pages */
   ruda__memory_manager_t *pinned; /* staging */
-  /* Per origin stream (by state index): the origin's cursor when this
-   * stream last waited on it. Cursors come from one server-wide clock, so
-   * an entry left by a reclaimed origin whose index was reused is older
-   * than the new origin's cursor (a wait too many, never one too few). */
-  uint64_t *last_synced;
-  size_t nlast;
-  gc_batch_t *gc;
-  size_t ngc, capgc;
   /* Info words: one device buffer, overwritten in stream order (the upload
    * for launch n+1 is ordered after kernel n); the host copies in a ring. */
   cl_mem info_mem;
@@ -179,6 +168,9 @@ struct ocl_server {
   cl_command_queue service; /* maps of pinned pages */
   ruda__opencl_program_cache_t *programs;
   ruda__memory_group_t memory_group; /* every stream's device manager */
+  /* The operation pipeline (server/stream_op.h) over the event fence of
+   * opencl_stream.c: stream set-up, cross-stream ordering, kept bindings. */
+  ruda__stream_pipeline_t pipeline;
   /* Kernels are enqueued with an event (the stream's newest command, the
    * next fence) on CPU devices, where events cost nothing: on PoCL a
    * round trip with a kernel event and no marker is 20 us shorter (16
@@ -203,14 +195,6 @@ struct ocl_server {
   uint64_t stage_min;
   ruda__copy_pool_t *copies;
 };
-
-/* The bindings an operation uses from other streams, cloned to keep their
- * memory alive until the operation's work has completed. */
-typedef struct keep_list {
-  ruda_binding_t *items;
-  size_t n, cap;
-  bool sync; /* a clone failed: ocl_op_end waits for the work instead */
-} keep_list_t;
 
 static inline ocl_server_t *as_ocl(ruda__server_t *s) { return (ocl_server_t *)s; }
 
