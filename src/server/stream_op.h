@@ -13,7 +13,11 @@
  *
  * A backend supplies its device calls and a fence (ruda__stream_fence_t):
  * record, wait on, query, synchronize, release. Everything about ordering
- * and lifetime is here.
+ * and lifetime is here. A launch runs the whole pipeline here
+ * (ruda__stream_launch): the backend's `launch` receives the operation
+ * prepared (ruda__launch_ctx_t: the stream, its extension, the resolved
+ * storage of every binding) and makes only its device calls. Copies and
+ * the backends' other operations call the steps themselves.
  *
  * The backend's extension of a stream's state (stream_table.h) starts with
  * a ruda__stream_pipe_t, so that the extension and the pipe have one
@@ -30,9 +34,8 @@
 #include <stdint.h>
 
 #include "memory/memory_manager.h"
+#include "server/server.h"
 #include "server/stream_table.h"
-
-struct ruda__server;
 
 /* The bindings an operation uses from other streams, cloned to keep their
  * memory alive until the operation's work has completed. Zeroed before the
@@ -94,14 +97,32 @@ typedef struct ruda__stream_pipe {
   size_t nkept, capkept;
 } ruda__stream_pipe_t;
 
+/* A launch prepared for the backend's device calls: its stream set up,
+ * finished work released, every binding ordered after its producer,
+ * kept, and resolved. */
+typedef struct ruda__launch_ctx {
+  ruda__stream_t *rs; /* the stream's state (errors, cursor) */
+  void *stream;       /* its backend extension */
+  ruda_kernel_t *kernel;
+  const ruda__count_t *count;
+  const ruda__launch_args_t *args;
+  /* The storage of args->buffers[i] and args->tensor_map_buffers[i];
+   * `size` is what the device holds from the view's start on. */
+  const ruda__storage_handle_t *buffers, *tensor_maps;
+  ruda__storage_handle_t count_buffer; /* count->buffer's, when dynamic */
+} ruda__launch_ctx_t;
+
 typedef struct ruda__stream_pipeline {
-  struct ruda__server *server; /* its stream table, device and reuse cache */
+  ruda__server_t *server; /* its stream table, device and reuse cache */
   const ruda__stream_fence_t *fence;
   /* Sets up the backend part of `rs` on its first use (the extension is
    * zeroed, `memory` to set); false when it cannot, the reason queued on
    * `rs` (or nowhere, when the device is lost and every operation reports
    * that already). */
   bool (*stream_init)(void *backend, ruda__stream_t *rs);
+  /* The device calls of a launch (ruda__stream_launch); its error is
+   * queued on the stream as the kernel's launch error. */
+  ruda_status_t (*launch)(void *backend, const ruda__launch_ctx_t *ctx);
   void *backend;
   /* Every stream's device manager joins it (out-of-memory reports). */
   ruda__memory_group_t *group;
@@ -131,6 +152,15 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
 /* Ends an operation on `stream`: other streams see its work as new, and
  * `keep` (taken) stays alive until the work enqueued so far completes. */
 void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_list_t *keep);
+
+/* A backend's launch (server.h's vtable `launch`, validated before it was
+ * queued) through the whole pipeline: the stream of `stream`, its finished
+ * work released, every binding ordered, kept and resolved (a binding not
+ * bound here fails the launch with LaunchError::IoError), then p->launch,
+ * then the operation's end. Errors are queued on the stream. */
+void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
+                         const ruda__count_t *count, const ruda__launch_args_t *args,
+                         ruda_stream_id_t stream);
 
 /* Releases the kept bindings of finished work on `stream` (`wait`: waits
  * for all of it first). */

@@ -82,6 +82,25 @@ static ruda_status_t cu_fail(CUresult r, const char *call, const char *what) {
   return ruda_status_into_server(ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, call, "%s", what));
 }
 
+/* Captures launch node `l` on `cap`: its buffers and tensor maps resolved
+ * (the memory they name now), then the driver call. */
+static ruda_status_t launch_node(cuda_server_t *s, CUstream cap, ruda__cuda_function_t *fn,
+                                 const ruda__graph_launch_t *l, CUdeviceptr info) {
+  size_t nb = l->args.num_buffers, nt = l->args.num_tensor_maps;
+  ruda__storage_handle_t *h = ruda__calloc(nb + nt + 1, sizeof *h);
+  if (h == NULL) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, (nb + nt + 1) * sizeof *h);
+  ruda_status_t e = NULL;
+  for (size_t i = 0; i < nb && !e; i++)
+    e = ruda__stream_resolve(&s->pipeline, NULL, &l->args.buffers[i], &h[i]);
+  for (size_t i = 0; i < nt && !e; i++)
+    e = ruda__stream_resolve(&s->pipeline, NULL, &l->args.tensor_map_buffers[i], &h[nb + i]);
+  if (!e)
+    e = ruda__cuda_launch_on(s, cap, fn, ruda_kernel_desc(l->kernel), l->count.fixed, &l->args,
+                             h, info);
+  ruda__free(h);
+  return e;
+}
+
 ruda_status_t ruda__cuda_graph_build(cuda_server_t *s, const ruda__graph_t *g,
                                      ruda_stream_id_t stream, void **out) {
   const ruda__cuda_api_t *api = s->api;
@@ -169,8 +188,7 @@ ruda_status_t ruda__cuda_graph_build(cuda_server_t *s, const ruda__graph_t *g,
       CUdeviceptr info = l->args.info.len ? cg->info + info_off : 0;
       info_off += info_span(l);
       if (ruda_count3_is_empty(l->count.fixed)) continue;
-      e = ruda__cuda_launch_on(s, cap, fns[i], ruda_kernel_desc(l->kernel), l->count.fixed,
-                               &l->args, info);
+      e = launch_node(s, cap, fns[i], l, info);
     } else {
       e = ruda__cuda_copy_in_on(s, cap, &n->u.write.desc, (char *)cg->pinned + write_off);
       write_off += (n->u.write.size + 15u) & ~(uint64_t)15u;

@@ -1,7 +1,9 @@
-/* Kernel launches of the CUDA server: the module cache, cross-stream
- * ordering of the bindings, dynamic counts, tensor maps, info words, opt-in
- * shared memory and thread-block clusters. The vtable entry (cuda_server.c)
- * settles faults first; ruda__launch_validate validated the launch. */
+/* Kernel launches of the CUDA server: the device calls of the server
+ * layer's launch pipeline (ruda__stream_launch, which set the stream up,
+ * ordered, kept and resolved the bindings): the module cache, dynamic
+ * counts, tensor maps, info words, opt-in shared memory and thread-block
+ * clusters. The vtable entry (cuda_server.c) settles faults first;
+ * ruda__launch_validate validated the launch before it was queued. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -45,7 +47,8 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
 RUDA__HOT
 ruda_status_t ruda__cuda_launch_on(cuda_server_t *s, CUstream cu, ruda__cuda_function_t *fn,
                                    const ruda_kernel_desc_t *d, ruda_count3_t grid,
-                                   const ruda__launch_args_t *args, CUdeviceptr info) {
+                                   const ruda__launch_args_t *args,
+                                   const ruda__storage_handle_t *storage, CUdeviceptr info) {
   const ruda__cuda_api_t *api = s->api;
   size_t nb = args->num_buffers, nt = args->num_tensor_maps;
   CUtensorMap *maps = NULL;
@@ -64,15 +67,12 @@ ruda_status_t ruda__cuda_launch_on(cuda_server_t *s, CUstream cu, ruda__cuda_fun
   /* Parameter order, as on every backend: buffers, tensor maps, info. */
   size_t np = 0;
   for (size_t i = 0; i < nb; i++) {
-    e = ruda__cuda_resolve(s, NULL, &args->buffers[i], &vals[i], NULL);
-    if (e) goto done;
+    vals[i] = (CUdeviceptr)ruda__storage_handle_addr(&storage[i]);
     params[np++] = &vals[i];
   }
   for (size_t i = 0; i < nt; i++) {
-    CUdeviceptr tp = 0;
-    e = ruda__cuda_resolve(s, NULL, &args->tensor_map_buffers[i], &tp, NULL);
-    if (e) goto done;
-    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], (uint64_t)tp, &maps[i]);
+    uint64_t tp = ruda__storage_handle_addr(&storage[nb + i]);
+    e = ruda__cuda_tensor_map_encode(api, &args->tensor_maps[i], tp, &maps[i]);
     if (e) goto done;
     params[np++] = &maps[i];
   }
@@ -142,84 +142,58 @@ done:
   return e;
 }
 
+/* The pipeline's launch (server/stream_op.h): the stream is set up, the
+ * bindings ordered, kept and resolved. */
 RUDA__HOT
-void ruda__cuda_launch(cuda_server_t *s, ruda_kernel_t *kernel, const ruda__count_t *count,
-                       const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                       ruda_stream_id_t stream) {
+ruda_status_t ruda__cuda_launch(void *backend, const ruda__launch_ctx_t *c) {
+  cuda_server_t *s = backend;
+  cuda_stream_t *st = c->stream;
   const ruda__cuda_api_t *api = s->api;
-  (void)mode; /* CUDA C kernels do their own bounds checks */
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  if (st == NULL) return;
-  if (st->pipe.nkept) ruda__cuda_gc_poll(s, st, false);
   /* The dim, shared memory and a static count were checked before the
    * launch was queued (ruda__launch_validate). */
-  const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(c->kernel);
   ruda__cuda_function_t *fn = NULL;
-  ruda_status_t e = ruda__cuda_module_cache_get(s->modules, kernel, &fn);
-  if (e) {
-    ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
-    ruda__stream_op_end(&s->pipeline, st, &(ruda__keep_list_t){0});
-    return;
-  }
+  ruda_status_t e = ruda__cuda_module_cache_get(s->modules, c->kernel, &fn);
+  if (e) return e;
 
-  ruda_count3_t grid = count->fixed;
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < args->num_buffers; i++)
-    ruda__stream_order(&s->pipeline, st, &args->buffers[i], &keep);
-  for (size_t i = 0; i < args->num_tensor_maps; i++)
-    ruda__stream_order(&s->pipeline, st, &args->tensor_map_buffers[i], &keep);
-  if (count->dynamic) ruda__stream_order(&s->pipeline, st, &count->buffer, &keep);
-
-  if (count->dynamic) {
-    CUdeviceptr cp = 0;
-    uint64_t held = 0;
-    e = ruda__cuda_resolve(s, st, &count->buffer, &cp, &held);
-    if (e) {
-      e = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
-      goto fail;
-    }
+  ruda_count3_t grid = c->count->fixed;
+  if (c->count->dynamic) {
     /* Never read past what the device holds, whatever the view says. */
-    if (held < RUDA__DYNAMIC_COUNT_BYTES) {
-      e = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                             "kernel '%s': a dynamic count is read from %u bytes, its buffer "
-                             "has %llu",
-                             d->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)held);
-      goto fail;
+    if (c->count_buffer.size < RUDA__DYNAMIC_COUNT_BYTES) {
+      return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
+                                "kernel '%s': a dynamic count is read from %u bytes, its buffer "
+                                "has %llu",
+                                d->name, RUDA__DYNAMIC_COUNT_BYTES,
+                                (unsigned long long)c->count_buffer.size);
     }
     uint32_t local[3];
     uint32_t *host = st->count_host ? st->count_host : local;
+    CUdeviceptr cp = (CUdeviceptr)ruda__storage_handle_addr(&c->count_buffer);
     CUresult r = api->cuMemcpyDtoHAsync(host, cp, 3 * sizeof(uint32_t), st->cu);
     if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
     if (r != CUDA_SUCCESS) {
-      e = ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
-                         "reading the dynamic count of kernel %s", d->name);
       if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, d->name, true);
-      goto fail;
+      return ruda__cu_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "cuMemcpyDtoHAsync",
+                            "reading the dynamic count of kernel %s", d->name);
     }
-    grid.x = host[0];
-    grid.y = host[1];
-    grid.z = host[2];
+    grid = (ruda_count3_t){host[0], host[1], host[2]};
     e = ruda__validate_count(&s->base.utilities.properties, d, grid);
-    if (e) goto fail;
+    if (e) return e;
   }
-  if (ruda_count3_is_empty(grid)) goto done;
+  if (ruda_count3_is_empty(grid)) return NULL;
 
   CUdeviceptr info = 0;
-  if (args->info.len > 0) {
-    e = upload_info(s, st, &args->info, &info);
-    if (e) goto fail;
+  if (c->args->info.len > 0) {
+    e = upload_info(s, st, &c->args->info, &info);
+    if (e) return e;
   }
   long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
-  e = ruda__cuda_launch_on(s, st->cu, fn, d, grid, args, info);
+  e = ruda__cuda_launch_on(s, st->cu, fn, d, grid, c->args, c->buffers, info);
   ruda__cuda_trace_end(s, st, tr);
-  if (e) goto fail;
+  if (e) return e;
   ruda__recent_kernels_note(&st->recent, d->name);
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
-  goto done;
-fail:
-  ruda__stream_push_launch_error(cuda_rs(st), e, d->name);
-done:
-  ruda__stream_op_end(&s->pipeline, st, &keep);
+  return NULL;
 }
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

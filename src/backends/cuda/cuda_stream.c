@@ -244,20 +244,6 @@ void ruda__cuda_synced_release(cuda_synced_t *c) {
   if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
 }
 
-RUDA__HOT
-void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor) {
-  uint64_t seen = atomic_load_explicit(&c->cursor, memory_order_relaxed);
-  while (seen < cursor &&
-         !atomic_compare_exchange_weak_explicit(&c->cursor, &seen, cursor, memory_order_release,
-                                                memory_order_relaxed)) {
-  }
-}
-
-RUDA__HOT
-bool ruda__cuda_stream_idle(cuda_stream_t *st) {
-  return st->synced != NULL &&
-         atomic_load_explicit(&st->synced->cursor, memory_order_acquire) >= ruda__stream_of_ext(st)->cursor;
-}
 
 /* ---- Fences for the drop queue ---- */
 
@@ -341,8 +327,7 @@ fail:
   return e;
 }
 
-/* The pipeline's stream_init (server/stream_op.h). */
-static bool stream_setup(void *backend, ruda__stream_t *rs) {
+bool ruda__cuda_stream_setup(void *backend, ruda__stream_t *rs) {
   cuda_server_t *s = backend;
   if (s->fault.dead != 0) return false; /* the vtable entry queued the reason */
   ruda_status_t e = stream_init(s, cuda_ext(rs));
@@ -374,12 +359,10 @@ typedef struct trace_item {
   char name[64];
 } trace_item_t;
 
-/* Starts a device-timed slice: returns its index, or -1 when the trace is
- * off (one relaxed load) or events are unavailable. */
-RUDA__HOT
-long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *category,
-                            const char *name, uint64_t bytes) {
-  if (!ruda__trace_on()) return -1;
+/* Starts a device-timed slice (the trace is on): returns its index, or -1
+ * when events are unavailable. */
+long ruda__cuda_trace_open(cuda_server_t *s, cuda_stream_t *st, const char *category,
+                           const char *name, uint64_t bytes) {
   if (st->ntrace == st->captrace) {
     size_t cap = st->captrace ? st->captrace * 2 : 64;
     trace_item_t *nt = ruda__realloc(st->trace, cap * sizeof *nt);
@@ -402,9 +385,7 @@ long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *cat
   return (long)st->ntrace++;
 }
 
-RUDA__HOT
-void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx) {
-  if (idx < 0) return;
+void ruda__cuda_trace_close(cuda_server_t *s, cuda_stream_t *st, long idx) {
   s->api->cuEventRecord(st->trace[idx].end, st->cu);
 }
 
@@ -467,13 +448,8 @@ static void event_release(void *backend, void *fence) {
   ruda__cuda_event_put(s, fence, ruda__cuda_generation(&s->fault));
 }
 
-static const ruda__stream_fence_t event_fence = {event_record, event_wait_on, event_query,
-                                                 event_synchronize, event_release};
-
-void ruda__cuda_pipeline_init(cuda_server_t *s) {
-  s->pipeline = (ruda__stream_pipeline_t){&s->base, &event_fence, stream_setup, s,
-                                          &s->memory_group, 0};
-}
+const ruda__stream_fence_t ruda__cuda_event_fence = {event_record, event_wait_on, event_query,
+                                                      event_synchronize, event_release};
 
 /* ---- Deferred releases ---- */
 

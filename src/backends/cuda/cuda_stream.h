@@ -13,6 +13,7 @@
 #define RUDA_CUDA_STREAM_H
 
 #include "backends/cuda/cuda_types.h"
+#include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -53,8 +54,11 @@ static inline cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream
 static inline cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
   return ruda__stream_pipe_find(&s->pipeline, id);
 }
-/* Sets up s->pipeline: the event fence, stream set-up, memory group. */
-void ruda__cuda_pipeline_init(cuda_server_t *s);
+/* The pipeline's stream_init and fence (server/stream_op.h; `backend`
+ * is the server): the CUDA part of a stream made on first use (not once
+ * the device is lost), and pooled events recorded on the streams. */
+bool ruda__cuda_stream_setup(void *backend, ruda__stream_t *rs);
+extern const ruda__stream_fence_t ruda__cuda_event_fence;
 /* Frees what `st` holds, whether fully or partly initialised, and leaves it
  * uninitialised (the stream's state, errors and profiles, stays). */
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
@@ -68,9 +72,18 @@ extern const ruda__stream_table_ops_t ruda__cuda_stream_ops;
  * thread). */
 cuda_synced_t *ruda__cuda_synced_new(void);
 void ruda__cuda_synced_release(cuda_synced_t *c);
-void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor);
+static inline void ruda__cuda_synced_note(cuda_synced_t *c, uint64_t cursor) {
+  uint64_t seen = atomic_load_explicit(&c->cursor, memory_order_relaxed);
+  while (seen < cursor &&
+         !atomic_compare_exchange_weak_explicit(&c->cursor, &seen, cursor, memory_order_release,
+                                                memory_order_relaxed)) {
+  }
+}
 /* Whether everything on `st` up to its current cursor is known complete. */
-bool ruda__cuda_stream_idle(cuda_stream_t *st);
+static inline bool ruda__cuda_stream_idle(cuda_stream_t *st) {
+  return st->synced != NULL && atomic_load_explicit(&st->synced->cursor, memory_order_acquire) >=
+                                   ruda__stream_of_ext(st)->cursor;
+}
 
 /* ---- Kept bindings, addresses, deferred releases ---- */
 
@@ -107,10 +120,20 @@ void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, 
 
 /* ---- Timeline trace ---- */
 
-/* Starts a device-timed slice: its index, or -1 when the trace is off. */
-long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st, const char *category,
-                            const char *name, uint64_t bytes);
-void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx);
+/* A device-timed slice around the calls between begin and end: begin
+ * returns its index, or -1 when the trace is off (one relaxed load, no
+ * call) or events are unavailable. */
+long ruda__cuda_trace_open(cuda_server_t *s, cuda_stream_t *st, const char *category,
+                           const char *name, uint64_t bytes);
+void ruda__cuda_trace_close(cuda_server_t *s, cuda_stream_t *st, long idx);
+static inline long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st,
+                                          const char *category, const char *name,
+                                          uint64_t bytes) {
+  return ruda__trace_on() ? ruda__cuda_trace_open(s, st, category, name, bytes) : -1;
+}
+static inline void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx) {
+  if (idx >= 0) ruda__cuda_trace_close(s, st, idx);
+}
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */
 

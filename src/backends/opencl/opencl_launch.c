@@ -1,7 +1,8 @@
-/* Kernel launches of the OpenCL server: code selection, the program cache,
- * validation against the device and the built kernel, cross-stream
- * ordering of the bindings, dynamic counts, info words and dynamic local
- * memory. */
+/* Kernel launches of the OpenCL server: the device calls of the server
+ * layer's launch pipeline (ruda__stream_launch, which set the stream up,
+ * ordered, kept and resolved the bindings): code selection, the program
+ * cache, validation against the device and the built kernel, dynamic
+ * counts, info words and dynamic local memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,12 +111,11 @@ static ruda_status_t upload_info(ocl_server_t *s, ocl_stream_t *st, const ruda_i
   return NULL;
 }
 
-static ruda_status_t read_count(ocl_server_t *s, ocl_stream_t *st, const ruda_binding_t *b,
-                                const char *name, ruda_count3_t *out) {
-  page_t *p = NULL;
-  uint64_t off = 0, size = 0;
-  ruda_status_t e = ruda__ocl_resolve(s, b, &p, &off, &size);
-  if (e) return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
+static ruda_status_t read_count(ocl_server_t *s, ocl_stream_t *st,
+                                const ruda__storage_handle_t *h, const char *name,
+                                ruda_count3_t *out) {
+  page_t *p = (page_t *)(uintptr_t)h->base;
+  uint64_t off = h->offset, size = h->size;
   if (size < 3 * sizeof(uint32_t))
     return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
                               "kernel %s: a dynamic count buffer needs 12 bytes, it has %llu", name,
@@ -133,8 +133,13 @@ static ruda_status_t read_count(ocl_server_t *s, ocl_stream_t *st, const ruda_bi
   return NULL;
 }
 
-static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel_t *kernel,
-                                  const ruda__count_t *count, const ruda__launch_args_t *args) {
+RUDA__HOT
+ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = c->stream;
+  ruda_kernel_t *kernel = c->kernel;
+  const ruda__count_t *count = c->count;
+  const ruda__launch_args_t *args = c->args;
   const ruda__opencl_api_t *api = s->api;
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
   const ruda_device_properties_t *props = &s->base.utilities.properties;
@@ -188,7 +193,7 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
 
   ruda_count3_t grid = count->fixed;
   if (count->dynamic) {
-    e = read_count(s, st, &count->buffer, d->name, &grid);
+    e = read_count(s, st, &c->count_buffer, d->name, &grid);
     if (e) return e;
     e = ruda__validate_count(props, d, grid);
     if (e) return e;
@@ -197,12 +202,9 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
 
   cl_kernel k = fn->kernel;
   for (size_t i = 0; i < nb; i++) {
-    page_t *p = NULL;
-    uint64_t off = 0, size = 0;
-    e = ruda__ocl_resolve(s, &args->buffers[i], &p, &off, &size);
-    if (e) return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
+    const ruda__storage_handle_t *h = &c->buffers[i];
     cl_mem m = NULL;
-    e = ruda__ocl_view_mem(s, p, off, size, &m);
+    e = ruda__ocl_view_mem(s, (page_t *)(uintptr_t)h->base, h->offset, h->size, &m);
     if (e) return e;
     cl_int r = api->clSetKernelArg(k, (cl_uint)i, sizeof m, &m);
     if (r != CL_SUCCESS)
@@ -254,24 +256,6 @@ static ruda_status_t launch_inner(ocl_server_t *s, ocl_stream_t *st, ruda_kernel
   ruda__ocl_note_command(s, st, ev);
   ruda__recent_kernels_note(&st->recent, d->name);
   return NULL;
-}
-
-void ruda__ocl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
-                      const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                      ruda_stream_id_t stream) {
-  (void)mode; /* OpenCL C kernels do their own bounds checks */
-  ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
-  if (st == NULL) return;
-  ruda_status_t e = NULL;
-  if (st->pipe.nkept) ruda__ocl_gc_poll(s, st, false);
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < args->num_buffers; i++)
-    ruda__stream_order(&s->pipeline, st, &args->buffers[i], &keep);
-  if (count->dynamic) ruda__stream_order(&s->pipeline, st, &count->buffer, &keep);
-  e = launch_inner(s, st, kernel, count, args);
-  if (e) ruda__stream_push_launch_error(ocl_rs(st), e, kernel->desc.name);
-  ruda__ocl_op_end(s, st, &keep);
 }
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */

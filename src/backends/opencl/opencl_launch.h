@@ -1,6 +1,6 @@
-/* Kernel launches of the OpenCL server (opencl_launch.c), with the
- * vtable's signature (src/server/server.h). Only built with the OpenCL
- * headers.
+/* Kernel launches of the OpenCL server (opencl_launch.c): the device
+ * calls of the server layer's launch pipeline (server/stream_op.h). Only
+ * built with the OpenCL headers.
  */
 #ifndef RUDA_OPENCL_LAUNCH_H
 #define RUDA_OPENCL_LAUNCH_H
@@ -9,9 +9,11 @@
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-void ruda__ocl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
-                      const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                      ruda_stream_id_t stream);
+/* The pipeline's `launch` (`backend` is the server): the program, checks
+ * against the built kernel, a dynamic count read and checked, the
+ * arguments and info words set, the kernel enqueued (and traced). Errors
+ * are returned (the pipeline queues them). */
+ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *ctx);
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
 

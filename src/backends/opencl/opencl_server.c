@@ -134,6 +134,14 @@ static void opencl_destroy(ruda__server_t *base) {
   ruda__free(s);
 }
 
+RUDA__HOT
+static void opencl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
+                          const ruda__launch_args_t *args, ruda_execution_mode_t mode,
+                          ruda_stream_id_t stream) {
+  (void)mode; /* OpenCL C kernels do their own bounds checks */
+  ruda__stream_launch(&as_ocl(base)->pipeline, kernel, count, args, stream);
+}
+
 static const ruda__server_vtable_t opencl_vtable = {
     .name = "opencl",
     .destroy = opencl_destroy,
@@ -147,7 +155,7 @@ static const ruda__server_vtable_t opencl_vtable = {
     .any_thread = true,
     .launch_returns_early = true,
     .get_resource = ruda__ocl_get_resource,
-    .launch = ruda__ocl_launch,
+    .launch = opencl_launch,
     .flush = ruda__ocl_flush,
     .memory_usage = ruda__ocl_memory_usage,
     .memory_cleanup = ruda__ocl_memory_cleanup,
@@ -241,7 +249,9 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
-  ruda__ocl_pipeline_init(s);
+  s->pipeline = (ruda__stream_pipeline_t){&s->base,        &ruda__ocl_event_fence,
+                                          ruda__ocl_stream_setup, ruda__ocl_launch,
+                                          s,                &s->memory_group, 0};
   s->programs = ruda__opencl_program_cache_create(api, s->ctx, dev,
                                                   s->base.utilities.properties_hash,
                                                   s->base.utilities.settings.cache_dir);

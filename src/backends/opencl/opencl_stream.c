@@ -233,8 +233,7 @@ static ruda_status_t stream_init(ocl_server_t *s, ocl_stream_t *st) {
 
 static void stream_free(ocl_server_t *s, ocl_stream_t *st);
 
-/* The pipeline's stream_init (server/stream_op.h). */
-static bool stream_setup(void *backend, ruda__stream_t *rs) {
+bool ruda__ocl_stream_setup(void *backend, ruda__stream_t *rs) {
   ocl_server_t *s = backend;
   ocl_stream_t *st = ocl_ext(rs);
   ruda_status_t e = stream_init(s, st);
@@ -409,13 +408,8 @@ static void event_release(void *backend, void *fence) {
   ((ocl_server_t *)backend)->api->clReleaseEvent(fence);
 }
 
-static const ruda__stream_fence_t event_fence = {event_record, event_wait_on, event_query,
-                                                 queue_finish, event_release};
-
-void ruda__ocl_pipeline_init(ocl_server_t *s) {
-  s->pipeline = (ruda__stream_pipeline_t){&s->base, &event_fence, stream_setup, s,
-                                          &s->memory_group, 0};
-}
+const ruda__stream_fence_t ruda__ocl_event_fence = {event_record, event_wait_on, event_query,
+                                                     queue_finish, event_release};
 
 static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
   ocl_stream_t *st = ocl_ext(rs);

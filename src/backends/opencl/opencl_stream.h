@@ -25,8 +25,12 @@ static inline ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id
 static inline ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
   return ruda__stream_pipe_find(&s->pipeline, id);
 }
-/* Sets up s->pipeline: the event fence, stream set-up, memory group. */
-void ruda__ocl_pipeline_init(ocl_server_t *s);
+/* The pipeline's stream_init and fence (server/stream_op.h; `backend`
+ * is the server): the queue and memory managers of a stream made on first
+ * use, and the event of a stream's newest command (a marker when it has
+ * none) waited on with a barrier. */
+bool ruda__ocl_stream_setup(void *backend, ruda__stream_t *rs);
+extern const ruda__stream_fence_t ruda__ocl_event_fence;
 /* The stream table's hooks for the OpenCL part (ctx: the server). */
 extern const ruda__stream_table_ops_t ruda__ocl_stream_ops;
 

@@ -526,3 +526,42 @@ TEST(stand_in_a_buffer_used_on_another_stream_waits_for_its_stream_once) {
   ASSERT_UEQ(end.bytes_in_use, start.bytes_in_use);
   ruda_client_release(other);
 }
+
+static const char one_buffer_src[] =
+    "extern \"C\" __global__ void stand_in_one(unsigned int *b, const unsigned long long *info) "
+    "{}\n";
+
+/* A launch takes its buffers through the same pipeline: one of another
+ * stream is waited for once, and the launch reaches the driver. */
+TEST(stand_in_a_launch_on_another_stream_waits_for_its_buffer_once) {
+  ruda_client_t *c = stand_in_client();
+  ruda_status_t s = ruda__cuda_nvrtc_probe();
+  if (s) {
+    ruda_status_free(s);
+    SKIP("NVRTC is not available to compile the test kernel");
+  }
+  calls_fn f = stand_in_counter();
+  ruda_client_t *other = NULL;
+  ASSERT_OK(ruda_client_on_stream(c, (ruda_stream_id_t){77002}, &other));
+  ruda_kernel_t *k =
+      test_kernel(RUDA_KERNEL_FORMAT_CUDA_C, "stand_in_one", one_buffer_src, ruda_dim_new_1d(32), 0);
+  uint32_t v = 7;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, &v, sizeof v, &h));
+  ruda_kernel_args_t a = {0};
+  a.buffers = &h;
+  a.num_buffers = 1;
+  unsigned long before[NCOUNTED];
+  snapshot(f, before);
+  ASSERT_OK(ruda_client_launch(other, k, ruda_count_static(1, 1, 1), &a));
+  ASSERT_OK(ruda_client_launch(other, k, ruda_count_static(1, 1, 1), &a));
+  ASSERT_OK(ruda_client_sync(other));
+  ASSERT_UEQ(since(f, before, "cuLaunchKernel"), 2);
+  ASSERT_UEQ(since(f, before, "cuStreamWaitEvent"), 1);
+  uint32_t got = 0;
+  ASSERT_OK(ruda_client_read(c, &h, &got, sizeof got));
+  ASSERT_UEQ(got, v);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+  ruda_client_release(other);
+}
