@@ -97,6 +97,19 @@ typedef enum ruda_persistent_memory {
   RUDA_PERSISTENT_MEMORY_ENFORCED = 2,
 } ruda_persistent_memory_t;
 
+/* compilation.fp_contract: whether kernel compilers may contract a*b+c into
+ * one fused multiply-add (one rounding instead of two). */
+typedef enum ruda_fp_contract {
+  RUDA_FP_CONTRACT_FAST = 0, /* default: each compiler contracts as it usually
+                                does (NVRTC --fmad=true, OpenCL FP_CONTRACT ON,
+                                -ffp-contract=fast); results may differ
+                                between backends in the last bits */
+  RUDA_FP_CONTRACT_OFF = 1,  /* no contraction anywhere (--fmad=false, FP_CONTRACT
+                                OFF, -ffp-contract=off): the same kernel gives the
+                                same bits on every backend; FMA-bound kernels
+                                run slower */
+} ruda_fp_contract_t;
+
 typedef struct ruda_profiling_config {
   ruda_logger_config_t logger;
 } ruda_profiling_config_t;
@@ -105,6 +118,7 @@ typedef struct ruda_compilation_config {
   ruda_logger_config_t logger;
   ruda_cache_config_t cache;
   ruda_bounds_check_mode_t check_mode; /* default: RUDA_BOUNDS_AUTO */
+  ruda_fp_contract_t fp_contract;      /* default: RUDA_FP_CONTRACT_FAST */
 } ruda_compilation_config_t;
 
 typedef struct ruda_streaming_config {

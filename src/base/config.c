@@ -39,6 +39,9 @@ static const name_value_t k_check_modes[] = {{"enforce", RUDA_BOUNDS_ENFORCE},
                                              {"validate", RUDA_BOUNDS_VALIDATE},
                                              {"auto", RUDA_BOUNDS_AUTO},
                                              {NULL, 0}};
+static const name_value_t k_fp_contract[] = {{"fast", RUDA_FP_CONTRACT_FAST},
+                                             {"off", RUDA_FP_CONTRACT_OFF},
+                                             {NULL, 0}};
 static const name_value_t k_priorities[] = {{"default", RUDA_STREAM_PRIORITY_DEFAULT},
                                             {"low", RUDA_STREAM_PRIORITY_LOW},
                                             {"high", RUDA_STREAM_PRIORITY_HIGH},
@@ -125,6 +128,7 @@ void ruda_config_default(ruda_config_t *out) {
   logger_default(&out->memory.logger);
   out->compilation.cache.location = RUDA_CACHE_LOCATION_USER;
   out->compilation.check_mode = RUDA_BOUNDS_AUTO;
+  out->compilation.fp_contract = RUDA_FP_CONTRACT_FAST;
   out->streaming.max_streams = 128;
   out->streaming.priority = RUDA_STREAM_PRIORITY_DEFAULT;
   out->memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENABLED;
@@ -193,6 +197,8 @@ static const option_t k_options[] = {
     {"compilation", NULL, "RUDA_CACHE_DIR", OPT_CACHE_DIR, AT(compilation.cache), NULL, 0, 0, false},
     {"compilation", "check_mode", "RUDA_CHECK_MODE", OPT_ENUM, AT(compilation.check_mode),
      k_check_modes, 0, 0, false},
+    {"compilation", "fp_contract", "RUDA_FP_CONTRACT", OPT_ENUM, AT(compilation.fp_contract),
+     k_fp_contract, 0, 0, false},
     {"streaming", "logger", "RUDA_LOG_STREAMING", OPT_LOGGER, AT(streaming.logger),
      k_levels_other, 0, 0, false},
     {"streaming", "max_streams", "RUDA_MAX_STREAMS", OPT_UINT, AT(streaming.max_streams), NULL,
@@ -224,6 +230,7 @@ enum { NUM_OPTIONS = sizeof k_options / sizeof k_options[0] };
 /* OPT_ENUM fields are stored as an int. */
 _Static_assert(sizeof(ruda_bounds_check_mode_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ruda_stream_priority_t) == sizeof(int), "enum size");
+_Static_assert(sizeof(ruda_fp_contract_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ruda_persistent_memory_t) == sizeof(int), "enum size");
 _Static_assert(sizeof(ruda_autotune_level_t) == sizeof(int), "enum size");
 

@@ -15,6 +15,7 @@ void ruda__device_settings_from_config(const ruda_config_t *cfg, ruda__device_se
   out->check_mode = cfg->compilation.check_mode;
   out->max_streams = cfg->streaming.max_streams ? cfg->streaming.max_streams : 128;
   out->priority = cfg->streaming.priority;
+  out->fp_contract = cfg->compilation.fp_contract;
   size_t n = ruda_config_cache_dir(cfg, out->cache_dir, sizeof out->cache_dir);
   /* A directory whose path does not fit is no directory: the cache is off
    * rather than pointed at a truncated path. */
@@ -29,4 +30,16 @@ static void load(void) { ruda__device_settings_from_config(ruda_config_get(), &g
 const ruda__device_settings_t *ruda__device_settings(void) {
   pthread_once(&g_once, load);
   return &g_settings;
+}
+
+const char *ruda__fp_contract_cc_option(ruda_fp_contract_t mode) {
+  return mode == RUDA_FP_CONTRACT_OFF ? "-ffp-contract=off" : "-ffp-contract=fast";
+}
+
+const char *ruda__fp_contract_nvrtc_option(ruda_fp_contract_t mode) {
+  return mode == RUDA_FP_CONTRACT_OFF ? "--fmad=false" : "--fmad=true";
+}
+
+const char *ruda__fp_contract_opencl_option(ruda_fp_contract_t mode) {
+  return mode == RUDA_FP_CONTRACT_OFF ? "-DRUDA_KERNEL_FP_CONTRACT_OFF" : "";
 }

@@ -11,6 +11,9 @@
  *   priority     streaming.priority of the device streams a backend creates
  *   cache_dir    the compiled-kernel disk cache directory, "" when the cache
  *                is off (compilation.cache = "none")
+ *   fp_contract  compilation.fp_contract: the compilers' contraction of
+ *                a*b+c into a fused multiply-add, given to each compiler
+ *                by the ruda__fp_contract_*_option() helpers below
  */
 #ifndef RUDA_SERVER_DEVICE_SETTINGS_H
 #define RUDA_SERVER_DEVICE_SETTINGS_H
@@ -28,6 +31,7 @@ typedef struct ruda__device_settings {
   uint32_t max_streams;
   ruda_stream_priority_t priority;
   char cache_dir[RUDA_CONFIG_PATH_MAX];
+  ruda_fp_contract_t fp_contract;
 } ruda__device_settings_t;
 
 /* The allocation mode a stream's main memory manager starts in (and that
@@ -46,5 +50,19 @@ void ruda__device_settings_from_config(const ruda_config_t *cfg, ruda__device_se
 /* The settings of devices of this process, from ruda_config_get(), built
  * once. Never NULL; thread-safe. */
 const ruda__device_settings_t *ruda__device_settings(void);
+
+/* compilation.fp_contract as each kernel compiler takes it. One policy for
+ * every backend: with RUDA_FP_CONTRACT_OFF no compiler fuses a*b+c, so a
+ * kernel gives the same bits everywhere. Each returns a static string;
+ * pure, thread-safe. Any other value counts as RUDA_FP_CONTRACT_FAST.
+ *   cc      a C compiler building kernel text at run time (GCC, Clang):
+ *           "-ffp-contract=off" | "-ffp-contract=fast"
+ *   nvrtc   NVRTC: "--fmad=false" | "--fmad=true"
+ *   opencl  clBuildProgram of a portable kernel: "-DRUDA_KERNEL_FP_CONTRACT_OFF"
+ *           (the prelude then sets `#pragma OPENCL FP_CONTRACT OFF`) | ""
+ *           (FP_CONTRACT ON); never -cl-mad-enable */
+const char *ruda__fp_contract_cc_option(ruda_fp_contract_t mode);
+const char *ruda__fp_contract_nvrtc_option(ruda_fp_contract_t mode);
+const char *ruda__fp_contract_opencl_option(ruda_fp_contract_t mode);
 
 #endif /* RUDA_SERVER_DEVICE_SETTINGS_H */

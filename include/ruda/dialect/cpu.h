@@ -19,6 +19,20 @@
 #ifndef RUDA_DIALECT_CPU_H
 #define RUDA_DIALECT_CPU_H
 
+/* Floating-point contraction (compilation.fp_contract in
+ * docs/configuration.md): a kernel compiled natively follows the program's
+ * compiler and its flags. Define RUDA_KERNEL_FP_CONTRACT_OFF before the
+ * include (or compile the kernel file with -ffp-contract=off) to keep a*b+c
+ * unfused from here to the end of the file, as the GPU backends do with
+ * compilation.fp_contract = "off". */
+#if defined(RUDA_KERNEL_FP_CONTRACT_OFF)
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+#endif
+
 #include <float.h>
 #include <limits.h>
 #include <math.h>

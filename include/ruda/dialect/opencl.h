@@ -18,6 +18,14 @@
 
 #define RUDA_KERNEL_TARGET_OPENCL 1
 
+/* compilation.fp_contract: the backend builds with
+ * -DRUDA_KERNEL_FP_CONTRACT_OFF when it is "off". */
+#if defined(RUDA_KERNEL_FP_CONTRACT_OFF)
+#pragma OPENCL FP_CONTRACT OFF
+#else
+#pragma OPENCL FP_CONTRACT ON
+#endif
+
 #if defined(cl_khr_fp64)
 #pragma OPENCL EXTENSION cl_khr_fp64 : enable
 #endif

@@ -269,7 +269,14 @@ ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *te
   size_t len = 0;
   ruda_status_t s = ruda__portable_source(RUDA__PORTABLE_CUDA, name, text, text_len, &src, &len);
   if (s != NULL) return s;
-  s = nvrtc_compile(name, src, len, cc, extra, num_extra,
+  /* compilation.fp_contract, then the kernel's own options (a later --fmad
+   * of the kernel's wins). */
+  const char *opts[1 + 63];
+  size_t nopt = 0;
+  opts[nopt++] = ruda__fp_contract_nvrtc_option(ruda__device_settings()->fp_contract);
+  for (size_t i = 0; i < num_extra && nopt < sizeof opts / sizeof opts[0]; i++)
+    opts[nopt++] = extra[i];
+  s = nvrtc_compile(name, src, len, cc, opts, nopt,
                     origin && origin[0] ? origin : "its embedded text", out_cubin, out_size);
   free(src);
   return s;
@@ -337,6 +344,8 @@ static ruda_hash128_t disk_key(ruda__cuda_module_cache_t *c, const ruda_kernel_t
       ph = text ? ruda_hash128(text, len, CACHE_SEED).lo | 1u : 1u;
       atomic_store_explicit(&prelude_hash, ph, memory_order_relaxed);
     }
+    /* ... and compiled with compilation.fp_contract's --fmad. */
+    ph ^= (uint64_t)ruda__device_settings()->fp_contract << 1;
   }
   ruda_hash128_t kh = ruda__kernel_code_hash(k, code);
   ruda__hasher_t h = c->key_prefix;

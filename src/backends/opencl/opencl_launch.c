@@ -10,6 +10,8 @@
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_launch.h"
 #include "backends/opencl/opencl_stream.h"
+#include "base/alloc.h"
+#include "server/device_settings.h"
 #include "server/kernel_object.h"
 #include "server/portable_kernel.h"
 
@@ -156,15 +158,27 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
   /* A portable kernel's source (prelude + its text) is composed only when
    * its program is not cached yet. */
   char *composed = NULL;
+  const char **opts = NULL; /* a portable kernel's: compilation.fp_contract, then its own */
   if (code.portable && !ruda__opencl_program_cache_has(s->programs, code.key)) {
+    opts = ruda__malloc((code.num_options + 1) * sizeof *opts);
+    if (opts == NULL)
+      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "building kernel %s", d->name);
+    opts[0] = ruda__fp_contract_opencl_option(s->base.utilities.settings.fp_contract);
+    for (size_t i = 0; i < code.num_options; i++) opts[i + 1] = code.options[i];
+    code.options = opts;
+    code.num_options++;
     e = ruda__portable_source(RUDA__PORTABLE_OPENCL, d->name, code.text, code.len, &composed,
                               &code.len);
-    if (e) return e;
+    if (e) {
+      ruda__free(opts);
+      return e;
+    }
     code.text = composed;
   }
   e = ruda__opencl_program_cache_get(s->programs, code.key, code.entry, code.text, code.len,
                                      code.options, code.num_options, &fn);
   free(composed);
+  ruda__free(opts);
   if (e) return e;
 
   /* What the built kernel itself can take. PoCL aborts the process on a

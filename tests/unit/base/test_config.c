@@ -18,7 +18,7 @@ static const char *const k_env_vars[] = {
     "RUDA_MAX_STREAMS",     "RUDA_STREAM_PRIORITY",   "RUDA_PERSISTENT_MEMORY",
     "RUDA_COMPILATION_CACHE", "RUDA_CACHE_DIR",       "RUDA_CPU_THREADS",
     "RUDA_CPU_DEVICES",     "RUDA_CPU_SPIN",          "RUDA_CPU_MEMORY_LIMIT",
-    "RUDA_TRACE"};
+    "RUDA_TRACE",           "RUDA_FP_CONTRACT"};
 
 static void clear_env(void) {
   for (size_t i = 0; i < sizeof k_env_vars / sizeof k_env_vars[0]; i++)
@@ -80,6 +80,7 @@ TEST(defaults_follow_the_reference) {
   /* The disk cache is on by default, in the user's cache directory. */
   ASSERT_EQ(c.compilation.cache.location, RUDA_CACHE_LOCATION_USER);
   ASSERT_EQ(c.compilation.check_mode, RUDA_BOUNDS_AUTO);
+  ASSERT_EQ(c.compilation.fp_contract, RUDA_FP_CONTRACT_FAST);
   ASSERT_EQ(c.streaming.max_streams, 128);
   ASSERT_EQ(c.streaming.priority, RUDA_STREAM_PRIORITY_DEFAULT);
   ASSERT_EQ(c.memory.persistent_memory, RUDA_PERSISTENT_MEMORY_ENABLED);
@@ -154,6 +155,10 @@ TEST(enum_values) {
   ruda_config_t c = parse_ok("[compilation]\ncheck_mode = \"enforce\"\ncache = \"local\"");
   ASSERT_EQ(c.compilation.check_mode, RUDA_BOUNDS_ENFORCE);
   ASSERT_EQ(c.compilation.cache.location, RUDA_CACHE_LOCATION_LOCAL);
+  c = parse_ok("[compilation]\nfp_contract = \"off\"");
+  ASSERT_EQ(c.compilation.fp_contract, RUDA_FP_CONTRACT_OFF);
+  c = parse_ok("[compilation]\nfp_contract = \"fast\"");
+  ASSERT_EQ(c.compilation.fp_contract, RUDA_FP_CONTRACT_FAST);
   c = parse_ok("[compilation]\ncheck_mode = \"auto\"\ncache = \"target\"");
   ASSERT_EQ(c.compilation.check_mode, RUDA_BOUNDS_AUTO);
   ASSERT_EQ(c.compilation.cache.location, RUDA_CACHE_LOCATION_TARGET);
@@ -178,7 +183,7 @@ TEST(schema_errors) {
   expect_error("\nverbose = true\n", 2, "verbose", "unknown section");
   expect_error("profiling = 1\n", 1, "profiling", "expected a table, found an integer");
   expect_error("[profiling]\nlevel = \"full\"\n", 2, "profiling.level", "unknown key (expected logger)");
-  expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache or check_mode)");
+  expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache, check_mode or fp_contract)");
   expect_error("[streaming]\nfoo = 1\n", 2, "streaming.foo", "unknown key");
   expect_error("[memory]\nfoo = 1\n", 2, "memory.foo", "unknown key");
   expect_error("[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads, devices, spin or memory_limit)");
@@ -381,6 +386,7 @@ TEST(environment_overrides) {
   setenv("RUDA_LOG_STREAMING", "full:/tmp/ruda-streams.log", 1);
   setenv("RUDA_LOG_PROFILING", "medium:stderr", 1);
   setenv("RUDA_CHECK_MODE", "enforce", 1);
+  setenv("RUDA_FP_CONTRACT", "off", 1);
   setenv("RUDA_MAX_STREAMS", "32", 1);
   setenv("RUDA_STREAM_PRIORITY", "low", 1);
   setenv("RUDA_PERSISTENT_MEMORY", "disabled", 1);
@@ -399,6 +405,7 @@ TEST(environment_overrides) {
   ASSERT_EQ(c.profiling.logger.level, RUDA_LOG_LEVEL_MEDIUM);
   ASSERT_TRUE(c.profiling.logger.to_stderr);
   ASSERT_EQ(c.compilation.check_mode, RUDA_BOUNDS_ENFORCE);
+  ASSERT_EQ(c.compilation.fp_contract, RUDA_FP_CONTRACT_OFF);
   ASSERT_EQ(c.streaming.max_streams, 32);
   ASSERT_EQ(c.streaming.priority, RUDA_STREAM_PRIORITY_LOW);
   ASSERT_EQ(c.memory.persistent_memory, RUDA_PERSISTENT_MEMORY_DISABLED);
@@ -461,6 +468,7 @@ TEST(environment_errors) {
   expect_env_error("RUDA_LOG_STREAMING", "basic:", "empty sink");
   expect_env_error("RUDA_LOG_PROFILING", "averyveryverylonglevelname", "expected level[:sink]");
   expect_env_error("RUDA_CHECK_MODE", "strict", "\"enforce\", \"validate\" or \"auto\"");
+  expect_env_error("RUDA_FP_CONTRACT", "on", "\"fast\" or \"off\"");
   expect_env_error("RUDA_MAX_STREAMS", "0", "from 1 to 255");
   expect_env_error("RUDA_MAX_STREAMS", "256", "from 1 to 255");
   expect_env_error("RUDA_MAX_STREAMS", "12x", "from 1 to 255");
@@ -577,6 +585,8 @@ TEST(set_validates_like_the_loader) {
   BAD(c.cpu.spin = 100000001, "cpu.spin", "from 0 to 100000000");
   BAD(c.compilation.check_mode = (ruda_bounds_check_mode_t)7, "compilation.check_mode",
       "\"enforce\", \"validate\" or \"auto\", found 7");
+  BAD(c.compilation.fp_contract = (ruda_fp_contract_t)2, "compilation.fp_contract",
+      "\"fast\" or \"off\", found 2");
   BAD(c.streaming.priority = (ruda_stream_priority_t)-1, "streaming.priority", "found -1");
   BAD(c.memory.persistent_memory = (ruda_persistent_memory_t)3, "memory.persistent_memory",
       "\"enabled\", \"disabled\" or \"enforced\"");

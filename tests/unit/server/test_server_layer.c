@@ -19,6 +19,10 @@ TEST(settings_follow_the_configuration) {
   ASSERT_EQ(s.check_mode, RUDA_BOUNDS_AUTO);
   ASSERT_UEQ(s.max_streams, 128);
   ASSERT_EQ(s.priority, RUDA_STREAM_PRIORITY_DEFAULT);
+  ASSERT_EQ(s.fp_contract, RUDA_FP_CONTRACT_FAST);
+  ASSERT_STR_EQ(ruda__fp_contract_cc_option(s.fp_contract), "-ffp-contract=fast");
+  ASSERT_STR_EQ(ruda__fp_contract_nvrtc_option(s.fp_contract), "--fmad=true");
+  ASSERT_STR_EQ(ruda__fp_contract_opencl_option(s.fp_contract), "");
   /* The cache is on by default, in the user's cache directory. */
   char want[2048];
   ruda_config_cache_dir(&cfg, want, sizeof want);
@@ -36,6 +40,12 @@ TEST(settings_follow_the_configuration) {
   ASSERT_UEQ(s.max_streams, 7);
   ASSERT_EQ(s.priority, RUDA_STREAM_PRIORITY_HIGH);
   ASSERT_STR_EQ(s.cache_dir, "");
+  cfg.compilation.fp_contract = RUDA_FP_CONTRACT_OFF;
+  ruda__device_settings_from_config(&cfg, &s);
+  ASSERT_EQ(s.fp_contract, RUDA_FP_CONTRACT_OFF);
+  ASSERT_STR_EQ(ruda__fp_contract_cc_option(s.fp_contract), "-ffp-contract=off");
+  ASSERT_STR_EQ(ruda__fp_contract_nvrtc_option(s.fp_contract), "--fmad=false");
+  ASSERT_STR_EQ(ruda__fp_contract_opencl_option(s.fp_contract), "-DRUDA_KERNEL_FP_CONTRACT_OFF");
 
   cfg.memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENFORCED;
   cfg.compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
