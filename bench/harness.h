@@ -161,6 +161,8 @@ void ruda_bench_server_parts(ruda_bench_t *b, ruda_client_t *c, ruda_kernel_t *k
 void ruda_bench_memory(ruda_bench_t *b);
 void ruda_bench_launch(ruda_bench_t *b);
 void ruda_bench_triad(ruda_bench_t *b);
+/* The autotuner (bench_tune.c). */
+void ruda_bench_tune(ruda_bench_t *b);
 void ruda_bench_copy(ruda_bench_t *b);
 void ruda_bench_compile(ruda_bench_t *b);
 /* The all-reduce cases of `comm` alone (bench_comm.c). */

@@ -27,6 +27,8 @@ static const bench_group_t groups[] = {
      "warm kernel load from the disk cache against NVRTC (CUDA) or clBuildProgram (OpenCL)"},
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
+    {"tune", ruda_bench_tune,
+     "the autotuner: tuned matmul against fixed candidates and OpenBLAS, reduction against triad, cache-hit cost, tuning time"},
     {"allreduce", ruda_bench_allreduce, "the all-reduce cases of `comm` alone, in one process"},
     {"graph", ruda_bench_graph,
      "replay of a recorded graph of 1000 kernels against launching them one by one (cuGraphLaunch on CUDA)"},
@@ -89,7 +91,7 @@ int ruda_cmd_bench(int argc, char **argv) {
     }
   }
   if (!group) {
-    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, kernels, comm, all)\n");
+    fprintf(stderr, "ruda bench: which group? (memory, launch, triad, copy, compile, allreduce, kernels, tune, comm, all)\n");
     ruda_cmd_bench_help(stderr);
     return RUDA_EXIT_USAGE;
   }

@@ -1,4 +1,4 @@
-/* The `ruda` command: devices, demo, bench, kernels. */
+/* The `ruda` command: devices, demo, bench, kernels, tune. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +20,8 @@ static void print_usage(FILE *f) {
           "                                        benchmarks against raw baselines\n"
           "  kernels check|embed FILE...           portable kernels: compile for CUDA and\n"
           "                                        OpenCL without a GPU, or embed their text\n"
+          "  tune list|show OP|clear|export FILE|import FILE|run OP --sizes S\n"
+          "                                        the autotuner's cache; tune ahead of a job\n"
           "  help [command]                        this text, or a command's help\n"
           "  --version                             the library's version\n"
           "\n"
@@ -62,6 +64,8 @@ int main(int argc, char **argv) {
       ruda_cmd_bench_help(stdout);
     } else if (strcmp(argv[2], "kernels") == 0) {
       ruda_cmd_kernels_help(stdout);
+    } else if (strcmp(argv[2], "tune") == 0) {
+      ruda_cmd_tune_help(stdout);
     } else {
       fprintf(stderr, "ruda help: unknown command '%s'\n", argv[2]);
       return RUDA_EXIT_USAGE;
@@ -77,6 +81,8 @@ int main(int argc, char **argv) {
     code = ruda_cmd_bench(argc - 2, argv + 2);
   } else if (strcmp(cmd, "kernels") == 0) {
     code = ruda_cmd_kernels(argc - 2, argv + 2);
+  } else if (strcmp(cmd, "tune") == 0) {
+    code = ruda_cmd_tune(argc - 2, argv + 2);
   } else {
     fprintf(stderr, "ruda: unknown command '%s'\n\n", cmd);
     print_usage(stderr);

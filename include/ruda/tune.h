@@ -230,6 +230,24 @@ ruda_status_t ruda_tune_op_select(ruda_tune_op_t *op, ruda_client_t *client,
                                   const ruda_tune_args_t *args, size_t *out_index,
                                   const char **out_name);
 
+/* Decides the key of `args` now, as the first call would (without
+ * launching): from memory, else the tune cache, else by tuning; with
+ * `force`, tunes again whatever is remembered, and replaces the entry.
+ * *out_spent_ms (optional): the tuning time, 0 when nothing was tuned.
+ * For tuning ahead of a job (`ruda tune run`) and benchmarks. Errors: as
+ * ruda_tune_op_select; at level off or with a pin nothing is tuned.
+ * Thread-safe. */
+ruda_status_t ruda_tune_op_tune(ruda_tune_op_t *op, ruda_client_t *client,
+                                const ruda_tune_args_t *args, bool force,
+                                double *out_spent_ms);
+
+/* Launches candidate `index` for `args`, whatever was decided (no key, no
+ * tuning): for comparing candidates. Errors: RUDA_ERR_INVALID_ARGUMENT
+ * (as ruda_tune_op_launch, and an index out of range); the launch's.
+ * Thread-safe. */
+ruda_status_t ruda_tune_op_launch_candidate(ruda_tune_op_t *op, ruda_client_t *client,
+                                            const ruda_tune_args_t *args, size_t index);
+
 /* Name, candidate count and candidate names (borrowed, valid while the
  * operation lives). Thread-safe. */
 const char *ruda_tune_op_name(const ruda_tune_op_t *op);

@@ -943,9 +943,9 @@ static decision_t *from_cache(ruda_tune_op_t *op, const char *path,
 /* Under no lock: the decision of `bucket`, tuned or read on a miss. */
 static ruda_status_t decide(ruda_tune_op_t *op, const ruda_tune_args_t *args,
                             const ruda_tune_key_t *key, const ruda_tune_key_t *bucket,
-                            uint64_t h, decision_t **out) {
+                            uint64_t h, bool force, double *spent_ms, decision_t **out) {
   pthread_mutex_lock(&op->lock);
-  decision_t *d = lookup(op, bucket, h);
+  decision_t *d = force ? NULL : lookup(op, bucket, h);
   if (d) {
     pthread_mutex_unlock(&op->lock);
     *out = d;
@@ -956,7 +956,7 @@ static ruda_status_t decide(ruda_tune_op_t *op, const ruda_tune_args_t *args,
                ruda__tune_cache_path(op->cache_dir, op->device_ident, op->name, bucket, path,
                                      sizeof path);
   bool stale = false;
-  if (cache) d = from_cache(op, path, bucket, key, &stale);
+  if (cache && !force) d = from_cache(op, path, bucket, key, &stale);
   if (!d) {
     ruda__tune_result_t *r = ruda__calloc(op->num_cands, sizeof *r);
     d = ruda__calloc(1, sizeof *d);
@@ -969,6 +969,7 @@ static ruda_status_t decide(ruda_tune_op_t *op, const ruda_tune_args_t *args,
     d->bucket = *bucket;
     double spent = 0;
     ruda_status_t st = tune_key(op, args, key, r, d, &spent);
+    if (spent_ms) *spent_ms = spent;
     if (st) {
       ruda__free(r);
       ruda__free(d);
@@ -1097,7 +1098,7 @@ static ruda_status_t resolve(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   uint64_t h = key_hash(&bucket);
   *d = lookup(op, &bucket, h);
   if (*d) return NULL;
-  return decide(op, args, key, &bucket, h, d);
+  return decide(op, args, key, &bucket, h, false, NULL, d);
 }
 
 RUDA__HOT ruda_status_t ruda_tune_op_launch(ruda_tune_op_t *op, ruda_client_t *client,
@@ -1165,4 +1166,31 @@ ruda_status_t ruda_tune_op_select(ruda_tune_op_t *op, ruda_client_t *client,
   if (out_index) *out_index = pick;
   if (out_name) *out_name = op->cands[pick].name;
   return NULL;
+}
+
+ruda_status_t ruda_tune_op_tune(ruda_tune_op_t *op, ruda_client_t *client,
+                                const ruda_tune_args_t *args, bool force,
+                                double *out_spent_ms) {
+  if (out_spent_ms) *out_spent_ms = 0;
+  ruda_status_t st = check_call(op, client, args, "ruda_tune_op_tune");
+  if (st) return st;
+  if (op->pinned >= 0 || op->level == RUDA_AUTOTUNE_OFF) return NULL;
+  ruda_tune_key_t key, bucket;
+  st = make_key(op, args, &key);
+  if (st) return st;
+  ruda__tune_bucket_key(&key, op->dims, op->plan.bucket_power, &bucket);
+  uint64_t h = key_hash(&bucket);
+  decision_t *d;
+  if (!force && lookup(op, &bucket, h)) return NULL;
+  return decide(op, args, &key, &bucket, h, force, out_spent_ms, &d);
+}
+
+ruda_status_t ruda_tune_op_launch_candidate(ruda_tune_op_t *op, ruda_client_t *client,
+                                            const ruda_tune_args_t *args, size_t index) {
+  ruda_status_t st = check_call(op, client, args, "ruda_tune_op_launch_candidate");
+  if (st) return st;
+  if (index >= op->num_cands)
+    return invalid("ruda_tune_op_launch_candidate: operation '%s' has %zu candidates; index %zu",
+                   op->name, op->num_cands, index);
+  return launch_cand(op, client, index, args);
 }

@@ -286,23 +286,22 @@ TEST(tune_two_processes_writing_one_key_leave_a_whole_entry) {
     }
   }
   /* Meanwhile every read sees a whole entry of one writer or none. */
-  int whole = 0;
-  for (int i = 0; i < 600; i++) {
+  int status[2] = {0, 0}, alive = 2;
+  bool done[2] = {false, false};
+  while (alive) {
     ruda__tune_record_t got;
     int rd = ruda__tune_cache_read(path, &got);
     ASSERT_TRUE(rd >= 0);
-    if (rd == 1) {
-      whole++;
+    if (rd == 1)
       ASSERT_TRUE(strcmp(got.rank[0], "writer0") == 0 || strcmp(got.rank[0], "writer1") == 0);
-    }
+    for (int k = 0; k < 2; k++)
+      if (!done[k] && waitpid(kids[k], &status[k], WNOHANG) == kids[k]) {
+        done[k] = true;
+        alive--;
+      }
   }
-  for (int k = 0; k < 2; k++) {
-    int status = 0;
-    ASSERT_EQ(waitpid(kids[k], &status, 0), kids[k]);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  }
+  for (int k = 0; k < 2; k++) ASSERT_TRUE(WIFEXITED(status[k]) && WEXITSTATUS(status[k]) == 0);
   ruda__tune_record_t last;
   ASSERT_EQ(ruda__tune_cache_read(path, &last), 1);
   ASSERT_TRUE(strcmp(last.rank[0], "writer0") == 0 || strcmp(last.rank[0], "writer1") == 0);
-  ASSERT_TRUE(whole > 0);
 }

@@ -1,0 +1,262 @@
+/* `ruda bench tune`: the autotuner (ruda/tune.h) through its public API.
+ *
+ *   matmul_<MxNxK>_vs_best     tuned matmul against the best fixed
+ *                              candidate at that size (GFLOP/s; >= 0.95)
+ *   matmul_geomean_vs_default  tuned against the default candidate,
+ *                              geometric mean over the sweep (>= 1.3)
+ *   sgemm_<n>_vs_openblas      cpu: tuned against OpenBLAS's cblas_sgemm,
+ *                              loaded with dlopen (>= 0.5)
+ *   sum_vs_triad_bandwidth     tuned reduction against the tuned triad's
+ *                              bandwidth (GB/s; >= 0.8)
+ *   cache_hit_launch           ruda_tune_op_launch on a decided key
+ *                              against launching the same candidate
+ *                              directly (ns per call; adds <= 100 ns)
+ *   tuning_time_matmul_1024    one key tuned at the configured level,
+ *                              against the 2000 ms target */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "ruda/ruda.h"
+
+typedef struct mm {
+  ruda_client_t *c;
+  ruda_tune_op_t *op;
+  ruda_handle_t h[3];
+  uint64_t w[3];
+  ruda_tune_args_t args;
+} mm_t;
+
+static ruda_status_t mm_open(ruda_client_t *c, uint64_t m, uint64_t n, uint64_t k, mm_t *x) {
+  memset(x, 0, sizeof *x);
+  x->c = c;
+  ruda_status_t st = ruda_tune_builtin_op(c, "matmul_f32", &x->op);
+  float *host = malloc((size_t)(m > n ? m : n) * (size_t)k * 4);
+  if (!host) return ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "bench: out of memory");
+  for (uint64_t i = 0; i < (m > n ? m : n) * k; i++) host[i] = (float)(i % 17) * 0.125f - 1.0f;
+  if (!st) st = ruda_client_create_buffer(c, host, m * k * 4, &x->h[0]);
+  if (!st) st = ruda_client_create_buffer(c, host, k * n * 4, &x->h[1]);
+  if (!st) st = ruda_client_empty(c, m * n * 4, &x->h[2]);
+  free(host);
+  x->w[0] = m;
+  x->w[1] = n;
+  x->w[2] = k;
+  ruda_tune_args_t a = {x->h, 3, x->w, 3, x->w, 3};
+  x->args = a;
+  return st;
+}
+
+static void mm_close(mm_t *x) {
+  for (int i = 0; i < 3; i++) ruda_handle_release(&x->h[i]);
+}
+
+/* Median ns of `reps` runs of candidate `cand` (SIZE_MAX: the tuned call). */
+static double mm_time(mm_t *x, size_t cand, size_t reps, ruda_status_t *err) {
+  double s[16];
+  if (reps > 16) reps = 16;
+  for (size_t r = 0; r <= reps; r++) {
+    uint64_t t0 = ruda_bench_now_ns();
+    ruda_status_t st = cand == SIZE_MAX ? ruda_tune_op_launch(x->op, x->c, &x->args)
+                                        : ruda_tune_op_launch_candidate(x->op, x->c, &x->args, cand);
+    if (!st) st = ruda_client_sync(x->c);
+    if (st) {
+      ruda_bench_keep_error(err, st);
+      return NAN;
+    }
+    if (r) s[r - 1] = (double)(ruda_bench_now_ns() - t0); /* the first run warms up */
+  }
+  return ruda_bench_stats_from_samples(s, reps).median;
+}
+
+static ruda_bench_stats_t one(double v) {
+  ruda_bench_stats_t s = {v, v, v, 1};
+  return s;
+}
+
+static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
+  static const uint64_t full[][3] = {{128, 128, 128},  {256, 256, 256},   {512, 512, 512},
+                                     {1024, 1024, 1024}, {2048, 2048, 2048}, {1000, 700, 600},
+                                     {2048, 256, 1024}};
+  static const uint64_t quick[][3] = {{128, 128, 128}, {256, 256, 256}, {384, 256, 320},
+                                      {512, 512, 512}};
+  bool q = ruda_bench_quick(b) || ruda_bench_smoke(b);
+  size_t nsz = q ? sizeof quick / sizeof quick[0] : sizeof full / sizeof full[0];
+  size_t reps = ruda_bench_pick(b, 5, 3, 1);
+  double log_sum = 0;
+  size_t logs = 0;
+  for (size_t i = 0; i < nsz; i++) {
+    const uint64_t *s = q ? quick[i] : full[i];
+    char name[96];
+    snprintf(name, sizeof name, "matmul_%llux%llux%llu_vs_best", (unsigned long long)s[0],
+             (unsigned long long)s[1], (unsigned long long)s[2]);
+    mm_t x;
+    ruda_status_t err = mm_open(c, s[0], s[1], s[2], &x);
+    if (!err) err = ruda_tune_op_tune(x.op, c, &x.args, false, NULL);
+    double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
+    double tuned = err ? NAN : mm_time(&x, SIZE_MAX, reps, &err);
+    double best = INFINITY, dflt = NAN;
+    for (size_t k = 0; !err && k < ruda_tune_op_num_candidates(x.op); k++) {
+      double t = mm_time(&x, k, reps, &err);
+      if (k == 0) dflt = t;
+      if (t < best) best = t;
+    }
+    mm_close(&x);
+    if (ruda_bench_fail_status(b, "tune", name, err)) continue;
+    ruda_bench_report(b, "tune", name, "GFLOP/s", one(flop / tuned), one(flop / best),
+                      "best fixed candidate", false);
+    log_sum += log(dflt / tuned);
+    logs++;
+  }
+  if (logs) {
+    double g = exp(log_sum / (double)logs);
+    ruda_bench_report(b, "tune", "matmul_geomean_vs_default", "speedup", one(g), one(1.0),
+                      "default candidate", false);
+  }
+}
+
+typedef void (*sgemm_fn)(int, int, int, int, int, int, float, const float *, int, const float *,
+                         int, float, float *, int);
+
+static void bench_openblas(ruda_bench_t *b, ruda_client_t *c) {
+  static const char *const libs[] = {"libopenblas.so.0", "libopenblas.so", "libblas.so.3"};
+  void *lib = NULL;
+  for (size_t i = 0; i < 3 && !lib; i++) lib = dlopen(libs[i], RTLD_NOW | RTLD_LOCAL);
+  sgemm_fn sgemm = NULL;
+  void *sym = lib ? dlsym(lib, "cblas_sgemm") : NULL;
+  if (sym) memcpy(&sgemm, &sym, sizeof sgemm); /* POSIX: a function's address */
+  static const uint64_t sizes[] = {1024, 2048};
+  size_t nsz = ruda_bench_quick(b) || ruda_bench_smoke(b) ? 1 : 2;
+  for (size_t i = 0; i < nsz; i++) {
+    uint64_t n = sizes[i];
+    char name[64];
+    snprintf(name, sizeof name, "sgemm_%llu_vs_openblas", (unsigned long long)n);
+    if (!sgemm) {
+      ruda_bench_skip(b, "tune", name,
+                      "no cblas_sgemm: install libopenblas0 (Debian: libopenblas-dev)");
+      continue;
+    }
+    float *a = malloc(n * n * 4), *bb = malloc(n * n * 4), *cc = malloc(n * n * 4);
+    for (uint64_t k = 0; a && bb && k < n * n; k++) a[k] = bb[k] = (float)(k % 13) * 0.1f;
+    double blas[5];
+    for (int r = 0; r < 5 && a && bb && cc; r++) {
+      uint64_t t0 = ruda_bench_now_ns();
+      sgemm(101, 111, 111, (int)n, (int)n, (int)n, 1.0f, a, (int)n, bb, (int)n, 0.0f, cc, (int)n);
+      blas[r] = (double)(ruda_bench_now_ns() - t0);
+    }
+    free(a);
+    free(bb);
+    free(cc);
+    mm_t x;
+    ruda_status_t err = mm_open(c, n, n, n, &x);
+    if (!err) err = ruda_tune_op_tune(x.op, c, &x.args, false, NULL);
+    double tuned = err ? NAN : mm_time(&x, SIZE_MAX, 3, &err);
+    mm_close(&x);
+    if (ruda_bench_fail_status(b, "tune", name, err)) continue;
+    double flop = 2.0 * (double)n * n * n;
+    ruda_bench_report(b, "tune", name, "GFLOP/s", one(flop / tuned),
+                      one(flop / ruda_bench_stats_from_samples(blas + 1, 4).median),
+                      "OpenBLAS cblas_sgemm", false);
+  }
+}
+
+static void bench_sum(ruda_bench_t *b, ruda_client_t *c) {
+  uint64_t n = ruda_bench_pick(b, 64u << 20, 8u << 20, 1u << 20);
+  float *host = malloc(n * 4);
+  if (!host) return;
+  for (uint64_t i = 0; i < n; i++) host[i] = 1.0f;
+  ruda_handle_t x, y, z, out;
+  ruda_status_t st = ruda_client_create_buffer(c, host, n * 4, &x);
+  if (!st) st = ruda_client_create_buffer(c, host, n * 4, &y);
+  if (!st) st = ruda_client_empty(c, n * 4, &z);
+  if (!st) st = ruda_client_empty(c, 4, &out);
+  free(host);
+  double ts[8], tt[8];
+  size_t reps = ruda_bench_pick(b, 8, 5, 2);
+  for (size_t r = 0; r <= reps && !st; r++) {
+    uint64_t t0 = ruda_bench_now_ns();
+    st = ruda_tune_sum_f32(c, &x, &out, n);
+    if (!st) st = ruda_client_sync(c);
+    uint64_t t1 = ruda_bench_now_ns();
+    if (!st) st = ruda_tune_triad_f32(c, &z, &x, &y, 2.0f, n);
+    if (!st) st = ruda_client_sync(c);
+    uint64_t t2 = ruda_bench_now_ns();
+    if (r) { /* the first round tunes both */
+      ts[r - 1] = (double)(t1 - t0);
+      tt[r - 1] = (double)(t2 - t1);
+    }
+  }
+  float got = 0;
+  if (!st) st = ruda_client_read(c, &out, &got, 4);
+  if (!st && fabsf(got - (float)n) > (float)n * 1e-3f)
+    st = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "sum is %g, expected %llu", got,
+                            (unsigned long long)n);
+  ruda_handle_release(&x);
+  ruda_handle_release(&y);
+  ruda_handle_release(&z);
+  ruda_handle_release(&out);
+  if (ruda_bench_fail_status(b, "tune", "sum_vs_triad_bandwidth", st)) return;
+  double gs = 4.0 * (double)n / ruda_bench_stats_from_samples(ts, reps).median;
+  double gt = 12.0 * (double)n / ruda_bench_stats_from_samples(tt, reps).median;
+  ruda_bench_report(b, "tune", "sum_vs_triad_bandwidth", "GB/s", one(gs), one(gt),
+                    "tuned triad", false);
+}
+
+static void bench_hit(ruda_bench_t *b, ruda_client_t *c) {
+  ruda_tune_op_t *op;
+  ruda_status_t st = ruda_tune_builtin_op(c, "triad_f32", &op);
+  uint64_t n = 256;
+  ruda_handle_t h[3];
+  for (int i = 0; i < 3 && !st; i++) st = ruda_client_empty(c, n * 4, &h[i]);
+  uint64_t sw = 0x3f800000u;
+  ruda_tune_args_t args = {h, 3, &sw, 1, &n, 1};
+  size_t pick = 0;
+  if (!st) st = ruda_tune_op_select(op, c, &args, &pick, NULL);
+  enum { CALLS = 1000 };
+  size_t reps = ruda_bench_pick(b, 40, 15, 3);
+  double tuned[40], plain[40];
+  for (size_t r = 0; r < reps && !st; r++) {
+    for (int which = 0; which < 2 && !st; which++) {
+      uint64_t t0 = ruda_bench_now_ns();
+      for (int i = 0; i < CALLS && !st; i++)
+        st = which ? ruda_tune_op_launch_candidate(op, c, &args, pick)
+                   : ruda_tune_op_launch(op, c, &args);
+      double per = (double)(ruda_bench_now_ns() - t0) / CALLS;
+      if (!st) st = ruda_client_sync(c);
+      (which ? plain : tuned)[r] = per;
+    }
+  }
+  for (int i = 0; i < 3; i++) ruda_handle_release(&h[i]);
+  if (ruda_bench_fail_status(b, "tune", "cache_hit_launch", st)) return;
+  ruda_bench_report(b, "tune", "cache_hit_launch", "ns/call",
+                    ruda_bench_stats_from_samples(tuned, reps),
+                    ruda_bench_stats_from_samples(plain, reps), "the same candidate launched directly",
+                    true);
+}
+
+static void bench_tuning_time(ruda_bench_t *b, ruda_client_t *c) {
+  mm_t x;
+  ruda_status_t st = mm_open(c, 1024, 1024, 1024, &x);
+  double spent = 0;
+  if (!st) st = ruda_tune_op_tune(x.op, c, &x.args, true, &spent);
+  mm_close(&x);
+  if (ruda_bench_fail_status(b, "tune", "tuning_time_matmul_1024", st)) return;
+  ruda_bench_report(b, "tune", "tuning_time_matmul_1024", "ms", one(spent), one(2000.0),
+                    "the 2 s target", true);
+}
+
+void ruda_bench_tune(ruda_bench_t *b) {
+  ruda_client_t *c;
+  if (!ruda_bench_open_client(b, "tune", "matmul", &c)) return;
+  bench_matmul(b, c);
+  if (!ruda_bench_on_cuda(b) && !ruda_bench_on_opencl(b)) bench_openblas(b, c);
+  if (ruda_bench_on_cuda(b))
+    ruda_bench_skip(b, "tune", "sgemm_vs_cublas",
+                    "not measured yet: the cuBLAS comparison is not written");
+  bench_sum(b, c);
+  bench_hit(b, c);
+  bench_tuning_time(b, c);
+  ruda_client_release(c);
+}
