@@ -12,6 +12,15 @@
 #
 # RUDA_KERNEL_EMBED (cache variable) may name an installed ruda-kernel-embed;
 # in ruda's own tree the ruda_kernel_embed target is used.
+# A function keeps the policies in effect where it is defined. CMP0116 NEW
+# makes Ninja read the embed step's depfile, whose target is the output's
+# absolute path, as naming that output; a consumer project whose
+# cmake_minimum_required predates 3.20 would otherwise leave it OLD, and
+# every build would embed the kernels again.
+cmake_policy(PUSH)
+if(POLICY CMP0116)
+  cmake_policy(SET CMP0116 NEW)
+endif()
 function(ruda_add_kernels target)
   cmake_parse_arguments(RK "" "" "INCLUDE_DIRS" ${ARGN})
   if(TARGET ruda_kernel_embed)
@@ -33,9 +42,15 @@ function(ruda_add_kernels target)
     get_filename_component(abs ${f} ABSOLUTE)
     file(RELATIVE_PATH rel ${CMAKE_CURRENT_SOURCE_DIR} ${abs})
     string(MAKE_C_IDENTIFIER "${rel}" id)
-    set(out ${CMAKE_CURRENT_BINARY_DIR}/ruda_kernels/${target}/${id}_text.c)
+    set(out_dir ${CMAKE_CURRENT_BINARY_DIR}/ruda_kernels/${target})
+    set(out ${out_dir}/${id}_text.c)
+    # The embed step writes into out_dir, which no generator is bound to
+    # create (Ninja makes an output's folder, Make does not): made here at
+    # configure time, and again by the step itself should it be removed.
+    file(MAKE_DIRECTORY ${out_dir})
     add_custom_command(
       OUTPUT ${out}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${out_dir}
       COMMAND ${embed} ${inc_args} -MF ${out}.d -o ${out} ${abs}
       DEPENDS ${abs} ${embed_dep}
       DEPFILE ${out}.d
@@ -45,3 +60,4 @@ function(ruda_add_kernels target)
     set_property(GLOBAL APPEND PROPERTY RUDA_KERNEL_FILES ${abs})
   endforeach()
 endfunction()
+cmake_policy(POP)

@@ -8,7 +8,10 @@
 # `tree` installs the build into <work dir>/prefix (cmake --install) and
 # checks the layout and the installed `ruda` command; the other two build
 # tests/install/consumer against that prefix, as another project would,
-# and run the result. Exit 77 (skip) when pkg-config is not installed.
+# and run the result: find_package with the given CMake generator ("Ninja",
+# "Unix Makefiles"), the consumer's portable kernel embedded by the
+# installed ruda_add_kernels(). Exit 77 (skip) when pkg-config, or the
+# generator's build tool, is not installed.
 set -euo pipefail
 step="$1"
 shift
@@ -65,13 +68,28 @@ case "$step" in
 
   find_package)
     work="$1" src="$2" version="$3" cc="$4" generator="$5"
-    prefix="$work/prefix" out="$work/find_package"
+    prefix="$work/prefix"
+    case "$generator" in
+      Ninja) tool=ninja out="$work/find_package_ninja" ;;
+      "Unix Makefiles") tool=make out="$work/find_package_make" ;;
+      *) tool="" out="$work/find_package_other" ;;
+    esac
+    if [ -n "$tool" ] && ! command -v "$tool" >/dev/null 2>&1; then
+      echo "$tool is not installed: the $generator consumer is skipped"
+      exit 77
+    fi
     rm -rf "$out"
+    # A copy of the project, so that touching its kernel file below does
+    # not disturb the other generator's test running beside this one.
+    mkdir -p "$out"
+    cp -R "$src" "$out/src"
+    src="$out/src"
     # A C-only consumer: a C++ compiler that does not exist must not matter.
-    cmake -S "$src" -B "$out" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
+    cmake -S "$src" -B "$out/build" -G "$generator" -DCMAKE_C_COMPILER="$cc" \
       -DCMAKE_PREFIX_PATH="$prefix" -DRUDA_EXPECTED_VERSION="$version" \
       -DCMAKE_CXX_COMPILER=/nonexistent/c++ ||
       fail "configuring the find_package consumer failed"
+    out="$out/build"
     cmake --build "$out" || fail "building the find_package consumer failed"
     check_links_installed "$out/consumer_shared" "$prefix"
     "$out/consumer_shared" || fail "consumer_shared (ruda::ruda) failed"
@@ -79,6 +97,20 @@ case "$step" in
       fail "consumer_static (ruda::ruda_static) loads libruda.so"
     fi
     "$out/consumer_static" || fail "consumer_static (ruda::ruda_static) failed"
+    check_links_installed "$out/consumer_kernels" "$prefix"
+    "$out/consumer_kernels" || fail "consumer_kernels (ruda_add_kernels) failed"
+    # A second build must find nothing to do (the embed step's dependencies
+    # are right), and a touched kernel file must re-embed it.
+    cmake --build "$out" >"$out/rebuild.log" || fail "the second build failed"
+    if grep -q "Embedding the kernel text" "$out/rebuild.log"; then
+      cat "$out/rebuild.log"
+      fail "the second build ran the embed step again"
+    fi
+    sleep 1
+    touch "$src/scale_kernel.h"
+    cmake --build "$out" >"$out/rebuild.log" || fail "the build after touching the kernel failed"
+    grep -q "Embedding the kernel text" "$out/rebuild.log" ||
+      { cat "$out/rebuild.log"; fail "touching the kernel file did not re-embed it"; }
     ;;
 
   pkg_config)

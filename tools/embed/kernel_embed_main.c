@@ -7,6 +7,7 @@
  *
  * Exit status 0 on success, 1 on an error (message on stderr, no output
  * file left behind), 2 on a usage error. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,18 +22,43 @@ static int usage(void) {
   return 2;
 }
 
+/* "cannot write OUT: <the OS's reason>" (errno `e`; 0 when the reason is
+ * not the OS's, e.g. a failed formatting step that already said why). */
+static void cannot_write(const char *out, const char *how, int e) {
+  if (e)
+    fprintf(stderr, "ruda-kernel-embed: cannot write %s: %s%s\n", out, how, strerror(e));
+  else
+    fprintf(stderr, "ruda-kernel-embed: cannot write %s\n", out);
+}
+
 /* Writes through a temporary file renamed into place, so a failed step
- * leaves no half-written output for the build to trust. */
+ * leaves no half-written output for the build to trust. NULL (the reason
+ * printed) when the temporary file cannot be created. */
 static FILE *open_tmp(const char *out, char *tmp, size_t cap) {
   snprintf(tmp, cap, "%s.tmp.%ld", out, (long)getpid());
-  return fopen(tmp, "w");
+  FILE *f = fopen(tmp, "w");
+  if (!f) cannot_write(out, "", errno);
+  return f;
 }
 
 static int finish(FILE *f, bool ok, const char *tmp, const char *out) {
-  if (fclose(f) != 0) ok = false;
-  if (ok && rename(tmp, out) != 0) ok = false;
+  int e = 0;
+  const char *how = "";
+  if (ferror(f)) { /* a write failed: errno still says why */
+    ok = false;
+    e = errno ? errno : EIO;
+  }
+  if (fclose(f) != 0 && ok) {
+    ok = false;
+    e = errno;
+  }
+  if (ok && rename(tmp, out) != 0) {
+    ok = false;
+    e = errno;
+    how = "renaming the temporary file: ";
+  }
   if (!ok) {
-    fprintf(stderr, "ruda-kernel-embed: cannot write %s\n", out);
+    cannot_write(out, how, e);
     remove(tmp);
     return 1;
   }
@@ -60,10 +86,7 @@ int main(int argc, char **argv) {
   int rc;
   if (prelude) {
     FILE *f = open_tmp(out, tmp, sizeof tmp);
-    if (!f) {
-      fprintf(stderr, "ruda-kernel-embed: cannot write %s\n", out);
-      return 1;
-    }
+    if (!f) return 1;
     bool ok = ruda_tools_prelude_write_c(prelude, files, nf, f, err, sizeof err);
     if (!ok) fprintf(stderr, "ruda-kernel-embed: %s\n", err);
     rc = finish(f, ok, tmp, out);
@@ -78,7 +101,6 @@ int main(int argc, char **argv) {
     FILE *f = open_tmp(out, tmp, sizeof tmp);
     rc = 1;
     if (f) rc = finish(f, ruda_tools_kernel_text_write_c(&t, f), tmp, out);
-    else fprintf(stderr, "ruda-kernel-embed: cannot write %s\n", out);
     if (rc == 0 && depfile) {
       char dtmp[4096];
       FILE *d = open_tmp(depfile, dtmp, sizeof dtmp);
