@@ -8,6 +8,8 @@
 #   lib/cmake/ruda/RudaKernels.cmake        ruda_add_kernels() for consumers
 #   lib/cmake/ruda/ruda-config.cmake ...    find_package(ruda [COMPONENTS MPI])
 #   lib/pkgconfig/ruda.pc                   pkg-config --cflags --libs ruda
+#   lib/libruda_mpi.so, libruda_mpi.a       the MPI transport, when built
+#   lib/pkgconfig/ruda_mpi.pc               pkg-config --cflags --libs ruda_mpi
 #
 # The MPI transport is an optional component: when the tree defines a
 # target named ruda_mpi, it is installed with its own export set and
@@ -40,7 +42,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/cmake/RudaKernels.cmake
 set(RUDA_COMPONENTS "")
 if(TARGET ruda_mpi)
   list(APPEND RUDA_COMPONENTS MPI)
-  install(TARGETS ruda_mpi EXPORT ruda-mpi-targets
+  install(TARGETS ruda_mpi ruda_mpi_shared EXPORT ruda-mpi-targets
           RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT ruda_runtime
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT ruda_runtime
                   NAMELINK_COMPONENT ruda_development
@@ -76,10 +78,18 @@ set(RUDA_PC_LIBS_PRIVATE "-pthread")
 foreach(lib ${CMAKE_DL_LIBS} m)
   string(APPEND RUDA_PC_LIBS_PRIVATE " -l${lib}")
 endforeach()
-set(RUDA_PC_REQUIRES_PRIVATE "")
+# hwloc as a library, not as `Requires.private: hwloc`: with --static that
+# would bring hwloc's own private libraries (-ludev on Debian, which ships
+# no libudev.so for linking without libudev-dev), and a static libruda.a
+# links with the shared libhwloc.so like any program does.
 if(RUDA_HAVE_HWLOC)
-  set(RUDA_PC_REQUIRES_PRIVATE "hwloc")
+  string(APPEND RUDA_PC_LIBS_PRIVATE " -lhwloc")
 endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/ruda.pc.in ${PROJECT_BINARY_DIR}/ruda.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/ruda.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT ruda_development)
+if(TARGET ruda_mpi_shared)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/ruda_mpi.pc.in ${PROJECT_BINARY_DIR}/ruda_mpi.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/ruda_mpi.pc
+          DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT ruda_development)
+endif()

@@ -1,5 +1,9 @@
 /* ruda/mpi.h: process groups across processes and machines (the ruda_mpi
- * library; link with -lruda_mpi and MPI, e.g. through mpicc).
+ * library). Link with MPI's compiler wrapper:
+ *   mpicc prog.c -lruda_mpi -lruda
+ *   mpicc prog.c $(pkg-config --cflags --libs ruda_mpi)
+ * (libruda_mpi.so uses libruda.so), or in CMake find_package(ruda
+ * COMPONENTS MPI) and ruda::ruda_mpi (static: libruda_mpi.a with libruda.a).
  *
  * The world is every process an MPI launcher started (mpirun, mpiexec,
  * srun); a group is the world or a part of it split off by color and key.
@@ -63,9 +67,7 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
+RUDA_BEGIN_DECLS
 
 typedef struct ruda_group ruda_group_t;
 
@@ -173,8 +175,6 @@ ruda_status_t ruda_group_send_view(ruda_group_t *g, ruda_client_t *c, const ruda
 ruda_status_t ruda_group_recv(ruda_group_t *g, ruda_client_t *c, uint64_t bytes, uint32_t peer,
                               ruda_handle_t *out);
 
-#ifdef __cplusplus
-}
-#endif
+RUDA_END_DECLS
 
 #endif /* RUDA_MPI_H */

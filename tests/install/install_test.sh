@@ -4,14 +4,19 @@
 #   install_test.sh tree         <build dir> <work dir> <version> <has command: 0|1>
 #   install_test.sh find_package <work dir> <consumer src> <version> <cc> <generator>
 #   install_test.sh pkg_config   <work dir> <consumer src> <version> <cc>
+#   install_test.sh mpi          <work dir> <consumer src> <version> <mpicc> <mpiexec> [flag]...
 #
 # `tree` installs the build into <work dir>/prefix (cmake --install) and
 # checks the layout and the installed `ruda` command; the other two build
 # tests/install/consumer against that prefix, as another project would,
 # and run the result: find_package with the given CMake generator ("Ninja",
 # "Unix Makefiles"), the consumer's portable kernel embedded by the
-# installed ruda_add_kernels(). Exit 77 (skip) when pkg-config, or the
-# generator's build tool, is not installed.
+# installed ruda_add_kernels(); pkg_config with `--libs` and with
+# `--static --libs` (libruda.so, and libruda.a). `mpi` builds
+# consumer/mpi_consumer.c with the MPI compiler wrapper, once with
+# `-lruda_mpi -lruda` as ruda/mpi.h says and once with pkg-config's
+# ruda_mpi, and runs each on 2 ranks (mpiexec and its flags). Exit 77
+# (skip) when pkg-config, or the generator's build tool, is not installed.
 set -euo pipefail
 step="$1"
 shift
@@ -133,6 +138,51 @@ case "$step" in
       $(pkg-config --libs ruda) -Wl,-rpath,"$libdir" || fail "building with pkg-config's flags failed"
     check_links_installed "$out/consumer" "$prefix"
     "$out/consumer" || fail "the pkg-config consumer failed"
+    # --static: the libraries libruda.a needs must all be there to link
+    # (hwloc's private ones, such as -ludev, need not be).
+    static_libs="$(pkg-config --static --libs ruda)" || fail "pkg-config --static --libs ruda failed"
+    # shellcheck disable=SC2086
+    "$cc" -std=c11 -Wall -Werror $(pkg-config --cflags ruda) "$src/consumer.c" \
+      -o "$out/consumer_pc_static" $static_libs -Wl,-rpath,"$libdir" ||
+      fail "building with pkg-config --static --libs ruda ($static_libs) failed"
+    "$out/consumer_pc_static" || fail "the pkg-config --static consumer failed"
+    # ... and with libruda.a itself in place of libruda.so.
+    # shellcheck disable=SC2086
+    "$cc" -std=c11 -Wall -Werror $(pkg-config --cflags ruda) "$src/consumer.c" \
+      -o "$out/consumer_libruda_a" ${static_libs/-lruda /-l:libruda.a } ||
+      fail "building against libruda.a with pkg-config --static --libs ruda failed"
+    if ldd "$out/consumer_libruda_a" | grep -q libruda; then
+      fail "the consumer linked with libruda.a loads libruda.so"
+    fi
+    "$out/consumer_libruda_a" || fail "the libruda.a consumer (pkg-config --static) failed"
+    ;;
+
+  mpi)
+    work="$1" src="$2" version="$3" mpicc="$4" mpiexec="$5"
+    shift 5
+    prefix="$work/prefix" out="$work/mpi"
+    pc="$(find "$prefix" -name ruda_mpi.pc | head -n 1)"
+    [ -n "$pc" ] || fail "no ruda_mpi.pc under $prefix"
+    libdir="$(dirname "$(dirname "$pc")")"
+    [ -e "$libdir/libruda_mpi.so" ] || fail "no libruda_mpi.so in $libdir"
+    rm -rf "$out"
+    mkdir -p "$out"
+    # As ruda/mpi.h says: the MPI compiler wrapper, -lruda_mpi -lruda.
+    "$mpicc" -std=c11 -Wall -Werror -I"$prefix/include" "$src/mpi_consumer.c" \
+      -o "$out/mpi_consumer" -L"$libdir" -lruda_mpi -lruda -Wl,-rpath,"$libdir" ||
+      fail "building with $mpicc ... -lruda_mpi -lruda failed"
+    check_links_installed "$out/mpi_consumer" "$prefix"
+    "$mpiexec" -n 2 "$@" "$out/mpi_consumer" || fail "the mpi consumer (-lruda_mpi -lruda) failed"
+    if command -v pkg-config >/dev/null 2>&1; then
+      export PKG_CONFIG_PATH="$(dirname "$pc")"
+      got="$(pkg-config --modversion ruda_mpi)"
+      [ "$got" = "$version" ] || fail "pkg-config --modversion ruda_mpi gave '$got', expected $version"
+      # shellcheck disable=SC2046
+      "$mpicc" -std=c11 -Wall -Werror $(pkg-config --cflags ruda_mpi) "$src/mpi_consumer.c" \
+        -o "$out/mpi_consumer_pc" $(pkg-config --libs ruda_mpi) -Wl,-rpath,"$libdir" ||
+        fail "building with $mpicc and pkg-config's ruda_mpi failed"
+      "$mpiexec" -n 2 "$@" "$out/mpi_consumer_pc" || fail "the mpi consumer (pkg-config) failed"
+    fi
     ;;
 
   *)
