@@ -36,7 +36,6 @@ RUDA_BENCH_GPU_NOT_BUILT(cuda, graph)
 
 #else
 
-#include "backends/cuda/cuda_internal.h"
 
 /* The raw side: the driver table, the device's primary context made
  * current on this thread, a non-blocking stream, and the baseline's

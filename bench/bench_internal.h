@@ -10,7 +10,7 @@
  * (include/ruda/) only. A bench file that needs an internal declaration
  * includes this header, never an internal one directly, so what bench/
  * depends on inside src/ is listed here and nowhere else
- * (scripts/check_layers.py keeps it so).
+ * (scripts/check_structure.py keeps it so).
  *
  * The backend parts follow the build: each is there only when its headers
  * were found (RUDA_HAVE_CUDA_HEADERS, RUDA_HAVE_OPENCL_HEADERS). */

@@ -39,7 +39,6 @@ RUDA_BENCH_GPU_NOT_BUILT(opencl, compile)
 
 #else
 
-#include "backends/opencl/opencl_internal.h"
 
 /* The raw side: the device ruda uses, a context and a queue of its own,
  * and the baseline's kernel (launch) and buffers (copy). */

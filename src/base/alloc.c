@@ -96,10 +96,3 @@ char *ruda__vasprintf(const char *fmt, va_list ap) {
   return buf;
 }
 
-char *ruda__asprintf(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  char *s = ruda__vasprintf(fmt, ap);
-  va_end(ap);
-  return s;
-}

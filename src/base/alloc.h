@@ -39,8 +39,7 @@ void ruda__unmap(void *ptr, size_t size);
 /* Copies of a string; NULL gives NULL (not a failure). */
 char *ruda__strdup(const char *s);
 char *ruda__strndup(const char *s, size_t n);
-/* printf into a fresh allocation; NULL when memory is exhausted. */
-char *ruda__asprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* vprintf into a fresh allocation; NULL when memory is exhausted. */
 char *ruda__vasprintf(const char *fmt, va_list ap);
 
 /* Test hook: let `n` more allocations succeed, then fail every allocation

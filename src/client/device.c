@@ -346,8 +346,6 @@ void ruda__device_leave(ruda__device_t *d) {
   }
 }
 
-bool ruda__device_on_any_worker(void) { return tls_worker != NULL; }
-
 /* ---- Blocking calls ---- */
 
 RUDA__COLD

@@ -221,9 +221,6 @@ ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
                                       ruda__call_kind_t kind, ruda_stream_id_t stream,
                                       ruda__call_fn fn, void *ctx);
 
-/* True on the worker thread of any device (inside ruda_client_exclusive or
- * ruda_client_profile). */
-bool ruda__device_on_any_worker(void);
 /* For servers whose work completes in order (completes_in_order): waits
  * until every op submitted before the call has run and reports whether no
  * error is queued on any stream, so a sync or flush can be answered without

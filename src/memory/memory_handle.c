@@ -259,21 +259,10 @@ static bool ruda__memory_drop(ruda_memory_t *m, uint32_t gen) {
   return true;
 }
 
-void ruda__memory_retain_handle(ruda_memory_t *m) {
-  atomic_fetch_add_explicit(&m->handle_refs, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&m->state, 1, memory_order_relaxed);
-}
-
-void ruda__memory_retain_binding(ruda_memory_t *m) {
-  atomic_fetch_add_explicit(&m->state, 1, memory_order_relaxed);
-}
-
 void ruda__memory_release_handle(ruda_memory_t *m) {
   atomic_fetch_sub_explicit(&m->handle_refs, 1, memory_order_relaxed);
   ruda__memory_drop(m, ruda__memory_gen(m));
 }
-
-void ruda__memory_release_binding(ruda_memory_t *m) { ruda__memory_drop(m, ruda__memory_gen(m)); }
 
 void ruda__memory_pool_retain(ruda_memory_t *m) {
   atomic_fetch_add_explicit(&m->state, RUDA__MEMORY_BOUND + 1, memory_order_release);

@@ -25,14 +25,12 @@ bool ruda__memory_is_bound(const ruda_memory_t *m);
 /* The id handles of `m` carry (slot + generation; 0 for NULL). Thread-safe;
  * never fails. */
 uint64_t ruda__memory_id(const ruda_memory_t *m);
-/* Raw reference counting (handles count in both, bindings only in total). */
-void ruda__memory_retain_handle(ruda_memory_t *m);
-void ruda__memory_retain_binding(ruda_memory_t *m);
+/* Drops a handle's reference (handles count in both the handle count and
+ * the total). */
 void ruda__memory_release_handle(ruda_memory_t *m);
 /* Pinned staging as host bytes: *out holds `size` bytes at `data`, inside
  * the memory of handle `m` (taken), which ruda_bytes_release releases. */
 void ruda__bytes_of_staging(ruda_memory_t *m, void *data, uint64_t size, ruda_bytes_t *out);
-void ruda__memory_release_binding(ruda_memory_t *m);
 
 /* A new handle of `size` bytes on (device, stream), unbound, holding the
  * only reference of a new descriptor that records all three (the client's

@@ -394,8 +394,6 @@ typedef enum ruda__coll_kind {
 /* "all-reduce", "broadcast", "all-gather", "reduce-scatter", "send",
  * "recv". Thread-safe. */
 const char *ruda__coll_kind_name(ruda__coll_kind_t kind);
-/* "sum", "mean", "min", "max"; "?" otherwise. Thread-safe. */
-const char *ruda__reduce_op_name(ruda_reduce_op_t op);
 
 /* One participant's part of a collective or of a send/recv. Bindings are
  * borrowed for the call. */

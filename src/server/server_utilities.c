@@ -62,16 +62,6 @@ const char *ruda__coll_kind_name(ruda__coll_kind_t kind) {
   return "?";
 }
 
-const char *ruda__reduce_op_name(ruda_reduce_op_t op) {
-  switch (op) {
-    case RUDA_REDUCE_SUM: return "sum";
-    case RUDA_REDUCE_MEAN: return "mean";
-    case RUDA_REDUCE_MIN: return "min";
-    case RUDA_REDUCE_MAX: return "max";
-  }
-  return "?";
-}
-
 static pthread_once_t timeout_once = PTHREAD_ONCE_INIT;
 static uint64_t timeout_ns;
 

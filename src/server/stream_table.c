@@ -141,8 +141,6 @@ void ruda__profiler_error(ruda__profiler_t *p, ruda_status_t err) {
   }
 }
 
-bool ruda__profiler_is_empty(const ruda__profiler_t *p) { return p->len == 0; }
-
 void ruda__profiler_deinit(ruda__profiler_t *p) {
   for (size_t i = 0; i < p->len; i++) ruda_status_free(p->entries[i].error);
   ruda__free(p->entries);

@@ -120,7 +120,6 @@ ruda_status_t ruda__profiler_stop(ruda__profiler_t *p, ruda_profiling_token_t to
 /* Marks every open profile that has no error yet failed with a copy of
  * `err` (borrowed), as a ProfileError. */
 void ruda__profiler_error(ruda__profiler_t *p, ruda_status_t err);
-bool ruda__profiler_is_empty(const ruda__profiler_t *p);
 /* Frees the entries and their errors (not their marks). */
 void ruda__profiler_deinit(ruda__profiler_t *p);
 

@@ -108,11 +108,6 @@ ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__c
   return NULL;
 }
 
-uint64_t ruda__cuda_copy_bytes(const ruda__copy_desc_t *d) {
-  uint64_t width, height, pitch;
-  return copy_geometry(d, &width, &height, &pitch) ? width * height : 0;
-}
-
 static bool host_is_pinned(const ruda__cuda_api_t *api, const void *p) {
   unsigned int type = 0;
   CUresult r = api->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,

@@ -30,8 +30,6 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
  * IoError::Unknown (the view is too small, the driver call). */
 ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__copy_desc_t *d,
                                     void *host);
-/* The packed host bytes a copy of `d` moves (0 for layouts it cannot copy). */
-uint64_t ruda__cuda_copy_bytes(const ruda__copy_desc_t *d);
 bool ruda__cuda_flush_check(cuda_server_t *s, ruda_stream_id_t stream);
 ruda_status_t ruda__cuda_flush(cuda_server_t *s, ruda_stream_id_t stream);
 
