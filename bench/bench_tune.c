@@ -82,13 +82,16 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
                                      {2048, 256, 1024}};
   static const uint64_t quick[][3] = {{128, 128, 128}, {256, 256, 256}, {384, 256, 320},
                                       {512, 512, 512}};
-  bool q = ruda_bench_quick(b) || ruda_bench_smoke(b);
-  size_t nsz = q ? sizeof quick / sizeof quick[0] : sizeof full / sizeof full[0];
+  static const uint64_t smoke[][3] = {{64, 64, 64}, {96, 80, 72}};
+  bool q = ruda_bench_quick(b);
+  bool sm = ruda_bench_smoke(b);
+  const uint64_t(*list)[3] = sm ? smoke : q ? quick : full;
+  size_t nsz = sm ? 2 : q ? sizeof quick / sizeof quick[0] : sizeof full / sizeof full[0];
   size_t reps = ruda_bench_pick(b, 5, 3, 1);
   double log_sum = 0;
   size_t logs = 0;
   for (size_t i = 0; i < nsz; i++) {
-    const uint64_t *s = q ? quick[i] : full[i];
+    const uint64_t *s = list[i];
     char name[96];
     snprintf(name, sizeof name, "matmul_%llux%llux%llu_vs_best", (unsigned long long)s[0],
              (unsigned long long)s[1], (unsigned long long)s[2]);
@@ -127,8 +130,9 @@ static void bench_openblas(ruda_bench_t *b, ruda_client_t *c) {
   sgemm_fn sgemm = NULL;
   void *sym = lib ? dlsym(lib, "cblas_sgemm") : NULL;
   if (sym) memcpy(&sgemm, &sym, sizeof sgemm); /* POSIX: a function's address */
-  static const uint64_t sizes[] = {1024, 2048};
-  size_t nsz = ruda_bench_quick(b) || ruda_bench_smoke(b) ? 1 : 2;
+  static const uint64_t full[] = {1024, 2048}, smoke[] = {256};
+  const uint64_t *sizes = ruda_bench_smoke(b) ? smoke : full;
+  size_t nsz = ruda_bench_pick(b, 2, 1, 1);
   for (size_t i = 0; i < nsz; i++) {
     uint64_t n = sizes[i];
     char name[64];
@@ -237,13 +241,16 @@ static void bench_hit(ruda_bench_t *b, ruda_client_t *c) {
 }
 
 static void bench_tuning_time(ruda_bench_t *b, ruda_client_t *c) {
+  uint64_t n = ruda_bench_pick(b, 1024, 1024, 128);
+  char name[64];
+  snprintf(name, sizeof name, "tuning_time_matmul_%llu", (unsigned long long)n);
   mm_t x;
-  ruda_status_t st = mm_open(c, 1024, 1024, 1024, &x);
+  ruda_status_t st = mm_open(c, n, n, n, &x);
   double spent = 0;
   if (!st) st = ruda_tune_op_tune(x.op, c, &x.args, true, &spent);
   mm_close(&x);
-  if (ruda_bench_fail_status(b, "tune", "tuning_time_matmul_1024", st)) return;
-  ruda_bench_report(b, "tune", "tuning_time_matmul_1024", "ms", one(spent), one(2000.0),
+  if (ruda_bench_fail_status(b, "tune", name, st)) return;
+  ruda_bench_report(b, "tune", name, "ms", one(spent), one(2000.0),
                     "the 2 s target", true);
 }
 

@@ -7,6 +7,8 @@
  *   reduce_sum    a two-pass sum; each ruda reduces its block through
  *                 shared memory
  *   matmul_tiled  C = A * B with 16x16 tiles staged in shared memory
+ * then the same product and a sum through ruda's tuned operations
+ * (ruda/tune.h: the first call of a size picks the fastest candidate).
  * Every launch is profiled (ruda_client_profile); the profiling summary and
  * the memory usage report are printed at the end.
  */
@@ -18,6 +20,7 @@
 
 #include "demo_kernels.h"
 #include "ruda/memory.h"
+#include "ruda/tune.h"
 #include "ruda/profiling.h"
 #include "ruda_tools.h"
 #include "tools_common.h"
@@ -211,6 +214,27 @@ cleanup:
   free(x);
 }
 
+/* A sum through the tuned reduction: n ones. */
+static void run_tuned_sum(demo_t *d) {
+  const uint64_t n = (1u << 20) + 5;
+  float *x = malloc(n * 4);
+  ruda_handle_t hx = {0}, ho = {0};
+  if (!x) {
+    host_oom(d, "tuned_sum");
+    return;
+  }
+  for (uint64_t i = 0; i < n; ++i) x[i] = 1.0f;
+  float got = 0;
+  if (!failed(d, "create x", ruda_client_create_buffer(d->client, x, n * 4, &hx)) &&
+      !failed(d, "empty out", ruda_client_empty(d->client, 4, &ho)) &&
+      !failed(d, "tuned sum", ruda_tune_sum_f32(d->client, &hx, &ho, n)) &&
+      !failed(d, "read out", ruda_client_read(d->client, &ho, &got, 4)))
+    check(d, (double)got == (double)n, "tuned_sum", "%" PRIu64 " ones: %.1f", n, (double)got);
+  ruda_handle_release(&hx);
+  ruda_handle_release(&ho);
+  free(x);
+}
+
 static void run_matmul(demo_t *d, ruda_memory_usage_t *usage_while_alive, bool *have_usage) {
   const uint32_t M = 200, N = 136, K = 88;
   float *A = malloc((size_t)M * K * 4), *B = malloc((size_t)K * N * 4),
@@ -248,6 +272,28 @@ static void run_matmul(demo_t *d, ruda_memory_usage_t *usage_while_alive, bool *
   check(d, max_err <= 1e-3, "matmul_tiled",
         "%" PRIu32 "x%" PRIu32 " * %" PRIu32 "x%" PRIu32 " in %dx%d tiles: max error %.3g", M, K,
         K, N, DEMO_TILE, DEMO_TILE, max_err);
+  /* The same product through the tuned matmul, against the tiled one's. */
+  float *T = malloc((size_t)M * N * 4);
+  if (!T) {
+    host_oom(d, "tuned_matmul");
+    goto cleanup;
+  }
+  const char *winner = "?";
+  ruda_tune_op_t *op = NULL;
+  uint64_t sizes[3] = {M, N, K};
+  ruda_tune_args_t targs = {bufs, 3, sizes, 3, sizes, 3};
+  if (!failed(d, "tuned matmul",
+              ruda_tune_matmul_f32(d->client, &bufs[0], &bufs[1], &bufs[2], M, N, K)) &&
+      !failed(d, "read C", ruda_client_read(d->client, &bufs[2], T, (uint64_t)M * N * 4)) &&
+      !failed(d, "tuned matmul", ruda_tune_builtin_op(d->client, "matmul_f32", &op)) &&
+      !failed(d, "tuned matmul", ruda_tune_op_select(op, d->client, &targs, NULL, &winner))) {
+    double terr = 0.0;
+    for (size_t i = 0; i < (size_t)M * N; ++i)
+      if (fabs((double)T[i] - (double)C[i]) > terr) terr = fabs((double)T[i] - (double)C[i]);
+    check(d, terr <= 1e-3, "tuned_matmul", "the same product by candidate %s: max difference %.3g",
+          winner, terr);
+  }
+  free(T);
 cleanup:
   for (int i = 0; i < 3; ++i) ruda_handle_release(&bufs[i]);
   ruda_kernel_release(k);
@@ -296,6 +342,7 @@ int ruda_cmd_demo(int argc, char **argv) {
   run_vector_add(&d);
   if (!d.error) run_reduce(&d);
   if (!d.error) run_matmul(&d, &usage, &have_usage);
+  if (!d.error) run_tuned_sum(&d);
 
   if (have_usage) {
     char report[1024];

@@ -737,28 +737,41 @@ static ruda_status_t measured_launch(ruda_client_t *c, void *arg) {
   return launch_cand(m->op, c, m->cand, m->args);
 }
 
-/* The first run of candidate i: refused, failing, or wrong excludes it. */
+/* The first run of candidate i: refused, failing, or wrong excludes it.
+ * With `timed`, the run is measured and its time is the candidate's
+ * first sample (on the CPU, where a first launch compiles nothing). */
 static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *sargs,
-                          scratch_t *s, bool check, bool *have_ref, ruda__tune_result_t *r) {
+                          scratch_t *s, bool check, bool timed, bool *have_ref,
+                          ruda__tune_result_t *r) {
   ruda_client_t *tc = op->tune_client;
   ruda_status_t st = scratch_restore(op, s);
   if (st) {
     reason_of(r, "could not prepare its scratch buffers", st);
     return;
   }
-  st = launch_cand(op, tc, i, sargs);
-  if (st) {
-    ruda_status_free(ruda_client_sync(tc));
-    {
-    reason_of(r, "refused at launch", st);
-    return;
+  ruda_profile_duration_t dur;
+  if (timed) {
+    measure_ctx_t m = {op, i, sargs};
+    st = ruda_client_profile(tc, op->cands[i].name, measured_launch, &m, &dur);
+  } else {
+    st = launch_cand(op, tc, i, sargs);
   }
+  if (st) {
+    ruda_status_t queued = ruda_client_sync(tc);
+    if (queued) {
+      ruda_status_free(st);
+      reason_of(r, "failed on the device", queued);
+    } else {
+      reason_of(r, "refused at launch", st);
+    }
+    return;
   }
   st = ruda_client_sync(tc);
   if (st) {
     reason_of(r, "failed on the device", st);
     return;
   }
+  if (timed) r->samples[r->num_samples++] = (double)ruda_profile_duration_ns(dur);
   if (!check) return;
   bool is_ref = i == op->check_ref;
   st = read_outputs(op, s, is_ref ? s->ref : s->out);
@@ -796,6 +809,10 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   sargs.buffers = s.bufs;
   memset(r, 0, op->num_cands * sizeof *r);
   bool have_ref = false;
+  /* On the CPU nothing is compiled at a first launch: at one warm-up, the
+   * first run is measured and is the first sample. */
+  bool try_is_sample = op->device.type_id == RUDA_DEVICE_TYPE_CPU && op->plan.warmups == 1 &&
+                       !g_timer;
   /* The reference first, so every other candidate can be checked. */
   size_t order[RUDA__TUNE_MAX_CANDIDATES], n = 0;
   if (check) order[n++] = op->check_ref;
@@ -807,7 +824,7 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
       r[i].state = RUDA__TUNE_NOT_APPLICABLE;
       continue;
     }
-    try_candidate(op, i, &sargs, &s, check, &have_ref, &r[i]);
+    try_candidate(op, i, &sargs, &s, check, try_is_sample, &have_ref, &r[i]);
     for (uint32_t w = 1; w < op->plan.warmups && r[i].state == RUDA__TUNE_MEASURED; w++) {
       st = launch_cand(op, tc, i, &sargs);
       if (!st) st = ruda_client_sync(tc);
@@ -816,11 +833,12 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   }
   /* The budget bounds the measurements; every candidate's first run (which
    * compiles it on a GPU, and checks it) comes before. */
-  double t_measure = now_ms();
+  double t_measure = try_is_sample ? t0 : now_ms();
+  if (try_is_sample && op->plan.early_drop) ruda__tune_drop_slow(r, op->num_cands);
   bool spent = false;
   for (uint32_t rep = 0; rep < op->plan.reps && !spent; rep++) {
     for (size_t i = 0; i < op->num_cands; i++) {
-      if (r[i].state != RUDA__TUNE_MEASURED || r[i].dropped) continue;
+      if (r[i].state != RUDA__TUNE_MEASURED || r[i].dropped || r[i].num_samples > rep) continue;
       if (r[i].num_samples && now_ms() - t_measure >= op->budget_ms) {
         spent = true;
         break;

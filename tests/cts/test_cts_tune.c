@@ -4,6 +4,8 @@
  * RUDA_AUTOTUNE_LEVEL=off and RUDA_AUTOTUNE_PIN, tests/CMakeLists.txt),
  * bad input is refused naming what is wrong. */
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -315,4 +317,111 @@ TEST(tune_builtin_operations_compute_right_results) {
   ruda_status_free(st);
   ruda_handle_t hs_[] = {ha, hb, hc, hx, hy, hz, hs};
   for (size_t i = 0; i < sizeof hs_ / sizeof hs_[0]; i++) ruda_handle_release(&hs_[i]);
+}
+
+/* u128's launch is refused at odd sizes, as a device limit would refuse a
+ * shape inside its bucket. */
+static ruda_status_t even_only_count(const ruda_tune_args_t *args, const void *param,
+                                     ruda_count_t *out) {
+  if (args->sizes[0] % 2)
+    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "odd sizes are over this candidate's limit");
+  return double_count(args, param, out);
+}
+
+TEST(tune_cached_winner_refused_at_launch_falls_back_and_is_corrected) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF || cfg->autotune.pin[0])
+    SKIP("no tuning at level off or with a pin");
+  fixture_t f;
+  fixture_make(&f, false);
+  f.c[1].count = even_only_count;
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_fallback", 3);
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  ruda__tune_set_timer(fake_times);
+  enum { N = 4096 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  const char *name = NULL;
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, NULL, &name));
+  ASSERT_STR_EQ(name, "u128");
+  /* 4095 is in the same bucket; u128 refuses it: the next candidate runs,
+   * the caller sees no error. */
+  n = N - 1;
+  ASSERT_OK(ruda_tune_op_launch(op, c, &args));
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  for (int i = 0; i < N - 1; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);
+  ASSERT_DBL_NEAR(back[N - 1], host[N - 1], 0);
+  /* The decision is corrected, in memory and in the cache. */
+  n = N;
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, NULL, &name));
+  ASSERT_STR_EQ(name, "u64");
+  ruda_tune_op_t *op2;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op2));
+  ASSERT_OK(ruda_tune_op_select(op2, c, &args, NULL, &name));
+  ASSERT_STR_EQ(name, "u64");
+  ruda__tune_set_timer(NULL);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  ruda_tune_op_release(op2);
+  fixture_free(&f);
+}
+
+static atomic_int g_first_reps;
+
+static double counting_times(const char *op, const char *cand, uint32_t rep) {
+  if (strcmp(op, "cts_threads") == 0 && strcmp(cand, "u64") == 0 && rep == 0)
+    atomic_fetch_add(&g_first_reps, 1);
+  return fake_times(op, cand, rep);
+}
+
+typedef struct race {
+  ruda_tune_op_t *op;
+  ruda_tune_args_t *args;
+  const char *name;
+  ruda_status_t st;
+} race_t;
+
+static void *race_select(void *arg) {
+  race_t *r = arg;
+  r->st = ruda_tune_op_select(r->op, cts_client(), r->args, NULL, &r->name);
+  return NULL;
+}
+
+TEST(tune_threads_making_the_first_call_tune_the_key_once) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF || cfg->autotune.pin[0])
+    SKIP("no tuning at level off or with a pin");
+  fixture_t f;
+  fixture_make(&f, false);
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_threads", 3);
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  ruda__tune_set_timer(counting_times);
+  atomic_store(&g_first_reps, 0);
+  enum { N = 2048, T = 4 };
+  static float host[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  pthread_t th[T];
+  race_t r[T];
+  for (int i = 0; i < T; i++) {
+    r[i] = (race_t){op, &args, NULL, NULL};
+    ASSERT_EQ(pthread_create(&th[i], NULL, race_select, &r[i]), 0);
+  }
+  for (int i = 0; i < T; i++) pthread_join(th[i], NULL);
+  ruda__tune_set_timer(NULL);
+  for (int i = 0; i < T; i++) {
+    ASSERT_OK(r[i].st);
+    ASSERT_STR_EQ(r[i].name, "u128"); /* every thread got the one decision */
+  }
+  ASSERT_EQ(atomic_load(&g_first_reps), 1);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  fixture_free(&f);
 }

@@ -163,7 +163,9 @@ TEST(demo_passes_every_check_and_prints_reports) {
   ASSERT_STR_CONTAINS(r.out, "Memory Usage Report");
   ASSERT_STR_CONTAINS(r.out, "| Name");
   ASSERT_STR_CONTAINS(r.out, "| Total");
-  ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
+  ASSERT_STR_CONTAINS(r.out, "check tuned_matmul  ok");
+  ASSERT_STR_CONTAINS(r.out, "check tuned_sum     ok");
+  ASSERT_STR_CONTAINS(r.out, "All 5 checks passed.");
   run_free(&r);
 }
 
@@ -186,7 +188,9 @@ TEST(demo_passes_every_check_on_opencl) {
   ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
   ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
   ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
-  ASSERT_STR_CONTAINS(r.out, "All 3 checks passed.");
+  ASSERT_STR_CONTAINS(r.out, "check tuned_matmul  ok");
+  ASSERT_STR_CONTAINS(r.out, "check tuned_sum     ok");
+  ASSERT_STR_CONTAINS(r.out, "All 5 checks passed.");
   run_free(&r);
 }
 
