@@ -10,41 +10,17 @@
  * buffer is alive for as long as the launch that binds it. Reads and syncs
  * therefore complete before the worker returns: their futures are ready.
  */
-#include <errno.h>
-#include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "backends/cpu/cpu_device.h"
+#include "backends/cpu/cpu_server.h"
 #include "backends/cpu/thread_pool.h"
 #include "base/alloc.h"
 #include "comm/cpu_collective.h"
-#include "server/kernel_object.h"
-#include "server/kernel_scope.h"
 #include "server/server.h"
 #include "server/trace.h"
-
-/* The CPU part of a stream's state: its memory manager, created on the
- * stream's first use. */
-typedef struct cpu_stream {
-  ruda__memory_manager_t *mm;
-} cpu_stream_t;
-
-typedef struct cpu_server {
-  ruda__server_t base;
-  ruda__thread_pool_t *pool;
-  void **shared;          /* one shared-memory block per participant */
-  uint64_t shared_cap;
-  uint64_t memory_limit;
-  ruda__memory_group_t memory_group; /* every stream's manager (OOM reports) */
-} cpu_server_t;
-
-static cpu_server_t *cpu(ruda__server_t *s) { return (cpu_server_t *)s; }
-
-static cpu_stream_t *ext(ruda__stream_t *rs) { return ruda__stream_ext(rs); }
 
 static ruda_status_t no_stream(void) {
   return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
@@ -112,11 +88,8 @@ static void trace_memory(cpu_server_t *s) {
   ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);
 }
 
-/* Resolves a binding to a host pointer through the pool of the stream that
- * owns the memory (never creating that stream's state: memory can only be
- * bound in a state that exists). */
-static ruda_status_t resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t **out_ptr,
-                             uint64_t *out_size) {
+ruda_status_t ruda__cpu_resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t **out_ptr,
+                                uint64_t *out_size) {
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, b->stream);
   cpu_stream_t *owner = rs ? ext(rs) : NULL;
   if (!owner || !owner->mm) {
@@ -203,7 +176,7 @@ static void cpu_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda
     bytes += srcs[i].size;
     uint8_t *ptr = NULL;
     uint64_t size = 0;
-    ruda_status_t err = resolve(s, &descs[i].binding, &ptr, &size);
+    ruda_status_t err = ruda__cpu_resolve(s, &descs[i].binding, &ptr, &size);
     if (!err) err = check_extent(&descs[i], size);
     if (!err) {
       uint64_t n = UINT64_MAX;
@@ -236,7 +209,7 @@ static ruda_status_t cpu_read(ruda__server_t *base, const ruda__copy_desc_t *des
   for (size_t i = 0; i < count; i++) {
     uint8_t *ptr = NULL;
     uint64_t size = 0;
-    err = resolve(s, &descs[i].binding, &ptr, &size);
+    err = ruda__cpu_resolve(s, &descs[i].binding, &ptr, &size);
     if (!err) err = check_extent(&descs[i], size);
     if (err) return ruda_status_into_server(err);
     strided_copy(ptr, &descs[i].shape, &descs[i].strides, descs[i].elem_size, dsts[i], false);
@@ -251,7 +224,7 @@ static ruda_status_t cpu_get_resource(ruda__server_t *base, const ruda_binding_t
                                       ruda_stream_id_t stream, ruda_resource_t *out) {
   uint8_t *ptr = NULL;
   uint64_t size = 0;
-  ruda_status_t err = resolve(cpu(base), b, &ptr, &size);
+  ruda_status_t err = ruda__cpu_resolve(cpu(base), b, &ptr, &size);
   if (err) return err;
   out->address = (uint64_t)(uintptr_t)ptr;
   out->size = size;
@@ -330,208 +303,6 @@ static ruda_status_t cpu_end_profile(ruda__server_t *base, ruda_stream_id_t stre
   return ruda__profiler_stop(&rs->profiler, token, end, RUDA_TIMING_DEVICE, out);
 }
 
-/* ---- Launch ---- */
-
-typedef struct cpu_launch {
-  const ruda_kernel_desc_t *desc;
-  ruda_device_id_t device;
-  ruda_cpu_kernel_fn fn;
-  ruda_cpu_kernel_ctx_t proto;
-  uint64_t total;
-  uint64_t chunk;
-  atomic_ulong next;
-  void **shared;
-  atomic_flag failed_once;
-  ruda_status_t failure;
-} cpu_launch_t;
-
-void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...) {
-  if (!ctx || !ctx->internal_) return;
-  cpu_launch_t *l = ctx->internal_;
-  if (atomic_flag_test_and_set(&l->failed_once)) return;
-  va_list ap;
-  va_start(ap, fmt);
-  char reason[512];
-  vsnprintf(reason, sizeof reason, fmt ? fmt : "kernel failure", ap);
-  va_end(ap);
-  l->failure = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "kernel '%s' failed: %s",
-                                  l->desc->name, reason);
-}
-
-RUDA__HOT
-static void launch_job(void *arg, uint32_t participant) {
-  cpu_launch_t *l = arg;
-  ruda_cpu_kernel_ctx_t ctx = l->proto;
-  ctx.shared = l->shared ? l->shared[participant] : NULL;
-  const ruda_count3_t c = ctx.ruda_count;
-  const uint64_t xy = (uint64_t)c.x * c.y;
-  ruda_cpu_kernel_fn fn = l->fn;
-  /* Client calls from inside the kernel are refused, not deadlocked. */
-  ruda__kernel_scope_t scope;
-  ruda__kernel_scope_enter(&scope, l->desc->name, l->device);
-  for (;;) {
-    uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
-    if (start >= l->total) break;
-    uint64_t end = start + l->chunk < l->total ? start + l->chunk : l->total;
-    for (uint64_t i = start; i < end; i++) {
-      ctx.ruda_pos.z = (uint32_t)(i / xy);
-      uint64_t r = i % xy;
-      ctx.ruda_pos.y = (uint32_t)(r / c.x);
-      ctx.ruda_pos.x = (uint32_t)(r % c.x);
-      fn(&ctx);
-    }
-  }
-  ruda__kernel_scope_leave(&scope);
-}
-
-/* Makes sure every participant has `bytes` of shared memory. */
-static ruda_status_t ensure_shared(cpu_server_t *s, uint64_t bytes) {
-  if (bytes <= s->shared_cap) return NULL;
-  uint32_t n = ruda__thread_pool_size(s->pool);
-  for (uint32_t i = 0; i < n; i++) {
-    void *p = bytes > SIZE_MAX ? NULL : ruda__aligned_alloc(64, (size_t)bytes);
-    if (!p) {
-      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
-                                "cannot allocate %llu bytes of shared memory",
-                                (unsigned long long)bytes);
-    }
-    ruda__free(s->shared[i]);
-    s->shared[i] = p;
-  }
-  s->shared_cap = bytes;
-  return NULL;
-}
-
-enum { MAX_INLINE_BUFFERS = 32 };
-
-RUDA__HOT
-static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
-                                      const ruda__count_t *count,
-                                      const ruda__launch_args_t *args) {
-  const ruda_kernel_desc_t *desc = ruda_kernel_desc(kernel);
-  const ruda_device_properties_t *p = &s->base.utilities.properties;
-  /* A CPU entry, else the natively compiled form of a portable kernel. */
-  static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CPU,
-                                                 RUDA_KERNEL_FORMAT_PORTABLE};
-  const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 2);
-  if (!code || !code->cpu_fn) {
-    return ruda_status_wrap(
-        RUDA_ERR_LAUNCH_COMPILATION,
-        ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
-                           "kernel '%s' has no CPU function (a CPU entry, or a portable "
-                           "entry compiled into the program)", desc->name));
-  }
-  ruda_status_t err = NULL;
-  if (args->num_tensor_maps) {
-    return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                              "kernel '%s': tensor maps are not supported by the CPU backend",
-                              desc->name);
-  }
-  ruda_count3_t c = count->fixed;
-  if (count->dynamic) {
-    uint8_t *ptr = NULL;
-    uint64_t size = 0;
-    err = resolve(s, &count->buffer, &ptr, &size);
-    if (err) return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, err);
-    /* The view was checked by the server layer; the resolved slice bounds
-     * what may be read, whatever the view says. */
-    if (size < RUDA__DYNAMIC_COUNT_BYTES) {
-      return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                                "kernel '%s': a dynamic count is read from %u bytes, its buffer "
-                                "has %llu",
-                                desc->name, RUDA__DYNAMIC_COUNT_BYTES, (unsigned long long)size);
-    }
-    uint32_t xyz[3];
-    memcpy(xyz, ptr, sizeof xyz);
-    c = (ruda_count3_t){xyz[0], xyz[1], xyz[2]};
-    err = ruda__validate_count(p, desc, c);
-    if (err) return err;
-  }
-  if (ruda_count3_is_empty(c)) return NULL;
-
-  void *ptr_inline[MAX_INLINE_BUFFERS];
-  uint64_t size_inline[MAX_INLINE_BUFFERS];
-  void **ptrs = ptr_inline;
-  uint64_t *sizes = size_inline;
-  if (args->num_buffers > MAX_INLINE_BUFFERS) {
-    ptrs = ruda__malloc(args->num_buffers * sizeof *ptrs);
-    sizes = ruda__malloc(args->num_buffers * sizeof *sizes);
-    if (!ptrs || !sizes) {
-      ruda__free(ptrs == ptr_inline ? NULL : ptrs);
-      ruda__free(sizes == size_inline ? NULL : sizes);
-      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "binding %zu buffers",
-                                args->num_buffers);
-    }
-  }
-  for (size_t i = 0; i < args->num_buffers && !err; i++) {
-    uint8_t *bp = NULL;
-    err = resolve(s, &args->buffers[i], &bp, &sizes[i]);
-    ptrs[i] = bp;
-    if (err) err = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, err);
-  }
-  if (!err && desc->shared_mem_bytes) err = ensure_shared(s, desc->shared_mem_bytes);
-
-  if (!err) {
-    cpu_launch_t l;
-    memset(&l, 0, sizeof l);
-    l.desc = desc;
-    l.device = s->base.device;
-    l.fn = code->cpu_fn;
-    l.proto.ruda_count = c;
-    l.proto.ruda_dim = desc->ruda_dim;
-    l.proto.buffers = ptrs;
-    l.proto.buffer_sizes = sizes;
-    l.proto.num_buffers = args->num_buffers;
-    l.proto.info = args->info.data;
-    l.proto.info_len = args->info.len;
-    l.proto.dynamic_metadata_offset = args->info.dynamic_metadata_offset;
-    l.proto.shared_size = desc->shared_mem_bytes;
-    l.proto.internal_ = &l;
-    l.total = (uint64_t)c.x * c.y * c.z;
-    uint32_t workers = ruda__thread_pool_size(s->pool);
-    /* A few chunks per participant balance uneven rudas without paying an
-     * atomic per ruda. */
-    l.chunk = l.total / ((uint64_t)workers * 4);
-    if (l.chunk == 0) l.chunk = 1;
-    atomic_init(&l.next, 0);
-    atomic_flag_clear(&l.failed_once);
-    l.shared = desc->shared_mem_bytes ? s->shared : NULL;
-    if (l.total == 1) {
-      launch_job(&l, 0);
-    } else {
-      /* Wake sleeping helpers only when there is more than a chunk each:
-       * a tiny dispatch is over before a woken thread would arrive. */
-      bool wake = l.total >= 2ull * workers;
-      ruda__thread_pool_run(s->pool, launch_job, &l, wake);
-    }
-    err = l.failure;
-  }
-  if (ptrs != ptr_inline) ruda__free(ptrs);
-  if (sizes != size_inline) ruda__free(sizes);
-  return err;
-}
-
-RUDA__HOT
-static void cpu_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
-                       const ruda__launch_args_t *args, ruda_execution_mode_t mode,
-                       ruda_stream_id_t stream) {
-  (void)mode; /* C kernels check their own bounds */
-  cpu_server_t *s = cpu(base);
-  ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
-  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
-  ruda_status_t err = cpu_launch_inner(s, kernel, count, args);
-  if (t0) {
-    ruda__trace_slice(s->base.device, stream.value, "kernel", ruda_kernel_desc(kernel)->name, t0,
-                      ruda__now_ns(), 0);
-  }
-  if (rs) {
-    ruda__stream_advance(&s->base.streams, rs);
-    ruda__stream_push_launch_error(rs, err, ruda_kernel_desc(kernel)->name);
-  } else {
-    ruda_status_free(err);
-  }
-}
-
 /* ---- Lifetime ---- */
 
 /* ---- Collectives and send/recv (src/comm/cpu_collective.c) ---- */
@@ -562,9 +333,9 @@ static void cpu_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   uint8_t *sp = NULL, *dp = NULL;
   ruda_status_t own = rs ? NULL : no_stream();
   if (!own && !ruda_binding_is_empty(&c->src.binding)) {
-    own = resolve(s, &c->src.binding, &sp, &part.src_bytes);
+    own = ruda__cpu_resolve(s, &c->src.binding, &sp, &part.src_bytes);
   }
-  if (!own && !ruda_binding_is_empty(&c->dst)) own = resolve(s, &c->dst, &dp, &part.dst_bytes);
+  if (!own && !ruda_binding_is_empty(&c->dst)) own = ruda__cpu_resolve(s, &c->dst, &dp, &part.dst_bytes);
   part.src = sp;
   part.dst = dp;
   part.error = own;
@@ -596,8 +367,8 @@ static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
   uint8_t *sp = NULL, *dp = NULL;
   uint64_t sn = 0, dn = 0;
   ruda_status_t err = rs ? NULL : no_stream();
-  if (!err && src && !ruda_binding_is_empty(src)) err = resolve(s, src, &sp, &sn);
-  if (!err && dst && !ruda_binding_is_empty(dst)) err = resolve(s, dst, &dp, &dn);
+  if (!err && src && !ruda_binding_is_empty(src)) err = ruda__cpu_resolve(s, src, &sp, &sn);
+  if (!err && dst && !ruda_binding_is_empty(dst)) err = ruda__cpu_resolve(s, dst, &dp, &dn);
   /* fn runs even when a buffer failed (with NULL for it): a transport
    * across processes must still take part, or its peers would wait. */
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
@@ -638,7 +409,7 @@ static const ruda__server_vtable_t cpu_vtable = {
     .write = cpu_write,
     .sync = cpu_sync,
     .get_resource = cpu_get_resource,
-    .launch = cpu_launch,
+    .launch = ruda__cpu_launch,
     .flush = cpu_flush,
     .memory_usage = cpu_memory_usage,
     .memory_cleanup = cpu_memory_cleanup,

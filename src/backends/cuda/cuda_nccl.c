@@ -46,6 +46,7 @@
 
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_nccl.h"
+#include "backends/cuda/cuda_nccl_table.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/nccl_errors.h"
 #include "backends/cuda/nccl_loader.h"
@@ -95,7 +96,7 @@ static ncclConfig_t comm_config(void) {
   return cfg;
 }
 
-static bool grouped(void) {
+bool ruda__nccl_grouped(void) {
   pthread_once(&settings_once, settings_read);
   return g_grouped;
 }
@@ -119,7 +120,7 @@ static void poll_pause(uint64_t waited_ns) {
 /* Polls ncclCommGetAsyncError on comms[0..n) until none is in progress.
  * Returns the first error (ncclSuccess when all are ready); *timed_out when
  * the deadline passed first. */
-static ncclResult_t wait_ready(const ruda__nccl_api_t *api, ncclComm_t const *comms, size_t n,
+ncclResult_t ruda__nccl_wait_ready(const ruda__nccl_api_t *api, ncclComm_t const *comms, size_t n,
                                uint64_t deadline, bool *timed_out) {
   *timed_out = false;
   uint64_t t0 = now_ns();
@@ -143,46 +144,9 @@ static ncclResult_t wait_ready(const ruda__nccl_api_t *api, ncclComm_t const *co
   }
 }
 
-static ncclRedOp_t nccl_op(ruda_reduce_op_t op) {
-  switch (op) {
-    case RUDA_REDUCE_MEAN: return ncclAvg;
-    case RUDA_REDUCE_MIN: return ncclMin;
-    case RUDA_REDUCE_MAX: return ncclMax;
-    default: return ncclSum;
-  }
-}
-
 /* ---- The server's communicators (worker thread only) ---- */
 
-typedef struct comm_entry {
-  uint64_t id;
-  ncclComm_t comm;
-  uint32_t rank, size;
-  bool in_process;
-  bool used;          /* operations issued since the last settle */
-  ruda__rendezvous_t *rv; /* in one process: the device set's rendezvous */
-  bool aborted;       /* unusable: aborted or destroyed */
-  bool destroyed;     /* finalized and destroyed cleanly */
-  char why[384];      /* why it is unusable */
-} comm_entry_t;
-
-/* Streams with operations issued since their last settle. */
-typedef struct pending_stream {
-  ruda_stream_id_t id;
-} pending_stream_t;
-
-struct ruda__cuda_comms {
-  const ruda__nccl_api_t *api;
-  comm_entry_t *items;
-  size_t n, cap;
-  pending_stream_t *pending;
-  size_t npending, cappending;
-  /* The stream of the last operation, for sync_collective. */
-  bool has_last;
-  ruda_stream_id_t last_id;
-};
-
-static comm_entry_t *find_comm(struct ruda__cuda_comms *c, uint64_t id) {
+comm_entry_t *ruda__nccl_find_comm(struct ruda__cuda_comms *c, uint64_t id) {
   for (size_t i = 0; c && i < c->n; i++) {
     if (c->items[i].id == id) return &c->items[i];
   }
@@ -223,7 +187,7 @@ static ruda_status_t comm_add(struct ruda__cuda_comms *c, uint64_t id, ncclComm_
 }
 
 /* Aborts the communicator (local: waits for no peer) and keeps why. */
-static void comm_abort(const ruda__nccl_api_t *api, comm_entry_t *e, const char *why) {
+void ruda__nccl_comm_abort(const ruda__nccl_api_t *api, comm_entry_t *e, const char *why) {
   if (e->aborted) return;
   if (e->comm) api->ncclCommAbort(e->comm);
   e->comm = NULL;
@@ -231,7 +195,7 @@ static void comm_abort(const ruda__nccl_api_t *api, comm_entry_t *e, const char 
   snprintf(e->why, sizeof e->why, "%s", why);
 }
 
-static void note_pending(struct ruda__cuda_comms *c, ruda_stream_id_t id) {
+void ruda__nccl_note_pending(struct ruda__cuda_comms *c, ruda_stream_id_t id) {
   for (size_t i = 0; i < c->npending; i++) {
     if (c->pending[i].id.value == id.value) return;
   }
@@ -290,7 +254,7 @@ static void init_all(ruda__round_t *round, void *ctx) {
       call = "ncclGroupEnd";
     }
     if (r == ncclSuccess) {
-      r = wait_ready(api, comms, round->size, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+      r = ruda__nccl_wait_ready(api, comms, round->size, now_ns() + ruda__comm_timeout_ns(), &timed_out);
       call = "ncclCommInitRankConfig (waiting for every rank)";
     }
   }
@@ -325,7 +289,7 @@ ruda_status_t ruda__cuda_comm_init(cuda_server_t *s, const ruda__comm_peers_t *p
     ruda_status_free(e2);
   }
   if (e) return e;
-  comm_entry_t *known = find_comm(c, peers->id);
+  comm_entry_t *known = ruda__nccl_find_comm(c, peers->id);
   if (known) {
     if (!known->aborted) return NULL;
     return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "the NCCL communicator was aborted: %s",
@@ -360,7 +324,7 @@ ruda_status_t ruda__cuda_comm_init(cuda_server_t *s, const ruda__comm_peers_t *p
                                                   (int)peers->rank, &cfg);
   bool timed_out = false;
   if (r == ncclSuccess || r == ncclInProgress) {
-    r = wait_ready(c->api, &comm, 1, now_ns() + ruda__comm_timeout_ns(), &timed_out);
+    r = ruda__nccl_wait_ready(c->api, &comm, 1, now_ns() + ruda__comm_timeout_ns(), &timed_out);
   }
   s->api->cuCtxSetCurrent(s->ctx);
   if (r != ncclSuccess) {
@@ -398,240 +362,6 @@ ruda_status_t ruda__cuda_comm_token(void *out, size_t cap, size_t *out_len) {
   return NULL;
 }
 
-/* ---- Operations ---- */
-
-/* One participant's call, as the issuing thread needs it. */
-typedef struct op_part {
-  const ruda__nccl_api_t *api;
-  ncclComm_t comm;
-  CUstream stream;
-  ruda__coll_kind_t kind;
-  CUdeviceptr send, recv;
-  size_t count; /* as NCCL counts it (see issue_one) */
-  ncclDataType_t type;
-  ncclRedOp_t op;
-  int root, peer;
-  const char *failed; /* this participant's failure, or NULL */
-  ncclResult_t result;   /* out: the call's result */
-  char device[32];
-} op_part_t;
-
-static ncclResult_t issue_one(op_part_t *p) {
-  const ruda__nccl_api_t *api = p->api;
-  const void *sb = (const void *)(uintptr_t)p->send;
-  void *rb = (void *)(uintptr_t)p->recv;
-  cudaStream_t st = (cudaStream_t)p->stream;
-  switch (p->kind) {
-    case RUDA__COLL_ALL_REDUCE:
-      return api->ncclAllReduce(sb, rb, p->count, p->type, p->op, p->comm, st);
-    case RUDA__COLL_BROADCAST:
-      return api->ncclBroadcast(rb, rb, p->count, p->type, p->root, p->comm, st);
-    case RUDA__COLL_ALL_GATHER:
-      return api->ncclAllGather(sb, rb, p->count, p->type, p->comm, st);
-    case RUDA__COLL_REDUCE_SCATTER:
-      return api->ncclReduceScatter(sb, rb, p->count, p->type, p->op, p->comm, st);
-    case RUDA__COLL_SEND:
-      return api->ncclSend(sb, p->count, p->type, p->peer, p->comm, st);
-    case RUDA__COLL_RECV:
-      return api->ncclRecv(rb, p->count, p->type, p->peer, p->comm, st);
-  }
-  return ncclInvalidArgument;
-}
-
-/* The last participant to arrive issues every call in one group. */
-static void issue_all(ruda__round_t *round, void *ctx) {
-  (void)ctx;
-  for (uint32_t i = 0; i < round->size; i++) {
-    op_part_t *p = round->parts[i];
-    if (p->failed) {
-      snprintf(round->error, sizeof round->error, "%s: %s failed: %s",
-               ruda__coll_kind_name(p->kind), p->device, p->failed);
-      return;
-    }
-  }
-  if (!grouped()) return; /* each issues its own after the rendezvous */
-  op_part_t *p0 = round->parts[0];
-  const ruda__nccl_api_t *api = p0->api;
-  ncclResult_t r = api->ncclGroupStart();
-  for (uint32_t i = 0; i < round->size && r == ncclSuccess; i++) {
-    op_part_t *p = round->parts[i];
-    p->result = issue_one(p);
-    if (p->result != ncclSuccess && p->result != ncclInProgress) r = p->result;
-  }
-  ncclResult_t g = api->ncclGroupEnd();
-  if (r == ncclSuccess && g != ncclSuccess && g != ncclInProgress) r = g;
-  if (r == ncclSuccess && g == ncclInProgress) {
-    ncclComm_t comms[RUDA__COMM_MAX_DEVICES];
-    for (uint32_t i = 0; i < round->size; i++) comms[i] = ((op_part_t *)round->parts[i])->comm;
-    bool timed_out = false;
-    r = wait_ready(api, comms, round->size, now_ns() + ruda__comm_timeout_ns(), &timed_out);
-    if (timed_out) {
-      snprintf(round->error, sizeof round->error,
-               "%s: NCCL did not take the group of calls within %.1f s (RUDA_COMM_TIMEOUT)",
-               ruda__coll_kind_name(p0->kind), (double)ruda__comm_timeout_ns() * 1e-9);
-      return;
-    }
-  }
-  if (r != ncclSuccess) {
-    ruda_status_t e = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "ncclGroupEnd", "%s of %u devices",
-                                       ruda__coll_kind_name(p0->kind), round->size);
-    snprintf(round->error, sizeof round->error, "%s", ruda_status_reason(e) ? ruda_status_reason(e) : "NCCL failed");
-    ruda_status_free(e);
-  }
-}
-
-/* The bytes src and dst need for `c`. */
-static void coll_bytes(const ruda__coll_t *c, uint64_t *src, uint64_t *dst) {
-  uint64_t bytes = c->count * ruda_elem_type_size(c->dtype);
-  *src = *dst = 0;
-  switch (c->kind) {
-    case RUDA__COLL_ALL_REDUCE: *src = *dst = bytes; break;
-    case RUDA__COLL_BROADCAST: *dst = bytes; break;
-    case RUDA__COLL_ALL_GATHER: *src = bytes; *dst = bytes * c->peers.size; break;
-    case RUDA__COLL_REDUCE_SCATTER: *src = bytes * c->peers.size; *dst = bytes; break;
-    case RUDA__COLL_SEND: *src = bytes; break;
-    case RUDA__COLL_RECV: *dst = bytes; break;
-  }
-}
-
-static bool is_reduction(ruda__coll_kind_t k) {
-  return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
-}
-
-void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_id_t stream) {
-  const ruda__cuda_api_t *cu = s->api;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  struct ruda__cuda_comms *comms = s->comms;
-  comm_entry_t *entry = find_comm(comms, c->peers.id);
-  ruda__keep_list_t keep = {0};
-  ruda_status_t own = NULL;
-  CUdeviceptr scratch = 0;
-  op_part_t part;
-  memset(&part, 0, sizeof part);
-  snprintf(part.device, sizeof part.device, "cuda:%u", s->base.device.index_id);
-  uint64_t src_need = 0, dst_need = 0;
-  coll_bytes(c, &src_need, &dst_need);
-
-  if (!st) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
-  else if (!entry) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "no NCCL communicator");
-  else if (entry->aborted) {
-    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "the NCCL communicator was aborted: %s",
-                             entry->why);
-  }
-  if (!own && !ruda__nccl_dtype(c->dtype, &part.type)) {
-    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL has no type for %s",
-                             ruda_elem_type_name(c->dtype));
-  }
-  if (!own && is_reduction(c->kind) && !(RUDA__REDUCE_TYPES_NCCL & (1ull << c->dtype))) {
-    own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL cannot reduce %s",
-                             ruda_elem_type_name(c->dtype));
-  }
-  if (!own) {
-    bool has_src = !ruda_binding_is_empty(&c->src.binding);
-    bool has_dst = !ruda_binding_is_empty(&c->dst);
-    if (has_src) ruda__stream_order(&s->pipeline, st, &c->src.binding, &keep);
-    if (has_dst) ruda__stream_order(&s->pipeline, st, &c->dst, &keep);
-    if (has_src) own = ruda__cuda_resolve(s, st, &c->src.binding, &part.send, NULL);
-    if (!own && has_dst) own = ruda__cuda_resolve(s, st, &c->dst, &part.recv, NULL);
-  }
-  part.api = comms ? comms->api : NULL;
-  part.comm = entry && !entry->aborted ? entry->comm : NULL;
-  part.stream = st ? st->cu : NULL;
-  part.kind = c->kind;
-  part.count = (size_t)c->count;
-  part.op = nccl_op(c->op);
-  part.root = (int)c->root;
-  part.peer = (int)c->peer;
-  if (c->kind == RUDA__COLL_BROADCAST) part.send = part.recv;
-  const char *own_reason = own ? (ruda_status_reason(own) ? ruda_status_reason(own) : "error") : NULL;
-
-  long tr = st ? ruda__cuda_trace_begin(s, st, "comm", ruda__coll_kind_name(c->kind),
-                                        c->count * ruda_elem_type_size(c->dtype))
-               : -1;
-  ruda_status_t err = NULL;
-  if (c->peers.ids) {
-    /* In one process: meet the peers; the last to arrive issues the group
-     * or fails the round for everyone. */
-    part.failed = own_reason;
-    ruda__rendezvous_t *rv = entry ? entry->rv : NULL;
-    if (!rv) err = ruda__rendezvous_get(c->peers.id, c->peers.size, c->peers.ids, &rv);
-    if (!err) {
-      err = ruda__rendezvous_join(rv, c->peers.rank, &part, issue_all, NULL, NULL,
-                                  ruda__coll_kind_name(c->kind));
-    }
-    if (c->peers.size > 1) cu->cuCtxSetCurrent(s->ctx); /* the group switched devices */
-    if (!err && !grouped()) {
-      ncclResult_t r = issue_one(&part);
-      if (r != ncclSuccess && r != ncclInProgress) {
-        err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u",
-                               ruda__coll_kind_name(c->kind), s->base.device.index_id);
-      }
-    }
-  } else if (part.api && part.comm && part.stream) {
-    /* Across processes: take part even when this rank's buffers failed,
-     * with scratch memory, so the peers are not left waiting. */
-    if (own) {
-      uint64_t need = src_need > dst_need ? src_need : dst_need;
-      if (need && cu->cuMemAlloc(&scratch, need) != CUDA_SUCCESS) scratch = 0;
-      part.send = part.recv = scratch;
-    }
-    if (!own || scratch || (src_need == 0 && dst_need == 0)) {
-      ncclResult_t r = issue_one(&part);
-      if (r == ncclInProgress) {
-        bool timed_out = false;
-        r = wait_ready(part.api, &part.comm, 1, now_ns() + ruda__comm_timeout_ns(), &timed_out);
-      }
-      if (r != ncclSuccess) {
-        err = ruda__nccl_error(RUDA_ERR_SERVER_GENERIC, r, "NCCL", "%s on cuda:%u (rank %u of %u)",
-                               ruda__coll_kind_name(c->kind), s->base.device.index_id,
-                               c->peers.rank, c->peers.size);
-        comm_abort(part.api, entry, ruda_status_reason(err) ? ruda_status_reason(err) : "NCCL error");
-      }
-    }
-    if (scratch) {
-      cu->cuStreamSynchronize(part.stream);
-      cu->cuMemFree(scratch);
-    }
-  }
-  if (st) ruda__cuda_trace_end(s, st, tr);
-  if (entry && st) {
-    entry->used = true;
-    note_pending(comms, stream);
-    comms->has_last = true;
-    comms->last_id = stream;
-  }
-  if (own) {
-    ruda_status_free(err);
-    err = own;
-  }
-  if (st) {
-    if (err) ruda__stream_push_error(cuda_rs(st), err);
-    ruda__stream_op_end(&s->pipeline, st, &keep);
-  } else {
-    ruda_status_free(err);
-  }
-}
-
-ruda_status_t ruda__cuda_sync_collective(cuda_server_t *s, ruda_stream_id_t stream) {
-  struct ruda__cuda_comms *c = s->comms;
-  if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
-  /* A stream reclaimed since (idle) has nothing left to wait for. */
-  cuda_stream_t *last = ruda__cuda_stream_find(s, c->last_id);
-  if (!last) return NULL;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
-  if (!st) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
-  CUevent ev = NULL;
-  CUresult r = ruda__cuda_event_get(s, &ev);
-  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, last->cu);
-  if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent(st->cu, ev, 0);
-  ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
-  if (r != CUDA_SUCCESS) {
-    return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
-                          "sync_collective on cuda:%u", s->base.device.index_id);
-  }
-  return NULL;
-}
-
 /* ---- Settling: asynchronous errors and timeouts ---- */
 
 /* Polls every used communicator once: an asynchronous error aborts it and
@@ -649,7 +379,7 @@ static void poll_async_errors(cuda_server_t *s, cuda_stream_t *st) {
                                          "on cuda:%u, rank %u of %u; the communicator was "
                                          "aborted",
                                          s->base.device.index_id, e->rank, e->size);
-    comm_abort(c->api, e, ruda_status_reason(err) ? ruda_status_reason(err) : "async error");
+    ruda__nccl_comm_abort(c->api, e, ruda_status_reason(err) ? ruda_status_reason(err) : "async error");
     ruda__stream_push_error(cuda_rs(st), err);
   }
 }
@@ -689,7 +419,7 @@ void ruda__cuda_comms_settle_pending(cuda_server_t *s, ruda_stream_id_t stream, 
                "(RUDA_COMM_TIMEOUT); the communicator was aborted",
                (double)ruda__comm_timeout_ns() * 1e-9);
       for (size_t i = 0; i < c->n; i++) {
-        if (c->items[i].used && !c->items[i].aborted) comm_abort(c->api, &c->items[i], why);
+        if (c->items[i].used && !c->items[i].aborted) ruda__nccl_comm_abort(c->api, &c->items[i], why);
       }
       ruda__stream_push_error(cuda_rs(st), ruda_status_create(RUDA_ERR_SERVER_GENERIC,
                                                               "cuda:%u: %s",
@@ -720,19 +450,19 @@ static void finalize_entries(cuda_server_t *s, bool (*pick)(const comm_entry_t *
     if (e->aborted || !e->comm || !pick(e, id)) continue;
     ncclResult_t r = api->ncclCommFinalize(e->comm);
     if (r != ncclSuccess && r != ncclInProgress) {
-      comm_abort(api, e, "ncclCommFinalize failed");
+      ruda__nccl_comm_abort(api, e, "ncclCommFinalize failed");
       continue;
     }
     comms[k] = e->comm;
     idx[k++] = i;
   }
   bool timed_out = false;
-  ncclResult_t r = k ? wait_ready(api, comms, k, now_ns() + ruda__comm_timeout_ns(), &timed_out)
+  ncclResult_t r = k ? ruda__nccl_wait_ready(api, comms, k, now_ns() + ruda__comm_timeout_ns(), &timed_out)
                      : ncclSuccess;
   for (size_t j = 0; j < k; j++) {
     comm_entry_t *e = &c->items[idx[j]];
     if (r != ncclSuccess || timed_out) {
-      comm_abort(api, e, timed_out ? "ncclCommFinalize timed out" : "ncclCommFinalize failed");
+      ruda__nccl_comm_abort(api, e, timed_out ? "ncclCommFinalize timed out" : "ncclCommFinalize failed");
     } else {
       api->ncclCommDestroy(e->comm);
       e->comm = NULL;
@@ -762,10 +492,10 @@ static void remove_entry(struct ruda__cuda_comms *c, uint64_t id) {
 
 ruda_status_t ruda__cuda_comm_destroy(cuda_server_t *s, uint64_t id) {
   struct ruda__cuda_comms *c = s->comms;
-  comm_entry_t *e = find_comm(c, id);
+  comm_entry_t *e = ruda__nccl_find_comm(c, id);
   if (!e) return NULL;
   finalize_entries(s, pick_id, id);
-  e = find_comm(c, id);
+  e = ruda__nccl_find_comm(c, id);
   bool clean = e && e->destroyed;
   char why[384];
   snprintf(why, sizeof why, "%s", e ? e->why : "");
@@ -788,7 +518,7 @@ void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive) {
   if (!c) return;
   /* Whatever comm_shutdown did not finalize is aborted: abort waits for no
    * peer. */
-  for (size_t i = 0; i < c->n; i++) comm_abort(c->api, &c->items[i], "the server was destroyed");
+  for (size_t i = 0; i < c->n; i++) ruda__nccl_comm_abort(c->api, &c->items[i], "the server was destroyed");
   free(c->items);
   free(c->pending);
   free(c);

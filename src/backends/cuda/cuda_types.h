@@ -28,7 +28,8 @@
  *   cuda_profile.c      device-timed profiles
  *   cuda_graph.c        graphs: a recording captured into a CUDA graph,
  *                       its replays and lifetime
- *   cuda_nccl.c         NCCL communicators, collectives, settling them
+ *   cuda_nccl.c         NCCL communicators (cuda_nccl_table.h), settling them
+ *   cuda_nccl_ops.c     NCCL collectives and send/recv
  *   cuda_server.c       the vtable: each entry settles faults (and, for
  *                       sync, read and flush, NCCL work) once, then calls
  *                       the implementation below; creation, destruction,
