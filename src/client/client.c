@@ -121,7 +121,7 @@ ruda_status_t ruda_client_sync(ruda_client_t *c) {
   ruda_status_t s = ruda__device_begin(c->dev, "ruda_client_sync");
   if (s) return s;
   ruda__future_t *future = NULL;
-  ruda__client_note_wait(c);
+  ruda__device_note_wait(c->dev);
   if (!ruda__device_quiet_after_progress(c->dev)) {
     s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_sync, &future);
   }

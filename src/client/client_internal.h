@@ -71,12 +71,6 @@ ruda_status_t ruda__client_future_finish(ruda__future_t *f);
 ruda_status_t ruda__client_future_make(ruda__future_t *inner, ruda_status_t early,
                                        ruda_binding_t *bindings, size_t n, ruda_future_t **out);
 
-/* ---- client_launch.c ---- */
-
-/* Called by the calling thread's waits on the client's device (sync, a
- * blocking read): ends the thread's current run of launches. */
-void ruda__client_note_wait(ruda_client_t *c);
-
 /* ---- client_profile.c ---- */
 
 /* A profile of the calling worker's stream, opened and closed on the

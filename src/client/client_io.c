@@ -34,7 +34,7 @@ static ruda_status_t read_bound(ruda_client_t *c, ruda__copy_desc_t *desc, void 
   }
   s = ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_read, &r);
   if (!out_future) {
-    ruda__client_note_wait(c);
+    ruda__device_note_wait(c->dev);
     /* Waited for on this thread: the worker serves other streams. */
     ruda_status_t w = ruda__client_future_finish(r.future);
     ruda__device_end(c->dev);

@@ -40,45 +40,8 @@ static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_free(d, l);
 }
 
-/* ---- Launches made by their caller ----
- *
- * A launch is queued for the device's worker and returns at once. A
- * thread that waits after every launch (launch, sync, launch, sync) ends
- * up making its launch itself anyway: its wait finds the launch still in
- * the queue (the worker leaves fresh work to its submitter for a while,
- * device.c) and runs the queue. For such a thread, on a server whose
- * launch returns before the work is done (launch_returns_early), the
- * launch is made at once on the calling thread while the device is idle
- * (ruda__device_run_op_here): the same work, started earlier, without the
- * queue, and the worker is not woken. A thread whose last wait came after
- * more than one launch queues as before, so a burst of launches still
- * costs its caller no more than the queue. Per thread, for the last
- * device it launched on. */
-typedef struct launch_pace {
-  const ruda__device_t *dev;
-  uint32_t since_wait; /* launches since the thread's last wait */
-  uint32_t before_wait; /* launches between the two waits before */
-} launch_pace_t;
-
-static RUDA__THREAD_LOCAL launch_pace_t tls_pace;
-
-RUDA__HOT
-void ruda__client_note_wait(ruda_client_t *c) {
-  /* A wait with no launch since the last one tells nothing of the pace. */
-  if (tls_pace.dev != c->dev || tls_pace.since_wait == 0) return;
-  tls_pace.before_wait = tls_pace.since_wait;
-  tls_pace.since_wait = 0;
-}
-
-/* Counts the launch; true when the caller should make it itself. Servers
- * whose launch waits for the work (CPU) keep no pace. */
-static bool launch_here_wanted(ruda__device_t *d) {
-  if (!d->launch_returns_early) return false;
-  if (tls_pace.dev != d) tls_pace = (launch_pace_t){d, 0, 0};
-  bool here = tls_pace.since_wait == 0 && tls_pace.before_wait == 1;
-  tls_pace.since_wait++;
-  return here;
-}
+/* ---- Launches made by their caller: the thread's pace is device.h's
+ * (ruda__device_launch_here_wanted) ---- */
 
 RUDA__HOT
 static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
@@ -175,7 +138,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
     launch_op_free(c->dev, l);
     return rs;
   }
-  if (launch_here_wanted(c->dev) && ruda__device_run_op_here(c->dev, &l->base)) return NULL;
+  if (ruda__device_launch_here_wanted(c->dev) && ruda__device_run_op_here(c->dev, &l->base)) return NULL;
   ruda__device_submit(c->dev, &l->base);
   return NULL;
 }

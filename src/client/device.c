@@ -20,6 +20,9 @@ static ruda__device_t *registry[RUDA__MAX_BACKENDS][RUDA_MAX_DEVICES_PER_TYPE];
 static bool atexit_registered;
 static RUDA__THREAD_LOCAL ruda__device_t *tls_worker;
 
+/* The calling thread's launch pace (device.h). */
+RUDA__THREAD_LOCAL ruda__launch_pace_t ruda__tls_launch_pace;
+
 bool ruda__device_on_worker(const ruda__device_t *d) { return tls_worker == d; }
 
 /* A device that never ran (its worker joined or never started). */

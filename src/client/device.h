@@ -228,4 +228,47 @@ ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
  * called on the worker, or the wait took too long). */
 bool ruda__device_quiet_after_progress(ruda__device_t *d);
 
+/* ---- Launches made by their caller ----
+ *
+ * A launch is queued for the device's worker and returns at once. A
+ * thread that waits after every launch (launch, sync, launch, sync) ends
+ * up making its launch itself anyway: its wait finds the launch still in
+ * the queue (the worker leaves fresh work to its submitter for a while,
+ * device.c) and runs the queue. For such a thread, on a server whose
+ * launch returns before the work is done (launch_returns_early), the
+ * launch is made at once on the calling thread while the device is idle
+ * (ruda__device_run_op_here): the same work, started earlier, without the
+ * queue, and the worker is not woken. A thread whose last wait came after
+ * more than one launch queues as before, so a burst of launches still
+ * costs its caller no more than the queue. Per thread, for the last
+ * device it launched on. */
+typedef struct ruda__launch_pace {
+  const ruda__device_t *dev;
+  uint32_t since_wait;  /* launches since the thread's last wait */
+  uint32_t before_wait; /* launches between the two waits before */
+} ruda__launch_pace_t;
+
+extern RUDA__THREAD_LOCAL ruda__launch_pace_t ruda__tls_launch_pace;
+
+/* Called by the calling thread's waits on `d` (sync, a blocking read):
+ * ends the thread's current run of launches. */
+static inline void ruda__device_note_wait(const ruda__device_t *d) {
+  ruda__launch_pace_t *p = &ruda__tls_launch_pace;
+  /* A wait with no launch since the last one tells nothing of the pace. */
+  if (p->dev != d || p->since_wait == 0) return;
+  p->before_wait = p->since_wait;
+  p->since_wait = 0;
+}
+
+/* Counts a launch on `d`; true when the caller should make it itself.
+ * Servers whose launch waits for the work (CPU) keep no pace. */
+static inline bool ruda__device_launch_here_wanted(ruda__device_t *d) {
+  if (!d->launch_returns_early) return false;
+  ruda__launch_pace_t *p = &ruda__tls_launch_pace;
+  if (p->dev != d) *p = (ruda__launch_pace_t){d, 0, 0};
+  bool here = p->since_wait == 0 && p->before_wait == 1;
+  p->since_wait++;
+  return here;
+}
+
 #endif

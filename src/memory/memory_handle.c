@@ -20,7 +20,6 @@
 #include "base/alloc.h"
 #include "memory/memory_handle_internal.h"
 #include "memory/reuse_cache.h"
-#include "memory/reuse_local.h"
 #include "ruda/memory.h"
 
 #define RUDA__SLAB0 1024u

@@ -3,7 +3,6 @@
 
 #include "base/alloc.h"
 #include "memory/reuse_cache.h"
-#include "memory/reuse_local.h"
 
 static _Atomic uint64_t ruda__reuse_epochs;
 

@@ -1,10 +1,10 @@
 /* The threads' own ways of the reuse cache: attaching, removers, and the
- * lifetime of the ways (see reuse_local.h). */
+ * lifetime of the ways (see reuse_cache.h, "The threads' own ways"). */
 #include <pthread.h>
 #include <string.h>
 
 #include "base/alloc.h"
-#include "memory/reuse_local.h"
+#include "memory/reuse_cache.h"
 
 RUDA__THREAD_LOCAL ruda__local_ref_t ruda__thread_locals[RUDA__LOCAL_REFS];
 static RUDA__THREAD_LOCAL uint32_t ruda__locals_victim;

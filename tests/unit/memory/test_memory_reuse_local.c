@@ -1,4 +1,4 @@
-/* The threads' own ways of the reuse cache (memory/reuse_local.h): a
+/* The threads' own ways of the reuse cache (memory/reuse_cache.h): a
  * release on a thread that takes from the cache parks the slice in that
  * thread's ways and its next reservation gets it back; the manager takes
  * parked slices back from threads that sit idle or have exited; ways of a
@@ -8,7 +8,7 @@
 #include <pthread.h>
 
 #include "base/sync.h"
-#include "memory/reuse_local.h"
+#include "memory/reuse_cache.h"
 #include "reuse_test_util.h"
 
 #define NEED_HEAVY_FENCE()                                                             \
