@@ -6,6 +6,9 @@
  *                              geometric mean over the sweep (>= 1.3)
  *   sgemm_<n>_vs_openblas      cpu: tuned against OpenBLAS's cblas_sgemm,
  *                              loaded with dlopen (>= 0.5)
+ *   sgemm_<n>_vs_cublas        cuda: tuned against cuBLAS cublasSgemm (FP32,
+ *                              default math: no tensor cores), loaded with
+ *                              dlopen, on the same device buffers (>= 0.7)
  *   sum_vs_triad_bandwidth     tuned reduction against the tuned triad's
  *                              bandwidth (GB/s; >= 0.8)
  *   cache_hit_launch           ruda_tune_op_launch on a decided key
@@ -166,6 +169,88 @@ static void bench_openblas(ruda_bench_t *b, ruda_client_t *c) {
   }
 }
 
+/* cuBLAS through dlopen: cublasCreate_v2, cublasSgemm_v2 on ruda's device
+ * buffers (ruda's CUDA backend uses the primary context, which the CUDA
+ * runtime inside cuBLAS uses too), cuCtxSynchronize to wait. */
+typedef int (*cublas_create_fn)(void **handle);
+typedef int (*cublas_destroy_fn)(void *handle);
+typedef int (*cublas_math_fn)(void *handle, int mode);
+typedef int (*cublas_sgemm_fn)(void *handle, int ta, int tb, int m, int n, int k,
+                               const float *alpha, const void *a, int lda, const void *b, int ldb,
+                               const float *beta, void *c, int ldc);
+typedef int (*cu_sync_fn)(void);
+
+static void *sym_of(void *lib, const char *name) { return lib ? dlsym(lib, name) : NULL; }
+
+static void bench_cublas(ruda_bench_t *b, ruda_client_t *c) {
+  static const uint64_t full[] = {1024, 2048, 4096}, quick[] = {1024};
+  const uint64_t *sizes = ruda_bench_quick(b) || ruda_bench_smoke(b) ? quick : full;
+  size_t nsz = ruda_bench_pick(b, 3, 1, 1);
+  void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libcublas.so.12", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) lib = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+  void *cu = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  cublas_create_fn create = NULL;
+  cublas_destroy_fn destroy = NULL;
+  cublas_math_fn math = NULL;
+  cublas_sgemm_fn sgemm = NULL;
+  cu_sync_fn sync = NULL;
+  void *p;
+  if ((p = sym_of(lib, "cublasCreate_v2"))) memcpy(&create, &p, sizeof p);
+  if ((p = sym_of(lib, "cublasDestroy_v2"))) memcpy(&destroy, &p, sizeof p);
+  if ((p = sym_of(lib, "cublasSetMathMode"))) memcpy(&math, &p, sizeof p);
+  if ((p = sym_of(lib, "cublasSgemm_v2"))) memcpy(&sgemm, &p, sizeof p);
+  if ((p = sym_of(cu, "cuCtxSynchronize"))) memcpy(&sync, &p, sizeof p);
+  void *h = NULL;
+  const char *why = !lib ? "libcublas.so not found" : !cu ? "libcuda.so.1 not found"
+                    : !create || !destroy || !math || !sgemm || !sync ? "a cuBLAS or driver symbol is missing"
+                    : NULL;
+  if (!why && create(&h) != 0) why = "cublasCreate failed";
+  if (!why && math(h, 0) != 0) why = "cublasSetMathMode(CUBLAS_DEFAULT_MATH) failed";
+  for (size_t i = 0; i < nsz; i++) {
+    uint64_t n = sizes[i];
+    char name[64];
+    snprintf(name, sizeof name, "sgemm_%llu_vs_cublas", (unsigned long long)n);
+    if (why) {
+      ruda_bench_skip(b, "tune", name, why);
+      continue;
+    }
+    mm_t x;
+    ruda_status_t err = mm_open(c, n, n, n, &x);
+    if (!err) err = ruda_tune_op_tune(x.op, c, &x.args, false, NULL);
+    double tuned = err ? NAN : mm_time(&x, SIZE_MAX, 5, &err);
+    ruda_resource_t ra = {0}, rb = {0}, rc = {0};
+    if (!err) err = ruda_client_get_resource(c, &x.h[0], &ra);
+    if (!err) err = ruda_client_get_resource(c, &x.h[1], &rb);
+    if (!err) err = ruda_client_get_resource(c, &x.h[2], &rc);
+    if (!err) err = ruda_client_sync(c);
+    double cub[6];
+    const float one_f = 1.0f, zero_f = 0.0f;
+    for (int r = 0; r < 6 && !err; r++) {
+      uint64_t t0 = ruda_bench_now_ns();
+      /* Row major C = A B is column major C^T = B^T A^T. */
+      int rc1 = sgemm(h, 0, 0, (int)n, (int)n, (int)n, &one_f, (const void *)(uintptr_t)rb.address,
+                      (int)n, (const void *)(uintptr_t)ra.address, (int)n, &zero_f,
+                      (void *)(uintptr_t)rc.address, (int)n);
+      int rc2 = sync();
+      cub[r] = (double)(ruda_bench_now_ns() - t0);
+      if (rc1 || rc2)
+        err = ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN, "cublasSgemm returned %d, cuCtxSynchronize %d",
+                                 rc1, rc2);
+    }
+    ruda_resource_release(&ra);
+    ruda_resource_release(&rb);
+    ruda_resource_release(&rc);
+    mm_close(&x);
+    if (ruda_bench_fail_status(b, "tune", name, err)) continue;
+    double flop = 2.0 * (double)n * n * n;
+    ruda_bench_report(b, "tune", name, "GFLOP/s", one(flop / tuned),
+                      one(flop / ruda_bench_stats_from_samples(cub + 1, 5).median),
+                      "cuBLAS cublasSgemm (FP32)", false);
+  }
+  if (h) destroy(h);
+}
+
 static void bench_sum(ruda_bench_t *b, ruda_client_t *c) {
   uint64_t n = ruda_bench_pick(b, 64u << 20, 8u << 20, 1u << 20);
   float *host = malloc(n * 4);
@@ -259,9 +344,7 @@ void ruda_bench_tune(ruda_bench_t *b) {
   if (!ruda_bench_open_client(b, "tune", "matmul", &c)) return;
   bench_matmul(b, c);
   if (!ruda_bench_on_cuda(b) && !ruda_bench_on_opencl(b)) bench_openblas(b, c);
-  if (ruda_bench_on_cuda(b))
-    ruda_bench_skip(b, "tune", "sgemm_vs_cublas",
-                    "not measured yet: the cuBLAS comparison is not written");
+  if (ruda_bench_on_cuda(b)) bench_cublas(b, c);
   bench_sum(b, c);
   bench_hit(b, c);
   bench_tuning_time(b, c);
