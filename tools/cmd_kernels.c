@@ -19,7 +19,8 @@
 void ruda_cmd_kernels_help(FILE *f) {
   fprintf(f,
           "usage: ruda kernels check [--arch sm_XY] [--cuda-only|--opencl-only]\n"
-          "                          [--opencl-device N] [--skip-unavailable] [-I DIR]... FILE...\n"
+          "                          [--opencl-device N] [--skip-unavailable] [-I DIR]...\n"
+          "                          [-D NAME[=VALUE]]... [-O.. -f.. -m..]... FILE...\n"
           "       ruda kernels embed [-I DIR]... [-MF DEPFILE] -o OUT.c FILE\n"
           "       ruda kernels embed --text [-I DIR]... FILE\n"
           "\n"
@@ -35,6 +36,9 @@ void ruda_cmd_kernels_help(FILE *f) {
           "\n"
           "-I DIR  where the kernel files' own #include \"...\" headers are (after the\n"
           "        including file's folder).\n"
+          "-D NAME[=VALUE]  a compile-time constant for every compiler, as the options\n"
+          "        of ruda_kernel_from_file give it; -O, -f and -m flags are the CPU\n"
+          "        compiler's: accepted, and not given to NVRTC or OpenCL.\n"
           "--skip-unavailable  a compiler that is not installed is reported and\n"
           "        skipped (exit 77 when none is); without it that is exit 3.\n"
           "\n"
@@ -175,9 +179,15 @@ static int cmd_check(int argc, char **argv) {
   check_opts_t o = {90, true, true, false, 0};
   const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   const char **files = calloc((size_t)argc + 1, sizeof *files);
-  size_t nd = 0, nf = 0;
+  /* -D constants become #define lines in front of the text (which starts
+   * with its own #line, so messages keep the file's lines): the same for
+   * NVRTC and OpenCL, as -D options of ruda_kernel_from_file. */
+  size_t defines_cap = 1;
+  for (int i = 0; i < argc; i++) defines_cap += strlen(argv[i]) + 16;
+  char *defines = calloc(defines_cap, 1);
+  size_t nd = 0, nf = 0, defines_len = 0;
   int rc = RUDA_EXIT_USAGE;
-  if (!dirs || !files) goto done;
+  if (!dirs || !files || !defines) goto done;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--arch") == 0 && i + 1 < argc) {
@@ -201,6 +211,18 @@ static int cmd_check(int argc, char **argv) {
       dirs[nd++] = argv[++i];
     } else if (strncmp(a, "-I", 2) == 0 && a[2]) {
       dirs[nd++] = a + 2;
+    } else if (strncmp(a, "-D", 2) == 0 && (a[2] || i + 1 < argc)) {
+      const char *d = a[2] ? a + 2 : argv[++i];
+      const char *eq = strchr(d, '=');
+      size_t nlen = eq ? (size_t)(eq - d) : strlen(d);
+      if (nlen == 0 || strpbrk(d, " \t\n")) {
+        fprintf(stderr, "ruda kernels check: -D wants NAME[=VALUE] without blanks, not '%s'\n", d);
+        goto done;
+      }
+      defines_len += (size_t)snprintf(defines + defines_len, defines_cap - defines_len,
+                                      "#define %.*s %s\n", (int)nlen, d, eq ? eq + 1 : "1");
+    } else if (a[0] == '-' && a[1] && strchr("Ofm", a[1]) && strncmp(a, "-fplugin", 8) != 0) {
+      /* The CPU compiler's flags: nothing for NVRTC and OpenCL. */
     } else if (a[0] == '-') {
       fprintf(stderr, "ruda kernels check: unknown option '%s'\n", a);
       goto done;
@@ -232,6 +254,19 @@ static int cmd_check(int argc, char **argv) {
       rc = RUDA_EXIT_FAILURE;
       continue;
     }
+    if (defines_len) {
+      char *with = malloc(defines_len + t.len + 1);
+      if (!with) {
+        ruda_tools_kernel_text_free(&t);
+        rc = RUDA_EXIT_FAILURE;
+        break;
+      }
+      memcpy(with, defines, defines_len);
+      memcpy(with + defines_len, t.text, t.len + 1);
+      free(t.text);
+      t.text = with;
+      t.len += defines_len;
+    }
     if (o.cuda && !cuda_missing) {
       int r = check_cuda(&t, files[f], o.cc);
       if (r == 3) cuda_missing = true;
@@ -250,6 +285,7 @@ static int cmd_check(int argc, char **argv) {
     else if (compiled == 0) rc = 77;
   }
 done:
+  free(defines);
   free(dirs);
   free(files);
   return rc;

@@ -119,6 +119,12 @@ typedef struct ruda_compilation_config {
   ruda_cache_config_t cache;
   ruda_bounds_check_mode_t check_mode; /* default: RUDA_BOUNDS_AUTO */
   ruda_fp_contract_t fp_contract;      /* default: RUDA_FP_CONTRACT_FAST */
+  /* The C compiler that builds portable kernel text for cpu:N at run time
+   * (docs/cpu.md): a name looked up on PATH or a path; "" = "cc". */
+  char cpu_compiler[RUDA_CONFIG_PATH_MAX];
+  /* Its flags, split on blanks (never read by a shell); default
+   * "-O3 -march=native". */
+  char cpu_flags[RUDA_CONFIG_PATH_MAX];
 } ruda_compilation_config_t;
 
 typedef struct ruda_streaming_config {

@@ -71,7 +71,8 @@ void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...
 /* The form a piece of kernel code takes. A kernel carries one entry per
  * format it has; each backend picks the first format it can run, in its
  * own order of preference:
- *   cpu:    CPU, then PORTABLE (its natively compiled function);
+ *   cpu:    CPU, then PORTABLE (its natively compiled function, else its
+ *           text compiled at run time with the C compiler, docs/cpu.md);
  *   cuda:   CUBIN, PTX, CUDA_C, then PORTABLE (its text, through NVRTC);
  *   opencl: OPENCL_C, then PORTABLE (its text, through clBuildProgram).
  * Values are stable (they feed the compile-cache key). */
@@ -177,6 +178,48 @@ ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text
 ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
                                            const char *text, size_t len, const char *origin,
                                            void **out_binary, size_t *out_size);
+
+/* ---- Kernels from files and text ---- */
+
+/* What ruda_kernel_from_file and ruda_kernel_from_text build. Borrowed for
+ * the call. */
+typedef struct ruda_kernel_source {
+  const char *entry;           /* the RUDA_KERNEL to create (its name); NULL:
+                                  the text's only kernel */
+  const char *const *options;  /* compile options, each one argument:
+                                  -DNAME[=VALUE], -IDIR, and for the CPU
+                                  compiler only -O..., -f..., -m... */
+  size_t num_options;
+  ruda_dim_t ruda_dim;         /* RUDA_DIM_ANY kernels: their dims (each axis
+                                  >= 1); {0,0,0} for kernels that declare them */
+  uint64_t shared_mem_bytes;   /* RUDA_SHARED_DYNAMIC: bytes per ruda */
+} ruda_kernel_source_t;
+
+/* A portable kernel (ruda/kernel_dialect.h, docs/kernels.md) from a kernel
+ * file that the program was not built with: the file is read now (its
+ * quoted includes inlined, searched next to it and in the -I folders), and
+ * each backend compiles the text on first launch (cpu:N with the C
+ * compiler of compilation.cpu_compiler, cuda:N with NVRTC, opencl:N with
+ * clBuildProgram), caching it on disk. -D options reach every compiler
+ * (the same constants on every backend); -O, -f and -m only the CPU
+ * compiler. The options are part of the kernel's id (ruda_kernel_hash):
+ * one file with different -D constants gives different kernels. Dims come
+ * from the declaration: RUDA_DIM(x, y, z) with integer literals or names
+ * given a value by a -D option or a `#define NAME value` line of the text;
+ * RUDA_DIM_ANY takes src->ruda_dim.
+ * On success *out holds one reference, which the caller releases.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL path, text, src or out; a file
+ * that cannot be read, an include not found, no kernel or no such entry,
+ * dims ruda cannot read, an option outside -D, -I, -O, -f, -m, an option
+ * with a blank), RUDA_ERR_LAUNCH_OUT_OF_MEMORY. Compile errors come at
+ * launch, naming the file and line. Thread-safe. */
+ruda_status_t ruda_kernel_from_file(const char *path, const ruda_kernel_source_t *src,
+                                    ruda_kernel_t **out);
+/* The same for `len` bytes of text (0: strlen(text)), named `origin` in
+ * messages ("<kernel text>" when NULL); its quoted includes are searched
+ * next to `origin` when it names a folder, then in the -I folders. */
+ruda_status_t ruda_kernel_from_text(const char *text, size_t len, const char *origin,
+                                    const ruda_kernel_source_t *src, ruda_kernel_t **out);
 
 /* ---- Dispatch counts ---- */
 

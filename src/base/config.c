@@ -129,6 +129,7 @@ void ruda_config_default(ruda_config_t *out) {
   out->compilation.cache.location = RUDA_CACHE_LOCATION_USER;
   out->compilation.check_mode = RUDA_BOUNDS_AUTO;
   out->compilation.fp_contract = RUDA_FP_CONTRACT_FAST;
+  snprintf(out->compilation.cpu_flags, sizeof out->compilation.cpu_flags, "-O3 -march=native");
   out->streaming.max_streams = 128;
   out->streaming.priority = RUDA_STREAM_PRIORITY_DEFAULT;
   out->memory.persistent_memory = RUDA_PERSISTENT_MEMORY_ENABLED;
@@ -199,6 +200,10 @@ static const option_t k_options[] = {
      k_check_modes, 0, 0, false},
     {"compilation", "fp_contract", "RUDA_FP_CONTRACT", OPT_ENUM, AT(compilation.fp_contract),
      k_fp_contract, 0, 0, false},
+    {"compilation", "cpu_compiler", "RUDA_CPU_COMPILER", OPT_PATH, AT(compilation.cpu_compiler),
+     NULL, 0, 0, false},
+    {"compilation", "cpu_flags", "RUDA_CPU_FLAGS", OPT_PATH, AT(compilation.cpu_flags), NULL, 0,
+     0, false},
     {"streaming", "logger", "RUDA_LOG_STREAMING", OPT_LOGGER, AT(streaming.logger),
      k_levels_other, 0, 0, false},
     {"streaming", "max_streams", "RUDA_MAX_STREAMS", OPT_UINT, AT(streaming.max_streams), NULL,

@@ -484,3 +484,23 @@ ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, c
                             plural(params->scalars), num_buffers, plural(num_buffers), num_info,
                             plural(num_info), missing);
 }
+
+ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,
+                                           size_t num_options) {
+  for (size_t i = 0; i < num_options; i++) {
+    const char *o = options ? options[i] : NULL;
+    bool ok = o && o[0] == '-' && o[1] != '\0' && strchr("DIOfm", o[1]) != NULL;
+    if (ok && (o[1] == 'D' || o[1] == 'I') && o[2] == '\0') ok = false;
+    if (ok && strncmp(o, "-fplugin", 8) == 0) ok = false;
+    for (const char *p = o; ok && *p; p++)
+      if (isspace((unsigned char)*p)) ok = false;
+    if (!ok) {
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "kernel '%s': compile option \"%s\" is not allowed (portable "
+                                "kernels take -DNAME[=VALUE] and -IDIR, and for the CPU compiler "
+                                "-O, -f and -m flags, each one argument without blanks)",
+                                kernel ? kernel : "?", o ? o : "(null)");
+    }
+  }
+  return NULL;
+}

@@ -92,5 +92,19 @@ void ruda__portable_scan_params(const char *text, size_t len, const char *entry,
 ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, const char *text,
                                         size_t len, const char *entry, size_t num_buffers,
                                         size_t num_info);
+/* NULL when every option of a portable entry is one ruda's compilers may be
+ * given: -DNAME[=VALUE] and -IDIR (every backend), -O..., -f... and -m...
+ * (the CPU compiler only), each one argument with no blank in it (the GPU
+ * compilers get the options joined by blanks); -fplugin is refused (it
+ * loads code into the compiler). Else RUDA_ERR_INVALID_ARGUMENT naming the
+ * first other option and `kernel`. */
+ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,
+                                           size_t num_options);
+
+/* Whether a (checked) option of a portable entry goes to the GPU
+ * compilers too: -D and -I do; -O, -f and -m are the CPU compiler's. */
+static inline bool ruda__portable_option_for_gpu(const char *option) {
+  return option && option[0] == '-' && (option[1] == 'D' || option[1] == 'I');
+}
 
 #endif

@@ -1,5 +1,5 @@
 /* ruda-kernel-embed: the build-time kernel embed step (see
- * tools/kernel_text.h and docs/kernels.md). Built before the library, from
+ * src/base/kernel_text.h and docs/kernels.md). Built before the library, from
  * plain C; the CMake function ruda_add_kernels() runs it.
  *
  *   ruda-kernel-embed [-I DIR]... [-MF DEPFILE] -o OUT.c KERNEL_FILE
@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../kernel_text.h"
+#include "kernel_text.h"
 
 static int usage(void) {
   fprintf(stderr,

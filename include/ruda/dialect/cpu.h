@@ -277,32 +277,16 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
 #define RUDA__CPU_TEXT_DECL(kname_) extern const char ruda_kernel_text__##kname_[];
 #endif
 
-#define RUDA__CPU_KERNEL(kname_, kdims_, ...)                                                     \
-  struct ruda__units_##kname_ {                                                                 \
-    char slots[RUDA__DIM_UNITS_CAP(kdims_)];                                                    \
-  };                                                                                          \
-  RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__);                                                     \
-  static __attribute__((unused)) void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) { \
-    if (!ruda__cpu_args_fit(ruda__ctx, RUDA__NUM_BUFFERS(__VA_ARGS__),                        \
-                            RUDA__NUM_SCALARS(__VA_ARGS__))) {                                \
-      ruda_cpu_kernel_fail(ruda__ctx,                                                         \
-                           "kernel '" #kname_ "' takes %d buffers and %d scalars; the launch "  \
-                           "passed %zu buffers and %zu info words",                           \
-                           RUDA__NUM_BUFFERS(__VA_ARGS__), RUDA__NUM_SCALARS(__VA_ARGS__),    \
-                           ruda__ctx->num_buffers, ruda__ctx->info_len);                      \
-      return;                                                                                 \
-    }                                                                                         \
-    size_t ruda__bi = 0, ruda__si = 0;                                                        \
-    (void)ruda__bi;                                                                           \
-    (void)ruda__si;                                                                           \
-    RUDA__PARAMS(RUDA__CPU_DECL, __VA_ARGS__)                                                 \
-    ruda_body__##kname_(ruda__u3(ruda__ctx->ruda_pos.x, ruda__ctx->ruda_pos.y,                  \
-                               ruda__ctx->ruda_pos.z),                                        \
-                      ruda__u3(ruda__ctx->ruda_count.x, ruda__ctx->ruda_count.y,              \
-                               ruda__ctx->ruda_count.z),                                      \
-                      RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0   \
-                          RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                              \
-  }                                                                                           \
+/* Compiled by ruda at run time (a kernel the program was not built with:
+ * ruda_kernel_from_file, or a portable entry without a cpu_fn), the kernel
+ * function is the shared object's export and the host helpers are left
+ * out; the CPU backend's prelude defines RUDA__CPU_RUNTIME. */
+#if defined(RUDA__CPU_RUNTIME)
+#define RUDA__CPU_FN_LINKAGE __attribute__((visibility("default"), unused))
+#define RUDA__CPU_HOST_PARTS(kname_, kdims_, ...)
+#else
+#define RUDA__CPU_FN_LINKAGE static __attribute__((unused))
+#define RUDA__CPU_HOST_PARTS(kname_, kdims_, ...)                                                \
   RUDA__CPU_TEXT_DECL(kname_)                                                                 \
   static const ruda_kernel_code_t ruda_code__##kname_ __attribute__((unused)) = {            \
       RUDA_KERNEL_FORMAT_PORTABLE, RUDA__CPU_TEXT(kname_), 0, ruda_cpu__##kname_, #kname_,   \
@@ -333,7 +317,36 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
     ruda__args.info.len = ruda__si;                                                           \
     ruda__args.info.dynamic_metadata_offset = ruda__si;                                       \
     return ruda_client_launch(ruda__client, ruda__kernel, ruda__count, &ruda__args);          \
+  }
+#endif
+
+#define RUDA__CPU_KERNEL(kname_, kdims_, ...)                                                     \
+  struct ruda__units_##kname_ {                                                                 \
+    char slots[RUDA__DIM_UNITS_CAP(kdims_)];                                                    \
+  };                                                                                          \
+  RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__);                                                     \
+  RUDA__CPU_FN_LINKAGE void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) {        \
+    if (!ruda__cpu_args_fit(ruda__ctx, RUDA__NUM_BUFFERS(__VA_ARGS__),                        \
+                            RUDA__NUM_SCALARS(__VA_ARGS__))) {                                \
+      ruda_cpu_kernel_fail(ruda__ctx,                                                         \
+                           "kernel '" #kname_ "' takes %d buffers and %d scalars; the launch "  \
+                           "passed %zu buffers and %zu info words",                           \
+                           RUDA__NUM_BUFFERS(__VA_ARGS__), RUDA__NUM_SCALARS(__VA_ARGS__),    \
+                           ruda__ctx->num_buffers, ruda__ctx->info_len);                      \
+      return;                                                                                 \
+    }                                                                                         \
+    size_t ruda__bi = 0, ruda__si = 0;                                                        \
+    (void)ruda__bi;                                                                           \
+    (void)ruda__si;                                                                           \
+    RUDA__PARAMS(RUDA__CPU_DECL, __VA_ARGS__)                                                 \
+    ruda_body__##kname_(ruda__u3(ruda__ctx->ruda_pos.x, ruda__ctx->ruda_pos.y,                  \
+                               ruda__ctx->ruda_pos.z),                                        \
+                      ruda__u3(ruda__ctx->ruda_count.x, ruda__ctx->ruda_count.y,              \
+                               ruda__ctx->ruda_count.z),                                      \
+                      RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0   \
+                          RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                              \
   }                                                                                           \
+  RUDA__CPU_HOST_PARTS(kname_, kdims_, __VA_ARGS__)                                          \
   RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__)
 
 /* ---- Host side ---- */
@@ -359,9 +372,11 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
  * the caller releases. */
 #define RUDA_LAUNCH(name, ...) ruda_launch__##name(__VA_ARGS__)
 
+#if !defined(RUDA__CPU_RUNTIME)
 static inline __attribute__((unused)) ruda_status_t ruda__kernel_create_from(ruda_kernel_desc_t d,
                                                                              ruda_kernel_t **out) {
   return ruda_kernel_create(&d, out);
 }
+#endif
 
 #endif /* RUDA_DIALECT_CPU_H */

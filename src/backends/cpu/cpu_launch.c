@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_compile.h"
 #include "backends/cpu/cpu_server.h"
 #include "base/alloc.h"
 #include "server/kernel_object.h"
@@ -92,16 +93,22 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
                                       const ruda__launch_args_t *args) {
   const ruda_kernel_desc_t *desc = ruda_kernel_desc(kernel);
   const ruda_device_properties_t *p = &s->base.utilities.properties;
-  /* A CPU entry, else the natively compiled form of a portable kernel. */
+  /* A CPU entry, else the natively compiled form of a portable kernel,
+   * else its text compiled now (cpu_compile.h). */
   static const ruda_kernel_format_t formats[] = {RUDA_KERNEL_FORMAT_CPU,
                                                  RUDA_KERNEL_FORMAT_PORTABLE};
   const ruda_kernel_code_t *code = ruda__kernel_code_pick(kernel, formats, 2);
-  if (!code || !code->cpu_fn) {
+  ruda_cpu_kernel_fn fn = code ? code->cpu_fn : NULL;
+  if (!fn && code && code->format == RUDA_KERNEL_FORMAT_PORTABLE && code->data) {
+    ruda_status_t ce = ruda__cpu_compiled_fn(kernel, code, &fn);
+    if (ce) return ce;
+  }
+  if (!fn) {
     return ruda_status_wrap(
         RUDA_ERR_LAUNCH_COMPILATION,
         ruda_status_create(RUDA_ERR_COMPILATION_NO_CODE,
                            "kernel '%s' has no CPU function (a CPU entry, or a portable "
-                           "entry compiled into the program)", desc->name));
+                           "entry with its text or compiled into the program)", desc->name));
   }
   ruda_status_t err = NULL;
   if (args->num_tensor_maps) {
@@ -158,7 +165,7 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     memset(&l, 0, sizeof l);
     l.desc = desc;
     l.device = s->base.device;
-    l.fn = code->cpu_fn;
+    l.fn = fn;
     l.proto.ruda_count = c;
     l.proto.ruda_dim = desc->ruda_dim;
     l.proto.buffers = ptrs;

@@ -489,9 +489,13 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       void *bin = NULL;
       size_t size = 0;
       if (code->format == RUDA_KERNEL_FORMAT_PORTABLE) {
+        /* -O, -f and -m options are the CPU compiler's. */
+        const char *gpu_opts[64];
+        size_t ngo = 0;
+        for (size_t i = 0; i < code->num_options && ngo < 64; i++)
+          if (ruda__portable_option_for_gpu(code->options[i])) gpu_opts[ngo++] = code->options[i];
         s = ruda__cuda_nvrtc_compile_portable(code->entry, code->data, code->size, code->origin,
-                                              c->cc, code->options, code->num_options, &bin,
-                                              &size);
+                                              c->cc, gpu_opts, ngo, &bin, &size);
       } else {
         s = ruda__cuda_nvrtc_compile(d->name, code->data, code->size, c->cc, code->options,
                                      code->num_options, &bin, &size);

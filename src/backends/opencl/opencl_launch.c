@@ -175,6 +175,15 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
     }
     code.text = composed;
   }
+  /* A portable entry's -O, -f and -m options are the CPU compiler's. */
+  const char *gpu_opts[64];
+  size_t num_gpu_opts = 0;
+  if (code.portable) {
+    for (size_t i = 0; i < code.num_options && num_gpu_opts < 64; i++)
+      if (ruda__portable_option_for_gpu(code.options[i])) gpu_opts[num_gpu_opts++] = code.options[i];
+    code.options = gpu_opts;
+    code.num_options = num_gpu_opts;
+  }
   e = ruda__opencl_program_cache_get(s->programs, code.key, code.entry, code.text, code.len,
                                      code.options, code.num_options, &fn);
   free(composed);

@@ -183,7 +183,7 @@ TEST(schema_errors) {
   expect_error("\nverbose = true\n", 2, "verbose", "unknown section");
   expect_error("profiling = 1\n", 1, "profiling", "expected a table, found an integer");
   expect_error("[profiling]\nlevel = \"full\"\n", 2, "profiling.level", "unknown key (expected logger)");
-  expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache, check_mode or fp_contract)");
+  expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache, check_mode, fp_contract, cpu_compiler or cpu_flags)");
   expect_error("[streaming]\nfoo = 1\n", 2, "streaming.foo", "unknown key");
   expect_error("[memory]\nfoo = 1\n", 2, "memory.foo", "unknown key");
   expect_error("[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads, devices, spin or memory_limit)");
@@ -722,4 +722,15 @@ TEST(out_of_memory_while_parsing) {
     }
   }
   ASSERT_TRUE(done);
+}
+
+TEST(cpu_compiler_settings) {
+  ruda_config_t cfg;
+  ruda_config_default(&cfg);
+  ASSERT_STR_EQ(cfg.compilation.cpu_compiler, "");
+  ASSERT_STR_EQ(cfg.compilation.cpu_flags, "-O3 -march=native");
+  static const char text[] = "[compilation]\ncpu_compiler = \"clang\"\ncpu_flags = \"-O2\"\n";
+  ASSERT_OK(ruda_config_parse(text, sizeof text - 1, "ruda.toml", &cfg));
+  ASSERT_STR_EQ(cfg.compilation.cpu_compiler, "clang");
+  ASSERT_STR_EQ(cfg.compilation.cpu_flags, "-O2");
 }

@@ -239,6 +239,9 @@ static char *resolve(loader_t *l, const char *including_dir, const char *name) {
   return abs;
 }
 
+static void load_source(loader_t *l, const char *abs, char *src, size_t len, char *dir,
+                        unsigned depth);
+
 static void load_file(loader_t *l, const char *abs, unsigned depth) {
   if (l->failed) return;
   char *src = NULL;
@@ -258,6 +261,12 @@ static void load_file(loader_t *l, const char *abs, unsigned depth) {
     fail(l, abs, 0, "out of memory");
     return;
   }
+  load_source(l, abs, src, len, dir, depth);
+}
+
+/* The text `src` of `abs` (both freed here), includes searched from `dir`. */
+static void load_source(loader_t *l, const char *abs, char *src, size_t len, char *dir,
+                        unsigned depth) {
   buf_str(&l->out, "#line 1 ");
   buf_quoted_path(&l->out, abs);
   buf_str(&l->out, "\n");
@@ -384,6 +393,22 @@ static bool scan_kernels(ruda_tools_kernel_text_t *t, const char *src, size_t le
           return false;
         }
       }
+      /* The second argument, the dims, as written (up to the comma or
+       * parenthesis that ends it). */
+      const char *ds = q, *de = q;
+      while (ds < end && isspace((unsigned char)*ds)) ds++;
+      if (ds < end && *ds == ',') {
+        ds++;
+        int depth = 0;
+        for (de = ds; de < end; de++) {
+          if (*de == '(') depth++;
+          else if (*de == ')' && depth-- == 0) break;
+          else if (*de == ',' && depth == 0) break;
+        }
+        if (de >= end) de = ds;
+      } else {
+        ds = de = q;
+      }
       ruda_tools_kernel_decl_t *k = realloc(t->kernels, (t->num_kernels + 1) * sizeof *k);
       if (!k) {
         snprintf(err, err_cap, "out of memory");
@@ -392,7 +417,10 @@ static bool scan_kernels(ruda_tools_kernel_text_t *t, const char *src, size_t le
       t->kernels = k;
       k[t->num_kernels].name = strndup(ns, nlen);
       k[t->num_kernels].line = decl_line;
-      if (!k[t->num_kernels].name) {
+      k[t->num_kernels].dims = strndup(ds, (size_t)(de - ds));
+      if (!k[t->num_kernels].name || !k[t->num_kernels].dims) {
+        free(k[t->num_kernels].name);
+        free(k[t->num_kernels].dims);
         snprintf(err, err_cap, "out of memory");
         return false;
       }
@@ -443,11 +471,53 @@ bool ruda_tools_kernel_text_load(const char *path, const char *const *include_di
   return ok;
 }
 
+bool ruda_tools_kernel_text_from_memory(const char *text, size_t len, const char *origin,
+                                        const char *const *include_dirs,
+                                        size_t num_include_dirs, ruda_tools_kernel_text_t *out,
+                                        char *err, size_t err_cap) {
+  memset(out, 0, sizeof *out);
+  if (err_cap) err[0] = '\0';
+  out->path = strdup(origin && origin[0] ? origin : "<kernel text>");
+  char *src = malloc(len + 1);
+  char *dir = origin && strchr(origin, '/') ? dir_of(origin) : strdup(".");
+  if (!out->path || !src || !dir) {
+    free(src);
+    free(dir);
+    ruda_tools_kernel_text_free(out);
+    snprintf(err, err_cap, "out of memory");
+    return false;
+  }
+  memcpy(src, text, len);
+  src[len] = '\0';
+  loader_t l = {0};
+  l.dirs = include_dirs;
+  l.num_dirs = num_include_dirs;
+  l.t = out;
+  l.err = err;
+  l.err_cap = err_cap;
+  load_source(&l, out->path, src, len, dir, 0);
+  for (size_t i = 0; i < l.num_once; i++) free(l.once[i]);
+  free(l.once);
+  if (l.failed) {
+    free(l.out.p);
+    ruda_tools_kernel_text_free(out);
+    return false;
+  }
+  out->text = l.out.p;
+  out->len = l.out.len;
+  bool ok = scan_kernels(out, text, len, err, err_cap);
+  if (!ok) ruda_tools_kernel_text_free(out);
+  return ok;
+}
+
 void ruda_tools_kernel_text_free(ruda_tools_kernel_text_t *t) {
   if (!t) return;
   free(t->path);
   free(t->text);
-  for (size_t i = 0; i < t->num_kernels; i++) free(t->kernels[i].name);
+  for (size_t i = 0; i < t->num_kernels; i++) {
+    free(t->kernels[i].name);
+    free(t->kernels[i].dims);
+  }
   free(t->kernels);
   for (size_t i = 0; i < t->num_deps; i++) free(t->deps[i]);
   free(t->deps);

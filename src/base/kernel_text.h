@@ -2,8 +2,9 @@
  * ruda/kernel_dialect.h) into the text that ruda compiles for cuda:N and
  * opencl:N, and into the generated C file that links that text into the
  * program. Used by the build-time embedder (tools/embed/) and by
- * `ruda kernels embed|check`. Plain C and libc only: the embedder is built
- * before the library.
+ * `ruda kernels embed|check`, and by ruda_kernel_from_file/_from_text
+ * (src/client). Plain C and libc only: the embedder is built before the
+ * library, from this file.
  *
  * The text is the file with:
  *  - `#line 1 "/abs/path"` first, so every compiler's messages name the
@@ -29,6 +30,7 @@
 typedef struct ruda_tools_kernel_decl {
   char *name;
   unsigned line; /* 1-based line of RUDA_KERNEL in the file */
+  char *dims;    /* its second argument as written ("RUDA_DIM(256, 1, 1)") */
 } ruda_tools_kernel_decl_t;
 
 typedef struct ruda_tools_kernel_text {
@@ -46,6 +48,14 @@ typedef struct ruda_tools_kernel_text {
 bool ruda_tools_kernel_text_load(const char *path, const char *const *include_dirs,
                                  size_t num_include_dirs, ruda_tools_kernel_text_t *out,
                                  char *err, size_t err_cap);
+/* The same for text in memory (`len` bytes), named `origin` in #line
+ * directives and errors ("<kernel text>" when NULL); its quoted includes
+ * are searched next to `origin` when it names a folder, else in the
+ * current folder, then in the -I folders. */
+bool ruda_tools_kernel_text_from_memory(const char *text, size_t len, const char *origin,
+                                        const char *const *include_dirs,
+                                        size_t num_include_dirs, ruda_tools_kernel_text_t *out,
+                                        char *err, size_t err_cap);
 void ruda_tools_kernel_text_free(ruda_tools_kernel_text_t *t);
 
 /* The kernel declared at or before `line` of the kernel file (the one whose

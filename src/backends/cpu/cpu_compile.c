@@ -1,0 +1,602 @@
+/* Run-time compilation of portable kernel text for cpu:N (cpu_compile.h). */
+#include "backends/cpu/cpu_compile.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/alloc.h"
+#include "ruda/config.h"
+#include "ruda/log.h"
+#include "server/binary_cache.h"
+#include "server/device_settings.h"
+#include "server/portable_kernel.h"
+#include "types/hasher.h"
+
+extern char **environ;
+
+/* Generated at build time (backend.cmake). */
+extern const char ruda__prelude_cpu[];
+extern const size_t ruda__prelude_cpu_size;
+
+#define CACHE_MAGIC "RUDACPU1"
+#define CACHE_FORMAT 1u
+#define CACHE_SEED 0x6370756b726e6c31ull
+
+static const ruda__binary_kind_t so_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
+
+static _Atomic uint64_t g_compiles, g_disk_hits, g_disk_skips, g_memory_hits;
+
+ruda__cpu_compile_stats_t ruda__cpu_compile_stats(void) {
+  ruda__cpu_compile_stats_t s = {atomic_load(&g_compiles), atomic_load(&g_disk_hits),
+                                 atomic_load(&g_disk_skips), atomic_load(&g_memory_hits)};
+  return s;
+}
+
+static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void warn(const char *fmt, ...) {
+  char line[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "ruda[cpu] warning: %s\n", line);
+}
+
+static void log_basic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void log_basic(const char *fmt, ...) {
+  if (!ruda_log_enabled(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC)) return;
+  char line[1200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "[cpu] %s", line);
+}
+
+/* ---- The compiler and the machine, found once per process ---- */
+
+typedef struct toolchain {
+  bool ready;
+  char path[RUDA_CONFIG_PATH_MAX]; /* "" when none was found */
+  char looked_for[2 * RUDA_CONFIG_PATH_MAX];
+  char version[256];               /* first line of `cc --version` */
+  char flags[RUDA_CONFIG_PATH_MAX];
+  ruda_hash128_t cpu_flags;        /* of /proc/cpuinfo's flags line */
+  ruda__hasher_t key_prefix;       /* the disk key after its machine part */
+  char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cpu; "" : no disk cache */
+} toolchain_t;
+
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+static toolchain_t g_tc;
+
+static bool find_on_path(const char *name, char *out, size_t cap) {
+  if (strchr(name, '/')) {
+    if (access(name, X_OK) != 0) return false;
+    return (size_t)snprintf(out, cap, "%s", name) < cap;
+  }
+  const char *path = getenv("PATH");
+  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
+  for (const char *p = path; *p;) {
+    const char *colon = strchr(p, ':');
+    size_t n = colon ? (size_t)(colon - p) : strlen(p);
+    if (n > 0 && (size_t)snprintf(out, cap, "%.*s/%s", (int)n, p, name) < cap &&
+        access(out, X_OK) == 0) {
+      struct stat st;
+      if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return true;
+    }
+    p += n + (colon ? 1 : 0);
+  }
+  return false;
+}
+
+/* Runs argv with stdout and stderr into *out (ruda__malloc'ed, NUL-terminated,
+ * at most 1 MiB kept). Returns the exit status, -1 when it could not run. */
+static int run_capture(char *const *argv, char **out) {
+  *out = NULL;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(fds[1]);
+  if (rc != 0) {
+    close(fds[0]);
+    errno = rc;
+    return -1;
+  }
+  size_t cap = 4096, len = 0;
+  char *buf = ruda__malloc(cap);
+  for (;;) {
+    char chunk[4096];
+    ssize_t r = read(fds[0], chunk, sizeof chunk);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    if (!buf || len + (size_t)r + 1 > (1u << 20)) continue; /* drain, keep the start */
+    if (len + (size_t)r + 1 > cap) {
+      size_t ncap = cap * 2 > len + (size_t)r + 1 ? cap * 2 : len + (size_t)r + 1;
+      char *nb = ruda__realloc(buf, ncap);
+      if (!nb) continue;
+      buf = nb;
+      cap = ncap;
+    }
+    memcpy(buf + len, chunk, (size_t)r);
+    len += (size_t)r;
+  }
+  close(fds[0]);
+  if (buf) buf[len] = '\0';
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  *out = buf;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+static ruda_hash128_t cpu_flags_hash(void) {
+  ruda__hasher_t h;
+  ruda__hasher_init(&h, CACHE_SEED);
+  FILE *f = fopen("/proc/cpuinfo", "re");
+  if (f) {
+    char line[8192];
+    while (fgets(line, sizeof line, f)) {
+      /* x86 "flags", arm64 "Features", and the model, once each. */
+      if (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0 ||
+          strncmp(line, "model name", 10) == 0 || strncmp(line, "CPU part", 8) == 0) {
+        ruda__hasher_bytes(&h, line, strlen(line));
+      }
+      if (line[0] == '\n') break; /* the first processor is enough */
+    }
+    fclose(f);
+  }
+  return ruda__hasher_final(&h);
+}
+
+/* A directory for the cache: created 0700, used only when it is ours and
+ * closed to others. */
+static bool private_dir(const char *dir) {
+  char tmp[RUDA_CONFIG_PATH_MAX + 8];
+  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = '\0';
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+    *p = '/';
+  }
+  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
+  struct stat st;
+  if (lstat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
+  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+    warn("the CPU kernel cache %s is not private (owner %u, mode %03o; it must be the user's "
+         "with mode 0700); compiling without it",
+         dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+    return false;
+  }
+  return true;
+}
+
+/* Fills g_tc once (under g_lock). */
+static void toolchain_init(void) {
+  if (g_tc.ready) return;
+  toolchain_t *t = &g_tc;
+  memset(t, 0, sizeof *t);
+  const ruda_config_t *cfg = ruda_config_get();
+  const char *cc = cfg->compilation.cpu_compiler[0] ? cfg->compilation.cpu_compiler : "cc";
+  snprintf(t->flags, sizeof t->flags, "%s", cfg->compilation.cpu_flags);
+  if (strchr(cc, '/')) {
+    snprintf(t->looked_for, sizeof t->looked_for, "'%s'", cc);
+  } else {
+    const char *path = getenv("PATH");
+    snprintf(t->looked_for, sizeof t->looked_for, "'%s' on PATH (%.900s)", cc,
+             path && *path ? path : "unset");
+  }
+  if (find_on_path(cc, t->path, sizeof t->path)) {
+    char *argv[] = {t->path, (char *)"--version", NULL};
+    char *out = NULL;
+    int rc = run_capture(argv, &out);
+    if (rc == 0 && out) {
+      size_t n = strcspn(out, "\n");
+      snprintf(t->version, sizeof t->version, "%.*s", (int)(n < 255 ? n : 255), out);
+    }
+    ruda__free(out);
+    if (rc != 0) t->path[0] = '\0';
+  } else {
+    t->path[0] = '\0';
+  }
+  t->cpu_flags = cpu_flags_hash();
+  const char *root = ruda__device_settings()->cache_dir;
+  if (root[0] && (size_t)snprintf(t->dir, sizeof t->dir, "%s/cpu", root) < sizeof t->dir) {
+    if (!private_dir(t->dir)) t->dir[0] = '\0';
+  } else {
+    t->dir[0] = '\0';
+  }
+  ruda__hasher_t *h = &t->key_prefix;
+  ruda__hasher_init(h, CACHE_SEED);
+  ruda__hasher_u32(h, CACHE_FORMAT);
+  ruda__hasher_bytes(h, ruda__prelude_cpu, ruda__prelude_cpu_size);
+  ruda__hasher_bytes(h, t->path, strlen(t->path));
+  ruda__hasher_bytes(h, t->version, strlen(t->version));
+  ruda__hasher_bytes(h, t->flags, strlen(t->flags));
+  ruda__hasher_u64(h, t->cpu_flags.hi);
+  ruda__hasher_u64(h, t->cpu_flags.lo);
+  t->ready = true;
+}
+
+/* ---- The in-memory table: kernel id -> function, for the process ---- */
+
+typedef struct fn_entry {
+  ruda_hash128_t key;
+  ruda_cpu_kernel_fn fn;
+  struct fn_entry *next;
+} fn_entry_t;
+
+enum { TABLE_SLOTS = 256 };
+static fn_entry_t *g_table[TABLE_SLOTS];
+static fn_entry_t *g_retired; /* entries of forgotten tables: reachable, never reused */
+
+static size_t slot_of(ruda_hash128_t k) {
+  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (TABLE_SLOTS - 1);
+}
+
+static ruda_cpu_kernel_fn table_find(ruda_hash128_t k) {
+  for (fn_entry_t *e = g_table[slot_of(k)]; e; e = e->next)
+    if (e->key.lo == k.lo && e->key.hi == k.hi) return e->fn;
+  return NULL;
+}
+
+void ruda__cpu_compile_forget(void) {
+  pthread_mutex_lock(&g_lock);
+  g_tc.ready = false;
+  for (size_t i = 0; i < TABLE_SLOTS; i++) {
+    while (g_table[i]) {
+      fn_entry_t *e = g_table[i];
+      g_table[i] = e->next;
+      e->next = g_retired;
+      g_retired = e;
+    }
+  }
+  pthread_mutex_unlock(&g_lock);
+}
+
+/* ---- Loading ---- */
+
+ruda_status_t ruda__cpu_load_object(const void *bytes, size_t size, void **handle, int *fd_out) {
+  *handle = NULL;
+  *fd_out = -1;
+  int fd = memfd_create("ruda-cpu-kernel", MFD_CLOEXEC);
+  if (fd < 0) {
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "memfd_create for a CPU kernel: %s",
+                              strerror(errno));
+  }
+  const char *p = bytes;
+  size_t left = size;
+  while (left > 0) {
+    ssize_t w = write(fd, p, left);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      int e = errno;
+      close(fd);
+      return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY,
+                                "writing a CPU kernel object (%zu bytes): %s", size, strerror(e));
+    }
+    p += w;
+    left -= (size_t)w;
+  }
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    close(fd);
+    const char *e = dlerror();
+    return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                            ruda_status_create(RUDA_ERR_COMPILATION_GENERIC,
+                                               "loading a compiled CPU kernel: %s",
+                                               e ? e : "dlopen failed"));
+  }
+  *handle = h;
+  *fd_out = fd;
+  return NULL;
+}
+
+/* The kernel function `entry` of a loaded object, its failure hook set. */
+static ruda_status_t bind_entry(void *h, const char *kernel, const char *entry,
+                                ruda_cpu_kernel_fn *out) {
+  char sym[300];
+  snprintf(sym, sizeof sym, "ruda_cpu__%s", entry);
+  void *fn = dlsym(h, sym);
+  void **fail = dlsym(h, "ruda__cpu_kernel_fail");
+  if (!fn || !fail) {
+    return ruda_status_wrap(
+        RUDA_ERR_LAUNCH_COMPILATION,
+        ruda_status_create(RUDA_ERR_COMPILATION_GENERIC,
+                           "kernel '%s': the text declares no RUDA_KERNEL(%s, ...)", kernel,
+                           entry));
+  }
+  void (*hook)(const ruda_cpu_kernel_ctx_t *, const char *, ...) = ruda_cpu_kernel_fail;
+  memcpy(fail, &hook, sizeof hook);
+  memcpy(out, &fn, sizeof *out);
+  return NULL;
+}
+
+/* A cache file, read only when it is the user's, writable by no one else,
+ * and whole (binary_cache's checksum). */
+static void *disk_read(const char *path, size_t *size) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return NULL;
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
+    atomic_fetch_add(&g_disk_skips, 1);
+    warn("CPU kernel cache entry %s is not the user's own file; not loading it", path);
+    return NULL;
+  }
+  void *bin = NULL;
+  uint64_t word = 0;
+  const char *why = NULL;
+  ruda__binary_read_t r = ruda__binary_cache_read(&so_kind, path, &bin, size, &word, &why);
+  if (r == RUDA__BINARY_READ_UNUSABLE) {
+    atomic_fetch_add(&g_disk_skips, 1);
+    warn("CPU kernel cache entry %s is unusable (%s); compiling again", path, why);
+  }
+  return r == RUDA__BINARY_READ_OK ? bin : NULL;
+}
+
+/* ---- Compiling ---- */
+
+/* Is `line` a diagnostic's first line ("file:line:col: ..." or "file: In
+ * function ...")? Then *prelude says whether it is about the prelude. */
+static bool diagnostic_head(const char *line, size_t n, bool *prelude) {
+  if (n == 0 || line[0] == ' ') return false;
+  const char *colon = memchr(line, ':', n);
+  if (!colon || colon == line) return false;
+  const char *after = colon + 1;
+  bool numbered = after < line + n && *after >= '0' && *after <= '9';
+  bool in_fn = (size_t)(line + n - after) > 4 && memcmp(after, " In ", 4) == 0;
+  if (!numbered && !in_fn) return false;
+  *prelude = (size_t)(colon - line) >= 12 && memcmp(line, "ruda/dialect/", 12) == 0;
+  return true;
+}
+
+/* The compiler's messages, less those about the prelude and the lines
+ * that follow them: "[Compilation Error] \n    <line>\n..." (the shape of
+ * the other backends' compile errors). ruda__malloc'ed; NULL without
+ * memory. */
+static char *user_messages(const char *log) {
+  size_t cap = strlen(log) * 2 + 64;
+  char *text = ruda__malloc(cap);
+  if (!text) return NULL;
+  size_t used = (size_t)snprintf(text, cap, "[Compilation Error] \n");
+  bool skip = false;
+  for (const char *p = log; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t n = nl ? (size_t)(nl - p) : strlen(p);
+    bool prelude = false;
+    if (diagnostic_head(p, n, &prelude)) skip = prelude;
+    else if (strncmp(p, "In file included from", 21) == 0) skip = true;
+    if (!skip && n > 0 && used < cap)
+      used += (size_t)snprintf(text + used, cap - used, "    %.*s\n", (int)n, p);
+    p += n + (nl ? 1 : 0);
+  }
+  return text;
+}
+
+/* Splits the flags setting on blanks into argv entries (no quoting: no
+ * shell ever reads it). */
+static size_t split_flags(char *flags, char **argv, size_t cap) {
+  size_t n = 0;
+  for (char *tok = strtok(flags, " \t\n"); tok && n < cap; tok = strtok(NULL, " \t\n"))
+    argv[n++] = tok;
+  return n;
+}
+
+static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
+                                    const ruda_kernel_code_t *code, const char *text,
+                                    size_t text_len, void **out, size_t *out_size) {
+  *out = NULL;
+  *out_size = 0;
+  char work[RUDA_CONFIG_PATH_MAX + 64];
+  const char *tmpdir = getenv("TMPDIR");
+  if (!tmpdir || !*tmpdir) tmpdir = "/tmp";
+  snprintf(work, sizeof work, "%s/ruda-cpu-XXXXXX", tmpdir);
+  if (!mkdtemp(work)) {
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                              "kernel '%s': no folder for the compiler's files under %s: %s",
+                              kernel, tmpdir, strerror(errno));
+  }
+  char src[sizeof work + 16], obj[sizeof work + 16];
+  snprintf(src, sizeof src, "%s/kernel.c", work);
+  snprintf(obj, sizeof obj, "%s/kernel.so", work);
+  ruda_status_t err = NULL;
+  FILE *f = fopen(src, "we");
+  if (!f) {
+    err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "kernel '%s': cannot write %s: %s", kernel,
+                             src, strerror(errno));
+  } else {
+    fwrite(ruda__prelude_cpu, 1, ruda__prelude_cpu_size, f);
+    fputc('\n', f);
+    fwrite(text, 1, text_len, f);
+    fputc('\n', f);
+    if (fclose(f) != 0)
+      err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "kernel '%s': cannot write %s", kernel, src);
+  }
+  char flags[sizeof t->flags];
+  memcpy(flags, t->flags, sizeof flags);
+  enum { MAX_FLAGS = 64, FIXED = 10 };
+  size_t nopt = code->num_options;
+  char **argv = err ? NULL : ruda__calloc(1 + MAX_FLAGS + FIXED + nopt + 1, sizeof *argv);
+  if (!err && !argv) err = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "compiler arguments");
+  char *log = NULL;
+  int rc = 0;
+  if (!err) {
+    size_t n = 0;
+    argv[n++] = (char *)t->path;
+    n += split_flags(flags, argv + n, MAX_FLAGS);
+    argv[n++] = (char *)"-fPIC";
+    argv[n++] = (char *)"-shared";
+    argv[n++] = (char *)"-fvisibility=hidden";
+    argv[n++] = (char *)"-fdiagnostics-color=never";
+    for (size_t i = 0; i < nopt; i++) argv[n++] = (char *)code->options[i];
+    argv[n++] = (char *)"-o";
+    argv[n++] = obj;
+    argv[n++] = (char *)"-x";
+    argv[n++] = (char *)"c";
+    argv[n++] = src;
+    argv[n] = NULL;
+    atomic_fetch_add(&g_compiles, 1);
+    rc = run_capture(argv, &log);
+    if (rc < 0) {
+      err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "kernel '%s': cannot run %s: %s", kernel,
+                               t->path, strerror(errno));
+    } else if (rc != 0) {
+      char *msg = user_messages(log ? log : "");
+      char opts[512] = "";
+      size_t used = 0;
+      for (size_t i = 0; i < nopt && used < sizeof opts; i++)
+        used += (size_t)snprintf(opts + used, sizeof opts - used, "%s%s", i ? " " : "",
+                                 code->options[i]);
+      err = ruda_status_wrap(
+          RUDA_ERR_LAUNCH_COMPILATION,
+          ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "kernel %s (options \"%s\"): %s",
+                             kernel, opts, msg ? msg : "[Compilation Error] (no memory for the log)"));
+      ruda__free(msg);
+    }
+  }
+  ruda__free(log);
+  ruda__free(argv);
+  if (!err) {
+    int fd = open(obj, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_size <= 0) {
+      err = ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,
+                             ruda_status_create(RUDA_ERR_COMPILATION_GENERIC,
+                                                "kernel '%s': the compiler wrote no object",
+                                                kernel));
+    } else {
+      size_t size = (size_t)st.st_size, got = 0;
+      char *bytes = ruda__malloc(size);
+      while (bytes && got < size) {
+        ssize_t r = read(fd, bytes + got, size - got);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) break;
+        got += (size_t)r;
+      }
+      if (!bytes || got != size) {
+        ruda__free(bytes);
+        err = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "reading kernel '%s''s object",
+                                 kernel);
+      } else {
+        *out = bytes;
+        *out_size = size;
+      }
+    }
+    if (fd >= 0) close(fd);
+  }
+  unlink(src);
+  unlink(obj);
+  rmdir(work);
+  return err;
+}
+
+ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
+                                    ruda_cpu_kernel_fn *out) {
+  *out = NULL;
+  ruda_hash128_t id = ruda_kernel_hash(kernel);
+  const char *name = ruda_kernel_desc(kernel)->name;
+  const char *entry = code->entry ? code->entry : name;
+  pthread_mutex_lock(&g_lock);
+  ruda_cpu_kernel_fn fn = table_find(id);
+  if (fn) {
+    pthread_mutex_unlock(&g_lock);
+    atomic_fetch_add(&g_memory_hits, 1);
+    *out = fn;
+    return NULL;
+  }
+  /* One compile at a time: a second launch of the same kernel waits for the
+   * first's object instead of compiling it again. */
+  ruda_status_t err = ruda__portable_check_options(name, code->options, code->num_options);
+  if (err) goto done;
+  toolchain_init();
+  const toolchain_t *t = &g_tc;
+  if (!t->path[0]) {
+    err = ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                             "kernel '%s' needs a C compiler to run on the CPU (it has no "
+                             "compiled-in function): looked for %s; set "
+                             "compilation.cpu_compiler or RUDA_CPU_COMPILER",
+                             name, t->looked_for);
+    goto done;
+  }
+  const char *text = code->data;
+  size_t text_len = code->size ? code->size : strlen(text);
+  ruda__hasher_t h = t->key_prefix;
+  ruda__hasher_u64(&h, id.hi);
+  ruda__hasher_u64(&h, id.lo);
+  ruda__hasher_bytes(&h, entry, strlen(entry));
+  ruda_hash128_t key = ruda__hasher_final(&h);
+  char path[sizeof t->dir + 48];
+  bool use_disk = t->dir[0] && ruda__binary_cache_path(t->dir, key, ".so", path, sizeof path);
+  void *bytes = NULL;
+  size_t size = 0;
+  bool from_disk = false;
+  if (use_disk) {
+    bytes = disk_read(path, &size);
+    from_disk = bytes != NULL;
+  }
+  if (!bytes) {
+    err = compile_object(t, name, code, text, text_len, &bytes, &size);
+    if (err) goto done;
+    log_basic("[Compiling kernel] %s", name);
+    if (use_disk) {
+      ruda__binary_write_t w = ruda__binary_cache_write(&so_kind, t->dir, path, 0, bytes, size);
+      if (w != RUDA__BINARY_WRITE_OK) {
+        char why[2600];
+        ruda__binary_cache_write_problem(w, t->dir, path, why, sizeof why);
+        warn("%s", why);
+      } else {
+        chmod(path, 0600);
+      }
+    }
+  }
+  void *handle = NULL;
+  int fd = -1;
+  err = ruda__cpu_load_object(bytes, size, &handle, &fd);
+  ruda__free(bytes);
+  if (err) goto done;
+  err = bind_entry(handle, name, entry, &fn);
+  if (err) {
+    dlclose(handle);
+    close(fd);
+    goto done;
+  }
+  if (from_disk) {
+    atomic_fetch_add(&g_disk_hits, 1);
+    log_basic("kernel %s loaded from %s", name, path);
+  }
+  fn_entry_t *e = ruda__malloc(sizeof *e);
+  if (e) {
+    e->key = id;
+    e->fn = fn;
+    e->next = g_table[slot_of(id)];
+    g_table[slot_of(id)] = e;
+  }
+  /* The object and its memfd stay for the life of the process: functions
+   * handed out are never unmapped under a launch, and the open memfd keeps
+   * its /proc/self/fd name unique (the loader would take an object of the
+   * same name for one already loaded). */
+  *out = fn;
+done:
+  pthread_mutex_unlock(&g_lock);
+  return err;
+}
