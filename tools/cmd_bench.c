@@ -24,7 +24,8 @@ static const bench_group_t groups[] = {
     {"triad", ruda_bench_triad, "a = b + s*c bandwidth on the CPU backend against OpenMP"},
     {"copy", ruda_bench_copy, "create + read bandwidth against memcpy"},
     {"compile", ruda_bench_compile,
-     "warm kernel load from the disk cache against NVRTC (CUDA) or clBuildProgram (OpenCL)"},
+     "warm kernel load from the disk cache against NVRTC (CUDA), clBuildProgram (OpenCL) or "
+     "dlopen (CPU); the CPU's cold compile against cc"},
     {"kernels", ruda_bench_kernels,
      "portable kernels (triad, reduction, matmul) against native C / OpenMP / CUDA C"},
     {"tune", ruda_bench_tune,

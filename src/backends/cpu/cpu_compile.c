@@ -261,7 +261,6 @@ static ruda_cpu_kernel_fn table_find(ruda_hash128_t k) {
 
 void ruda__cpu_compile_forget(void) {
   pthread_mutex_lock(&g_lock);
-  g_tc.ready = false;
   for (size_t i = 0; i < TABLE_SLOTS; i++) {
     while (g_table[i]) {
       fn_entry_t *e = g_table[i];
@@ -510,6 +509,50 @@ static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
   return err;
 }
 
+/* The disk cache file of kernel `id`'s `entry`; false when there is no
+ * disk cache. */
+static bool entry_path(const toolchain_t *t, ruda_hash128_t id, const char *entry, char *path,
+                       size_t cap) {
+  if (!t->dir[0]) return false;
+  ruda__hasher_t h = t->key_prefix;
+  ruda__hasher_u64(&h, id.hi);
+  ruda__hasher_u64(&h, id.lo);
+  ruda__hasher_bytes(&h, entry, strlen(entry));
+  return ruda__binary_cache_path(t->dir, ruda__hasher_final(&h), ".so", path, cap);
+}
+
+bool ruda__cpu_cache_entry(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
+                           char *path, size_t cap) {
+  const char *entry = code->entry ? code->entry : ruda_kernel_desc(kernel)->name;
+  pthread_mutex_lock(&g_lock);
+  toolchain_init();
+  bool ok = entry_path(&g_tc, ruda_kernel_hash(kernel), entry, path, cap);
+  pthread_mutex_unlock(&g_lock);
+  return ok;
+}
+
+void *ruda__cpu_cache_payload(const char *path, size_t *size) { return disk_read(path, size); }
+
+ruda_status_t ruda__cpu_warm_load(const char *path, const char *entry, void **handle, int *fd,
+                                  ruda_cpu_kernel_fn *fn) {
+  *handle = NULL;
+  *fd = -1;
+  size_t size = 0;
+  void *bytes = disk_read(path, &size);
+  if (!bytes) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "no usable cache file %s", path);
+  ruda_status_t err = ruda__cpu_load_object(bytes, size, handle, fd);
+  ruda__free(bytes);
+  if (err) return err;
+  err = bind_entry(*handle, entry, entry, fn);
+  if (err) {
+    dlclose(*handle);
+    close(*fd);
+    *handle = NULL;
+    *fd = -1;
+  }
+  return err;
+}
+
 ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
                                     ruda_cpu_kernel_fn *out) {
   *out = NULL;
@@ -540,13 +583,8 @@ ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kern
   }
   const char *text = code->data;
   size_t text_len = code->size ? code->size : strlen(text);
-  ruda__hasher_t h = t->key_prefix;
-  ruda__hasher_u64(&h, id.hi);
-  ruda__hasher_u64(&h, id.lo);
-  ruda__hasher_bytes(&h, entry, strlen(entry));
-  ruda_hash128_t key = ruda__hasher_final(&h);
   char path[sizeof t->dir + 48];
-  bool use_disk = t->dir[0] && ruda__binary_cache_path(t->dir, key, ".so", path, sizeof path);
+  bool use_disk = entry_path(t, id, entry, path, sizeof path);
   void *bytes = NULL;
   size_t size = 0;
   bool from_disk = false;

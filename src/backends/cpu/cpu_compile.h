@@ -29,6 +29,7 @@
 #ifndef RUDA_BACKENDS_CPU_COMPILE_H
 #define RUDA_BACKENDS_CPU_COMPILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "ruda/kernel.h"
@@ -53,14 +54,26 @@ typedef struct ruda__cpu_compile_stats {
 ruda__cpu_compile_stats_t ruda__cpu_compile_stats(void);
 
 /* Drops the in-memory table (the objects stay loaded: functions already
- * handed out stay valid) and the compiler found, so the next launch looks
- * for the compiler and reads the disk cache again. For tests and
- * benchmarks. */
+ * handed out stay valid), so the next launch reads the disk cache again.
+ * For tests and benchmarks. */
 void ruda__cpu_compile_forget(void);
 
 /* Loads the shared object held in `bytes` through a memfd, as a disk
  * cache hit does: *handle for dlsym/dlclose, *fd the memfd, to close after
  * dlclose (while it is open its name stays unique). */
 ruda_status_t ruda__cpu_load_object(const void *bytes, size_t size, void **handle, int *fd);
+
+/* For the benchmark of the warm load (`ruda bench compile`):
+ *  - the disk cache file of `kernel`'s entry `code` (false: no disk cache);
+ *  - a file's checked payload (the object; ruda__malloc'ed, NULL when the
+ *    file is absent or refused);
+ *  - a warm load as a new process does it: the file read and checked, the
+ *    object loaded from a memfd, `entry`'s function found (*handle and *fd
+ *    for dlclose and close). */
+bool ruda__cpu_cache_entry(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
+                           char *path, size_t cap);
+void *ruda__cpu_cache_payload(const char *path, size_t *size);
+ruda_status_t ruda__cpu_warm_load(const char *path, const char *entry, void **handle, int *fd,
+                                  ruda_cpu_kernel_fn *fn);
 
 #endif
