@@ -20,14 +20,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "backends/cpu/cpu_compile.h"
-#include "base/alloc.h"
+#include "bench_internal.h"
 #include "harness.h"
 #include "ruda/client.h"
 
 extern char **environ;
-extern const char ruda__prelude_cpu[];
-extern const size_t ruda__prelude_cpu_size;
 
 static const char k_text[] =
     "#line 1 \"bench_scale.c\"\n"
@@ -174,7 +171,9 @@ static void bench_cpu_cold(ruda_bench_t *b, ruda_client_t *client) {
     ruda_bench_fail(b, "compile", "cpu_cold_compile", "cannot write the source");
     return;
   }
-  fwrite(ruda__prelude_cpu, 1, ruda__prelude_cpu_size, f);
+  size_t plen = 0;
+  const char *prelude = ruda__cpu_prelude(&plen);
+  fwrite(prelude, 1, plen, f);
   fputs("\n", f);
   fputs(k_text, f);
   fclose(f);

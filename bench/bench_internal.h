@@ -26,6 +26,11 @@
 #include "client/client_internal.h"
 #include "server/server.h"
 
+/* The CPU backend's run-time compile and its disk cache, timed alone
+ * (bench_compile.c), and the allocator of the payloads it hands out. */
+#include "backends/cpu/cpu_compile.h"
+#include "base/alloc.h"
+
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 /* The driver table, NVRTC, the module cache, NCCL (bench_cuda.c,
  * bench_comm.c). */

@@ -38,6 +38,11 @@ static const ruda__binary_kind_t so_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEE
 
 static _Atomic uint64_t g_compiles, g_disk_hits, g_disk_skips, g_memory_hits;
 
+const char *ruda__cpu_prelude(size_t *len) {
+  *len = ruda__prelude_cpu_size;
+  return ruda__prelude_cpu;
+}
+
 ruda__cpu_compile_stats_t ruda__cpu_compile_stats(void) {
   ruda__cpu_compile_stats_t s = {atomic_load(&g_compiles), atomic_load(&g_disk_hits),
                                  atomic_load(&g_disk_skips), atomic_load(&g_memory_hits)};

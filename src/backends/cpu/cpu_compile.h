@@ -44,6 +44,9 @@
 ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
                                     ruda_cpu_kernel_fn *out);
 
+/* The CPU prelude (static storage) and its length. */
+const char *ruda__cpu_prelude(size_t *len);
+
 /* Counters for tests and `ruda bench`. */
 typedef struct ruda__cpu_compile_stats {
   uint64_t compiles;    /* compiler runs */
