@@ -7,13 +7,19 @@
  *             a tree in shared memory (barriers in a loop), GB/s of the input
  *  matmul     C = A x B, 1024 x 1024 f32 (512 with --quick) in 16 x 16 tiles
  *             through shared memory, GFLOP/s
+ *  triad_units, add_one_units
+ *             the natural form: one element per unit with `if (u.abs_x < n)`
+ *             (the README's add_one), against the RUDA_RANGE form of the
+ *             same kernel on the same device, and on cpu:N against
+ *             `omp parallel for` ("<kernel>_units_vs_openmp")
  *
  * On cpu:N each portable kernel runs against a hand-optimised native C
  * kernel (a CPU function launched through ruda the same way, case
  * "<kernel>") and against an OpenMP loop ("<kernel>_vs_openmp"); on cuda:N
  * against the same kernel written in CUDA C, compiled by NVRTC and launched
- * through ruda ("<kernel>"); on any other device (opencl:N) against the
- * portable kernel on cpu:0 ("<kernel>_vs_cpu0"). Sides alternate sample by
+ * through ruda ("<kernel>"); on opencl:N against the same kernel written in
+ * OpenCL C ("<kernel>") and the portable kernel on cpu:0
+ * ("<kernel>_vs_cpu0"). Sides alternate sample by
  * sample (ruda_bench_compare); a sample is `inner` launches and one sync.
  * Every result is checked before it is reported. */
 #include <math.h>
@@ -140,9 +146,62 @@ static const char matmul_cuda[] =
     "  C[(size_t)row * n + col] = acc;\n"
     "}\n";
 
+/* ---- The same kernels by hand in OpenCL C (ruda's OpenCL parameter order:
+ * buffers, then the info words) ---- */
+
+static const char triad_opencl[] =
+    "__kernel __attribute__((reqd_work_group_size(256, 1, 1)))\n"
+    "void triad_opencl(__global float *restrict a, __global const float *restrict b,\n"
+    "                  __global const float *restrict c, __global const ulong *restrict info) {\n"
+    "  float s = as_float((uint)info[0]);\n"
+    "  ulong n = info[1], chunk = info[2];\n"
+    "  ulong begin = get_group_id(0) * chunk, end = min(begin + chunk, n);\n"
+    "  for (ulong i = begin + get_local_id(0); i < end; i += 256) a[i] = b[i] + s * c[i];\n"
+    "}\n";
+
+static const char reduce_opencl[] =
+    "__kernel __attribute__((reqd_work_group_size(64, 1, 1)))\n"
+    "void reduce_opencl(__global const float *restrict in, __global float *restrict partial,\n"
+    "                   __global const ulong *restrict info) {\n"
+    "  __local float sh[64];\n"
+    "  uint t = get_local_id(0);\n"
+    "  ulong n = info[0], chunk = info[1];\n"
+    "  ulong begin = get_group_id(0) * chunk, end = min(begin + chunk, n);\n"
+    "  ulong full = begin + (end - begin) / 64 * 64;\n"
+    "  float acc = 0.0f;\n"
+    "  for (ulong b = begin; b < full; b += 64) acc += in[b + t];\n"
+    "  sh[t] = acc + (full + t < end ? in[full + t] : 0.0f);\n"
+    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  for (uint s = 32; s > 0; s >>= 1) {\n"
+    "    if (t < s) sh[t] += sh[t + s];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  }\n"
+    "  if (t == 0) partial[get_group_id(0)] = sh[0];\n"
+    "}\n";
+
+static const char matmul_opencl[] =
+    "#define TILE 16\n"
+    "__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))\n"
+    "void matmul_opencl(__global const float *restrict A, __global const float *restrict B,\n"
+    "                   __global float *restrict C, __global const ulong *restrict info) {\n"
+    "  __local float As[TILE][TILE], Bs[TILE][TILE];\n"
+    "  uint n = (uint)info[0];\n"
+    "  uint tx = get_local_id(0), ty = get_local_id(1);\n"
+    "  uint row = get_group_id(1) * TILE + ty, col = get_group_id(0) * TILE + tx;\n"
+    "  float acc = 0.0f;\n"
+    "  for (uint t = 0; t < n; t += TILE) {\n"
+    "    As[ty][tx] = A[(size_t)row * n + t + tx];\n"
+    "    Bs[ty][tx] = B[(size_t)(t + ty) * n + col];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "    for (int p = 0; p < TILE; p++) acc += As[ty][p] * Bs[p][tx];\n"
+    "    barrier(CLK_LOCAL_MEM_FENCE);\n"
+    "  }\n"
+    "  C[(size_t)row * n + col] = acc;\n"
+    "}\n";
+
 /* ---- Problems ---- */
 
-typedef enum { K_TRIAD, K_REDUCE, K_MATMUL } kind_t;
+typedef enum { K_TRIAD, K_REDUCE, K_MATMUL, K_ADD_ONE } kind_t;
 
 /* One side of a comparison: a kernel and its arguments on one client. */
 typedef struct side {
@@ -186,7 +245,7 @@ static float in_m(uint64_t i) { return (float)((i * 3) % 13) * 0.25f; }
 
 static bool fill_host(problem_t *p) {
   size_t elems = p->kind == K_MATMUL ? p->n * p->n : p->n;
-  int arrays = p->kind == K_REDUCE ? 1 : 3;
+  int arrays = p->kind == K_REDUCE || p->kind == K_ADD_ONE ? 1 : 3;
   for (int a = 0; a < arrays; a++) {
     p->host[a] = malloc(elems * sizeof(float));
     if (!p->host[a]) return false;
@@ -199,6 +258,7 @@ static bool fill_host(problem_t *p) {
         p->host[2][i] = in_c(i);
         break;
       case K_REDUCE: p->host[0][i] = in_r(i); break;
+      case K_ADD_ONE: p->host[0][i] = 0.0f; break;
       case K_MATMUL:
         p->host[0][i] = in_a(i);
         p->host[1][i] = in_m(i);
@@ -209,15 +269,34 @@ static bool fill_host(problem_t *p) {
   return true;
 }
 
-/* Buffers and arguments for `kernel` on `client`. */
-static ruda_status_t side_init(side_t *s, const problem_t *p, ruda_client_t *client,
-                               ruda_kernel_t *kernel) {
+/* Buffers and arguments for `kernel` on `client`; `units`: the kernel has
+ * the natural form (one element per unit, a bounds check, arguments
+ * (buffers..., [s,] n as uint32), one ruda per BENCH_UNITS elements). */
+static ruda_status_t side_init_as(side_t *s, const problem_t *p, ruda_client_t *client,
+                                  ruda_kernel_t *kernel, bool units) {
   memset(s, 0, sizeof *s);
   s->client = client;
   s->kernel = kernel;
   ruda_status_t st = NULL;
   size_t elems = p->kind == K_MATMUL ? p->n * p->n : p->n;
-  if (p->kind == K_REDUCE) {
+  if (units) {
+    s->num_bufs = p->kind == K_ADD_ONE ? 1 : 3;
+    for (size_t a = 0; a < s->num_bufs && !st; a++)
+      st = ruda_client_create_buffer(client, p->host[a], elems * 4, &s->bufs[a]);
+    if (p->kind == K_TRIAD) {
+      float scale = 3.0f;
+      memcpy(&s->info[s->num_info++], &scale, sizeof scale);
+    }
+    s->info[s->num_info++] = p->n;
+    s->count = ruda_count_static((uint32_t)((p->n + BENCH_UNITS - 1) / BENCH_UNITS), 1, 1);
+  } else if (p->kind == K_ADD_ONE) {
+    s->num_bufs = 1;
+    st = ruda_client_create_buffer(client, p->host[0], elems * 4, &s->bufs[0]);
+    s->info[0] = p->n;
+    s->info[1] = p->chunk;
+    s->num_info = 2;
+    s->count = ruda_count_static(p->rudas, 1, 1);
+  } else if (p->kind == K_REDUCE) {
     s->num_bufs = 2;
     st = ruda_client_create_buffer(client, p->host[0], elems * 4, &s->bufs[0]);
     if (!st) st = ruda_client_empty(client, (size_t)p->rudas * 4, &s->bufs[1]);
@@ -248,6 +327,11 @@ static ruda_status_t side_init(side_t *s, const problem_t *p, ruda_client_t *cli
   return st;
 }
 
+static ruda_status_t side_init(side_t *s, const problem_t *p, ruda_client_t *client,
+                               ruda_kernel_t *kernel) {
+  return side_init_as(s, p, client, kernel, false);
+}
+
 static void side_deinit(side_t *s) {
   for (size_t i = 0; i < 3; i++) ruda_handle_release(&s->bufs[i]);
   ruda_status_free(s->error);
@@ -271,6 +355,19 @@ static bool side_check(side_t *s, const problem_t *p, char *why, size_t cap) {
       }
     }
     free(a);
+  } else if (p->kind == K_ADD_ONE) {
+    /* Every element was incremented once per launch: all equal, at least 1. */
+    float *x = malloc(p->n * 4);
+    if (!x) return snprintf(why, cap, "out of host memory"), false;
+    st = ruda_client_read(s->client, &s->bufs[0], x, p->n * 4);
+    for (uint64_t i = 0; !st && ok && i < p->n; i++) {
+      if (x[i] != x[0] || x[0] < 1.0f) {
+        snprintf(why, cap, "x[%llu] = %g, x[0] = %g", (unsigned long long)i, (double)x[i],
+                 (double)x[0]);
+        ok = false;
+      }
+    }
+    free(x);
   } else if (p->kind == K_REDUCE) {
     float *part = malloc((size_t)p->rudas * 4);
     if (!part) return snprintf(why, cap, "out of host memory"), false;
@@ -331,6 +428,11 @@ static double sample_omp(void *pp, size_t inner) {
 #pragma omp parallel for simd schedule(static) reduction(+ : sum)
       for (long i = 0; i < n; i++) sum += in[i];
       omp_sink = sum; /* keeps the sum alive */
+    } else if (p->kind == K_ADD_ONE) {
+      float *restrict x = p->host[0];
+      const long n = (long)p->n;
+#pragma omp parallel for schedule(static)
+      for (long i = 0; i < n; i++) x[i] += 1.0f;
     } else {
       const float *restrict A = p->host[0], *restrict B = p->host[1];
       float *restrict C = p->host[2];
@@ -353,19 +455,25 @@ static double sample_omp(void *pp, size_t inner) {
 
 /* ---- Running one kernel ---- */
 
-static ruda_kernel_t *hand_kernel(const problem_t *p, bool cuda, ruda_status_t *st) {
+/* The hand-written kernel for the device type: native C (cpu), CUDA C
+ * (cuda) or OpenCL C (opencl). */
+static ruda_kernel_t *hand_kernel(const problem_t *p, uint16_t type, ruda_status_t *st) {
   ruda_kernel_code_t code;
   ruda_kernel_desc_t d;
   memset(&d, 0, sizeof d);
   static const ruda_cpu_kernel_fn native[3] = {triad_native, reduce_native, matmul_native};
   static const char *const cuda_src[3] = {triad_cuda, reduce_cuda, matmul_cuda};
   static const char *const cuda_name[3] = {"triad_cuda", "reduce_cuda", "matmul_cuda"};
-  d.name = cuda ? cuda_name[p->kind] : p->name;
+  static const char *const ocl_src[3] = {triad_opencl, reduce_opencl, matmul_opencl};
+  static const char *const ocl_name[3] = {"triad_opencl", "reduce_opencl", "matmul_opencl"};
+  bool cuda = type == RUDA_DEVICE_TYPE_CUDA, ocl = type == RUDA_DEVICE_TYPE_OPENCL;
+  d.name = cuda ? cuda_name[p->kind] : ocl ? ocl_name[p->kind] : p->name;
   d.ruda_dim = p->kind == K_MATMUL   ? ruda_dim_new_2d(BENCH_TILE, BENCH_TILE)
                : p->kind == K_REDUCE ? ruda_dim_new_1d(REDUCE_UNITS)
                                      : ruda_dim_new_1d(BENCH_UNITS);
-  code = cuda ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, cuda_src[p->kind])
-              : ruda_kernel_code_cpu(native[p->kind]);
+  code = cuda  ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, cuda_src[p->kind])
+         : ocl ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, ocl_src[p->kind])
+               : ruda_kernel_code_cpu(native[p->kind]);
   d.code = &code;
   d.num_code = 1;
   ruda_kernel_t *k = NULL;
@@ -379,6 +487,7 @@ static ruda_kernel_t *portable_kernel(const problem_t *p, ruda_status_t *st) {
     case K_TRIAD: *st = RUDA_KERNEL_CREATE(triad, &k); break;
     case K_REDUCE: *st = RUDA_KERNEL_CREATE(reduce, &k); break;
     case K_MATMUL: *st = RUDA_KERNEL_CREATE(matmul, &k); break;
+    case K_ADD_ONE: *st = RUDA_KERNEL_CREATE(add_one_range, &k); break;
   }
   return k;
 }
@@ -408,20 +517,25 @@ static void compare(ruda_bench_t *b, problem_t *p, const char *case_name, side_t
                     ruda_bench_stats_rate(x, p->amount, 1.0), base_name, false);
 }
 
-static void run_problem(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
+/* The chunk per ruda of the range forms. CPU: a few rudas per core; GPU:
+ * 4 (triad, add-one) or 32 (reduction) values per unit. Chunks are whole
+ * multiples of the unit count. */
+static void plan_chunks(ruda_client_t *client, problem_t *p) {
   const ruda_device_properties_t *props = ruda_client_properties(client);
-  uint16_t type = ruda_client_device(client).type_id;
   uint32_t workers = props->hardware.num_cpu_cores ? props->hardware.num_cpu_cores : 1;
+  bool gpu = ruda_client_device(client).type_id != RUDA_DEVICE_TYPE_CPU;
+  if (p->kind == K_MATMUL) return;
+  uint64_t units = p->kind == K_REDUCE ? REDUCE_UNITS : BENCH_UNITS;
+  uint64_t per = gpu ? units * (p->kind == K_REDUCE ? 32 : 4)
+                     : (p->n + workers * 4 - 1) / (workers * 4);
+  p->chunk = (per + units - 1) / units * units;
+  p->rudas = (uint32_t)((p->n + p->chunk - 1) / p->chunk);
+}
+
+static void run_problem(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
+  uint16_t type = ruda_client_device(client).type_id;
   bool gpu = type != RUDA_DEVICE_TYPE_CPU;
-  if (p->kind != K_MATMUL) {
-    /* CPU: a few rudas per core; GPU: 4 (triad) or 16 (reduction) values
-     * per unit. Chunks are whole multiples of the unit count. */
-    uint64_t units = p->kind == K_TRIAD ? BENCH_UNITS : REDUCE_UNITS;
-    uint64_t per = gpu ? units * (p->kind == K_TRIAD ? 4 : 32)
-                       : (p->n + workers * 4 - 1) / (workers * 4);
-    p->chunk = (per + units - 1) / units * units;
-    p->rudas = (uint32_t)((p->n + p->chunk - 1) / p->chunk);
-  }
+  plan_chunks(client, p);
   size_t reps = ruda_bench_pick(b, 10, 4, 1), warmup = 1;
   size_t inner = gpu ? ruda_bench_pick(b, 20, 10, 1) : ruda_bench_pick(b, 3, 2, 1);
   if (!fill_host(p)) {
@@ -436,17 +550,20 @@ static void run_problem(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
   if (!st) st = side_init(&port, p, client, port_k);
   if (ruda_bench_fail_status(b, "kernels", p->name, st)) goto out;
   char case_name[64];
-  if (type == RUDA_DEVICE_TYPE_CPU || type == RUDA_DEVICE_TYPE_CUDA) {
-    bool cuda = type == RUDA_DEVICE_TYPE_CUDA;
-    hand_k = hand_kernel(p, cuda, &st);
+  {
+    bool cuda = type == RUDA_DEVICE_TYPE_CUDA, ocl = type == RUDA_DEVICE_TYPE_OPENCL;
+    hand_k = hand_kernel(p, type, &st);
     if (!st) st = side_init(&hand, p, client, hand_k);
     if (ruda_bench_fail_status(b, "kernels", p->name, st)) goto out;
-    ruda_bench_progress(b, "kernels %s: portable vs %s", p->name, cuda ? "CUDA C" : "native C");
+    ruda_bench_progress(b, "kernels %s: portable vs %s", p->name,
+                        cuda ? "CUDA C" : ocl ? "OpenCL C" : "native C");
     compare(b, p, p->name, &port, sample_side, &hand,
-            cuda ? "the same kernel in CUDA C (NVRTC, through ruda)"
-                 : "hand-optimised native C kernel (through ruda)",
+            cuda  ? "the same kernel in CUDA C (NVRTC, through ruda)"
+            : ocl ? "the same kernel in OpenCL C (through ruda)"
+                  : "hand-optimised native C kernel (through ruda)",
             &hand, warmup, reps, inner);
-    if (!cuda) {
+    side_deinit(&hand);
+    if (!gpu) {
       snprintf(case_name, sizeof case_name, "%s_vs_openmp", p->name);
 #ifdef RUDA_HAVE_OPENMP
       char omp[96];
@@ -459,8 +576,9 @@ static void run_problem(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
       ruda_bench_skip(b, "kernels", case_name, "built without OpenMP");
 #endif
     }
-  } else {
-    /* Another backend (opencl:N): next to the portable kernel on cpu:0. */
+  }
+  if (type == RUDA_DEVICE_TYPE_OPENCL) {
+    /* Also next to the portable kernel on cpu:0 of the same machine. */
     snprintf(case_name, sizeof case_name, "%s_vs_cpu0", p->name);
     ruda_device_id_t id = {RUDA_DEVICE_TYPE_CPU, 0};
     st = ruda_client_create(id, &cpu0);
@@ -482,6 +600,59 @@ out:
   }
 }
 
+/* The natural form (one element per unit, `if (u.abs_x < n)`) against the
+ * range form of the same kernel on the same device ("<kernel>_units"), and
+ * on cpu:N against `omp parallel for` ("<kernel>_units_vs_openmp"). */
+static void run_units(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
+  bool gpu = ruda_client_device(client).type_id != RUDA_DEVICE_TYPE_CPU;
+  plan_chunks(client, p);
+  size_t reps = ruda_bench_pick(b, 10, 4, 1), warmup = 1;
+  size_t inner = gpu ? ruda_bench_pick(b, 20, 10, 1) : ruda_bench_pick(b, 3, 2, 1);
+  char case_name[64];
+  snprintf(case_name, sizeof case_name, "%s_units", p->name);
+  if (!fill_host(p)) {
+    ruda_bench_fail(b, "kernels", case_name, "out of host memory");
+    return;
+  }
+  ruda_status_t st = NULL;
+  ruda_kernel_t *nat_k = NULL, *range_k = NULL;
+  if (p->kind == K_TRIAD) {
+    st = RUDA_KERNEL_CREATE(triad_units, &nat_k);
+    if (!st) st = RUDA_KERNEL_CREATE(triad, &range_k);
+  } else {
+    st = RUDA_KERNEL_CREATE(add_one_units, &nat_k);
+    if (!st) st = RUDA_KERNEL_CREATE(add_one_range, &range_k);
+  }
+  side_t nat = {0}, range = {0};
+  if (!st) st = side_init_as(&nat, p, client, nat_k, true);
+  if (!st) st = side_init_as(&range, p, client, range_k, false);
+  if (ruda_bench_fail_status(b, "kernels", case_name, st)) goto out;
+  ruda_bench_progress(b, "kernels %s: natural form vs range form", p->name);
+  compare(b, p, case_name, &nat, sample_side, &range,
+          "the RUDA_RANGE form of the same kernel (through ruda)", &range, warmup, reps, inner);
+  if (!gpu) {
+    snprintf(case_name, sizeof case_name, "%s_units_vs_openmp", p->name);
+#ifdef RUDA_HAVE_OPENMP
+    char omp[96];
+    ruda_bench_omp_name("omp parallel for", omp_get_max_threads(), omp, sizeof omp);
+    ruda_bench_progress(b, "kernels %s: natural form vs OpenMP", p->name);
+    compare(b, p, case_name, &nat, sample_omp, p, omp, NULL, warmup, reps, inner);
+#else
+    ruda_bench_skip(b, "kernels", case_name, "built without OpenMP");
+#endif
+  }
+out:
+  side_deinit(&nat);
+  side_deinit(&range);
+  ruda_kernel_release(nat_k);
+  ruda_kernel_release(range_k);
+  for (int a = 0; a < 3; a++) {
+    if (p->kind == K_ADD_ONE && a > 0) break;
+    free(p->host[a]);
+    p->host[a] = NULL;
+  }
+}
+
 void ruda_bench_kernels(ruda_bench_t *b) {
   ruda_client_t *client = NULL;
   if (!ruda_bench_open_client(b, "kernels", "triad", &client)) return;
@@ -494,5 +665,9 @@ void ruda_bench_kernels(ruda_bench_t *b) {
   run_problem(b, client, &triad);
   run_problem(b, client, &reduce);
   run_problem(b, client, &matmul);
+  problem_t triad_u = {K_TRIAD, "triad", elems, 0, 0, 3.0 * 4 * (double)elems, "GB/s", {0}};
+  problem_t add_one = {K_ADD_ONE, "add_one", elems, 0, 0, 2.0 * 4 * (double)elems, "GB/s", {0}};
+  run_units(b, client, &triad_u);
+  run_units(b, client, &add_one);
   ruda_client_release(client);
 }

@@ -63,3 +63,28 @@ RUDA_KERNEL(matmul, RUDA_DIM(BENCH_TILE, BENCH_TILE, 1), RUDA_BUFFER(const float
   }
   RUDA_UNITS_NOWAIT(u) C[(size_t)u.abs_y * n + u.abs_x] = RUDA_PRIV(u, acc);
 }
+
+/* The natural form, as the README and most users write it: one element per
+ * unit, a bounds check, as many rudas as the data needs. */
+RUDA_KERNEL(triad_units, RUDA_DIM(BENCH_UNITS, 1, 1), RUDA_BUFFER(float *restrict, a),
+            RUDA_BUFFER(const float *restrict, b), RUDA_BUFFER(const float *restrict, c),
+            RUDA_SCALAR(float, s), RUDA_SCALAR(uint32_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    if (u.abs_x < n) a[u.abs_x] = b[u.abs_x] + s * c[u.abs_x];
+  }
+}
+
+/* The README's add_one, and the same as a range over the ruda's chunk. */
+RUDA_KERNEL(add_one_units, RUDA_DIM(BENCH_UNITS, 1, 1), RUDA_BUFFER(float *restrict, x),
+            RUDA_SCALAR(uint32_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    if (u.abs_x < n) x[u.abs_x] += 1.0f;
+  }
+}
+
+RUDA_KERNEL(add_one_range, RUDA_DIM(BENCH_UNITS, 1, 1), RUDA_BUFFER(float *restrict, x),
+            RUDA_SCALAR(uint64_t, n), RUDA_SCALAR(uint64_t, chunk)) {
+  uint64_t begin = (uint64_t)ruda_pos.x * chunk;
+  uint64_t end = RUDA_MIN(begin + chunk, n);
+  RUDA_RANGE_NOWAIT(uint64_t, i, begin, end) x[i] += 1.0f;
+}

@@ -56,12 +56,23 @@ static void launch_job(void *arg, uint32_t participant) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
     uint64_t end = start + l->chunk < l->total ? start + l->chunk : l->total;
+    /* The chunk's first position by division, the next ones by counting:
+     * with one small ruda per few hundred elements (the natural
+     * one-element-per-unit form), four divisions per ruda would cost more
+     * than the ruda's own work. */
+    uint64_t r = start % xy;
+    ctx.ruda_pos.z = (uint32_t)(start / xy);
+    ctx.ruda_pos.y = (uint32_t)(r / c.x);
+    ctx.ruda_pos.x = (uint32_t)(r % c.x);
     for (uint64_t i = start; i < end; i++) {
-      ctx.ruda_pos.z = (uint32_t)(i / xy);
-      uint64_t r = i % xy;
-      ctx.ruda_pos.y = (uint32_t)(r / c.x);
-      ctx.ruda_pos.x = (uint32_t)(r % c.x);
       fn(&ctx);
+      if (++ctx.ruda_pos.x == c.x) {
+        ctx.ruda_pos.x = 0;
+        if (++ctx.ruda_pos.y == c.y) {
+          ctx.ruda_pos.y = 0;
+          ctx.ruda_pos.z++;
+        }
+      }
     }
   }
   ruda__kernel_scope_leave(&scope);
