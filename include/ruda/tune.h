@@ -26,10 +26,12 @@
  * launch is refused (over a device limit), whose work fails on the device
  * (a compile error, a fault), or whose output differs from the reference
  * candidate's beyond the tolerance. A candidate clearly slower than the
- * best (its best time over 1.5x the best's) stops being measured early,
- * and the measurements of each key get a time budget ([autotune]
- * budget_ms; every candidate's first run, which compiles it on a GPU and
- * checks it, comes before and is not counted).
+ * best (its best time over 2x the best's after one sample each, over 1.5x
+ * later) stops being measured early, and the measurements of each key
+ * get a time budget ([autotune] budget_ms). Every candidate runs once
+ * first, whatever the budget (it compiles on a GPU, and is checked); on
+ * the CPU, where nothing compiles, that run is measured, is the first
+ * sample and counts against the budget.
  *
  * Decisions are remembered in the process and in the tune cache, a folder
  * `tune` in the compiled-kernel cache directory (ruda_config_cache_dir),

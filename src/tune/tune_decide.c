@@ -50,7 +50,7 @@ static double fastest(const ruda__tune_result_t *r) {
   return m;
 }
 
-void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n) {
+void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor) {
   double best = INFINITY;
   for (size_t i = 0; i < n; i++)
     if (r[i].state == RUDA__TUNE_MEASURED && r[i].num_samples) {
@@ -60,7 +60,7 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n) {
   if (!isfinite(best)) return;
   for (size_t i = 0; i < n; i++)
     if (r[i].state == RUDA__TUNE_MEASURED && r[i].num_samples &&
-        fastest(&r[i]) > RUDA__TUNE_DROP_FACTOR * best)
+        fastest(&r[i]) > factor * best)
       r[i].dropped = true;
 }
 

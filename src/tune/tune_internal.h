@@ -49,7 +49,9 @@ typedef struct ruda__tune_plan {
 
 ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
 
-/* The factor over the best time past which a candidate is dropped. */
+/* The factor over the best time past which a candidate is dropped: after
+ * one sample each (a first run, colder and noisier), and later. */
+#define RUDA__TUNE_DROP_FACTOR_FIRST 2.0
 #define RUDA__TUNE_DROP_FACTOR 1.5
 
 /* Fills r->score and r->spread from its samples: the 20th percentile and
@@ -57,8 +59,8 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
 void ruda__tune_score(ruda__tune_result_t *r);
 
 /* Marks `dropped` on every measured candidate whose fastest sample is
- * over RUDA__TUNE_DROP_FACTOR times the fastest sample of all. */
-void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n);
+ * over `factor` times the fastest sample of all. */
+void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor);
 
 /* The ranking: measured candidates with samples by score (ties: lower
  * index first), then measured candidates without samples (budget spent)

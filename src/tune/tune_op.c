@@ -834,7 +834,8 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   /* The budget bounds the measurements; every candidate's first run (which
    * compiles it on a GPU, and checks it) comes before. */
   double t_measure = try_is_sample ? t0 : now_ms();
-  if (try_is_sample && op->plan.early_drop) ruda__tune_drop_slow(r, op->num_cands);
+  if (try_is_sample && op->plan.early_drop)
+    ruda__tune_drop_slow(r, op->num_cands, RUDA__TUNE_DROP_FACTOR_FIRST);
   bool spent = false;
   for (uint32_t rep = 0; rep < op->plan.reps && !spent; rep++) {
     for (size_t i = 0; i < op->num_cands; i++) {
@@ -859,7 +860,9 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
       }
       if (r[i].num_samples < RUDA__TUNE_MAX_SAMPLES) r[i].samples[r[i].num_samples++] = ns;
     }
-    if (op->plan.early_drop) ruda__tune_drop_slow(r, op->num_cands);
+    if (op->plan.early_drop)
+      ruda__tune_drop_slow(r, op->num_cands,
+                           rep == 0 ? RUDA__TUNE_DROP_FACTOR_FIRST : RUDA__TUNE_DROP_FACTOR);
   }
   for (size_t i = 0; i < op->num_cands; i++) ruda__tune_score(&r[i]);
   uint32_t rank[RUDA__TUNE_MAX_CANDIDATES];

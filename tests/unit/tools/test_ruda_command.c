@@ -379,3 +379,58 @@ TEST(an_unavailable_device_exits_3_with_the_status_text) {
   ASSERT_STR_CONTAINS(r.out, "ruda device cpu:9:");
   run_free(&r);
 }
+
+/* `ruda tune`: run fills the cache, list and show print it, export, clear
+ * and import move it, bad arguments are usage errors. */
+TEST(tune_command_runs_lists_exports_clears_and_imports) {
+  char env[700], file[600];
+  snprintf(env, sizeof env, "RUDA_CACHE_DIR='%s/tune-cmd-%ld'", rt_tmpdir(), (long)getpid());
+  snprintf(file, sizeof file, "%s/tune-cmd-%ld.export", rt_tmpdir(), (long)getpid());
+  run_result_t r = run(env, "tune run sum_f32 --sizes 10000 --sizes 70000");
+  if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "tune run output:\n%s", r.out);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "sum_f32 10000: ");
+  ASSERT_STR_CONTAINS(r.out, "(tuned now)");
+  run_free(&r);
+  r = run(env, "tune run sum_f32 --sizes 9000"); /* the same bucket (16384) */
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "(already decided)");
+  run_free(&r);
+  r = run(env, "tune list");
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "n=16384");
+  ASSERT_STR_CONTAINS(r.out, "n=131072");
+  ASSERT_STR_CONTAINS(r.out, "2 entries in");
+  run_free(&r);
+  r = run(env, "tune show sum_f32");
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "scores: ");
+  run_free(&r);
+  char args[800];
+  snprintf(args, sizeof args, "tune export '%s'", file);
+  r = run(env, args);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "exported 2 entries");
+  run_free(&r);
+  r = run(env, "tune clear");
+  ASSERT_STR_CONTAINS(r.out, "removed 2 entries");
+  run_free(&r);
+  snprintf(args, sizeof args, "tune import '%s'", file);
+  r = run(env, args);
+  ASSERT_EQ(r.code, 0);
+  ASSERT_STR_CONTAINS(r.out, "imported 2 entries");
+  run_free(&r);
+  r = run(env, "tune list");
+  ASSERT_STR_CONTAINS(r.out, "2 entries in");
+  run_free(&r);
+  r = run(env, "tune run nope --sizes 4 2>&1");
+  ASSERT_EQ(r.code, 1);
+  ASSERT_STR_CONTAINS(r.out, "no tuned operation 'nope'");
+  run_free(&r);
+  r = run(env, "tune run matmul_f32 --sizes 4,x 2>&1");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+  r = run(env, "tune frobnicate 2>&1");
+  ASSERT_EQ(r.code, 2);
+  run_free(&r);
+}

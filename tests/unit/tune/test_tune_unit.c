@@ -183,7 +183,7 @@ TEST(tune_decision_from_injected_times_is_deterministic) {
   ASSERT_DBL_NEAR(r[1].score, 95, 0);
   ASSERT_TRUE(r[1].spread > 1.0);
   ASSERT_TRUE(r[0].spread < 0.05);
-  ruda__tune_drop_slow(r, 5);
+  ruda__tune_drop_slow(r, 5, RUDA__TUNE_DROP_FACTOR);
   ASSERT_TRUE(r[2].dropped);
   ASSERT_FALSE(r[0].dropped);
   uint32_t order[5];
