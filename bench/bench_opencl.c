@@ -178,7 +178,7 @@ void ruda_bench_opencl_launch(ruda_bench_t *b) {
       ruda_bench_gpu_text_kernel(RUDA_KERNEL_FORMAT_OPENCL_C, "bench_empty", empty_src, 1, &x.k);
   if (!s)
     s = ruda__opencl_build_source(raw.api, raw.ctx, raw.dev->device, "bench_empty", empty_src, 0,
-                                  NULL, &prog);
+                                  NULL, NULL, false, &prog);
   if (ruda_bench_gpu_ok(b, "launch", "launch_empty_caller", s)) {
     cl_int e = CL_SUCCESS;
     raw.kernel = raw.api->clCreateKernel(prog, "bench_empty", &e);
@@ -338,7 +338,7 @@ static void ruda_warm_load(void *p) {
   ruda__opencl_function_t *fn = NULL;
   if (pc)
     ruda_bench_keep_error(&x->err, ruda__opencl_program_cache_get(pc, x->key, "bench_saxpy", compile_src, 0, NULL,
-                                                 0, &fn));
+                                                 0, NULL, &fn));
   ruda__opencl_program_cache_destroy(pc);
 }
 

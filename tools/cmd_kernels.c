@@ -71,43 +71,20 @@ static void print_log(const ruda_tools_kernel_text_t *t, const char *log) {
 }
 
 /* After a failed build: identifiers of the kernel file that are keywords
- * for one of the compilers (the vendor's message rarely says so). */
+ * for one of the compilers (the vendor's message rarely says so); the
+ * library's run-time compile errors carry the same lines. */
 static void print_keyword_hints(const ruda_tools_kernel_text_t *t) {
-  static const char *const words[] = {
-      "global",   "local",    "constant", "private",  "kernel",   "half",     "__global",
-      "__local",  "__kernel", "new",      "delete",   "class",    "this",     "template",
-      "typename", "namespace", "operator", "public",  "virtual",  "friend",   "throw",
-      "try",      "catch",    "using",    "explicit", "mutable",  "export",   "nullptr"};
-  const char *p = t->text, *end = t->text + t->len;
-  bool said[sizeof words / sizeof words[0]] = {false};
-  while (p < end) {
-    if (p + 1 < end && p[0] == '/' && p[1] == '/') {
-      while (p < end && *p != '\n') p++;
-    } else if (p + 1 < end && p[0] == '/' && p[1] == '*') {
-      p += 2;
-      while (p + 1 < end && !(p[0] == '*' && p[1] == '/')) p++;
-      p += 2;
-    } else if (*p == '"' || *p == '\'') {
-      char q = *p++;
-      while (p < end && *p != q && *p != '\n') p += *p == '\\' ? 2 : 1;
-      p++;
-    } else if (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')) {
-      const char *w = p;
-      while (p < end && (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-                         (*p >= '0' && *p <= '9')))
-        p++;
-      for (size_t i = 0; i < sizeof words / sizeof words[0]; i++) {
-        if (!said[i] && strlen(words[i]) == (size_t)(p - w) && memcmp(words[i], w, (size_t)(p - w)) == 0) {
-          printf("    hint: '%s' is a keyword of OpenCL C or C++; kernels must not use it as a "
-                 "name (docs/kernels.md, the rules)\n",
-                 words[i]);
-          said[i] = true;
-        }
-      }
-    } else {
-      p++;
-    }
+  size_t n = ruda_kernel_text_hints(t->text, t->len, NULL, 0);
+  char *hints = n ? malloc(n + 1) : NULL;
+  if (!hints) return;
+  ruda_kernel_text_hints(t->text, t->len, hints, n + 1);
+  for (const char *p = hints; *p;) {
+    const char *nl = strchr(p, '\n');
+    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    printf("    %.*s\n", (int)len, p);
+    p += len + (nl ? 1 : 0);
   }
+  free(hints);
 }
 
 static void print_kernel_list(const ruda_tools_kernel_text_t *t) {
@@ -143,8 +120,8 @@ static int check_cuda(const ruda_tools_kernel_text_t *t, const char *shown, unsi
     printf("%s: cuda sm_%u: FAILED\n", shown, cc);
     ruda_status_t cause = ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC);
     const char *reason = ruda_status_reason(cause ? cause : s);
+    /* The reason holds the user's messages and the hints already. */
     print_log(t, reason ? reason : "");
-    print_keyword_hints(t);
   }
   ruda_status_free(s);
   return code;

@@ -221,6 +221,17 @@ ruda_status_t ruda_kernel_from_file(const char *path, const ruda_kernel_source_t
 ruda_status_t ruda_kernel_from_text(const char *text, size_t len, const char *origin,
                                     const ruda_kernel_source_t *src, ruda_kernel_t **out);
 
+/* Hints for a portable kernel's text that failed to compile: one line
+ * "hint: 'local' is a keyword of OpenCL C or C++; ..." per identifier of
+ * `text[0..len)` (comments, strings and directives skipped) that C takes as
+ * a name but OpenCL C or C++ (NVRTC) reserves, the compilers' messages
+ * rarely saying so. Writes at most `cap` bytes to `out`, NUL-terminated
+ * when cap > 0 (snprintf's contract; `out` may be NULL with cap 0), and
+ * returns the length of the whole text ("" and 0: no hint). The run-time
+ * compile errors of cuda:N and opencl:N carry the same lines. Never fails.
+ * Thread-safe. */
+size_t ruda_kernel_text_hints(const char *text, size_t len, char *out, size_t cap);
+
 /* ---- Dispatch counts ---- */
 
 typedef struct ruda_count {

@@ -33,7 +33,7 @@
     BT_NONE, RUDA_ERR_IO_UNKNOWN)                                              \
   X(RUDA_ERR_SERVER_UNHEALTHY, "ServerError::ServerUnhealthy",                 \
     RUDA_FAMILY_SERVER, "ServerUnhealthy", SH_LIST,                            \
-    "The server is in an invalid state\nCaused by:\n  {errors}", BT_NONE, 0)   \
+    "Work queued on the stream failed\nCaused by:\n  {errors}", BT_NONE, 0)     \
   X(RUDA_ERR_LAUNCH_COMPILATION, "LaunchError::CompilationError",              \
     RUDA_FAMILY_LAUNCH, "CompilationError", SH_CAUSE,                          \
     "A compilation error happened during launch\nCaused by:\n  {cause}",       \

@@ -1,6 +1,9 @@
 /* Conformance: what a user reads when a launch goes wrong. Each error is
  * checked by its kind and by the words of its text, on every backend. */
+#include <unistd.h>
+
 #include "cts.h"
+#include "cts_errors_kernels.c"
 
 /* The text of `s`, formatted (freed by the caller). */
 static char *text_of(ruda_status_t s) {
@@ -100,5 +103,55 @@ TEST(a_kernel_without_code_for_the_device_says_so) {
   ASSERT_TRUE(strstr(t, "unsupported instruction") == NULL);
   free(t);
   ruda_status_free(s);
+  ruda_kernel_release(k);
+}
+
+/* A compile error that only the OpenCL compiler sees (a scalar named
+ * `local`) reads as the user's line with file:line and the keyword hint,
+ * not ruda's prelude. */
+TEST(a_compile_error_shows_the_users_lines_and_a_hint) {
+  ruda_client_t *c = cts_client();
+  ruda_kernel_t *k = cts_kernel_from(RUDA_KERNEL_DESC(keyword_scalar));
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, 4, &h));
+  /* What reaches stderr while the kernel is compiled (PoCL's clang writes
+   * its closing count there). */
+  fflush(stderr);
+  FILE *err = tmpfile();
+  ASSERT_NOT_NULL(err);
+  int saved = dup(2);
+  dup2(fileno(err), 2);
+  ruda_status_t s = RUDA_LAUNCH(keyword_scalar, c, k, ruda_count_static(1, 1, 1), &h, 3u);
+  if (!s) s = ruda_client_sync(c);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  char said[4096] = "";
+  rewind(err);
+  size_t n = fread(said, 1, sizeof said - 1, err);
+  said[n] = '\0';
+  fclose(err);
+  ASSERT_TRUE(strstr(said, "generated.") == NULL);
+  if (cts_is_cpu()) {
+    /* Compiled with the program: nothing to report. */
+    ASSERT_OK(s);
+  } else {
+    ASSERT_NOT_NULL(s);
+    ruda_status_t ce = ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC);
+    ASSERT_NOT_NULL(ce);
+    const char *r = ruda_status_reason(ce);
+    /* The user's line, with file:line; the prelude's messages and text
+     * left out (the whole log goes to the compilation log channel). */
+    ASSERT_STR_CONTAINS(r, "[Compilation Error] portable kernel 'keyword_scalar'");
+    ASSERT_STR_CONTAINS(r, "cts_errors_kernels.c:4:1");
+    ASSERT_STR_CONTAINS(r, "hint: 'local' is a keyword");
+    ASSERT_TRUE(strstr(r, "ruda/dialect/") == NULL);
+    ASSERT_TRUE(strlen(r) < 4096);
+    char *t = text_of(s);
+    ASSERT_TRUE(strstr(t, "invalid state") == NULL);
+    free(t);
+    ruda_status_free(s);
+  }
+  ruda_handle_release(&h);
   ruda_kernel_release(k);
 }

@@ -33,6 +33,7 @@
 #include "server/device_settings.h"
 #include "server/server.h"
 #include "server/binary_cache.h"
+#include "server/compile_log.h"
 #include "server/portable_kernel.h"
 #include "types/hasher.h"
 
@@ -191,8 +192,28 @@ static ruda_status_t nvrtc_compile(const char *name, const char *source, size_t 
       if (log != NULL && nv->nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) log[0] = '\0';
       if (log != NULL) log[log_size] = '\0';
     }
+    if (origin) {
+      /* A portable kernel: the user's messages and hints, the prelude's
+       * only in the log (server/compile_log.h). */
+      size_t plen = 0;
+      ruda__portable_prelude(RUDA__PORTABLE_CUDA, &plen);
+      char compiler[64];
+      snprintf(compiler, sizeof compiler, "NVRTC for sm_%u", cc);
+      size_t slen = strlen(src);
+      ruda__compile_failure_t f = {.kernel = name, .origin = origin, .compiler = compiler,
+                                   .log = log, .text = slen > plen ? src + plen + 1 : NULL,
+                                   .text_len = slen > plen ? slen - plen - 1 : 0, .source = src,
+                                   .source_len = slen};
+      ruda_status_t e = ruda__compile_failure_status(&f);
+      ruda_status_set_vendor(ruda_status_find(e, RUDA_ERR_COMPILATION_GENERIC),
+                             "nvrtcCompileProgram", nv->nvrtcGetErrorString(r), (int64_t)r);
+      ruda__free(log);
+      nv->nvrtcDestroyProgram(&prog);
+      ruda__free(src);
+      return e;
+    }
     /* The message (docs/cuda.md, Kernels): the log lines indented, then the
-     * source; a portable kernel's leaves the source out. */
+     * source. */
     size_t cap = (log ? strlen(log) * 2 : 0) + (origin ? strlen(origin) : strlen(src)) + 512;
     char *text = ruda__malloc(cap);
     if (text != NULL) {

@@ -13,10 +13,12 @@
  *    from source.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "backends/opencl/opencl_internal.h"
 #include "base/alloc.h"
@@ -90,10 +92,57 @@ static ruda_status_t compile_error(ruda_status_t cause) {
   return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, cause);
 }
 
+/* ---- Keeping PoCL's closing count off stderr ----
+ *
+ * PoCL builds with clang, which writes "N errors generated." to the
+ * process's stderr (fd 2) after the messages it puts in the build log, and
+ * takes no option that stops it (its build options are a fixed list). So a
+ * PoCL build runs with fd 2 pointed at a temporary file; afterwards what
+ * was written there goes back to stderr, the closing counts left out. One
+ * build at a time is redirected (g_quiet_lock): another thread's stderr
+ * output during the build reaches stderr late, never lost. */
+static pthread_mutex_t g_quiet_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct quiet {
+  FILE *tmp;
+  int saved; /* the real fd 2; -1: not redirected */
+} quiet_t;
+
+static void quiet_begin(quiet_t *q) {
+  q->saved = -1;
+  q->tmp = NULL;
+  pthread_mutex_lock(&g_quiet_lock);
+  fflush(stderr);
+  q->tmp = tmpfile();
+  if (q->tmp == NULL) return;
+  q->saved = dup(2);
+  if (q->saved < 0 || dup2(fileno(q->tmp), 2) < 0) {
+    if (q->saved >= 0) close(q->saved);
+    q->saved = -1;
+  }
+}
+
+static void quiet_end(quiet_t *q) {
+  if (q->saved >= 0) {
+    fflush(stderr);
+    dup2(q->saved, 2);
+    close(q->saved);
+    rewind(q->tmp);
+    char line[1024];
+    while (fgets(line, sizeof line, q->tmp) != NULL) {
+      if (!ruda__compile_log_is_summary(line, strcspn(line, "\n"))) fputs(line, stderr);
+    }
+    fflush(stderr);
+  }
+  if (q->tmp != NULL) fclose(q->tmp);
+  pthread_mutex_unlock(&g_quiet_lock);
+}
+
 ruda_status_t ruda__opencl_build_source(const ruda__opencl_api_t *api, cl_context ctx,
                                         cl_device_id dev, const char *name,
                                         const char *source, size_t len, const char *options,
-                                        cl_program *out) {
+                                        const ruda__compile_failure_t *portable,
+                                        bool quiet_stderr, cl_program *out) {
   *out = NULL;
   if (len == 0) len = strlen(source);
   cl_int r = CL_SUCCESS;
@@ -103,19 +152,34 @@ ruda_status_t ruda__opencl_build_source(const ruda__opencl_api_t *api, cl_contex
   if (r != CL_SUCCESS || prog == NULL)
     return compile_error(ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, r,
                                         "clCreateProgramWithSource", "kernel %s", name));
+  quiet_t quiet;
+  if (quiet_stderr) quiet_begin(&quiet);
   r = api->clBuildProgram(prog, 1, &dev, options ? options : "", NULL, NULL);
+  if (quiet_stderr) quiet_end(&quiet);
   atomic_fetch_add(&g_builds, 1);
   if (r != CL_SUCCESS) {
     char *log = build_log(api, prog, dev);
-    char *text = compile_text(log, source, len);
-    ruda_status_t ce = ruda_status_create(
-        RUDA_ERR_COMPILATION_GENERIC, "kernel %s (options \"%s\"): %s", name,
-        options ? options : "", text ? text : "[Compilation Error] (no memory for the log)");
-    ruda_status_set_vendor(ce, "clBuildProgram", ruda__cl_error_name(r), (int64_t)r);
-    ruda__free(text);
+    ruda_status_t ce;
+    if (portable != NULL) {
+      ruda__compile_failure_t f = *portable;
+      f.log = log;
+      f.source = source;
+      f.source_len = len;
+      ce = ruda__compile_failure_status(&f);
+      ruda_status_set_vendor(ruda_status_find(ce, RUDA_ERR_COMPILATION_GENERIC), "clBuildProgram",
+                             ruda__cl_error_name(r), (int64_t)r);
+    } else {
+      char *text = compile_text(log, source, len);
+      ce = ruda_status_create(
+          RUDA_ERR_COMPILATION_GENERIC, "kernel %s (options \"%s\"): %s", name,
+          options ? options : "", text ? text : "[Compilation Error] (no memory for the log)");
+      ruda_status_set_vendor(ce, "clBuildProgram", ruda__cl_error_name(r), (int64_t)r);
+      ruda__free(text);
+      ce = compile_error(ce);
+    }
     ruda__free(log);
     api->clReleaseProgram(prog);
-    return compile_error(ce);
+    return ce;
   }
   *out = prog;
   return NULL;
@@ -333,6 +397,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
                                              ruda_hash128_t key, const char *entry,
                                              const char *source, size_t len,
                                              const char *const *options, size_t num_options,
+                                             const ruda__compile_failure_t *portable,
                                              ruda__opencl_function_t **out) {
   entry_t *e = ruda__module_table_find(&c->table, key);
   if (e != NULL) {
@@ -372,7 +437,10 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   }
   ruda_status_t s = NULL;
   if (prog == NULL) {
-    s = ruda__opencl_build_source(api, c->ctx, dev, entry, source, len, opts, &prog);
+    s = ruda__opencl_build_source(api, c->ctx, dev, entry, source, len, opts, portable,
+                                  strstr(c->dev->platform_name, "Portable Computing Language") !=
+                                      NULL,
+                                  &prog);
     if (s) {
       ruda__free(opts);
       return s;

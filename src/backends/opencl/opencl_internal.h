@@ -26,6 +26,7 @@
 
 #include "ruda/status.h"
 #include "ruda/types.h"
+#include "server/compile_log.h"
 
 /* ---- Always available ---------------------------------------------------- */
 
@@ -150,13 +151,20 @@ ruda_status_t ruda__opencl_device_query(const ruda__opencl_api_t *api, ruda__ope
 
 /* Builds OpenCL C `source` (`len` bytes; 0: strlen) for `dev` with
  * `options` (NULL: none) into *out. `name` names the kernel in errors.
- * Errors: LaunchError::CompilationError(CompilationError::Generic) whose
- * reason holds the build log (indented) and the source, with the vendor
- * fields of clBuildProgram; other failing calls likewise. */
+ * `portable` (NULL for OpenCL C) says that `source` is a portable kernel's
+ * text behind the OpenCL prelude: its kernel, origin and compiler fields
+ * name it in the error. On PoCL (`quiet_stderr`) the compiler's closing
+ * count ("2 errors generated."), which PoCL's clang writes to the process's
+ * stderr, is kept off it. Errors: LaunchError::CompilationError(Generic)
+ * with the vendor fields of clBuildProgram, whose reason for a portable
+ * kernel is the user's messages and hints (server/compile_log.h) and for
+ * OpenCL C the build log (indented) and the source; other failing calls
+ * likewise. */
 ruda_status_t ruda__opencl_build_source(const ruda__opencl_api_t *api, cl_context ctx,
                                         cl_device_id dev, const char *name,
                                         const char *source, size_t len, const char *options,
-                                        cl_program *out);
+                                        const ruda__compile_failure_t *portable,
+                                        bool quiet_stderr, cl_program *out);
 
 /* The program binary of a built program for its only device (ruda__malloc'ed
  * into *out, *out_size bytes). */
@@ -197,6 +205,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
                                              ruda_hash128_t key, const char *entry,
                                              const char *source, size_t len,
                                              const char *const *options, size_t num_options,
+                                             const ruda__compile_failure_t *portable,
                                              ruda__opencl_function_t **out);
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */

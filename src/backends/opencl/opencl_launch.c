@@ -26,6 +26,7 @@ typedef struct cl_code {
   size_t num_options;
   ruda_hash128_t key;
   bool portable; /* text is the dialect's: built behind the OpenCL prelude */
+  const char *origin; /* the portable kernel's file (NULL: unknown) */
 } cl_code_t;
 
 static ruda_status_t pick_code(const ruda_kernel_t *kernel, cl_code_t *out) {
@@ -40,6 +41,7 @@ static ruda_status_t pick_code(const ruda_kernel_t *kernel, cl_code_t *out) {
                            "kernel %s has no code the OpenCL backend runs (OpenCL C, or a "
                            "portable kernel with its embedded text)", d->name));
   out->portable = c->format == RUDA_KERNEL_FORMAT_PORTABLE;
+  out->origin = c->origin;
   out->text = c->data;
   out->len = c->size;
   out->entry = c->entry;
@@ -159,6 +161,10 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
    * its program is not cached yet. */
   char *composed = NULL;
   const char **opts = NULL; /* a portable kernel's: compilation.fp_contract, then its own */
+  char compiler[256];
+  ruda__compile_failure_t portable = {.kernel = d->name, .origin = code.origin,
+                                      .compiler = compiler, .text = code.text,
+                                      .text_len = code.len};
   if (code.portable && !ruda__opencl_program_cache_has(s->programs, code.key)) {
     opts = ruda__malloc((code.num_options + 1) * sizeof *opts);
     if (opts == NULL)
@@ -174,6 +180,8 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
       return e;
     }
     code.text = composed;
+    snprintf(compiler, sizeof compiler, "the OpenCL compiler of opencl:%u (%s, %s)",
+             (unsigned)s->base.device.index_id, props->name, s->dev->platform_name);
   }
   /* A portable entry's -O, -f and -m options are the CPU compiler's. */
   const char *gpu_opts[64];
@@ -185,7 +193,8 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
     code.num_options = num_gpu_opts;
   }
   e = ruda__opencl_program_cache_get(s->programs, code.key, code.entry, code.text, code.len,
-                                     code.options, code.num_options, &fn);
+                                     code.options, code.num_options,
+                                     code.portable ? &portable : NULL, &fn);
   free(composed);
   ruda__free(opts);
   if (e) return e;

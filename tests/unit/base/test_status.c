@@ -488,7 +488,7 @@ TEST(unhealthy_list) {
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_SERVER_GENERIC));
   ASSERT_NULL(ruda_status_find(s, RUDA_ERR_IO_UNKNOWN));
   CHECK_TEXT_JSON(s,
-                  "The server is in an invalid state\nCaused by:\n  ["
+                  "Work queued on the stream failed\nCaused by:\n  ["
                   "An error happened during execution\nCaused by:\n  first, "
                   "A launch failed\nCaused by:\n  "
                   "Too many resources were requested during launch\n"
@@ -501,7 +501,7 @@ TEST(unhealthy_list) {
 TEST(unhealthy_empty_and_nested_find) {
   ruda_status_t s = ruda_status_unhealthy(NULL, 0);
   ASSERT_UEQ(ruda_status_error_count(s), 0);
-  CHECK_TEXT_JSON(s, "The server is in an invalid state\nCaused by:\n  []",
+  CHECK_TEXT_JSON(s, "Work queued on the stream failed\nCaused by:\n  []",
                   "{\"ServerUnhealthy\":{\"errors\":[]}}");
   /* An unhealthy list inside IoError::Execution inside ProfileError::Server:
    * find looks through causes and lists, depth first. */

@@ -134,7 +134,8 @@ TEST(build_error_carries_the_log_and_the_source) {
       "  a[0] = undeclared_name_xyz;\n"
       "}\n";
   cl_program prog = NULL;
-  ruda_status_t s = ruda__opencl_build_source(api, ctx, d->device, "broken", src, 0, NULL, &prog);
+  ruda_status_t s = ruda__opencl_build_source(api, ctx, d->device, "broken", src, 0, NULL, NULL, false,
+                                              &prog);
   ASSERT_NOT_NULL(s);
   ASSERT_NULL(prog);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_COMPILATION);
@@ -160,7 +161,8 @@ TEST(built_program_gives_its_binary_and_the_binary_builds) {
                     "  a[get_global_id(0)] *= 2u;\n"
                     "}\n";
   cl_program prog = NULL;
-  ASSERT_OK(ruda__opencl_build_source(api, ctx, d->device, "twice", src, 0, "-cl-mad-enable", &prog));
+  ASSERT_OK(ruda__opencl_build_source(api, ctx, d->device, "twice", src, 0, "-cl-mad-enable",
+                                      NULL, false, &prog));
   void *bin = NULL;
   size_t size = 0;
   ASSERT_OK(ruda__opencl_program_binary(api, prog, &bin, &size));
