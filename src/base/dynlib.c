@@ -58,15 +58,49 @@ const char *ruda__dynlib_resolve(const ruda__dynlib_t *lib, const ruda__dynlib_s
   return missing;
 }
 
+ruda__dynlib_result_t ruda__dynlib_load(ruda__dynlib_t *lib, const char *const *names, size_t n,
+                                        const ruda__dynlib_symbol_t *syms, size_t nsyms,
+                                        void *table, const char **missing) {
+  *missing = NULL;
+  if (!ruda__dynlib_open(lib, names, n)) return RUDA__DYNLIB_NOT_FOUND;
+  *missing = ruda__dynlib_resolve(lib, syms, nsyms, table);
+  if (*missing == NULL) return RUDA__DYNLIB_LOADED;
+  ruda__dynlib_close(lib);
+  return RUDA__DYNLIB_NO_SYMBOL;
+}
+
+ruda_status_t ruda__dynlib_load_spec(ruda__dynlib_t *lib, const ruda__dynlib_spec_t *spec,
+                                     const char *override, void *table, size_t table_size) {
+  memset(table, 0, table_size);
+  const char *single[1];
+  const char *const *names;
+  size_t n = ruda__dynlib_candidates(override, spec->env, spec->defaults, spec->num_defaults,
+                                     single, &names);
+  const char *missing = NULL;
+  switch (ruda__dynlib_load(lib, names, n, spec->symbols, spec->num_symbols, table, &missing)) {
+    case RUDA__DYNLIB_NOT_FOUND:
+      return ruda_status_create(spec->kind, "%s%s could not be loaded (looked for %s)%s",
+                                spec->prefix, spec->what, lib->tried, spec->hint);
+    case RUDA__DYNLIB_NO_SYMBOL:
+      return ruda_status_create(spec->kind, "%s%s has no symbol %s%s", spec->prefix, lib->name,
+                                missing, spec->symbol_hint);
+    case RUDA__DYNLIB_LOADED:
+      break;
+  }
+  ruda__dynlib_head_t head = {lib->handle, lib->name};
+  memcpy(table, &head, sizeof head);
+  return NULL;
+}
+
 void ruda__dynlib_close(ruda__dynlib_t *lib) {
   if (lib->handle) dlclose(lib->handle);
   lib->handle = NULL;
 }
 
-ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(void)) {
+ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(ruda__dynlib_t *lib)) {
   pthread_mutex_lock(&once->lock);
   if (!once->tried) {
-    once->error = load();
+    once->error = load(&once->lib);
     once->tried = true;
   }
   ruda_status_t s = once->error ? ruda_status_clone(once->error) : NULL;

@@ -4,15 +4,12 @@
  * a missing library or symbol is an error status that names every file
  * name tried and why each failed (dlerror()), never a link failure.
  *
+ *   static const ruda__dynlib_spec_t spec = {RUDA_ERR_UNAVAILABLE, "X is unavailable: ",
+ *       "the X library", "", " (too old?)", "RUDA_X_LIBRARY", defaults, 2, syms, nsyms};
  *   static ruda__dynlib_once_t once = RUDA__DYNLIB_ONCE_INIT;
- *   static ruda_status_t load(void) {
- *     const char *single[1];
- *     const char *const *names;
- *     size_t n = ruda__dynlib_candidates(NULL, "RUDA_X_LIBRARY", defaults, 2, single, &names);
- *     if (!ruda__dynlib_open(&lib, names, n))
- *       return ruda_status_create(..., "looked for %s", lib.tried);
- *     const char *missing = ruda__dynlib_resolve(&lib, syms, nsyms, &table);
- *     ...
+ *   static ruda_status_t load(ruda__dynlib_t *lib) {
+ *     ruda_status_t s = ruda__dynlib_load_spec(lib, &spec, NULL, &table, sizeof table);
+ *     ...  (what the library needs after its symbols: an init call)
  *   }
  *   ruda_status_t s = ruda__dynlib_once(&once, load);
  *
@@ -81,6 +78,49 @@ typedef struct ruda__dynlib_symbol {
 const char *ruda__dynlib_resolve(const ruda__dynlib_t *lib, const ruda__dynlib_symbol_t *syms,
                                  size_t n, void *table);
 
+/* ruda__dynlib_open, then ruda__dynlib_resolve into `table`. A missing
+ * required symbol closes the library again and names it in *missing. */
+typedef enum ruda__dynlib_result {
+  RUDA__DYNLIB_LOADED,
+  RUDA__DYNLIB_NOT_FOUND,  /* no candidate loaded: lib->tried says why */
+  RUDA__DYNLIB_NO_SYMBOL,  /* lib->name lacks *missing */
+} ruda__dynlib_result_t;
+ruda__dynlib_result_t ruda__dynlib_load(ruda__dynlib_t *lib, const char *const *names, size_t n,
+                                        const ruda__dynlib_symbol_t *syms, size_t nsyms,
+                                        void *table, const char **missing);
+
+/* What a backend loads: the candidates, the symbol table, and the words
+ * of its errors, which read
+ *   "<prefix><what> could not be loaded (looked for <tried>)<hint>"
+ *   "<prefix><name> has no symbol <symbol><symbol_hint>"
+ * both of error kind `kind`. */
+typedef struct ruda__dynlib_spec {
+  ruda_error_kind_t kind;
+  const char *prefix; /* "CUDA is unavailable: " */
+  const char *what;   /* "the CUDA driver library" */
+  const char *hint;   /* after the names tried; "" for none */
+  const char *symbol_hint; /* after a missing symbol; "" for none */
+  const char *env;    /* the variable that names another file (candidates) */
+  const char *const *defaults;
+  size_t num_defaults;
+  const ruda__dynlib_symbol_t *symbols;
+  size_t num_symbols;
+} ruda__dynlib_spec_t;
+
+/* The first members of every table a spec fills: the library's handle and
+ * the name it loaded from (static storage: the ruda__dynlib_t's). */
+typedef struct ruda__dynlib_head {
+  void *lib;
+  const char *lib_name;
+} ruda__dynlib_head_t;
+
+/* Zeroes `table` (table_size bytes; its first members a
+ * ruda__dynlib_head_t), then ruda__dynlib_candidates (with `override`)
+ * and ruda__dynlib_load of spec's symbols into it, and sets its head;
+ * NULL when loaded, else the error the spec words. */
+ruda_status_t ruda__dynlib_load_spec(ruda__dynlib_t *lib, const ruda__dynlib_spec_t *spec,
+                                     const char *override, void *table, size_t table_size);
+
 /* dlclose()s a loaded library (a load that is given up). */
 void ruda__dynlib_close(ruda__dynlib_t *lib);
 
@@ -93,11 +133,14 @@ typedef struct ruda__dynlib_once {
   pthread_mutex_t lock;
   bool tried;
   ruda_status_t error; /* kept; callers get clones */
+  ruda__dynlib_t lib;  /* what load() loaded */
 } ruda__dynlib_once_t;
 
-#define RUDA__DYNLIB_ONCE_INIT {PTHREAD_MUTEX_INITIALIZER, false, NULL}
+#define RUDA__DYNLIB_ONCE_INIT {PTHREAD_MUTEX_INITIALIZER, false, NULL, {NULL, "", ""}}
 
-ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(void));
+/* load(&once->lib) fills the caller's table from the library it loads
+ * there. */
+ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(ruda__dynlib_t *lib));
 /* Whether a load was tried and succeeded (no load is started). */
 bool ruda__dynlib_once_loaded(ruda__dynlib_once_t *once);
 /* Forgets the result; `locked` runs under the lock first when not NULL

@@ -65,6 +65,7 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 /* ---- Loader (cuda_loader.c) ---- */
 
 typedef struct ruda__cuda_api {
+  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
   void *lib;
   const char *lib_name; /* the name dlopen() succeeded with */
   int driver_version;   /* 13000 for 13.0 */
@@ -74,6 +75,7 @@ typedef struct ruda__cuda_api {
 } ruda__cuda_api_t;
 
 typedef struct ruda__nvrtc_api {
+  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
   void *lib;
   const char *lib_name;
   int major, minor;

@@ -11,6 +11,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "backends/cuda/cuda_internal.h"
@@ -24,13 +25,14 @@ static char g_override_nvrtc[256];
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
 static ruda__dynlib_once_t g_cuda_once = RUDA__DYNLIB_ONCE_INIT;
-static ruda__dynlib_t g_cuda_lib;
 static ruda__cuda_api_t g_cuda;
-
 static ruda__dynlib_once_t g_nvrtc_once = RUDA__DYNLIB_ONCE_INIT;
-static ruda__dynlib_t g_nvrtc_lib;
 static ruda__nvrtc_api_t g_nvrtc;
 
+_Static_assert(offsetof(ruda__cuda_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
+               "the table starts with the loader's head");
+_Static_assert(offsetof(ruda__nvrtc_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
+               "the table starts with the loader's head");
 #define RUDA__DYNLIB_TABLE ruda__cuda_api_t
 static const ruda__dynlib_symbol_t g_cu_symbols[] = {RUDA__CU_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
@@ -39,47 +41,39 @@ static const ruda__dynlib_symbol_t g_nvrtc_symbols[] = {
     RUDA__NVRTC_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
 
-static ruda_status_t load_cuda(void) {
-  static const char *const defaults[] = {"libcuda.so.1", "libcuda.so"};
-  const char *single[1];
-  const char *const *names;
-  size_t n = ruda__dynlib_candidates(g_override_cuda, "RUDA_CUDA_DRIVER_LIBRARY", defaults, 2,
-                                     single, &names);
-  ruda__dynlib_t *lib = &g_cuda_lib;
-  if (!ruda__dynlib_open(lib, names, n))
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "CUDA is unavailable: the CUDA driver library could not "
-                              "be loaded (looked for %s)",
-                              lib->tried);
+/* The driver's entry points, then cuInit: a driver present but unusable
+ * (no device, driver/kernel module mismatch) is unavailable too, keeping
+ * the vendor's code. */
+static ruda_status_t init_cuda(ruda__dynlib_t *lib, ruda__cuda_api_t *api) {
+  CUresult r = api->cuInit(0);
+  if (r == CUDA_SUCCESS) {
+    int v = 0;
+    if (api->cuDriverGetVersion(&v) == CUDA_SUCCESS) api->driver_version = v;
+    return NULL;
+  }
+  const char *en = NULL;
+  if (api->cuGetErrorName(r, &en) != CUDA_SUCCESS || en == NULL) en = "CUDA_ERROR_UNKNOWN";
+  ruda_status_t s = ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                                       "CUDA is unavailable: cuInit failed with %s (%d) "
+                                       "(driver library %s)",
+                                       en, (int)r, lib->name);
+  ruda__dynlib_close(lib);
+  return ruda_status_set_vendor(s, "cuInit", en, (int64_t)r);
+}
+
+static const char *const g_cuda_names[] = {"libcuda.so.1", "libcuda.so"};
+static const ruda__dynlib_spec_t g_cuda_spec = {
+    RUDA_ERR_UNAVAILABLE, "CUDA is unavailable: ", "the CUDA driver library", "",
+    " (driver too old?)", "RUDA_CUDA_DRIVER_LIBRARY", g_cuda_names, 2, g_cu_symbols,
+    sizeof g_cu_symbols / sizeof g_cu_symbols[0]};
+
+static ruda_status_t load_cuda(ruda__dynlib_t *lib) {
   ruda__cuda_api_t api;
-  memset(&api, 0, sizeof api);
-  api.lib = lib->handle;
-  api.lib_name = lib->name;
-  const char *missing = ruda__dynlib_resolve(
-      lib, g_cu_symbols, sizeof g_cu_symbols / sizeof g_cu_symbols[0], &api);
-  if (missing) {
-    ruda__dynlib_close(lib);
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "CUDA is unavailable: %s has no symbol %s (driver too old?)",
-                              lib->name, missing);
-  }
-  CUresult r = api.cuInit(0);
-  if (r != CUDA_SUCCESS) {
-    /* The driver is present but unusable (no device, driver/kernel module
-     * mismatch): unavailable, keeping the vendor's code. */
-    const char *en = NULL;
-    if (api.cuGetErrorName(r, &en) != CUDA_SUCCESS || en == NULL) en = "CUDA_ERROR_UNKNOWN";
-    ruda_status_t s = ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                                         "CUDA is unavailable: cuInit failed with %s (%d) "
-                                         "(driver library %s)",
-                                         en, (int)r, lib->name);
-    ruda__dynlib_close(lib);
-    return ruda_status_set_vendor(s, "cuInit", en, (int64_t)r);
-  }
-  int v = 0;
-  if (api.cuDriverGetVersion(&v) == CUDA_SUCCESS) api.driver_version = v;
-  g_cuda = api;
-  return NULL;
+  ruda_status_t s = ruda__dynlib_load_spec(lib, &g_cuda_spec, g_override_cuda, &api, sizeof api);
+  if (s) return s;
+  s = init_cuda(lib, &api);
+  if (!s) g_cuda = api;
+  return s;
 }
 
 ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out) {
@@ -88,37 +82,23 @@ ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out) {
   return s;
 }
 
-static ruda_status_t load_nvrtc(void) {
+static ruda_status_t load_nvrtc(ruda__dynlib_t *lib) {
   char p1[512], p2[512];
   const char *cuda_path = getenv("CUDA_PATH");
   snprintf(p1, sizeof p1, "%s/lib64/libnvrtc.so.13",
            cuda_path && cuda_path[0] ? cuda_path : "/usr/local/cuda");
   snprintf(p2, sizeof p2, "%s/lib64/libnvrtc.so.12",
            cuda_path && cuda_path[0] ? cuda_path : "/usr/local/cuda");
-  const char *defaults[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
-                            "libnvrtc.so", p1, p2};
-  const char *single[1];
-  const char *const *names;
-  size_t n = ruda__dynlib_candidates(g_override_nvrtc, "RUDA_NVRTC_LIBRARY", defaults,
-                                     sizeof defaults / sizeof defaults[0], single, &names);
-  ruda__dynlib_t *lib = &g_nvrtc_lib;
-  if (!ruda__dynlib_open(lib, names, n))
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "NVRTC is unavailable: the CUDA runtime compiler could not "
-                              "be loaded (looked for %s); CUDA C kernels cannot be "
-                              "compiled, PTX and CUBIN kernels still load",
-                              lib->tried);
+  const char *names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2",
+                         "libnvrtc.so", p1, p2};
+  const ruda__dynlib_spec_t spec = {
+      RUDA_ERR_UNAVAILABLE, "NVRTC is unavailable: ", "the CUDA runtime compiler",
+      "; CUDA C kernels cannot be compiled, PTX and CUBIN kernels still load", "",
+      "RUDA_NVRTC_LIBRARY", names, sizeof names / sizeof names[0], g_nvrtc_symbols,
+      sizeof g_nvrtc_symbols / sizeof g_nvrtc_symbols[0]};
   ruda__nvrtc_api_t api;
-  memset(&api, 0, sizeof api);
-  api.lib = lib->handle;
-  api.lib_name = lib->name;
-  const char *missing = ruda__dynlib_resolve(
-      lib, g_nvrtc_symbols, sizeof g_nvrtc_symbols / sizeof g_nvrtc_symbols[0], &api);
-  if (missing) {
-    ruda__dynlib_close(lib);
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "NVRTC is unavailable: %s has no symbol %s",
-                              lib->name, missing);
-  }
+  ruda_status_t s = ruda__dynlib_load_spec(lib, &spec, g_override_nvrtc, &api, sizeof api);
+  if (s) return s;
   if (api.nvrtcVersion(&api.major, &api.minor) != NVRTC_SUCCESS) api.major = api.minor = 0;
   g_nvrtc = api;
   return NULL;

@@ -24,6 +24,7 @@
 #include "ruda/status.h"
 
 typedef struct ruda__nccl_api {
+  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
   void *lib;
   const char *lib_name;
   int version;

@@ -82,6 +82,7 @@ void ruda__opencl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* ---- Loader (opencl_loader.c) ---- */
 
 typedef struct ruda__opencl_api {
+  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
   void *lib;
   const char *lib_name; /* the name dlopen() succeeded with */
 #define RUDA__CL_FIELD(name, required) __typeof__(&name) name;

@@ -13,6 +13,7 @@
  * The bottom of the backend: it calls nothing of the backend above it.
  */
 #include <stdio.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "backends/opencl/opencl_internal.h"
@@ -24,43 +25,30 @@ static char g_override[512];
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
-static ruda__dynlib_t g_lib;
 static ruda__opencl_api_t g_api;
 
+_Static_assert(offsetof(ruda__opencl_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
+               "the table starts with the loader's head");
 #define RUDA__DYNLIB_TABLE ruda__opencl_api_t
 static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__CL_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
 
-static ruda_status_t load(void) {
-  static const char *const defaults[] = {"libOpenCL.so.1", "libOpenCL.so"};
-  const char *single[1];
-  const char *const *names;
-  size_t n = ruda__dynlib_candidates(g_override, "RUDA_OPENCL_LIBRARY", defaults,
-                                     sizeof defaults / sizeof defaults[0], single, &names);
-  if (!ruda__dynlib_open(&g_lib, names, n))
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "OpenCL is unavailable: the OpenCL ICD loader could not be "
-                              "loaded (looked for %s)",
-                              g_lib.tried);
+static const char *const g_names[] = {"libOpenCL.so.1", "libOpenCL.so"};
+static const ruda__dynlib_spec_t g_spec = {
+    RUDA_ERR_UNAVAILABLE, "OpenCL is unavailable: ", "the OpenCL ICD loader", "",
+    " (an OpenCL 1.2 loader or newer is needed)", "RUDA_OPENCL_LIBRARY", g_names, 2, g_symbols,
+    sizeof g_symbols / sizeof g_symbols[0]};
+
+static ruda_status_t load(ruda__dynlib_t *lib) {
   ruda__opencl_api_t api;
-  memset(&api, 0, sizeof api);
-  api.lib = g_lib.handle;
-  api.lib_name = g_lib.name;
-  const char *missing =
-      ruda__dynlib_resolve(&g_lib, g_symbols, sizeof g_symbols / sizeof g_symbols[0], &api);
-  if (missing) {
-    ruda__dynlib_close(&g_lib);
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "OpenCL is unavailable: %s has no symbol %s (an OpenCL 1.2 "
-                              "loader or newer is needed)",
-                              g_lib.name, missing);
-  }
+  ruda_status_t s = ruda__dynlib_load_spec(lib, &g_spec, g_override, &api, sizeof api);
+  if (s) return s;
   if (api.clCreateCommandQueueWithProperties == NULL && api.clCreateCommandQueue == NULL) {
-    ruda__dynlib_close(&g_lib);
+    ruda__dynlib_close(lib);
     return ruda_status_create(RUDA_ERR_UNAVAILABLE,
                               "OpenCL is unavailable: %s has neither "
                               "clCreateCommandQueueWithProperties nor clCreateCommandQueue",
-                              g_lib.name);
+                              lib->name);
   }
   g_api = api;
   return NULL;

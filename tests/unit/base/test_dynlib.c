@@ -74,11 +74,13 @@ TEST(dynlib_resolve_fills_the_table_and_names_a_missing_required_symbol) {
 }
 
 static int g_loads;
-static ruda_status_t failing_load(void) {
+static ruda_status_t failing_load(ruda__dynlib_t *lib) {
+  (void)lib;
   g_loads++;
   return ruda_status_create(RUDA_ERR_UNAVAILABLE, "load %d failed", g_loads);
 }
-static ruda_status_t good_load(void) {
+static ruda_status_t good_load(ruda__dynlib_t *lib) {
+  (void)lib;
   g_loads++;
   return NULL;
 }
@@ -103,4 +105,25 @@ TEST(dynlib_once_loads_once_and_again_after_forget) {
   ASSERT_EQ(g_loads, 2);
   ASSERT_TRUE(ruda__dynlib_once_loaded(&once));
   ruda__dynlib_once_forget(&once, NULL, NULL);
+}
+
+TEST(dynlib_load_says_which_step_failed) {
+  static ruda__dynlib_t lib;
+  test_api_t api;
+  memset(&api, 0, sizeof api);
+  const char *missing = "x";
+  const char *absent[] = {"libruda-absent.so"};
+  ASSERT_EQ(ruda__dynlib_load(&lib, absent, 1, test_symbols, 3, &api, &missing),
+            RUDA__DYNLIB_NOT_FOUND);
+  ASSERT_NULL(missing);
+  ASSERT_STR_CONTAINS(lib.tried, "libruda-absent.so (");
+  const char *libm[] = {"libm.so.6"};
+  ASSERT_EQ(ruda__dynlib_load(&lib, libm, 1, required_missing, 1, &api, &missing),
+            RUDA__DYNLIB_NO_SYMBOL);
+  ASSERT_STR_EQ(missing, "ruda_no_such_function_here");
+  ASSERT_NULL(lib.handle); /* closed again */
+  ASSERT_EQ(ruda__dynlib_load(&lib, libm, 1, test_symbols, 3, &api, &missing),
+            RUDA__DYNLIB_LOADED);
+  ASSERT_TRUE(api.cos != NULL);
+  ruda__dynlib_close(&lib);
 }
