@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds ruda and every test, then runs them with CTest; CTest's summary
-# line ("100% tests passed, 0 tests failed out of N") is the last line
-# printed (repeated after CTest's list of skipped tests, if any).
+# Builds ruda and every test, then runs them with CTest; then lists each
+# skipped test with the reason it printed (scripts/ctest_skip_reasons.sh),
+# and CTest's summary line ("100% tests passed, 0 tests failed out of N")
+# is the last line printed (repeated after those lists, if any).
 # Exit status: 0 when every test passed; non-zero when one failed, when no
 # test was found, or when the run outlived RUDA_CTEST_TIMEOUT seconds (if
 # set; .ci/run sets it).
@@ -20,6 +21,12 @@ limit=()
 status=${PIPESTATUS[0]}
 set -e
 summary="$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)"
+reasons="$(bash "$RUDA_ROOT/scripts/ctest_skip_reasons.sh" "$log" \
+  "$RUDA_ROOT/build/Testing/Temporary/LastTest.log")"
+if [ -n "$reasons" ]; then
+  printf '%s\n' "$reasons"
+  printf '%s\n' "$reasons" >>"$log"
+fi
 if [ -n "$summary" ] && [ "$(tail -n 1 "$log")" != "$summary" ]; then
   echo
   echo "$summary"

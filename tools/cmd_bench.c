@@ -40,7 +40,8 @@ static const bench_group_t groups[] = {
 
 void ruda_cmd_bench_help(FILE *f) {
   fprintf(f,
-          "usage: ruda bench <group> [--device cpu|cuda:N|opencl:N] [--json] [--quick]\n"
+          "usage: ruda bench <group> [--device " RUDA_TOOLS_DEVICE_FORMS "] [--json] [--quick]\n"
+          "                  [--smoke]\n"
           "\n"
           "Runs benchmark cases, each against a raw baseline in the same process:\n"
           "warm-up, repetitions, median [min .. max], and ratio = ruda / baseline.\n"
@@ -51,7 +52,8 @@ void ruda_cmd_bench_help(FILE *f) {
           "  %-10s every group above\n"
           "\n"
           "options:\n"
-          "  --device D  cpu (default), cpu:N, cuda:N or opencl:N\n"
+          "  --device D  cpu (the default: cpu:0), cpu:N, cuda (cuda:0), cuda:N, opencl\n"
+          "              (opencl:0) or opencl:N; `ruda devices` lists them\n"
           "  --json      one JSON object per line on stdout:\n"
           "              {\"bench\", \"case\", \"unit\", \"ruda\", \"baseline\",\n"
           "               \"baseline_name\", \"ratio\", \"better\"}\n"

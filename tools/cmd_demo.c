@@ -29,7 +29,7 @@
 
 void ruda_cmd_demo_help(FILE *f) {
   fprintf(f,
-          "usage: ruda demo [--device cpu|cpu:N|cuda:N|opencl:N] [--trace FILE]\n"
+          "usage: ruda demo [--device " RUDA_TOOLS_DEVICE_FORMS "] [--trace FILE]\n"
           "\n"
           "Runs a small workload through ruda's public API and checks every result:\n"
           "a vector add, a sum reduction through shared memory and a tiled matrix\n"
@@ -345,9 +345,25 @@ int ruda_cmd_demo(int argc, char **argv) {
   if (!d.error) run_tuned_sum(&d);
 
   if (have_usage) {
-    char report[1024];
+    char report[1024], in_use[32], reserved[32];
     ruda_memory_usage_format(&usage, report, sizeof report);
+    ruda_bytes_format(usage.bytes_in_use, in_use, sizeof in_use);
+    ruda_bytes_format(usage.bytes_reserved, reserved, sizeof reserved);
     printf("\nWhile the matmul buffers were alive:\n%s", report);
+    printf("  In use: the %" PRIu64 " live buffers (%s). Reserved: what this stream's\n"
+           "  pools hold from the system (%s): the pages buffers are carved from,\n"
+           "  and the earlier kernels' released buffers, kept for reuse. So the\n"
+           "  efficiency (in use / reserved) says how much of what the pools hold is\n"
+           "  live, not that each buffer wastes memory.\n",
+           usage.number_allocs, in_use, reserved);
+    ruda_memory_usage_t after = {0};
+    if (!d.error && !failed(&d, "memory cleanup", ruda_client_memory_cleanup(d.client)) &&
+        !failed(&d, "memory usage", ruda_client_memory_usage(d.client, &after))) {
+      ruda_bytes_format(after.bytes_reserved, reserved, sizeof reserved);
+      printf("  After the buffers were released, ruda_client_memory_cleanup() left %s\n"
+             "  reserved.\n",
+             reserved);
+    }
   }
   char summary[8192];
   size_t len = ruda_profile_summary_format(summary, sizeof summary);

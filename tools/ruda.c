@@ -23,10 +23,11 @@ static void print_usage(FILE *f) {
           "  tune list|show OP|clear|export FILE|import FILE|run OP --sizes S\n"
           "                                        the autotuner's cache; tune ahead of a job\n"
           "  help [command]                        this text, or a command's help\n"
-          "  --version                             the library's version\n"
+          "  version, --version                    the library's version\n"
           "\n"
-          "D is cpu (the default), cpu:N, cuda:N or opencl:N (`ruda devices` lists\n"
-          "them). `ruda <command> --help` describes each command.\n"
+          "D is one of " RUDA_TOOLS_DEVICE_FORMS " (a type alone is its device 0;\n"
+          "the default is cpu; `ruda devices` lists them). `ruda <command> --help`\n"
+          "describes each command.\n"
           "\n"
           "environment:\n"
           "  RUDA_TRACE=FILE   write a Chrome trace JSON timeline (open in ui.perfetto.dev)\n"
@@ -49,7 +50,7 @@ int main(int argc, char **argv) {
     print_usage(stdout);
     return RUDA_EXIT_OK;
   }
-  if (strcmp(cmd, "--version") == 0) {
+  if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
     printf("ruda %s\n", ruda_version_string());
     return RUDA_EXIT_OK;
   }

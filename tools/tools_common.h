@@ -19,6 +19,10 @@ enum {
   RUDA_EXIT_UNAVAILABLE = 3, /* the requested device cannot be used */
 };
 
+/* The device names every --device option accepts (ruda_device_parse): a
+ * type alone means its device 0. Usage lines print this. */
+#define RUDA_TOOLS_DEVICE_FORMS "cpu|cpu:N|cuda|cuda:N|opencl|opencl:N"
+
 /* Prints "ruda <what>: <status text>" on stderr; does not free `st`. */
 void ruda_tools_print_status(const char *what, ruda_status_t st);
 

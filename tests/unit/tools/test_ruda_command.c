@@ -161,6 +161,10 @@ TEST(demo_passes_every_check_and_prints_reports) {
   ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
   ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
   ASSERT_STR_CONTAINS(r.out, "Memory Usage Report");
+  /* The report explains reserved against in use, and what cleanup leaves. */
+  ASSERT_STR_CONTAINS(r.out, "In use: the 3 live buffers");
+  ASSERT_STR_CONTAINS(r.out, "Reserved: what this stream's");
+  ASSERT_STR_CONTAINS(r.out, "ruda_client_memory_cleanup() left 0 B");
   ASSERT_STR_CONTAINS(r.out, "| Name");
   ASSERT_STR_CONTAINS(r.out, "| Total");
   ASSERT_STR_CONTAINS(r.out, "check tuned_matmul  ok");
@@ -370,6 +374,34 @@ TEST(help_and_usage_errors_use_the_documented_exit_codes) {
   r = run(NULL, "devices --bogus 2>/dev/null");
   ASSERT_EQ(r.code, 2);
   run_free(&r);
+}
+
+/* `ruda version` is `ruda --version`, as `help` is `--help`. */
+TEST(version_command_answers_like_the_option) {
+  run_result_t a = run(NULL, "--version");
+  run_result_t b = run(NULL, "version");
+  ASSERT_EQ(a.code, 0);
+  ASSERT_EQ(b.code, 0);
+  ASSERT_STR_CONTAINS(a.out, "ruda ");
+  ASSERT_STR_EQ(b.out, a.out);
+  run_free(&a);
+  run_free(&b);
+}
+
+/* Every command that takes --device lists, in its usage line, every form
+ * the parser accepts: a type alone (index 0) and a type with an index,
+ * for each built-in type. */
+TEST(usage_lines_list_every_device_form) {
+  static const char *cmds[] = {"bench --help", "demo --help"};
+  for (int i = 0; i < 2; ++i) {
+    run_result_t r = run(NULL, cmds[i]);
+    ASSERT_EQ(r.code, 0);
+    char *nl = strchr(r.out, '\n');
+    ASSERT_NOT_NULL(nl);
+    *nl = '\0'; /* the usage line */
+    ASSERT_STR_CONTAINS(r.out, "--device cpu|cpu:N|cuda|cuda:N|opencl|opencl:N");
+    run_free(&r);
+  }
 }
 
 TEST(an_unavailable_device_exits_3_with_the_status_text) {
