@@ -190,7 +190,13 @@ ruda_status_t ruda_client_write_tensor(ruda_client_t *c, const ruda_handle_t *h,
  * Blocking. Returns the stream's queued errors first (and drains them). */
 ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
                                uint64_t cap);
-/* Asynchronous form: `dst` must stay valid until the future completes. */
+/* Asynchronous form: `dst` must stay valid until the future completes.
+ * Blocks until the device has issued the copy, after the work queued
+ * before it: on GPU backends the copy then runs while the caller goes on
+ * and the future completes with it; on cpu:N the copy is made when it is
+ * issued, so the call returns after the queued work and the copy have run
+ * (the future has completed). The stream's queued errors come back from
+ * ruda_future_wait, drained as ruda_client_read drains them. */
 ruda_status_t ruda_client_read_async(ruda_client_t *c, const ruda_handle_t *h,
                                      void *dst, uint64_t cap, ruda_future_t **out);
 /* Reads a tensor view with `strides` into contiguous row-major `dst`
@@ -213,6 +219,16 @@ ruda_status_t ruda_client_staging(ruda_client_t *c, const uint64_t *sizes, size_
 
 /* ---- Raw resources ---- */
 
+/* The backend's own address and size of the handle's view (a host pointer
+ * on cpu:N, a CUdeviceptr on CUDA, a cl_mem on OpenCL), for interoperation;
+ * *out holds a binding that keeps the memory alive until
+ * ruda_resource_release(). Blocking: the device answers after the work
+ * queued before it on the device (on cpu:N that work has run and the memory
+ * holds its results; on a GPU it has been issued, not necessarily finished:
+ * ruda_client_sync first). Neither returns nor drains queued errors.
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL), RUDA_ERR_INVALID_HANDLE,
+ * RUDA_ERR_UNAVAILABLE (shut down), or the device's error when the view
+ * cannot be resolved (its allocation failed). Thread-safe. */
 ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
                                        ruda_resource_t *out);
 

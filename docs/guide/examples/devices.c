@@ -28,6 +28,16 @@ int main(void) {
   }
   /* guide-end: backends */
 
+  /* guide-begin: ids */
+  /* A device id is two numbers: the backend's type and the device's index
+   * among that backend's devices. ruda_device_id_format names it. */
+  ruda_device_id_t second_gpu = {.type_id = RUDA_DEVICE_TYPE_CUDA, .index_id = 1};
+  char name[32];
+  ruda_device_id_format(second_gpu, name, sizeof name);
+  printf("{type_id %u, index_id %u} is %s\n", (unsigned)second_gpu.type_id,
+         (unsigned)second_gpu.index_id, name);
+  /* guide-end: ids */
+
   /* guide-begin: properties */
   ruda_device_id_t id;
   ruda_status_t s = ruda_device_parse("cpu:0", &id); /* or "cuda:1", "opencl" */
