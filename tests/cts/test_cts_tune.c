@@ -425,3 +425,80 @@ TEST(tune_threads_making_the_first_call_tune_the_key_once) {
   ruda_tune_op_release(op);
   fixture_free(&f);
 }
+
+/* The key: sizes[1], kept exact (the buffer's size is sizes[0]). */
+static ruda_status_t second_size_key(const ruda_tune_args_t *args, void *ctx,
+                                     ruda_tune_key_t *out) {
+  (void)ctx;
+  if (args->num_sizes < 2) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "two sizes needed");
+  out->len = 1;
+  out->v[0] = args->sizes[1];
+  return NULL;
+}
+
+typedef struct reader {
+  ruda_tune_op_t *op;
+  ruda_handle_t *x;
+  atomic_int *stop;
+  int wrong;
+  ruda_status_t st;
+} reader_t;
+
+static void *read_decided(void *arg) {
+  reader_t *r = arg;
+  uint64_t sizes[2] = {1024, 0};
+  ruda_tune_args_t args = {r->x, 1, sizes, 1, sizes, 2};
+  while (!atomic_load(r->stop) && !r->st) {
+    const char *name = NULL;
+    r->st = ruda_tune_op_select(r->op, cts_client(), &args, NULL, &name);
+    if (!r->st && strcmp(name, "u128") != 0) r->wrong++;
+  }
+  return NULL;
+}
+
+/* Calls on a decided key read the table without a lock while another
+ * thread tunes 40 more keys (the table grows twice): every read finds the
+ * decision. */
+TEST(tune_hits_read_the_table_while_it_grows) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF || cfg->autotune.pin[0])
+    SKIP("no tuning at level off or with a pin");
+  fixture_t f;
+  fixture_make(&f, false);
+  static const ruda_tune_dim_t exact[1] = {{"variant", 0}};
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_grow", 3);
+  d.key = second_size_key;
+  d.dims = exact;
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  ruda__tune_set_timer(fake_times);
+  static float host[1024];
+  ruda_handle_t x = make_input(c, host, 1024);
+  uint64_t sizes[2] = {1024, 0};
+  ruda_tune_args_t args = {&x, 1, sizes, 1, sizes, 2};
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, NULL, NULL));
+  atomic_int stop = 0;
+  pthread_t th[2];
+  reader_t rd[2];
+  for (int i = 0; i < 2; i++) {
+    rd[i] = (reader_t){op, &x, &stop, 0, NULL};
+    ASSERT_EQ(pthread_create(&th[i], NULL, read_decided, &rd[i]), 0);
+  }
+  for (uint64_t k = 1; k <= 40; k++) {
+    sizes[1] = k;
+    const char *name = NULL;
+    ASSERT_OK(ruda_tune_op_select(op, c, &args, NULL, &name));
+    ASSERT_STR_EQ(name, "u128");
+  }
+  atomic_store(&stop, 1);
+  for (int i = 0; i < 2; i++) {
+    pthread_join(th[i], NULL);
+    ASSERT_OK(rd[i].st);
+    ASSERT_EQ(rd[i].wrong, 0);
+  }
+  ruda__tune_set_timer(NULL);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  fixture_free(&f);
+}
