@@ -160,6 +160,9 @@ int ruda_cmd_tune(int argc, char **argv) {
   }
   const char *sub = argv[0];
   ruda_status_t st;
+  /* The cache's warnings (a corrupt entry skipped) and the decisions of
+   * `run` go to stderr unless RUDA_LOG_AUTOTUNE says otherwise. */
+  setenv("RUDA_LOG_AUTOTUNE", "basic:stderr", 0);
   if (strcmp(sub, "list") == 0 || strcmp(sub, "show") == 0) {
     bool show = strcmp(sub, "show") == 0;
     if (show && argc < 2) {

@@ -32,13 +32,20 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/json.h"
 #include "ruda/log.h"
 #include "tune/tune_internal.h"
 
 enum { FILE_MAX = 1 << 20 };
 
+/* A warning on the autotune channel, as JSON like its other lines:
+ * {"warning":"..."}. */
 static void warn(const char *fmt, const char *a, const char *b) {
-  ruda_log(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC, fmt, a, b);
+  if (!ruda_log_enabled(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC)) return;
+  char text[1200], quoted[2600];
+  snprintf(text, sizeof text, fmt, a, b);
+  ruda__json_escape(text, quoted, sizeof quoted);
+  ruda_log(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC, "{\"warning\":%s}", quoted);
 }
 
 bool ruda__tune_cache_path(const char *dir, const char *device, const char *op,

@@ -944,10 +944,22 @@ static decision_t *from_cache(ruda_tune_op_t *op, const char *path,
     }
     if (why) {
       *stale = true;
-      ruda_log(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC,
-               "{\"op\":\"%s\",\"device\":\"%s\",\"warning\":\"tune cache entry %s ignored: %s "
-               "(version %s); the key is tuned again and the entry replaced\"}",
-               op->name, op->device_name, path, why, rec->version);
+      if (ruda_log_enabled(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC)) {
+        char msg[RUDA_CONFIG_PATH_MAX + 600], line[2 * RUDA_CONFIG_PATH_MAX + 1400];
+        snprintf(msg, sizeof msg,
+                 "tune cache entry %s ignored: %s (version %s); the key is tuned again and the "
+                 "entry replaced",
+                 path, why, rec->version);
+        text_t b = {line, 0, sizeof line};
+        tx(&b, "{\"op\":");
+        tx_str(&b, op->name);
+        tx(&b, ",\"device\":");
+        tx_str(&b, op->device_name);
+        tx(&b, ",\"warning\":");
+        tx_str(&b, msg);
+        tx(&b, "}");
+        ruda_log(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC, "%s", line);
+      }
     } else if (d) {
       char extra[2300];
       text_t b = {extra, 0, sizeof extra};
