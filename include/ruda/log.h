@@ -1,4 +1,4 @@
-/* ruda/log.h: log channels (compilation, memory, streaming, profiling).
+/* ruda/log.h: log channels (compilation, memory, streaming, profiling, autotune).
  *
  * Each channel has a level and sinks (stdout, stderr, a file) taken from the
  * configuration (ruda/config.h: the `logger` of each section, or

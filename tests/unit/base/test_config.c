@@ -734,3 +734,69 @@ TEST(cpu_compiler_settings) {
   ASSERT_STR_EQ(cfg.compilation.cpu_compiler, "clang");
   ASSERT_STR_EQ(cfg.compilation.cpu_flags, "-O2");
 }
+
+TEST(autotune_settings_and_their_errors) {
+  ruda_config_t d;
+  ruda_config_default(&d);
+  ASSERT_EQ(d.autotune.level, RUDA_AUTOTUNE_BALANCED);
+  ASSERT_UEQ(d.autotune.budget_ms, 1500);
+  ASSERT_TRUE(d.autotune.cache);
+  ASSERT_STR_EQ(d.autotune.pin, "");
+  ruda_config_t c = parse_ok("[autotune]\nlevel = \"full\"\nbudget_ms = 250\ncache = false\n"
+                             "pin = \"matmul_f32=b32x8_w4_k16_v4, sum_f32=u64_e64_2pass\"\n"
+                             "logger = { level = \"basic\", stderr = true }\n");
+  ASSERT_EQ(c.autotune.level, RUDA_AUTOTUNE_FULL);
+  ASSERT_UEQ(c.autotune.budget_ms, 250);
+  ASSERT_FALSE(c.autotune.cache);
+  ASSERT_STR_CONTAINS(c.autotune.pin, "sum_f32=u64_e64_2pass");
+  ASSERT_EQ(c.autotune.logger.level, RUDA_LOG_LEVEL_BASIC);
+  ASSERT_PTR_EQ(ruda_config_logger(&c, RUDA_LOG_CHANNEL_AUTOTUNE), &c.autotune.logger);
+  ASSERT_STR_EQ(ruda_log_channel_name(RUDA_LOG_CHANNEL_AUTOTUNE), "autotune");
+  expect_error("[autotune]\nlevel = \"fast\"\n", 2, "autotune.level",
+               "expected \"off\", \"minimal\", \"balanced\" or \"full\", found \"fast\"");
+  expect_error("[autotune]\nbudget_ms = 0\n", 2, "autotune.budget_ms",
+               "expected an integer from 1 to 3600000, found 0");
+  expect_error("[autotune]\ncache = \"yes\"\n", 2, "autotune.cache", "expected a boolean");
+  expect_error("[autotune]\npin = \"matmul_f32\"\n", 2, "autotune.pin", "op=candidate");
+  expect_error("[autotune]\npin = \"a=b,,c=d\"\n", 2, "autotune.pin", "op=candidate");
+  expect_error("[autotune]\nrepetitions = 3\n", 2, "autotune.repetitions", "unknown key");
+  /* The environment, with the same rules. */
+  ruda_config_t e;
+  ruda_config_default(&e);
+  setenv("RUDA_AUTOTUNE_LEVEL", "off", 1);
+  setenv("RUDA_AUTOTUNE_CACHE", "0", 1);
+  setenv("RUDA_AUTOTUNE_PIN", "sum_f32=u256_e16_1pass", 1);
+  ASSERT_OK(ruda_config_apply_env(&e));
+  ASSERT_EQ(e.autotune.level, RUDA_AUTOTUNE_OFF);
+  ASSERT_FALSE(e.autotune.cache);
+  ASSERT_STR_EQ(e.autotune.pin, "sum_f32=u256_e16_1pass");
+  unsetenv("RUDA_AUTOTUNE_LEVEL");
+  unsetenv("RUDA_AUTOTUNE_CACHE");
+  unsetenv("RUDA_AUTOTUNE_PIN");
+  const char *bad[][3] = {{"RUDA_AUTOTUNE_LEVEL", "fastest", "expected \"off\""},
+                          {"RUDA_AUTOTUNE_BUDGET_MS", "0", "an integer from 1 to 3600000"},
+                          {"RUDA_AUTOTUNE_CACHE", "maybe", "expected \"true\""},
+                          {"RUDA_AUTOTUNE_PIN", "=x", "op=candidate"}};
+  for (size_t i = 0; i < 4; i++) {
+    ruda_config_default(&e);
+    setenv(bad[i][0], bad[i][1], 1);
+    ruda_status_t st = ruda_config_apply_env(&e);
+    unsetenv(bad[i][0]);
+    ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_CONFIG);
+    ASSERT_STR_CONTAINS(ruda_status_reason(st), bad[i][0]);
+    ASSERT_STR_CONTAINS(ruda_status_reason(st), bad[i][2]);
+    ruda_status_free(st);
+  }
+  /* ruda_config_set checks the fields too. */
+  ruda_config_default(&e);
+  e.autotune.budget_ms = 0;
+  ruda_status_t st = ruda__config_validate(&e);
+  ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_CONFIG);
+  ASSERT_STR_EQ(ruda_status_key(st), "autotune.budget_ms");
+  ruda_status_free(st);
+  ruda_config_default(&e);
+  strcpy(e.autotune.pin, "no equals sign");
+  st = ruda__config_validate(&e);
+  ASSERT_STR_EQ(ruda_status_key(st), "autotune.pin");
+  ruda_status_free(st);
+}
