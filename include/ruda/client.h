@@ -272,6 +272,30 @@ ruda_status_t ruda_client_sync(ruda_client_t *c);
  * RUDA_ERR_UNAVAILABLE (after ruda_shutdown). */
 ruda_status_t ruda_client_sync_async(ruda_client_t *c, ruda_future_t **out);
 
+/* ---- Cancellation ---- */
+
+/* Cancels the work queued on the client's stream (its fixed stream, or the
+ * calling thread's), whichever client of the stream queued it:
+ *   - launches, writes and graph replays queued before the call and not yet
+ *     started are dropped: they never run, and the memory and kernels they
+ *     hold are released;
+ *   - a launch running on cpu:N stops at its next ruda boundary (rudas
+ *     already started finish; no new one starts);
+ *   - on cuda:N and opencl:N only what has not yet been handed to the
+ *     driver is dropped: work the device has been given runs to its end
+ *     (neither API can stop a kernel).
+ * What was dropped or stopped surfaces as ServerError::Cancelled on the
+ * stream: its next flush, sync or read returns it (a sync waiting behind
+ * the dropped work returns at once with it), and the stream is usable
+ * again afterwards. Allocations, mode changes, collectives and blocking
+ * calls are never dropped; other streams are not touched. Work queued
+ * after the call, or by another thread while the call runs, is not
+ * cancelled (the latter may be). Non-blocking; thread-safe: typically
+ * called from another thread than the one waiting. Errors:
+ * RUDA_ERR_INVALID_ARGUMENT (NULL client, called from inside a kernel),
+ * RUDA_ERR_UNAVAILABLE (after ruda_shutdown, out of host memory). */
+ruda_status_t ruda_client_cancel(ruda_client_t *c);
+
 /* ---- Graphs ----
  *
  * A graph is a sequence of launches and writes recorded once on a stream
@@ -395,6 +419,67 @@ ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t t
 ruda_status_t ruda_client_exclusive(ruda_client_t *c,
                                     ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
                                     void *ctx);
+
+/* ---- Device loss ----
+ *
+ * A fault that ends a device's context (on cuda:N a kernel's illegal
+ * address and the rest of CUDA's sticky errors, when the driver refuses to
+ * reset the context, as 580.x drivers do) leaves the device lost: every
+ * operation of every stream of that device fails with
+ * ServerError::DeviceLost, at once and never with a hang (a stream's
+ * error stays queued until its next flush, sync or read, and comes back
+ * at each later call), while other devices keep working. docs/errors.md
+ * ("Device loss") gives the behaviour of each backend. */
+
+/* Brings a lost device back where its API allows it. NULL when the device
+ * is not lost (nothing is done) or was recovered; RUDA_ERR_UNAVAILABLE,
+ * naming the remedy, when it cannot be recovered in this process: CUDA
+ * keeps a context that had a sticky fault dead until the process exits,
+ * so the process must be restarted (examples/supervisor.c shows a
+ * supervisor that restarts its worker process). Errors also:
+ * RUDA_ERR_INVALID_ARGUMENT (no such device, called from inside a
+ * kernel), RUDA_ERR_UNAVAILABLE (after ruda_shutdown). Blocking (in order
+ * after the device's queued work); thread-safe. */
+ruda_status_t ruda_device_recover(ruda_device_id_t id);
+
+/* ---- Errors nobody read ----
+ *
+ * An error of a non-blocking call waits on its stream for the stream's next
+ * flush, sync or read. When no such call can come any more it is reported
+ * instead of being lost:
+ *   - when the last client of a device is released (ruda_client_release
+ *     of the last reference to the last client of that device, whatever
+ *     its stream): every stream of the device is synced, in order after
+ *     the work queued before, and the errors found are reported;
+ *   - at ruda_shutdown() (and so at process exit): the same, for every
+ *     device, before its server is destroyed. At process exit a GPU's
+ *     work still running is not waited for: only the errors the device
+ *     has already reported are (call ruda_shutdown() before exit, or sync,
+ *     to have the others).
+ * A client made later on a stream whose errors were reported finds the
+ * stream healthy. Each error is reported once, with its device and stream;
+ * the error of a launch names its kernel (ruda_status_kernel).
+ *
+ * By default each is written to stderr (through the [streaming] log
+ * channel's sinks when that channel is enabled), as
+ *   [ruda streaming] error never read on cpu:0 stream 3 (... released):
+ *   A launch of kernel 'k' on stream 3 failed ...
+ * ruda_set_lost_error_handler() lets the application take them instead. */
+
+/* Called once for each error nobody read. `error` is borrowed: valid
+ * during the call only (ruda_status_clone() keeps a copy). Called on the
+ * thread that runs the device's work (its worker, or a thread waiting for
+ * it) or the thread in ruda_shutdown(), possibly for several devices at
+ * once: it must be thread-safe, must not block for long, and must not call
+ * ruda client functions (they would wait for the call that runs it). */
+typedef void (*ruda_lost_error_fn)(void *user, ruda_device_id_t device,
+                                   ruda_stream_id_t stream, ruda_status_t error);
+
+/* Sets the handler of errors nobody read (NULL: back to the default, the
+ * log's stderr sink) and the `user` pointer passed to it; returns nothing
+ * and cannot fail. The previous handler may still be running on another
+ * thread when this returns. Thread-safe. */
+void ruda_set_lost_error_handler(ruda_lost_error_fn fn, void *user);
 
 /* ---- Process lifetime ---- */
 

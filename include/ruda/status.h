@@ -48,6 +48,15 @@ typedef enum ruda_error_kind {
   RUDA_ERR_SERVER_PROFILE = 3,       /* cause: a ProfileError */
   RUDA_ERR_SERVER_IO = 4,            /* cause: an IoError */
   RUDA_ERR_SERVER_UNHEALTHY = 5,     /* errors: list of ServerErrors */
+  /* reason: work of the stream was dropped before it started, or a
+   * running CPU launch stopped at a ruda boundary, by ruda_client_cancel
+   * (ruda/client.h). The stream stays usable. */
+  RUDA_ERR_SERVER_CANCELLED = 6,
+  /* reason: the device had a fault that ends its context (a CUDA
+   * illegal address, an OpenCL context killed by a kernel fault): every
+   * stream of the device fails with it until the device is recovered
+   * (ruda_device_recover, ruda/client.h). Other devices are unaffected. */
+  RUDA_ERR_SERVER_DEVICE_LOST = 7,
 
   /* LaunchError */
   RUDA_ERR_LAUNCH_COMPILATION = 10,  /* cause: a CompilationError */

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "base/alloc.h"
+#include "base/log_internal.h"
 
 enum { SINK_STDOUT, SINK_STDERR, SINK_FILE };
 enum { MAX_SINKS = RUDA_LOG_CHANNEL_COUNT_ * 3, LEVEL_UNSET = -1 };
@@ -209,6 +210,31 @@ void ruda_logv(ruda_log_channel_t channel, ruda_log_level_t level, const char *f
   }
   pthread_mutex_unlock(&g_lock);
   if (line != stack) ruda__free(line);
+}
+
+void ruda__log_always(ruda_log_channel_t channel, const char *text) {
+  if ((unsigned)channel >= RUDA_LOG_CHANNEL_COUNT_ || !text) return;
+  bool enabled = level_of(channel) > RUDA_LOG_LEVEL_DISABLED;
+  size_t n = strlen(text);
+  const char *nl = n && text[n - 1] == '\n' ? "" : "\n";
+  pthread_mutex_lock(&g_lock);
+  unsigned mask = enabled ? g_channel_sinks[channel] : 0;
+  bool written = false;
+  for (size_t i = 0; i < g_nsinks; i++) {
+    if (!(mask & (1u << i))) continue;
+    FILE *fp = g_sinks[i].kind == SINK_STDOUT   ? stdout
+               : g_sinks[i].kind == SINK_STDERR ? stderr
+                                                : g_sinks[i].fp;
+    if (!fp) continue;
+    fprintf(fp, "[ruda %s] %s%s", ruda_log_channel_name(channel), text, nl);
+    fflush(fp);
+    written = true;
+  }
+  if (!written) {
+    fprintf(stderr, "[ruda %s] %s%s", ruda_log_channel_name(channel), text, nl);
+    fflush(stderr);
+  }
+  pthread_mutex_unlock(&g_lock);
 }
 
 void ruda_log(ruda_log_channel_t channel, ruda_log_level_t level, const char *fmt, ...) {

@@ -34,6 +34,13 @@
   X(RUDA_ERR_SERVER_UNHEALTHY, "ServerError::ServerUnhealthy",                 \
     RUDA_FAMILY_SERVER, "ServerUnhealthy", SH_LIST,                            \
     "Work queued on the stream failed\nCaused by:\n  {errors}", BT_NONE, 0)     \
+  X(RUDA_ERR_SERVER_CANCELLED, "ServerError::Cancelled", RUDA_FAMILY_SERVER,   \
+    "Cancelled", SH_REASON,                                                    \
+    "The work{launch} was cancelled\nCaused by:\n  {reason}", BT_NONE, 0)       \
+  X(RUDA_ERR_SERVER_DEVICE_LOST, "ServerError::DeviceLost", RUDA_FAMILY_SERVER, \
+    "DeviceLost", SH_REASON,                                                   \
+    "Work{launch} failed: the device was lost\nCaused by:\n  {reason}",         \
+    BT_NONE, 0)                                                                \
   X(RUDA_ERR_LAUNCH_COMPILATION, "LaunchError::CompilationError",              \
     RUDA_FAMILY_LAUNCH, "CompilationError", SH_CAUSE,                          \
     "A compilation error happened during launch\nCaused by:\n  {cause}",       \

@@ -31,6 +31,19 @@ ruda_status_t ruda_device_properties(ruda_device_id_t id, ruda_device_properties
   return NULL;
 }
 
+static ruda_status_t do_recover(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
+  (void)ctx;
+  return s->vt->recover ? s->vt->recover(s, st) : NULL;
+}
+
+ruda_status_t ruda_device_recover(ruda_device_id_t id) {
+  ruda__device_t *d;
+  ruda_status_t s = ruda__device_get(id, &d);
+  if (s) return s;
+  return ruda__device_call_gated(d, "ruda_device_recover", RUDA__CALL_QUEUED,
+                                 ruda_stream_id_current(), do_recover, NULL);
+}
+
 /* ---- Clients ---- */
 
 static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_stream_id_t stream,
@@ -38,6 +51,7 @@ static ruda_status_t client_new(ruda__device_t *d, bool fixed_stream, ruda_strea
   ruda_client_t *c = ruda__calloc(1, sizeof *c);
   if (!c) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory creating a client");
   atomic_init(&c->refs, 1);
+  atomic_fetch_add_explicit(&d->clients, 1, memory_order_relaxed);
   c->dev = d;
   c->fixed_stream = fixed_stream;
   c->stream = stream;
@@ -67,7 +81,12 @@ ruda_client_t *ruda_client_retain(ruda_client_t *c) {
 }
 
 void ruda_client_release(ruda_client_t *c) {
-  if (c && atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) == 1) ruda__free(c);
+  if (!c || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1) return;
+  ruda__device_t *d = c->dev;
+  ruda__free(c);
+  if (atomic_fetch_sub_explicit(&d->clients, 1, memory_order_acq_rel) == 1) {
+    ruda__device_clients_gone(d);
+  }
 }
 
 ruda_device_id_t ruda_client_device(const ruda_client_t *c) { return c->dev->id; }

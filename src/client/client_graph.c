@@ -209,7 +209,9 @@ typedef struct replay_op {
 
 static void run_replay(ruda__device_t *d, ruda__op_t *op) {
   replay_op_t *r = (replay_op_t *)op;
-  if (d->server) ruda__server_graph_replay(d->server, &r->g->rec, r->g->native, op->stream);
+  if (d->server && !op->cancelled) {
+    ruda__server_graph_replay(d->server, &r->g->rec, r->g->native, op->stream);
+  }
   ruda_graph_release(r->g);
   ruda__device_op_free(d, r, sizeof *r);
 }
@@ -234,6 +236,7 @@ ruda_status_t ruda_client_graph_replay(ruda_client_t *c, ruda_graph_t *g) {
   if (!r) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *r);
   memset(r, 0, sizeof *r);
   r->base.run = run_replay;
+  r->base.cancellable = true;
   r->base.stream = ruda__client_stream(c);
   r->g = ruda_graph_retain(g);
   ruda__device_submit(c->dev, &r->base);

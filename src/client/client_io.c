@@ -474,7 +474,7 @@ typedef struct write_op {
 
 static void run_write(ruda__device_t *d, ruda__op_t *op) {
   write_op_t *w = (write_op_t *)op;
-  if (d->server) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
+  if (d->server && !op->cancelled) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
   else ruda_bytes_release(&w->bytes);
   ruda_binding_release(&w->desc.binding);
   ruda__free(w);
@@ -512,6 +512,7 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
     return s;
   }
   w->base.run = run_write;
+  w->base.cancellable = true;
   w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   if (borrowed) ruda__completion_wait(&br.done);
@@ -536,6 +537,7 @@ static ruda_status_t submit_bytes_write(ruda_client_t *c, const ruda_handle_t *h
   w->bytes = *bytes;
   memset(bytes, 0, sizeof *bytes);
   w->base.run = run_write;
+  w->base.cancellable = true;
   w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   return NULL;

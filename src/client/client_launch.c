@@ -36,7 +36,9 @@ static void launch_op_free(ruda__device_t *d, launch_op_t *l) {
 RUDA__HOT
 static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_t *l = (launch_op_t *)op;
-  if (d->server) d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  if (d->server && !op->cancelled) {
+    d->server->vt->launch(d->server, l->kernel, &l->count, &l->args, l->mode, op->stream);
+  }
   launch_op_free(d, l);
 }
 
@@ -73,6 +75,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   memset(l, 0, sizeof *l);
   l->block_size = bytes;
   l->base.run = run_launch;
+  l->base.cancellable = true;
   l->base.stream = ruda__client_stream(c);
   l->kernel = ruda_kernel_retain(kernel);
   l->mode = mode;

@@ -30,6 +30,7 @@ static void device_free(ruda__device_t *d) {
   pthread_mutex_destroy(&d->op_cache_lock);
   pthread_mutex_destroy(&d->drain_lock);
   pthread_mutex_destroy(&d->recording_lock);
+  ruda__device_cancel_deinit(d);
   ruda__reuse_cache_free(d->memory_reuse);
   ruda__free(d);
 }
@@ -171,7 +172,18 @@ static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void
     unsigned long e = atomic_load_explicit(&d->executed, memory_order_relaxed) + 1;
     atomic_store_explicit(&d->executed, e, memory_order_seq_cst);
     ruda__op_t *op = (ruda__op_t *)n;
+    /* Cancellation (cancel.c): the gen first, so that a request this
+     * check misses raises a gen the op's cancel point has not seen. */
+    ruda__server_t *s = d->server;
+    s->op_gen = atomic_load_explicit(&d->cancel.gen, memory_order_acquire);
+    bool cancels = atomic_load_explicit(&d->cancels, memory_order_acquire) != 0;
+    if (__builtin_expect(cancels, 0)) ruda__device_cancel_mark(d, op);
+    s->op_seq = op->cancellable ? op->seq : 0;
+    s->op_stream = op->stream.value;
     op->run(d, op);
+    if (__builtin_expect(cancels || atomic_load_explicit(&d->cancels, memory_order_relaxed), 0)) {
+      ruda__device_cancel_settle(d);
+    }
     atomic_store_explicit(&d->completed, e, memory_order_release);
     ran = true;
   }
@@ -241,6 +253,7 @@ static void *worker_main(void *arg) {
     const ruda__server_utilities_t *u = &d->server->utilities;
     d->server->device = d->id;
     d->server->memory_reuse = d->memory_reuse;
+    d->server->cancel = &d->cancel;
     d->properties = u->properties;
     d->properties_hash = u->properties_hash;
     memcpy(d->info, u->info, sizeof d->info);
@@ -296,6 +309,11 @@ static void *worker_main(void *arg) {
   /* No caller runs the queue once ruda_shutdown() has begun; taking the
    * lock makes sure none is still at it. */
   if (!queue_trylock(d)) queue_lock_sleep(d);
+  if (ruda__server_process_exiting()) {
+    ruda__device_report_lost(d, "the process exited", false);
+  } else {
+    ruda__device_report_lost(d, "ruda_shutdown", true);
+  }
   d->server->vt->destroy(d->server);
   d->server = NULL;
   queue_unlock(d);
@@ -321,7 +339,7 @@ void ruda__device_submit(ruda__device_t *d, ruda__op_t *op) {
     return;
   }
   ruda__sync_publish_cpu(&d->client_cpu, ruda__sync_cpu());
-  atomic_fetch_add_explicit(&d->submitted, 1, memory_order_seq_cst);
+  op->seq = atomic_fetch_add_explicit(&d->submitted, 1, memory_order_seq_cst) + 1;
   ruda__mpsc_push(&d->queue, &op->node);
   if (atomic_load_explicit(&d->sleeping, memory_order_seq_cst)) {
     atomic_store_explicit(&d->sleeping, 0, memory_order_relaxed);
@@ -420,6 +438,7 @@ static bool here_enter(ruda__device_t *d, void **token, ruda__device_t **prev) {
     queue_unlock(d);
     return false;
   }
+  s->op_seq = 0; /* not cancellable (cancel.c) */
   /* Nested submits (none today) run inline too, as on the worker. */
   *prev = tls_worker;
   tls_worker = d;
@@ -755,6 +774,7 @@ ruda_status_t ruda__device_get(ruda_device_id_t id, ruda__device_t **out) {
     pthread_mutex_init(&d->op_cache_lock, NULL);
     pthread_mutex_init(&d->drain_lock, NULL);
     pthread_mutex_init(&d->recording_lock, NULL);
+    ruda__device_cancel_init(d);
     d->profile_level = (int)cfg->profiling.logger.level;
     ruda__mpsc_init(&d->queue);
     ruda__spin_init(&d->idle_spin, IDLE_SPIN_MIN_NS, IDLE_SPIN_MAX_NS);

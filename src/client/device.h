@@ -29,6 +29,17 @@ struct ruda__op {
   ruda__mpsc_node_t node; /* first member */
   ruda__op_run_fn run;
   ruda_stream_id_t stream;
+  /* Set by ruda__device_submit for a queued op: 1, 2, ... in the order of
+   * the device's `submitted` counter (0: run without the queue). */
+  uint64_t seq;
+  /* Set by the op's maker: ruda_client_cancel of its stream may drop it
+   * before it starts (launches, writes, replays: work a user can regret;
+   * not allocations, mode changes, collectives or blocking calls). */
+  bool cancellable;
+  /* Set by the device for a dropped op just before its run: the run must
+   * then release what it holds without calling the server (as for
+   * d->server == NULL). */
+  bool cancelled;
 };
 
 struct ruda__device {
@@ -83,6 +94,11 @@ struct ruda__device {
    * has been joined; ops submitted afterwards are cancelled, by their
    * submitter or by ruda_shutdown, one at a time under `drain_lock`. */
   atomic_uint users;
+  /* Live clients of the device (ruda_client_create/_on_stream add one,
+   * the release of a client's last reference takes it back): when it
+   * falls to 0 the errors nobody can read any more are reported
+   * (lost_errors.c). */
+  atomic_uint clients;
   atomic_bool closing;
   atomic_bool dead;
   pthread_mutex_t drain_lock;
@@ -103,6 +119,14 @@ struct ruda__device {
    * caller's thread. Given to the server at its creation; freed with the
    * device. */
   ruda__memory_reuse_t *memory_reuse;
+  /* Cancellation (cancel.c): the source the server polls (its gen grows
+   * with each request), the number of requests not yet settled, and the
+   * requests themselves (under cancel_lock). */
+  ruda__cancel_source_t cancel;
+  atomic_uint cancels;
+  pthread_mutex_t cancel_lock;
+  struct ruda__cancel_req *cancel_reqs;
+  size_t cancel_len, cancel_cap;
   /* Recycled operation blocks (see ruda__device_op_alloc). */
   pthread_mutex_t op_cache_lock;
   void *op_cache;
@@ -270,5 +294,32 @@ static inline bool ruda__device_launch_here_wanted(ruda__device_t *d) {
   p->since_wait++;
   return here;
 }
+
+/* ---- Cancellation (cancel.c) ---- */
+
+/* Sets up / frees the device's cancellation state (d->cancel and the
+ * requests). */
+void ruda__device_cancel_init(ruda__device_t *d);
+void ruda__device_cancel_deinit(ruda__device_t *d);
+/* On the thread running the queue, around an op while d->cancels != 0:
+ * _mark sets op->cancelled when a request covers it (counted for its
+ * stream), _settle retires the requests every op of which has been
+ * popped, queuing ServerError::Cancelled on the stream of each that
+ * dropped something. */
+void ruda__device_cancel_mark(ruda__device_t *d, ruda__op_t *op);
+void ruda__device_cancel_settle(ruda__device_t *d);
+
+/* ---- Errors nobody read (lost_errors.c) ---- */
+
+/* Reports the errors queued on every stream of the device to the
+ * application's handler or the log (ruda/client.h, "Errors nobody read"),
+ * draining them; `when` says what made them unreadable. With `wait` each
+ * stream is synced first (the device's work is waited for); without, only
+ * what is queued is taken (the device is not called). On the thread that
+ * runs the device's operations, d->server set (nothing happens otherwise). */
+void ruda__device_report_lost(ruda__device_t *d, const char *when, bool wait);
+/* The device's last client was released: queues the report, in order after
+ * the work queued before. Non-blocking; thread-safe. */
+void ruda__device_clients_gone(ruda__device_t *d);
 
 #endif

@@ -202,6 +202,14 @@ typedef struct ruda__server_vtable {
    * never. */
   bool (*wants_worker)(ruda__server_t *s);
 
+  /* Optional (NULL: the device is never lost). Device loss
+   * (ruda_device_recover): NULL when the device is not lost (nothing
+   * done) or was recovered (a fresh context: every buffer made before is
+   * gone); RUDA_ERR_UNAVAILABLE naming the remedy when it cannot be
+   * recovered in this process. `stream`: the caller's (a fault found now
+   * is reported there). Worker thread. */
+  ruda_status_t (*recover)(ruda__server_t *s, ruda_stream_id_t stream);
+
   /* ---- Graphs (all optional; NULL: the recorded list is replayed node by
    * node, server/graph.h) ----
    * graph_build: turns a recording into the backend's own graph, *out the
@@ -291,6 +299,36 @@ void ruda__server_utilities_init(ruda__server_utilities_t *u,
                                  const char *info, ruda__layout_policy_t policy);
 void ruda__server_utilities_deinit(ruda__server_utilities_t *u);
 
+/* Cancellation (ruda_client_cancel): who may stop work the server runs.
+ * The device layer owns it: `gen` grows with each cancel request, and
+ * covers(ctx, stream, seq) says (thread-safe, taking a lock) whether the
+ * operation `seq` of `stream` is cancelled. */
+typedef struct ruda__cancel_source {
+  atomic_uint gen;
+  bool (*covers)(void *ctx, uint64_t stream, uint64_t seq);
+  void *ctx;
+} ruda__cancel_source_t;
+
+/* What a long operation polls at its boundaries (a CPU launch between
+ * rudas): taken from the server as the operation starts
+ * (ruda__server_cancel_point), then asked with ruda__cancel_point_hit()
+ * from any of its threads, each with its own copy. */
+typedef struct ruda__cancel_point {
+  const ruda__cancel_source_t *source; /* NULL: cannot be cancelled */
+  uint64_t stream, seq;
+  unsigned gen; /* the source's gen last looked at */
+} ruda__cancel_point_t;
+
+/* True once the operation has been cancelled. One relaxed load while no
+ * new cancel request came; thread-safe on distinct points. */
+static inline bool ruda__cancel_point_hit(ruda__cancel_point_t *p) {
+  if (!p->source) return false;
+  unsigned g = atomic_load_explicit(&p->source->gen, memory_order_acquire);
+  if (__builtin_expect(g == p->gen, 1)) return false;
+  p->gen = g;
+  return p->source->covers(p->source->ctx, p->stream, p->seq);
+}
+
 /* The base of every backend server (offset 0). */
 struct ruda__server {
   const ruda__server_vtable_t *vt;
@@ -311,7 +349,22 @@ struct ruda__server {
    * group (ruda__memory_group_init); the client takes from it on its own
    * thread (ruda_client_empty). Outlives the server. */
   ruda__memory_reuse_t *memory_reuse;
+  /* Cancellation, set by the device layer (NULL/0: none). `cancel` is the
+   * device's source; before each operation it runs on the server it
+   * writes `op_seq` (the operation's number, 0 when it cannot be
+   * cancelled), `op_stream` and `op_gen` (the source's gen when the
+   * device checked the operation was not cancelled). Read on the thread
+   * running the operation. */
+  const ruda__cancel_source_t *cancel;
+  uint64_t op_seq, op_stream;
+  unsigned op_gen;
 };
+
+/* The cancel point of the operation the server runs now. */
+static inline ruda__cancel_point_t ruda__server_cancel_point(const ruda__server_t *s) {
+  ruda__cancel_point_t p = {s->op_seq ? s->cancel : NULL, s->op_stream, s->op_seq, s->op_gen};
+  return p;
+}
 
 /* Initialises s->streams for the backend's per-stream extension `ops`,
  * keeping up to settings.max_streams idle states (call after

@@ -26,6 +26,10 @@ typedef struct cpu_launch {
   void **shared;
   atomic_flag failed_once;
   ruda_status_t failure;
+  /* ruda_client_cancel: polled between rudas; `stopped` once a
+   * participant stopped early. */
+  ruda__cancel_point_t cancel;
+  atomic_bool stopped;
 } cpu_launch_t;
 
 void ruda_cpu_kernel_fail(const ruda_cpu_kernel_ctx_t *ctx, const char *fmt, ...) {
@@ -52,6 +56,7 @@ static void launch_job(void *arg, uint32_t participant) {
   /* Client calls from inside the kernel are refused, not deadlocked. */
   ruda__kernel_scope_t scope;
   ruda__kernel_scope_enter(&scope, l->desc->name, l->device);
+  ruda__cancel_point_t cancel = l->cancel;
   for (;;) {
     uint64_t start = atomic_fetch_add_explicit(&l->next, l->chunk, memory_order_relaxed);
     if (start >= l->total) break;
@@ -65,6 +70,10 @@ static void launch_job(void *arg, uint32_t participant) {
     ctx.ruda_pos.y = (uint32_t)(r / c.x);
     ctx.ruda_pos.x = (uint32_t)(r % c.x);
     for (uint64_t i = start; i < end; i++) {
+      if (__builtin_expect(ruda__cancel_point_hit(&cancel), 0)) {
+        atomic_store_explicit(&l->stopped, true, memory_order_relaxed);
+        goto out;
+      }
       fn(&ctx);
       if (++ctx.ruda_pos.x == c.x) {
         ctx.ruda_pos.x = 0;
@@ -75,6 +84,7 @@ static void launch_job(void *arg, uint32_t participant) {
       }
     }
   }
+out:
   ruda__kernel_scope_leave(&scope);
 }
 
@@ -196,6 +206,8 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
     atomic_init(&l.next, 0);
     atomic_flag_clear(&l.failed_once);
     l.shared = desc->shared_mem_bytes ? s->shared : NULL;
+    l.cancel = ruda__server_cancel_point(&s->base);
+    atomic_init(&l.stopped, false);
     if (l.total == 1) {
       launch_job(&l, 0);
     } else {
@@ -205,6 +217,12 @@ static ruda_status_t cpu_launch_inner(cpu_server_t *s, ruda_kernel_t *kernel,
       ruda__thread_pool_run(s->pool, launch_job, &l, wake);
     }
     err = l.failure;
+    if (!err && atomic_load_explicit(&l.stopped, memory_order_relaxed)) {
+      err = ruda_status_create(RUDA_ERR_SERVER_CANCELLED,
+                               "ruda_client_cancel stopped the launch at a ruda boundary, "
+                               "before all of its %llu rudas had run",
+                               (unsigned long long)l.total);
+    }
   }
   if (ptrs != ptr_inline) ruda__free(ptrs);
   if (sizes != size_inline) ruda__free(sizes);

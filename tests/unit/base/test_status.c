@@ -587,6 +587,8 @@ TEST(kind_names_and_families) {
       {RUDA_ERR_SERVER_PROFILE, "ServerError::Profile", RUDA_FAMILY_SERVER},
       {RUDA_ERR_SERVER_IO, "ServerError::Io", RUDA_FAMILY_SERVER},
       {RUDA_ERR_SERVER_UNHEALTHY, "ServerError::ServerUnhealthy", RUDA_FAMILY_SERVER},
+      {RUDA_ERR_SERVER_CANCELLED, "ServerError::Cancelled", RUDA_FAMILY_SERVER},
+      {RUDA_ERR_SERVER_DEVICE_LOST, "ServerError::DeviceLost", RUDA_FAMILY_SERVER},
       {RUDA_ERR_LAUNCH_COMPILATION, "LaunchError::CompilationError", RUDA_FAMILY_LAUNCH},
       {RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "LaunchError::OutOfMemory", RUDA_FAMILY_LAUNCH},
       {RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, "LaunchError::TooManyResources", RUDA_FAMILY_LAUNCH},
