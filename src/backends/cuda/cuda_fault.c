@@ -45,14 +45,43 @@ void ruda__cuda_fault_reset_done(cuda_fault_t *f, bool ok, CUresult r) {
   atomic_store(&f->poisoned, 0);
 }
 
-ruda_status_t ruda__cuda_fault_lost_error(cuda_fault_t *f) {
-  ruda_status_t e = ruda_status_into_server(ruda_status_set_vendor(
-      ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                         "the CUDA device is lost after a kernel fault (%s) and could "
-                         "not be reset; restart the process",
-                         ruda__cu_result_name((CUresult)f->dead)),
-      "cuDevicePrimaryCtxReset", ruda__cu_result_name((CUresult)f->dead), f->dead));
-  return e;
+ruda_status_t ruda__cuda_fault_lost_error(cuda_fault_t *f, uint16_t index) {
+  return ruda_status_set_vendor(
+      ruda_status_create(RUDA_ERR_SERVER_DEVICE_LOST,
+                         "cuda:%u is lost after a kernel fault (%s): the driver keeps the "
+                         "context dead and refused to reset it, so no work can run on this "
+                         "device again in this process; restart the process (other devices "
+                         "keep working)",
+                         index, ruda__cu_result_name((CUresult)f->dead)),
+      "cuDevicePrimaryCtxReset", ruda__cu_result_name((CUresult)f->dead), f->dead);
+}
+
+/* Whether `rs` already has a DeviceLost queued. */
+static bool lost_queued(ruda__stream_t *rs) {
+  for (size_t i = 0; i < rs->errors.len; i++) {
+    if (ruda_status_kind(rs->errors.items[i]) == RUDA_ERR_SERVER_DEVICE_LOST) return true;
+  }
+  return false;
+}
+
+typedef struct lost_ctx {
+  cuda_fault_t *f;
+  uint16_t index;
+} lost_ctx_t;
+
+static void push_lost(void *ctx, ruda__stream_t *rs) {
+  lost_ctx_t *l = ctx;
+  if (!lost_queued(rs)) ruda__stream_push_error(rs, ruda__cuda_fault_lost_error(l->f, l->index));
+}
+
+void ruda__cuda_fault_lost_one(cuda_fault_t *f, ruda__stream_t *rs, uint16_t index) {
+  lost_ctx_t l = {f, index};
+  push_lost(&l, rs);
+}
+
+void ruda__cuda_fault_lost_all(cuda_fault_t *f, ruda__stream_table_t *streams, uint16_t index) {
+  lost_ctx_t l = {f, index};
+  ruda__stream_table_foreach(streams, push_lost, &l);
 }
 
 void ruda__cuda_fault_unpoison(cuda_fault_t *f) { atomic_store(&f->poisoned, 0); }

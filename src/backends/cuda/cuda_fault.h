@@ -43,9 +43,17 @@ ruda_status_t ruda__cuda_fault_unreported(cuda_fault_t *f);
  * poisoning is cleared. */
 void ruda__cuda_fault_reset_done(cuda_fault_t *f, bool ok, CUresult r);
 
-/* The device is lost: the error every later operation gets (one per
- * stream, when nothing is queued there yet). */
-ruda_status_t ruda__cuda_fault_lost_error(cuda_fault_t *f);
+/* The device is lost (a reset after a sticky fault failed: the driver
+ * keeps the context dead for the rest of the process):
+ * ServerError::DeviceLost naming cuda:`index`, the code and the remedy
+ * (restart the process). */
+ruda_status_t ruda__cuda_fault_lost_error(cuda_fault_t *f, uint16_t index);
+/* Queues the DeviceLost error on every stream of `streams` that has none
+ * queued yet, so that every stream of the device fails at once. On the
+ * thread running the server. */
+void ruda__cuda_fault_lost_all(cuda_fault_t *f, ruda__stream_table_t *streams, uint16_t index);
+/* The same for one stream. */
+void ruda__cuda_fault_lost_one(cuda_fault_t *f, ruda__stream_t *rs, uint16_t index);
 /* Once the device is lost, a later poisoning can bring nothing back: the
  * caller that queued the lost error clears it. */
 void ruda__cuda_fault_unpoison(cuda_fault_t *f);

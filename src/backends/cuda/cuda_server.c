@@ -101,20 +101,25 @@ static void server_recover(cuda_server_t *s);
 RUDA__COLD
 static void settle_fault(cuda_server_t *s, ruda_stream_id_t stream) {
   cuda_fault_t *f = &s->fault;
-  if (f->dead != 0) {
-    ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
-    if (rs == NULL || !ruda__stream_errors_empty(&rs->errors)) return;
-    ruda__stream_push_error(rs, ruda__cuda_fault_lost_error(f));
-    ruda__cuda_fault_unpoison(f);
-    return;
+  ruda__stream_t *rs;
+  if (f->dead == 0) {
+    ruda_status_t e = ruda__cuda_fault_unreported(f);
+    server_recover(s);
+    rs = ruda__stream_get(&s->base.streams, stream);
+    if (e) {
+      if (rs != NULL) ruda__stream_push_error(rs, e);
+      else ruda_status_free(e);
+    }
+    if (f->dead == 0) return;
+    /* Just lost (docs/errors.md, "Device loss"): every stream fails at
+     * once with DeviceLost. */
+    ruda__cuda_fault_lost_all(f, &s->base.streams, s->base.device.index_id);
+  } else {
+    /* Lost before: each later operation's stream fails again. */
+    rs = ruda__stream_get(&s->base.streams, stream);
+    if (rs != NULL) ruda__cuda_fault_lost_one(f, rs, s->base.device.index_id);
   }
-  ruda_status_t e = ruda__cuda_fault_unreported(f);
-  server_recover(s);
-  if (e) {
-    ruda__stream_t *rs = ruda__stream_get(&s->base.streams, stream);
-    if (rs != NULL) ruda__stream_push_error(rs, e);
-    else ruda_status_free(e);
-  }
+  ruda__cuda_fault_unpoison(f);
 }
 
 /* Called first by the vtable entries below: one atomic load when
@@ -177,6 +182,19 @@ static void server_recover(cuda_server_t *s) {
     ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
   }
   ruda__cuda_fault_reset_done(&s->fault, r == CUDA_SUCCESS, r);
+}
+
+/* Device loss: a reset context works again at once (settle_fault); a dead
+ * one cannot be brought back in this process. */
+static ruda_status_t cuda_recover(ruda__server_t *base, ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream); /* a fault not settled yet: reset or lose it now */
+  if (s->fault.dead == 0) return NULL;
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                            "cuda:%u cannot be recovered in this process: after a kernel fault "
+                            "(%s) the CUDA driver keeps the context dead until the process "
+                            "exits; restart the process (see examples/supervisor.c)",
+                            base->device.index_id, ruda__cu_result_name((CUresult)s->fault.dead));
 }
 
 /* ---- Lifetime ---- */
@@ -413,6 +431,7 @@ static void cuda_thread_leave(ruda__server_t *base, void *token) {
 static const ruda__server_vtable_t cuda_vtable = {
     .name = "cuda",
     .destroy = cuda_destroy,
+    .recover = cuda_recover,
     .initialize_memory = cuda_initialize_memory,
     .staging = cuda_staging,
     .read = cuda_read,

@@ -16,7 +16,11 @@
  * driver. Not a model of timing or of asynchrony: it checks bookkeeping,
  * not ordering. It counts the calls that move data, wait, allocate or free
  * (ruda_stand_in_calls), so that a test can check which driver calls a
- * fast path makes. */
+ * fast path makes. ruda_stand_in_fault() makes the next launch fault as a
+ * kernel with an illegal address does: from then on nearly every call
+ * returns that sticky error, and cuDevicePrimaryCtxReset either clears it
+ * (an older driver) or returns it too (580.x: the device is lost for the
+ * process). */
 #include <cuda.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -55,7 +59,21 @@ unsigned long ruda_stand_in_calls(const char *name) {
 static int context_object;
 static _Thread_local CUcontext current;
 
-static CUresult ok(void) { return CUDA_SUCCESS; }
+/* ---- Fault injection ---- */
+
+static _Atomic int pending_fault, sticky_fault, reset_recovers;
+
+/* The next cuLaunchKernel succeeds and then poisons the context with
+ * `code` (a sticky CUresult); `recovers`: whether cuDevicePrimaryCtxReset
+ * clears it. */
+void ruda_stand_in_fault(int code, int recovers);
+void ruda_stand_in_fault(int code, int recovers) {
+  atomic_store(&reset_recovers, recovers);
+  atomic_store(&pending_fault, code);
+}
+
+/* Success, or the sticky error of a poisoned context. */
+static CUresult ok(void) { return (CUresult)atomic_load_explicit(&sticky_fault, memory_order_relaxed); }
 /* Streams and events are complete when enqueued: only the handle can be
  * wrong. */
 static CUresult live(const void *handle) { return handle ? ok() : CUDA_ERROR_INVALID_HANDLE; }
@@ -99,11 +117,11 @@ CUresult cuDriverGetVersion(int *v) {
 }
 CUresult cuGetErrorName(CUresult e, const char **s) {
   *s = e == CUDA_ERROR_OUT_OF_MEMORY ? "CUDA_ERROR_OUT_OF_MEMORY" : "CUDA_ERROR_STAND_IN";
-  return ok();
+  return CUDA_SUCCESS;
 }
 CUresult cuGetErrorString(CUresult e, const char **s) {
   *s = e == CUDA_ERROR_OUT_OF_MEMORY ? "out of memory" : "stand-in driver error";
-  return ok();
+  return CUDA_SUCCESS;
 }
 CUresult cuDeviceGetCount(int *n) {
   *n = 1;
@@ -155,7 +173,11 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d) {
   return ok();
 }
 CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return d == 0 ? ok() : CUDA_ERROR_INVALID_DEVICE; }
-CUresult cuDevicePrimaryCtxReset(CUdevice d) { return d == 0 ? ok() : CUDA_ERROR_INVALID_DEVICE; }
+CUresult cuDevicePrimaryCtxReset(CUdevice d) {
+  if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
+  if (atomic_load(&reset_recovers)) atomic_store(&sticky_fault, 0);
+  return ok();
+}
 CUresult cuCtxSetCurrent(CUcontext c) {
   current = c;
   return ok();
@@ -326,5 +348,8 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, unsigned
   (void)shared;
   COUNT(cuLaunchKernel);
   if (!f || !gx || !gy || !gz || !bx || !by || !bz) return CUDA_ERROR_INVALID_VALUE;
-  return ok();
+  CUresult r = ok();
+  int fault = atomic_exchange(&pending_fault, 0);
+  if (fault && r == CUDA_SUCCESS) atomic_store(&sticky_fault, fault); /* seen at the next wait */
+  return r;
 }
