@@ -9,9 +9,11 @@
  * releases what it holds without calling the server). A running op learns
  * of a request through the device's cancel source, which the server polls
  * (ruda__cancel_point_hit). A request is retired once the device has
- * popped as many ops as its ticket; the number it dropped is then queued
- * on the stream as one ServerError::Cancelled, which the stream's next
- * flush, sync or read returns. Blocking calls are never dropped: queued
+ * popped as many ops as its ticket. The number it dropped is queued on
+ * the stream as one ServerError::Cancelled, which the stream's next flush,
+ * sync or read returns: when the request retires, or before an op of the
+ * stream that is not dropped runs (a sync queued behind the dropped work,
+ * whose number the ticket may count). Blocking calls are never dropped: queued
  * behind dropped work, they run at once, and those that drain the stream
  * (sync, flush, read) return the Cancelled error. */
 #include "base/alloc.h"
@@ -56,13 +58,35 @@ void ruda__device_cancel_deinit(ruda__device_t *d) {
   d->cancel_reqs = NULL;
 }
 
+/* Queues ServerError::Cancelled for what `r` dropped so far on its stream
+ * and starts counting again. Under cancel_lock, on the thread running the
+ * queue. */
+static void report_dropped(ruda__device_t *d, cancel_req_t *r) {
+  if (!r->dropped || !d->server) return;
+  ruda__stream_t *st = ruda__stream_get(&d->server->streams, (ruda_stream_id_t){r->stream});
+  if (st) {
+    ruda__stream_push_error(
+        st, ruda_status_create(RUDA_ERR_SERVER_CANCELLED,
+                               "ruda_client_cancel dropped %llu operation%s queued on stream %llu "
+                               "before %s started",
+                               (unsigned long long)r->dropped, r->dropped == 1 ? "" : "s",
+                               (unsigned long long)r->stream, r->dropped == 1 ? "it" : "they"));
+  }
+  r->dropped = 0;
+}
+
 void ruda__device_cancel_mark(ruda__device_t *d, ruda__op_t *op) {
-  if (!op->cancellable) return;
   pthread_mutex_lock(&d->cancel_lock);
   cancel_req_t *r = NULL;
-  if (covers_locked(d, op->stream.value, op->seq, &r)) {
+  if (op->cancellable && covers_locked(d, op->stream.value, op->seq, &r)) {
     op->cancelled = true;
     r->dropped++;
+  } else {
+    /* An op of the stream that runs (a sync waiting behind the dropped
+     * work, say) comes after the Cancelled error. */
+    for (size_t i = 0; i < d->cancel_len; i++) {
+      if (d->cancel_reqs[i].stream == op->stream.value) report_dropped(d, &d->cancel_reqs[i]);
+    }
   }
   pthread_mutex_unlock(&d->cancel_lock);
 }
@@ -78,17 +102,7 @@ void ruda__device_cancel_settle(ruda__device_t *d) {
     }
     d->cancel_reqs[i] = d->cancel_reqs[--d->cancel_len];
     atomic_fetch_sub_explicit(&d->cancels, 1, memory_order_relaxed);
-    ruda__stream_t *st = r.dropped && d->server
-                             ? ruda__stream_get(&d->server->streams, (ruda_stream_id_t){r.stream})
-                             : NULL;
-    if (st) {
-      ruda__stream_push_error(
-          st, ruda_status_create(RUDA_ERR_SERVER_CANCELLED,
-                                 "ruda_client_cancel dropped %llu operation%s queued on stream "
-                                 "%llu before %s started",
-                                 (unsigned long long)r.dropped, r.dropped == 1 ? "" : "s",
-                                 (unsigned long long)r.stream, r.dropped == 1 ? "it" : "they"));
-    }
+    report_dropped(d, &r);
   }
   pthread_mutex_unlock(&d->cancel_lock);
 }

@@ -303,9 +303,9 @@ void ruda__device_cancel_init(ruda__device_t *d);
 void ruda__device_cancel_deinit(ruda__device_t *d);
 /* On the thread running the queue, around an op while d->cancels != 0:
  * _mark sets op->cancelled when a request covers it (counted for its
- * stream), _settle retires the requests every op of which has been
- * popped, queuing ServerError::Cancelled on the stream of each that
- * dropped something. */
+ * stream), or else first queues ServerError::Cancelled on the op's stream
+ * for what was dropped there so far; _settle retires the requests every op
+ * of which has been popped, queuing the same for what they dropped. */
 void ruda__device_cancel_mark(ruda__device_t *d, ruda__op_t *op);
 void ruda__device_cancel_settle(ruda__device_t *d);
 
