@@ -51,8 +51,13 @@ void ruda_profile_summary_reset(void);
 
 /* ---- The timeline trace ---- */
 
-/* Opens `path` (truncated) and starts the trace. Does nothing and returns
- * NULL while a trace is already running (the first file wins). Errors:
+/* Opens `path` (truncated) and starts the trace. In `path`, %r stands for
+ * the process's rank in an MPI job (0 outside one), %p for its process id
+ * and %% for '%'; in a job (the launcher's OMPI_COMM_WORLD_RANK, PMI_RANK,
+ * PMIX_RANK, MV2_COMM_WORLD_RANK or SLURM_PROCID), a path without %r gets
+ * ".rank<r>" before its extension, so ranks never share a file. Does
+ * nothing and returns NULL while a trace is already running (the first
+ * file wins). Errors:
  * RUDA_ERR_INVALID_ARGUMENT (NULL or empty path), RUDA_ERR_IO_UNKNOWN
  * naming the file when it cannot be opened (tracing stays off). */
 ruda_status_t ruda_trace_start(const char *path);

@@ -688,6 +688,7 @@ ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t
 typedef struct host_op {
   ruda__op_t base;
   ruda_binding_t src, dst;
+  const char *name;
   ruda__host_fn fn;
   void *ctx;
   void (*ctx_free)(void *ctx);
@@ -698,7 +699,7 @@ static void run_host(ruda__device_t *d, ruda__op_t *op) {
   ruda__server_t *s = d->server;
   if (s) {
     s->vt->host_call(s, !ruda_binding_is_empty(&h->src) ? &h->src : NULL,
-                     !ruda_binding_is_empty(&h->dst) ? &h->dst : NULL, h->fn,
+                     !ruda_binding_is_empty(&h->dst) ? &h->dst : NULL, h->name, h->fn,
                      h->ctx, op->stream);
   }
   if (h->ctx_free) h->ctx_free(h->ctx);
@@ -708,8 +709,8 @@ static void run_host(ruda__device_t *d, ruda__op_t *op) {
 }
 
 ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
-                                     const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
-                                     void (*ctx_free)(void *ctx)) {
+                                     const ruda_handle_t *dst, const char *name,
+                                     ruda__host_fn fn, void *ctx, void (*ctx_free)(void *ctx)) {
   ruda__device_t *d;
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
@@ -728,6 +729,7 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
     return s;
   }
   h->base.run = run_host;
+  h->name = name ? name : "host_call";
   h->base.stream = ruda__client_stream(c);
   if (!handle_empty(src)) h->src = ruda_handle_binding(src);
   if (!handle_empty(dst)) h->dst = ruda_handle_binding(dst);

@@ -52,13 +52,14 @@ typedef ruda_status_t (*ruda__host_fn)(void *ctx, void *src, uint64_t src_bytes,
                                        uint64_t dst_bytes);
 
 /* Queues fn(ctx, ...) on the client's stream over the views of src and dst
- * (either may be NULL; bindings are kept until it ran), then
+ * (either may be NULL; bindings are kept until it ran), named `name` in the
+ * trace (static storage: the operation, "all-reduce"), then
  * ctx_free(ctx) (may be NULL). Non-blocking. Errors:
  * RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION (no host_call on this backend: ctx
  * is then not freed), RUDA_ERR_IO_OUT_OF_MEMORY, RUDA_ERR_UNAVAILABLE. */
 ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
-                                     const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
-                                     void (*ctx_free)(void *ctx));
+                                     const ruda_handle_t *dst, const char *name,
+                                     ruda__host_fn fn, void *ctx, void (*ctx_free)(void *ctx));
 
 /* Runs fn(ctx) on the caller's thread, now, when the device of `c` has
  * finished every operation submitted to it (on any stream) and its work is

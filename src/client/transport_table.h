@@ -38,8 +38,8 @@ typedef struct ruda__transport_table {
   ruda_status_t (*client_comm_destroy)(ruda_client_t *c, uint64_t id);
   ruda_status_t (*client_collective_queue)(ruda_client_t *c, const ruda__coll_t *coll);
   ruda_status_t (*client_host_call)(ruda_client_t *c, const ruda_handle_t *src,
-                                    const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
-                                    void (*ctx_free)(void *ctx));
+                                    const ruda_handle_t *dst, const char *name,
+                                    ruda__host_fn fn, void *ctx, void (*ctx_free)(void *ctx));
   ruda_status_t (*client_run_if_idle)(ruda_client_t *c, void (*fn)(void *ctx), void *ctx,
                                       bool *out_ran);
 } ruda__transport_table_t;

@@ -452,7 +452,8 @@ static void report_free(void *ctx) {
 ruda_status_t ruda__mpi_queue_error(ruda_client_t *c, ruda_status_t err) {
   report_t *r = ruda__calloc(1, sizeof *r);
   if (r) r->status = err;
-  ruda_status_t s = r ? ruda__client_host_call(c, NULL, NULL, report_error, r, report_free)
+  ruda_status_t s = r ? ruda__client_host_call(c, NULL, NULL, "error report", report_error, r,
+                                                    report_free)
                       : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *r);
   if (s) { /* not queued: r and err are still ours */
     ruda_status_free(s);
@@ -661,7 +662,8 @@ static ruda_status_t group_op(ruda_group_t *g, ruda_client_t *c, const op_args_t
   *j = job;
   ruda_group_retain(g);
   if (caps.host_call) {
-    s = ruda__client_host_call(c, needs_src ? a->src : NULL, dst, run_job, j, job_free);
+    s = ruda__client_host_call(c, needs_src ? a->src : NULL, dst, ruda__coll_kind_name(a->kind),
+                               run_job, j, job_free);
     if (s) job_free(j);
   } else {
     s = run_on_caller(c, needs_src ? a->src : NULL, dst, j, caps.backend);

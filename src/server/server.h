@@ -257,8 +257,10 @@ typedef struct ruda__server_vtable {
    * server is destroyed. Bounded by the communication timeout.
    * host_call: resolves src and dst (either may be NULL) to host addresses
    * in stream order, after the work queued before, calls fn with them and
-   * queues fn's error on `stream`. Backends whose memory is host memory
-   * only (the CPU backend); the MPI transport uses it for CPU buffers. */
+   * queues fn's error on `stream`; the trace shows it as a "collective"
+   * slice named `name` (static storage: "all-reduce"). Backends whose
+   * memory is host memory only (the CPU backend); the MPI transport uses it
+   * for CPU buffers. */
   bool comm_enabled;
   uint64_t comm_reduce_types;
   bool comm_strided_send;
@@ -270,6 +272,7 @@ typedef struct ruda__server_vtable {
   ruda_status_t (*comm_destroy)(ruda__server_t *s, uint64_t id);
   void (*comm_shutdown)(ruda__server_t *s);
   void (*host_call)(ruda__server_t *s, const ruda_binding_t *src, const ruda_binding_t *dst,
+                    const char *name,
                     ruda_status_t (*fn)(void *ctx, void *src, uint64_t src_bytes, void *dst,
                                         uint64_t dst_bytes),
                     void *ctx, ruda_stream_id_t stream);
@@ -375,6 +378,11 @@ ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_ta
  * memory_usage_device, else the sum over the stream table). Queued errors
  * do not make it fail. Worker thread. */
 ruda_status_t ruda__server_memory_usage_device(ruda__server_t *s, ruda_memory_usage_t *out);
+
+/* While the trace is on, one sample of the device's "memory in use" and
+ * "memory reserved" counter tracks (ruda__server_memory_usage_device);
+ * backends call it after an allocation and a cleanup. Worker thread. */
+void ruda__server_trace_memory(ruda__server_t *s);
 
 /* ---- Backends and their registry ---- */
 

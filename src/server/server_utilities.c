@@ -10,6 +10,7 @@
 #include "base/alloc.h"
 #include "server/kernel_object.h"
 #include "server/server.h"
+#include "server/trace.h"
 
 uint64_t ruda__now_ns(void) {
   struct timespec ts;
@@ -194,6 +195,15 @@ ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
 ruda_status_t ruda__server_streams_init(ruda__server_t *s, const ruda__stream_table_ops_t *ops) {
   return ruda__stream_table_init(&s->streams, s->utilities.settings.max_streams, ops,
                                  &s->queued_errors);
+}
+
+void ruda__server_trace_memory(ruda__server_t *s) {
+  if (!ruda__trace_on()) return;
+  ruda_memory_usage_t u;
+  if (ruda__server_memory_usage_device(s, &u)) return;
+  uint64_t now = ruda__now_ns();
+  ruda__trace_counter(s->device, "memory in use", now, u.bytes_in_use);
+  ruda__trace_counter(s->device, "memory reserved", now, u.bytes_reserved);
 }
 
 ruda_status_t ruda__server_memory_usage_device(ruda__server_t *s, ruda_memory_usage_t *out) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TRACE_BATCH 8192
 #define TRACE_NAME_LEN 96
@@ -61,6 +62,72 @@ static struct {
   bool thread; /* false: the process entry */
 } g_named[TRACE_MAX_TRACKS];
 static size_t g_num_named;
+
+/* This process's rank in an MPI (or Slurm) job, from the launcher's
+ * environment, or -1 outside one. Read when a trace opens. */
+static long g_rank = -1;
+
+static long launcher_rank(void) {
+  static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK",
+                                     "MV2_COMM_WORLD_RANK", "SLURM_PROCID"};
+  for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+    const char *v = getenv(vars[i]);
+    if (!v || !*v) continue;
+    char *end = NULL;
+    long r = strtol(v, &end, 10);
+    if (end && *end == '\0' && r >= 0 && r < 1000000) return r;
+  }
+  return -1;
+}
+
+/* The file name for `path`: %r becomes the rank (0 outside a job), %p the
+ * process id, %% a '%'. In a job, a path without %r gets ".rank<r>" before
+ * its extension (trace.json -> trace.rank1.json), so that ranks never
+ * write one file. False when the result does not fit. */
+static bool expand_path(const char *path, long rank, char *out, size_t cap) {
+  size_t used = 0;
+  bool has_rank = false;
+  for (const char *p = path; *p; p++) {
+    char piece[32];
+    const char *add = piece;
+    if (p[0] == '%' && p[1] == 'r') {
+      snprintf(piece, sizeof piece, "%ld", rank < 0 ? 0 : rank);
+      has_rank = true;
+      p++;
+    } else if (p[0] == '%' && p[1] == 'p') {
+      snprintf(piece, sizeof piece, "%ld", (long)getpid());
+      p++;
+    } else if (p[0] == '%' && p[1] == '%') {
+      add = "%";
+      p++;
+    } else {
+      piece[0] = *p;
+      piece[1] = '\0';
+    }
+    size_t n = strlen(add);
+    if (used + n >= cap) return false;
+    memcpy(out + used, add, n);
+    used += n;
+  }
+  out[used] = '\0';
+  if (rank < 0 || has_rank) return true;
+  const char *slash = strrchr(out, '/');
+  char *dot = strrchr(slash ? slash + 1 : out, '.');
+  char tag[32];
+  int tn = snprintf(tag, sizeof tag, ".rank%ld", rank);
+  if (tn < 0 || used + (size_t)tn >= cap) return false;
+  size_t at = dot && dot != (slash ? slash + 1 : out) ? (size_t)(dot - out) : used;
+  memmove(out + at + tn, out + at, used - at + 1);
+  memcpy(out + at, tag, (size_t)tn);
+  return true;
+}
+
+/* A device's process id in the file: ruda__trace_pid, offset by the rank
+ * in a job so that the ranks' files never share a pid. */
+static uint32_t file_pid(ruda_device_id_t dev) {
+  uint32_t pid = ruda__trace_pid(dev);
+  return g_rank > 0 ? pid + (uint32_t)g_rank * 100000u : pid;
+}
 
 static uint64_t trace_clock_ns(void) {
   struct timespec ts;
@@ -155,9 +222,16 @@ static void name_track(const trace_event_t *e, uint32_t pid) {
     g_named[g_num_named].tid = 0;
     g_named[g_num_named].thread = false;
     ++g_num_named;
-    /* The backend registry's name ("cpu:0", "opencl:1"). */
-    char name[64];
-    ruda_device_id_format((ruda_device_id_t){e->type_id, e->index_id}, name, sizeof name);
+    /* The backend registry's name ("cpu:0", "opencl:1"), after the rank
+     * in a job ("rank 1 cpu:0"). */
+    char dev_name[64], name[96];
+    ruda_device_id_format((ruda_device_id_t){e->type_id, e->index_id}, dev_name,
+                          sizeof dev_name);
+    if (g_rank >= 0) {
+      snprintf(name, sizeof name, "rank %ld %s", g_rank, dev_name);
+    } else {
+      snprintf(name, sizeof name, "%s", dev_name);
+    }
     begin_event();
     OUT_LIT("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":");
     out_u64(pid);
@@ -193,7 +267,7 @@ static void name_track(const trace_event_t *e, uint32_t pid) {
 
 static void write_event(const trace_event_t *e) {
   ruda_device_id_t dev = {e->type_id, e->index_id};
-  uint32_t pid = ruda__trace_pid(dev);
+  uint32_t pid = file_pid(dev);
   name_track(e, pid);
   begin_event();
   if (e->kind == EV_SLICE) {
@@ -354,7 +428,13 @@ static int trace_open(const char *path) {
     pthread_mutex_unlock(&g_io_lock);
     return 0;
   }
-  FILE *f = fopen(path, "w");
+  long rank = launcher_rank();
+  char file[4096];
+  if (!expand_path(path, rank, file, sizeof file)) {
+    pthread_mutex_unlock(&g_io_lock);
+    return ENAMETOOLONG;
+  }
+  FILE *f = fopen(file, "w");
   if (!f) {
     int err = errno ? errno : EIO;
     pthread_mutex_unlock(&g_io_lock);
@@ -362,6 +442,7 @@ static int trace_open(const char *path) {
   }
   fputs("{\"traceEvents\":[", f);
   g_file = f;
+  g_rank = rank;
   g_first_event = true;
   g_num_named = 0;
   g_t0_ns = trace_clock_ns();

@@ -4,18 +4,21 @@
  * Turned on by RUDA_TRACE=<file> in the environment (read once, before
  * main) or by ruda__trace_start(path), which the client calls with the
  * configuration's [trace] file. The environment wins over the
- * configuration. Off, every hook costs one relaxed atomic load
+ * configuration. In the path %r is the MPI rank, %p the process id; in a
+ * job (the launcher's rank variables) a path without %r gets ".rank<r>"
+ * before its extension (ruda_trace_start, ruda/profiling.h). Off, every hook costs one relaxed atomic load
  * (ruda__trace_on()); callers test it before computing anything.
  *
  * Layout of the timeline:
- *  - one process per device: pid = 1 + type_id * 1000 + index_id, named
- *    by a metadata event ("cpu:0", "cuda:1");
+ *  - one process per device: pid = 1 + type_id * 1000 + index_id (plus
+ *    100000 * rank in a job), named by a metadata event ("cpu:0", "cuda:1";
+ *    "rank 1 cpu:0" in a job);
  *  - one thread (track) per stream: tid = stream value, named "stream N";
  *  - slices ("ph":"X") with category "kernel", "copy", "sync",
  *    "collective" or "alloc", the operation's name, and args {"bytes": n}
  *    when bytes > 0;
  *  - counters ("ph":"C") per device: "memory in use", "memory reserved",
- *    args {"bytes": value}.
+ *    args {"bytes": value} (ruda__server_trace_memory).
  * Timestamps are CLOCK_MONOTONIC nanoseconds (ruda__now_ns()); the file
  * holds microseconds relative to the moment the trace started.
  *

@@ -369,7 +369,7 @@ TEST(small_operations_on_the_callers_thread) {
   ASSERT_DBL_NEAR(v[63], sum, 1e-6);
   /* Busy (the worker held by a host call): queued, and back at once. */
   atomic_int release = 0;
-  ASSERT_OK(ruda__client_host_call(client, NULL, NULL, hold_worker, &release, NULL));
+  ASSERT_OK(ruda__client_host_call(client, NULL, NULL, "hold", hold_worker, &release, NULL));
   runs = ruda__mpi_inline_runs();
   ASSERT_OK(ruda_group_all_reduce(world, client, &h, &h, RUDA_ELEM_F32, RUDA_REDUCE_SUM));
   ASSERT_OK(ruda_group_broadcast(world, client, size - 1, &h));

@@ -80,14 +80,6 @@ static ruda_memory_usage_t cpu_stream_usage(void *ctx, ruda__stream_t *rs) {
   return st->mm ? ruda__memory_usage(st->mm) : none;
 }
 
-/* Device-wide memory counters for the timeline (only while tracing). */
-static void trace_memory(cpu_server_t *s) {
-  ruda_memory_usage_t total = ruda__stream_table_usage(&s->base.streams);
-  uint64_t now = ruda__now_ns();
-  ruda__trace_counter(s->base.device, "memory in use", now, total.bytes_in_use);
-  ruda__trace_counter(s->base.device, "memory reserved", now, total.bytes_reserved);
-}
-
 ruda_status_t ruda__cpu_resolve(cpu_server_t *s, const ruda_binding_t *b, uint8_t **out_ptr,
                                 uint64_t *out_size) {
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, b->stream);
@@ -119,7 +111,7 @@ static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, u
       rs, ruda__memory_alloc(st->mm, memory, size, ruda__stream_advance(&s->base.streams, rs)));
   if (t0) {
     ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
-    trace_memory(s);
+    ruda__server_trace_memory(&s->base);
   }
 }
 
@@ -246,6 +238,7 @@ static void cpu_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
   ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
   cpu_stream_t *st = rs ? ext(rs) : NULL;
   if (st && st->mm) ruda__memory_cleanup(st->mm, true);
+  ruda__server_trace_memory(base);
 }
 
 static void cpu_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
@@ -342,7 +335,7 @@ static void cpu_collective(ruda__server_t *base, const ruda__coll_t *c, ruda_str
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda_status_t err = ruda__cpu_collective(&part);
   if (t0) {
-    ruda__trace_slice(base->device, stream.value, "comm", ruda__coll_kind_name(c->kind), t0,
+    ruda__trace_slice(base->device, stream.value, "collective", ruda__coll_kind_name(c->kind), t0,
                       ruda__now_ns(), c->count * ruda_elem_type_size(c->dtype));
   }
   if (own) {
@@ -358,7 +351,7 @@ static ruda_status_t cpu_sync_collective(ruda__server_t *base, ruda_stream_id_t 
 }
 
 static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
-                          const ruda_binding_t *dst,
+                          const ruda_binding_t *dst, const char *name,
                           ruda_status_t (*fn)(void *ctx, void *src, uint64_t src_bytes,
                                               void *dst, uint64_t dst_bytes),
                           void *ctx, ruda_stream_id_t stream) {
@@ -373,7 +366,9 @@ static void cpu_host_call(ruda__server_t *base, const ruda_binding_t *src,
    * across processes must still take part, or its peers would wait. */
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   ruda_status_t ferr = fn(ctx, sp, sn, dp, dn);
-  if (t0) ruda__trace_slice(base->device, stream.value, "comm", "host_call", t0, ruda__now_ns(), sn + dn);
+  if (t0)
+    ruda__trace_slice(base->device, stream.value, "collective", name, t0, ruda__now_ns(),
+                      sn + dn);
   if (err && ferr) {
     /* fn says what it did about it; the buffer's own error says why. */
     const char *a = ruda_status_reason(ferr), *b = ruda_status_reason(err);

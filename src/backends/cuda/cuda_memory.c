@@ -16,6 +16,7 @@ void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint6
   if (st == NULL) return;
   ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, cuda_rs(st)->cursor);
   if (e) ruda__stream_push_error(cuda_rs(st), e);
+  ruda__server_trace_memory(&s->base);
 }
 
 ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,
@@ -83,6 +84,7 @@ void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
   /* Pinned pages may still be read by copies in flight. */
   s->api->cuStreamSynchronize(st->cu);
   ruda__cuda_pinned_flush(st->pin_store);
+  ruda__server_trace_memory(&s->base);
 }
 
 void ruda__cuda_allocation_mode(cuda_server_t *s, ruda_memory_allocation_mode_t mode,

@@ -27,8 +27,10 @@ void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, ui
   }
   uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
   e = ruda__memory_alloc(st->dev, memory, size, ocl_rs(st)->cursor);
-  if (t0)
+  if (t0) {
     ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
+    ruda__server_trace_memory(&s->base);
+  }
   if (e) ruda__stream_push_error(ocl_rs(st), e);
 }
 
@@ -91,6 +93,7 @@ void ruda__ocl_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
   s->api->clFinish(st->queue);
   st->dirty = false;
   ruda__memory_cleanup(st->pinned, true);
+  ruda__server_trace_memory(base);
 }
 
 void ruda__ocl_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,

@@ -76,9 +76,9 @@ ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t
   return t()->client_collective_queue(c, coll);
 }
 ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
-                                     const ruda_handle_t *dst, ruda__host_fn fn, void *ctx,
-                                     void (*ctx_free)(void *ctx)) {
-  return t()->client_host_call(c, src, dst, fn, ctx, ctx_free);
+                                     const ruda_handle_t *dst, const char *name,
+                                     ruda__host_fn fn, void *ctx, void (*ctx_free)(void *ctx)) {
+  return t()->client_host_call(c, src, dst, name, fn, ctx, ctx_free);
 }
 ruda_status_t ruda__client_run_if_idle(ruda_client_t *c, void (*fn)(void *ctx), void *ctx,
                                        bool *out_ran) {

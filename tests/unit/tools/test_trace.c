@@ -2,6 +2,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "json_check.h"
 #include "server/trace.h"
@@ -225,5 +226,50 @@ TEST(device_processes_are_named_by_the_registry) {
   jv_t *events = jv_get(root, "traceEvents");
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(fourth), -1), "fourth:3");
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(ocl), -1), "opencl:2");
+  jv_free(root);
+}
+
+/* Under a launcher (mpirun sets OMPI_COMM_WORLD_RANK, others PMI_RANK...)
+ * each rank writes its own file, named by %r/%p or, without %r, with
+ * ".rank<r>" before the extension; its processes carry the rank in their
+ * name and a pid of their own. */
+TEST(ranks_of_a_job_write_their_own_files) {
+  setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  char base[512], path[600], want[700];
+  trace_path(base, sizeof base, "job.json");
+  ASSERT_TRUE(ruda__trace_start(base));
+  ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
+  uint64_t t = now_ns();
+  ruda__trace_slice(cpu0, 1, "collective", "all_reduce", t, t + 5, 64);
+  ruda__trace_shutdown();
+  trace_path(want, sizeof want, "job.rank3.json");
+  jv_t *root = load_trace(want);
+  jv_t *events = jv_get(root, "traceEvents");
+  double pid = ruda__trace_pid(cpu0) + 300000;
+  ASSERT_STR_EQ(track_name(events, pid, -1), "rank 3 cpu:0");
+  ASSERT_NOT_NULL(find_event(events, "X", "all_reduce"));
+  jv_free(root);
+  ASSERT_TRUE(access(base, F_OK) != 0); /* nothing at the bare name */
+
+  /* Placeholders: %r the rank, %p the process id, %% a percent sign. */
+  trace_path(path, sizeof path, "job_%r_%p_%%.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  ruda__trace_slice(cpu0, 1, "sync", "sync", t, t, 0);
+  ruda__trace_shutdown();
+  char tail[64];
+  snprintf(tail, sizeof tail, "job_3_%ld_%%.json", (long)getpid());
+  trace_path(want, sizeof want, tail);
+  root = load_trace(want);
+  jv_free(root);
+  unsetenv("OMPI_COMM_WORLD_RANK");
+
+  /* Outside a job: the name as given, the process named by its device. */
+  trace_path(path, sizeof path, "solo_%r.json");
+  ASSERT_TRUE(ruda__trace_start(path));
+  ruda__trace_slice(cpu0, 1, "sync", "sync", t, t, 0);
+  ruda__trace_shutdown();
+  trace_path(want, sizeof want, "solo_0.json");
+  root = load_trace(want);
+  ASSERT_STR_EQ(track_name(jv_get(root, "traceEvents"), ruda__trace_pid(cpu0), -1), "cpu:0");
   jv_free(root);
 }
