@@ -170,6 +170,7 @@ void ruda_bench_allreduce(ruda_bench_t *b);
 void ruda_bench_kernels(ruda_bench_t *b);
 void ruda_bench_comm(ruda_bench_t *b);
 void ruda_bench_graph(ruda_bench_t *b);
+void ruda_bench_dlpack(ruda_bench_t *b);
 
 /* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
 

@@ -31,6 +31,8 @@ static const bench_group_t groups[] = {
     {"tune", ruda_bench_tune,
      "the autotuner: tuned matmul against fixed candidates and OpenBLAS, reduction against triad, cache-hit cost, tuning time (not part of `all`)"},
     {"allreduce", ruda_bench_allreduce, "the all-reduce cases of `comm` alone, in one process"},
+    {"dlpack", ruda_bench_dlpack,
+     "DLPack export + import round trip against a hand-filled DLManagedTensorVersioned"},
     {"graph", ruda_bench_graph,
      "replay of a recorded graph of 1000 kernels against launching them one by one (cuGraphLaunch on CUDA)"},
     {"comm", ruda_bench_comm,

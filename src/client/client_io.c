@@ -485,6 +485,11 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   size_t elem_size, const void *data, uint64_t size) {
   ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_write");
   if (refused) return refused;
+  if (ruda__handle_read_only(h)) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "write: handle #%u.%u is a read-only DLPack import",
+                              (unsigned)h->id, (unsigned)(h->id >> 32));
+  }
   write_op_t *w = ruda__calloc(1, sizeof *w);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);

@@ -121,6 +121,9 @@ ruda_memory_t *ruda__memory_new(void) {
   atomic_store_explicit(&m->stream, 0, memory_order_relaxed);
   atomic_store_explicit(&m->device, 0, memory_order_relaxed);
   atomic_store_explicit(&m->owner, NULL, memory_order_relaxed);
+  atomic_store_explicit(&m->flags, 0, memory_order_relaxed);
+  atomic_store_explicit(&m->ext_release, NULL, memory_order_relaxed);
+  m->ext_ctx = NULL;
   m->freed_next = NULL;
   memset(&m->loc, 0, sizeof m->loc);
   atomic_store_explicit(&m->state, (uint64_t)gen << 32 | 1, memory_order_release);
@@ -199,6 +202,10 @@ static void ruda__memory_free_displaced(ruda_memory_t *m) {
 static inline __attribute__((always_inline)) void ruda__memory_free_slice(ruda__memory_inbox_t *in,
                                                                      ruda_memory_t *m,
                                                                      uint32_t gen) {
+  /* Imported memory goes back to its producer now: nothing of ruda holds
+   * it any more (launches and reads in flight hold bindings). */
+  if (__builtin_expect(atomic_load_explicit(&m->ext_release, memory_order_relaxed) != NULL, 0))
+    ruda__memory_ext_release(m);
   ruda__memory_reuse_t *rc = atomic_load_explicit(&in->reuse, memory_order_relaxed);
   ruda_memory_t *out;
   if (rc && gen < RUDA__REUSE_LAST_GEN && ruda__reuse_local_put(rc, m, &out)) {
@@ -299,6 +306,15 @@ static inline ruda_memory_t *ruda__memory_live(uint64_t id, bool as_handle) {
   if (gen == 0) return NULL;
   ruda_memory_t *m = ruda__memory_at(ruda__id_slot(id));
   return m && ruda__memory_is_live(m, gen, as_handle) ? m : NULL;
+}
+
+void ruda__memory_set_read_only(ruda_memory_t *m) {
+  atomic_fetch_or_explicit(&m->flags, RUDA__MEMORY_READ_ONLY, memory_order_relaxed);
+}
+
+bool ruda__handle_read_only(const ruda_handle_t *h) {
+  ruda_memory_t *m = h ? ruda__memory_live(h->id, true) : NULL;
+  return m && (atomic_load_explicit(&m->flags, memory_order_relaxed) & RUDA__MEMORY_READ_ONLY);
 }
 
 ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h) {

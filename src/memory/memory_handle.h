@@ -61,6 +61,13 @@ ruda_handle_t ruda__handle_wrap(ruda_memory_t *m, uint64_t size, ruda_stream_id_
  * binding. A table index and a compare; thread-safe. */
 ruda_memory_t *ruda__handle_memory(const ruda_handle_t *h);
 ruda_memory_t *ruda__binding_memory(const ruda_binding_t *b);
+/* Read-only memory (a DLPack import the producer marked so): the client
+ * refuses to write into it. set: on a descriptor the caller holds, before
+ * its first handle is handed out. read_only: false for an empty or stale
+ * handle. Thread-safe. */
+#define RUDA__MEMORY_READ_ONLY 1u
+void ruda__memory_set_read_only(ruda_memory_t *m);
+bool ruda__handle_read_only(const ruda_handle_t *h);
 /* The check the client runs on every handle argument before anything is
  * queued: NULL when `h` is live, belongs to `device`, and its size,
  * stream and offsets agree with its descriptor; otherwise

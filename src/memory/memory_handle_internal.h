@@ -81,6 +81,12 @@ struct ruda_memory {
   _Atomic uint64_t size;
   _Atomic uint64_t stream;
   _Atomic uint64_t device;      /* RUDA__DEVICE_SET | type << 16 | index; 0: none */
+  _Atomic uint32_t flags;       /* RUDA__MEMORY_READ_ONLY; reset by ruda__memory_new */
+  /* Memory ruda does not own (ruda__memory_import): called once, by the
+   * release that leaves only the pool's reference, or by the manager's
+   * destroy; taken by exchange so that exactly one of them calls it. */
+  _Atomic(void (*)(void *)) ext_release;
+  void *ext_ctx;
   uint32_t slot;                /* own slot in the table (constant) */
   /* The inbox of the manager holding the binding, which is also how a
    * manager recognises its own descriptors; NULL while unbound. Stored with
@@ -99,6 +105,13 @@ static inline uint64_t ruda__device_pack(ruda_device_id_t d) {
 static inline uint32_t ruda__memory_gen(const ruda_memory_t *m) {
   return RUDA__MEMORY_GEN(atomic_load_explicit(&((ruda_memory_t *)m)->state,
                                                memory_order_relaxed));
+}
+
+/* Hands imported memory back to its producer, once (the first caller
+ * only). */
+static inline void ruda__memory_ext_release(ruda_memory_t *m) {
+  void (*fn)(void *) = atomic_exchange_explicit(&m->ext_release, NULL, memory_order_acq_rel);
+  if (fn) fn(m->ext_ctx);
 }
 
 /* The pool's reference (device thread): one handle reference plus the

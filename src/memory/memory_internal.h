@@ -49,6 +49,16 @@
 #include "memory/pool_page.h"
 #include "ruda/memory.h"
 
+/* Memory ruda does not own bound to a descriptor (ruda__memory_import): a
+ * page and a slice of their own, outside every pool, so that lookups and
+ * views work as for pool memory. */
+#define RUDA__EXTERNAL_POOL UINT32_MAX
+typedef struct ruda__external {
+  ruda__page_t page;   /* page.pool = RUDA__EXTERNAL_POOL */
+  ruda__slice_t slice;
+  struct ruda__external *prev, *next; /* the manager's list */
+} ruda__external_t;
+
 struct ruda__memory_manager {
   /* First, so that the pools' store is the manager's own address (no
    * extra register on the reservation path). store.pools is `pools`. */
@@ -67,6 +77,11 @@ struct ruda__memory_manager {
   uint32_t nfree_slots;
   /* Tags, not memory_manager.h's typedefs: this file includes nothing of
    * the manager's module. */
+  /* Imported memory: its descriptors' inbox (never with a reuse cache:
+   * the producer's memory must not be handed to a reservation) and the
+   * live imports. */
+  ruda__memory_inbox_t ext_inbox;
+  ruda__external_t *externals;
   struct ruda__memory_group *group;  /* the device's managers; NULL: none */
   struct ruda__memory_manager *group_next;
   uint64_t stream_id;                /* for messages, once in a group */

@@ -2,6 +2,7 @@
  * mode and usage. See memory_handle_internal.h for how frees reach the
  * manager. */
 #include <math.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,8 +115,32 @@ static ruda__pool_t *ruda__pool_of(ruda__memory_manager_t *mm, uint32_t idx) {
   return idx < mm->npools ? &mm->pools[idx] : &mm->persistent;
 }
 
+/* Unbinds an import, hands the memory back to its producer and drops the
+ * pool's reference. */
+static void ruda__mm_free_external(ruda__memory_manager_t *mm, ruda_memory_t *m,
+                                   ruda__external_t *x) {
+  if (m) {
+    ruda__slot_give(mm, x->slice.slot);
+    atomic_store_explicit(&m->owner, NULL, memory_order_release);
+    m->loc.init = 0;
+  }
+  if (x->prev) x->prev->next = x->next;
+  else mm->externals = x->next;
+  if (x->next) x->next->prev = x->prev;
+  /* Normally the last release called it already; at destroy, with
+   * handles still alive, it is called here. */
+  if (m) ruda__memory_ext_release(m);
+  ruda__free(x);
+  if (m) ruda__memory_pool_release(m);
+}
+
 /* Gives the slice of `m` back to its pool and drops the pool's reference. */
 static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
+  if (m->loc.pool == RUDA__EXTERNAL_POOL) {
+    ruda__slice_t *xs = mm->slots[m->loc.slice];
+    ruda__mm_free_external(mm, m, (ruda__external_t *)((char *)xs - offsetof(ruda__external_t, slice)));
+    return;
+  }
   ruda__slice_t *s = mm->slots[m->loc.slice];
   ruda__pool_t *p = ruda__pool_of(mm, m->loc.pool);
   ruda__slot_give(mm, s->slot);
@@ -133,6 +158,13 @@ static void ruda__mm_free_slice(ruda__memory_manager_t *mm, ruda_memory_t *m) {
 
 static void ruda__mm_drain(ruda__memory_manager_t *mm) {
   ruda_memory_t *m = ruda__memory_inbox_take(&mm->inbox);
+  while (m) {
+    ruda_memory_t *next = m->freed_next;
+    ruda__mm_free_slice(mm, m);
+    m = next;
+  }
+  if (!mm->externals) return;
+  m = ruda__memory_inbox_take(&mm->ext_inbox);
   while (m) {
     ruda_memory_t *next = m->freed_next;
     ruda__mm_free_slice(mm, m);
@@ -222,6 +254,7 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
     goto fail_storage;
   }
   ruda__memory_inbox_init(&mm->inbox);
+  ruda__memory_inbox_init(&mm->ext_inbox);
   mm->store.storage = storage;
   mm->store.pools = mm->pools;
   mm->store.npools = n;
@@ -311,6 +344,13 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm) {
     if (*pp) *pp = mm->group_next;
   }
   ruda__mm_drain_all(mm);
+  /* Imports still referenced go back to their producers now; a handle
+   * still alive elsewhere then looks up as NotFound. */
+  while (mm->externals) {
+    ruda__external_t *x = mm->externals;
+    ruda_memory_t *m = x->slice.memory;
+    ruda__mm_free_external(mm, m, x);
+  }
   for (uint32_t i = 0; i < mm->npools; i++) ruda__pool_destroy(mm, &mm->pools[i]);
   ruda__pool_destroy(mm, &mm->persistent);
   ruda__page_store_destroy(&mm->store);
@@ -464,12 +504,49 @@ ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assi
   return NULL;
 }
 
+ruda_status_t ruda__memory_import(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
+                                  const ruda__external_memory_t *ext) {
+  if (!assigned || !ext)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "no descriptor to bind");
+  if (assigned->loc.init || atomic_load_explicit(&assigned->owner, memory_order_relaxed))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "memory #%u.%u is already bound",
+                              assigned->slot, ruda__memory_gen(assigned));
+  ruda__mm_drain(mm);
+  ruda__external_t *x = ruda__calloc(1, sizeof *x);
+  if (!x || !ruda__slot_reserve_one(mm)) {
+    ruda__free(x);
+    return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, ext->size);
+  }
+  x->page.storage.base = ext->base;
+  x->page.storage.size = ext->size;
+  x->page.pool = RUDA__EXTERNAL_POOL;
+  x->page.slice = &x->slice;
+  x->slice.page = &x->page;
+  x->slice.memory = assigned;
+  x->slice.size = ext->size;
+  x->slice.used = true;
+  assigned->ext_ctx = ext->ctx;
+  atomic_store_explicit(&assigned->ext_release, ext->release, memory_order_release);
+  x->next = mm->externals;
+  if (x->next) x->next->prev = x;
+  mm->externals = x;
+  x->slice.slot = ruda__slot_take(mm, &x->slice);
+  assigned->loc.pool = RUDA__EXTERNAL_POOL;
+  assigned->loc.slice = x->slice.slot;
+  assigned->loc.page = 0;
+  assigned->loc.init = 1;
+  atomic_store_explicit(&assigned->owner, &mm->ext_inbox, memory_order_release);
+  ruda__memory_pool_retain(assigned);
+  return NULL;
+}
+
 /* ---- Lookup ---- */
 
 static ruda_status_t ruda__mm_find(ruda__memory_manager_t *mm, const ruda_memory_t *m,
                                    ruda__slice_t **out) {
   if (!m) return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "No memory handle given");
-  if (atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed) != &mm->inbox)
+  ruda__memory_inbox_t *owner = atomic_load_explicit(&((ruda_memory_t *)m)->owner, memory_order_relaxed);
+  if (owner != &mm->inbox && owner != &mm->ext_inbox)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND,
                               "Memory #%u.%u isn't bound in this memory management (%s)",
                               m->slot, ruda__memory_gen(m), mm->name);

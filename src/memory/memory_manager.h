@@ -109,6 +109,26 @@ void ruda__memory_manager_destroy(ruda__memory_manager_t *mm);
 ruda_status_t ruda__memory_alloc(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
                                  uint64_t size, uint64_t cursor);
 
+/* Memory ruda does not own (a DLPack import): `base` in the backend's
+ * address space (storage handle base), `size` bytes. `release(ctx)` is
+ * called exactly once: by the release (on any thread) that drops the last
+ * handle or binding of the descriptor, or, when handles are still alive
+ * then, when the manager is destroyed (they then look up as NotFound).
+ * The pools never see the memory: nothing of it is reused or freed by
+ * them, and its record leaves the manager at its next call. */
+typedef struct ruda__external_memory {
+  uint64_t base;
+  uint64_t size;
+  void (*release)(void *ctx);
+  void *ctx;
+} ruda__external_memory_t;
+
+/* Binds `assigned` (unbound) to `ext`. Errors: RUDA_ERR_INVALID_ARGUMENT
+ * (NULL or bound descriptor), IoError::OutOfMemory (release is then not
+ * called: the caller still owns the memory). */
+ruda_status_t ruda__memory_import(ruda__memory_manager_t *mm, ruda_memory_t *assigned,
+                                  const ruda__external_memory_t *ext);
+
 /* Resolves a view to its storage: the slice's storage handle narrowed by the
  * view's offsets. IoError::NotFound when the descriptor is NULL, unbound,
  * stale, or bound in another manager; RUDA_ERR_INVALID_ARGUMENT when the

@@ -276,6 +276,20 @@ typedef struct ruda__server_vtable {
                     ruda_status_t (*fn)(void *ctx, void *src, uint64_t src_bytes, void *dst,
                                         uint64_t dst_bytes),
                     void *ctx, ruda_stream_id_t stream);
+
+  /* DLPack exchange (ruda/dlpack.h). Optional: NULL import_memory gives
+   * Unavailable; NULL fence_external and native_stream mean the backend's
+   * work is done when its worker returns (nothing to order, no stream).
+   * import_memory binds `memory` on `stream` to memory ruda does not own
+   * (ruda__memory_import; ext->release is called once the last reference
+   * is gone, never when this fails). fence_external makes the foreign
+   * stream `other` (a CUstream as an integer) wait for the work submitted
+   * on `stream` so far, without blocking the host (an event). native_stream
+   * gives the backend's stream of `stream` as an integer. (no flush) */
+  ruda_status_t (*import_memory)(ruda__server_t *s, ruda_memory_t *memory,
+                                 const ruda__external_memory_t *ext, ruda_stream_id_t stream);
+  ruda_status_t (*fence_external)(ruda__server_t *s, ruda_stream_id_t stream, uint64_t other);
+  ruda_status_t (*native_stream)(ruda__server_t *s, ruda_stream_id_t stream, uint64_t *out);
 } ruda__server_vtable_t;
 
 /* ---- ServerUtilities: shared with every client of the device ---- */

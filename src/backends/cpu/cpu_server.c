@@ -115,6 +115,16 @@ static void cpu_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, u
   }
 }
 
+/* A DLPack import: host memory ruda does not own, bound on the stream. */
+static ruda_status_t cpu_import_memory(ruda__server_t *base, ruda_memory_t *memory,
+                                       const ruda__external_memory_t *ext,
+                                       ruda_stream_id_t stream) {
+  cpu_stream_t *st;
+  stream_get(cpu(base), stream, &st);
+  if (!st) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, ext->size);
+  return ruda__memory_import(st->mm, memory, ext);
+}
+
 /* Copies between a contiguous host buffer and a strided view. `to_view`
  * selects the direction. Any strides work on the CPU. */
 RUDA__HOT
@@ -399,6 +409,7 @@ static const ruda__server_vtable_t cpu_vtable = {
     .name = "cpu",
     .destroy = cpu_destroy,
     .initialize_memory = cpu_initialize_memory,
+    .import_memory = cpu_import_memory,
     .staging = NULL,
     .read = cpu_read,
     .write = cpu_write,

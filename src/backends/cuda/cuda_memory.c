@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_stream.h"
 
@@ -33,6 +34,38 @@ ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t
     }
     ruda__bytes_of_staging(m, p, sizes[i], &out[i]);
   }
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_import_memory(cuda_server_t *s, ruda_memory_t *memory,
+                                      const ruda__external_memory_t *ext,
+                                      ruda_stream_id_t stream) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  return ruda__memory_import(st->gpu, memory, ext);
+}
+
+ruda_status_t ruda__cuda_fence_external(cuda_server_t *s, ruda_stream_id_t stream,
+                                        uint64_t other) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  CUevent ev = NULL;
+  CUresult r = ruda__cuda_event_get(s, &ev);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(ev, st->cu);
+  if (r == CUDA_SUCCESS) r = s->api->cuStreamWaitEvent((CUstream)(uintptr_t)other, ev, 0);
+  if (ev != NULL) ruda__cuda_event_put(s, ev, ruda__cuda_generation(&s->fault));
+  if (r != CUDA_SUCCESS)
+    return ruda__cu_error(RUDA_ERR_SERVER_GENERIC, r, "cuStreamWaitEvent",
+                          "DLPack: the consumer's stream waiting for cuda:%u",
+                          s->base.device.index_id);
+  return NULL;
+}
+
+ruda_status_t ruda__cuda_native_stream(cuda_server_t *s, ruda_stream_id_t stream,
+                                       uint64_t *out) {
+  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  *out = (uint64_t)(uintptr_t)st->cu;
   return NULL;
 }
 

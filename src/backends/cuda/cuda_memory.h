@@ -15,6 +15,14 @@ void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint6
                                   ruda_stream_id_t stream);
 ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,
                                  ruda_stream_id_t stream, ruda_bytes_t *out);
+/* DLPack (server.h: import_memory, fence_external, native_stream). */
+ruda_status_t ruda__cuda_import_memory(cuda_server_t *s, ruda_memory_t *memory,
+                                      const ruda__external_memory_t *ext,
+                                      ruda_stream_id_t stream);
+ruda_status_t ruda__cuda_fence_external(cuda_server_t *s, ruda_stream_id_t stream,
+                                        uint64_t other);
+ruda_status_t ruda__cuda_native_stream(cuda_server_t *s, ruda_stream_id_t stream,
+                                       uint64_t *out);
 ruda_status_t ruda__cuda_get_resource(cuda_server_t *s, const ruda_binding_t *b,
                                       ruda_resource_t *out);
 ruda_status_t ruda__cuda_memory_usage(cuda_server_t *s, ruda_stream_id_t stream,

@@ -287,6 +287,28 @@ static ruda_status_t cuda_get_resource(ruda__server_t *base, const ruda_binding_
   return ruda__cuda_get_resource(s, b, out);
 }
 
+static ruda_status_t cuda_import_memory(ruda__server_t *base, ruda_memory_t *memory,
+                                        const ruda__external_memory_t *ext,
+                                        ruda_stream_id_t stream) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_import_memory(s, memory, ext, stream);
+}
+
+static ruda_status_t cuda_fence_external(ruda__server_t *base, ruda_stream_id_t stream,
+                                         uint64_t other) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_fence_external(s, stream, other);
+}
+
+static ruda_status_t cuda_native_stream(ruda__server_t *base, ruda_stream_id_t stream,
+                                        uint64_t *out) {
+  cuda_server_t *s = as_cuda(base);
+  settle_poison(s, stream);
+  return ruda__cuda_native_stream(s, stream, out);
+}
+
 RUDA__HOT
 static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
                         const ruda__launch_args_t *args, ruda_execution_mode_t mode,
@@ -438,6 +460,9 @@ static const ruda__server_vtable_t cuda_vtable = {
     .write = cuda_write,
     .sync = cuda_sync,
     .get_resource = cuda_get_resource,
+    .import_memory = cuda_import_memory,
+    .fence_external = cuda_fence_external,
+    .native_stream = cuda_native_stream,
     .launch = cuda_launch,
     .flush = cuda_flush,
     .memory_usage = cuda_memory_usage,
