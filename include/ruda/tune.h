@@ -314,7 +314,9 @@ ruda_status_t ruda_tune_cache_import(const char *path, size_t *out_count);
  *
  * Written once in the kernel dialect (src/tune/kernels/), each with
  * candidates that differ in tile sizes, units per ruda, elements per unit,
- * vector loads, one pass or two, range chunk sizes. The operation of each
+ * vector loads, one pass or two, range chunk sizes (on a CPU device with
+ * AVX2 and FMA, the matmul candidates' CPU code is built for them, and
+ * their names end in "_avx2"). The operation of each
  * device is created on first use and kept for the life of the process.
  * Buffers are f32, contiguous, row major. Non-blocking like a launch
  * (the first call of a new size tunes, which syncs the client's stream).

@@ -105,24 +105,42 @@ static void release_all(ruda_kernel_t **k, size_t n) {
 }
 
 static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
-  ruda_kernel_t *k[6] = {0};
+  enum { PORTABLE = 6, MAX = 12 };
+  ruda_kernel_t *k[MAX] = {0};
   ruda_status_t st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w1_k16, &k[0]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w2_k16_v2, &k[1]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b32x8_w4_k16_v4, &k[2]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x1_w8_k64_v4, &k[3]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x4_w4_k32_v4, &k[4]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b128x1_w4_k64_v4, &k[5]);
+  static const char *const names[MAX] = {
+      "b16x16_w1_k16",         "b16x16_w2_k16_v2",      "b32x8_w4_k16_v4",
+      "b64x1_w8_k64_v4",       "b64x4_w4_k32_v4",       "b128x1_w4_k64_v4",
+      "b16x16_w1_k16_avx2",    "b16x16_w2_k16_v2_avx2", "b32x8_w4_k16_v4_avx2",
+      "b64x1_w8_k64_v4_avx2",  "b64x4_w4_k32_v4_avx2",  "b128x1_w4_k64_v4_avx2"};
+  /* On a CPU device with AVX2 and FMA, the same kernels built for them
+   * (tune_builtin_avx2.c) replace the portable build's, which they beat
+   * (wider vectors, fused multiply-adds): named apart, so that their kernel
+   * ids, the candidate set and its cache entries differ. */
+  size_t first = 0, n = PORTABLE;
+  ruda_kernel_desc_t wide[PORTABLE];
+  if (!st && ruda_client_device(c).type_id == RUDA_DEVICE_TYPE_CPU && ruda__tune_have_avx2() &&
+      ruda__tune_matmul_avx2_descs(wide, PORTABLE) == PORTABLE) {
+    for (size_t i = 0; i < PORTABLE && !st; i++) {
+      wide[i].name = names[PORTABLE + i];
+      st = ruda_kernel_create(&wide[i], &k[PORTABLE + i]);
+    }
+    first = PORTABLE;
+  }
   if (st) {
-    release_all(k, 6);
+    release_all(k, MAX);
     return st;
   }
-  static const char *const names[6] = {"b16x16_w1_k16",    "b16x16_w2_k16_v2", "b32x8_w4_k16_v4",
-                                       "b64x1_w8_k64_v4",  "b64x4_w4_k32_v4",  "b128x1_w4_k64_v4"};
-  ruda_tune_candidate_t cands[6];
+  ruda_tune_candidate_t cands[PORTABLE];
   memset(cands, 0, sizeof cands);
-  for (size_t i = 0; i < 6; i++) {
-    cands[i].name = names[i];
-    cands[i].kernel = k[i];
+  for (size_t i = 0; i < n; i++) {
+    cands[i].name = names[first + i];
+    cands[i].kernel = k[first + i];
     cands[i].count = mm_count;
     cands[i].param = &k_mm[i];
   }
@@ -131,7 +149,7 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
   ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
   d.name = k_op_names[OP_MATMUL];
   d.candidates = cands;
-  d.num_candidates = 6;
+  d.num_candidates = n;
   d.dims = dims;
   d.num_dims = 3;
   d.access = access;
@@ -141,7 +159,7 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
   d.check_rtol = 1e-3;
   d.check_atol = 1e-3;
   st = ruda_tune_op_create(c, &d, out);
-  release_all(k, 6);
+  release_all(k, MAX);
   return st;
 }
 

@@ -122,4 +122,13 @@ char *ruda__tune_record_format(const ruda__tune_record_t *r);
 bool ruda__tune_record_parse(const char *text, size_t len, ruda__tune_record_t *out,
                              size_t *used, const char **why);
 
+/* ---- CPU builds for wider instruction sets (tune_builtin_avx2.c) ---- */
+
+/* Whether this processor runs AVX2 with FMA. */
+bool ruda__tune_have_avx2(void);
+/* The tuned matmul kernels' descriptions with their CPU code compiled for
+ * AVX2 and FMA, in the order of the portable ones; 0 where there is no
+ * such build (not x86-64 GCC), or `cap` is under 6. */
+size_t ruda__tune_matmul_avx2_descs(ruda_kernel_desc_t *out, size_t cap);
+
 #endif /* RUDA_TUNE_INTERNAL_H */
