@@ -102,12 +102,19 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
     ruda_status_t err = mm_open(c, s[0], s[1], s[2], &x);
     if (!err) err = ruda_tune_op_tune(x.op, c, &x.args, false, NULL);
     double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-    double tuned = err ? NAN : mm_time(&x, SIZE_MAX, reps, &err);
-    double best = INFINITY, dflt = NAN;
-    for (size_t k = 0; !err && k < ruda_tune_op_num_candidates(x.op); k++) {
-      double t = mm_time(&x, k, reps, &err);
-      if (k == 0) dflt = t;
-      if (t < best) best = t;
+    /* Rounds of one run each (the tuned call, then every candidate), so
+     * that a change of the machine's load between them hits all alike. */
+    size_t nc = x.op ? ruda_tune_op_num_candidates(x.op) : 0;
+    double samples[1 + 16][16];
+    for (size_t r = 0; r < reps && !err; r++)
+      for (size_t k = 0; k <= nc && k <= 16 && !err; k++)
+        samples[k][r] = mm_time(&x, k == 0 ? SIZE_MAX : k - 1, 1, &err);
+    double tuned = NAN, best = INFINITY, dflt = NAN;
+    for (size_t k = 0; !err && k <= nc && k <= 16; k++) {
+      double t = ruda_bench_stats_from_samples(samples[k], reps).median;
+      if (k == 0) tuned = t;
+      else if (t < best) best = t;
+      if (k == 1) dflt = t;
     }
     mm_close(&x);
     if (ruda_bench_fail_status(b, "tune", name, err)) continue;
