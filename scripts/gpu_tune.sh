@@ -9,6 +9,8 @@
 #   tune_build.log        cmake + ninja
 #   tune_ctest.log        cts_test_cts_tune on cuda:0 and opencl:0, kernels_check
 #   tune_bench_N.json     `ruda bench tune --device cuda:0 --json`, runs 1..3
+#   tune_bench_opencl_N.json  the same on opencl:0 (NVIDIA's OpenCL), where
+#                         `ruda devices` lists an OpenCL device
 #   tune_decisions.log    the autotune channel's JSON lines of the first run
 #   tune_list.txt         `ruda tune list` afterwards
 set -uo pipefail
@@ -28,5 +30,10 @@ for i in 1 2 3; do
   RUDA_LOG_AUTOTUNE="${log:-disabled}" ./build-gpu-tune/tools/ruda bench tune --device cuda:0 --json \
     > "$OUT/tune_bench_$i.json" 2>&1
 done
+if ./build-gpu-tune/tools/ruda devices 2>/dev/null | grep -q "opencl:0"; then
+  for i in 1 2 3; do
+    ./build-gpu-tune/tools/ruda bench tune --device opencl:0 --json > "$OUT/tune_bench_opencl_$i.json" 2>&1
+  done
+fi
 ./build-gpu-tune/tools/ruda tune list > "$OUT/tune_list.txt" 2>&1
 grep -h '"case"' "$OUT"/tune_bench_*.json | head -60

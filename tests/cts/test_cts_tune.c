@@ -44,16 +44,33 @@ static ruda_status_t refuse_count(const ruda_tune_args_t *args, const void *para
 static double fake_times(const char *op, const char *cand, uint32_t rep) {
   (void)op;
   (void)rep;
-  if (strcmp(cand, "wrong") == 0 || strcmp(cand, "refuses") == 0 || strcmp(cand, "huge") == 0)
+  if (strcmp(cand, "wrong") == 0 || strcmp(cand, "refuses") == 0 || strcmp(cand, "huge") == 0 ||
+      strcmp(cand, "faults") == 0)
     return 10;
   if (strcmp(cand, "u128") == 0) return 100;
   return 1000;
 }
 
 typedef struct fixture {
-  ruda_kernel_t *k[5];
-  ruda_tune_candidate_t c[6];
+  ruda_kernel_t *k[6];
+  ruda_tune_candidate_t c[7];
 } fixture_t;
+
+/* A kernel that fails on the device: on the CPU it reports a failure, on
+ * OpenCL and CUDA its source does not compile (at its launch). */
+static ruda_kernel_t *failing_kernel(void) {
+  if (cts_is_cpu()) return cts_kernel_fail();
+  ruda_kernel_code_t code[2] = {
+      ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, "__kernel void broken( { syntax error"),
+      ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C, "extern \"C\" __global__ void broken( {")};
+  ruda_kernel_desc_t d;
+  memset(&d, 0, sizeof d);
+  d.name = "broken";
+  d.ruda_dim = ruda_dim_new_3d(64, 1, 1);
+  d.code = code;
+  d.num_code = 2;
+  return cts_kernel_from(d);
+}
 
 static void fixture_make(fixture_t *f, bool with_bad) {
   memset(f, 0, sizeof *f);
@@ -65,17 +82,18 @@ static void fixture_make(fixture_t *f, bool with_bad) {
   ruda_kernel_desc_t d = RUDA_KERNEL_DESC(tune_double_u64);
   d.shared_mem_bytes = (uint64_t)1 << 40;
   ASSERT_OK(ruda_kernel_create(&d, &f->k[4]));
-  static const char *names[6] = {"u64", "u128", "units", "wrong", "huge", "refuses"};
-  for (int i = 0; i < 6; i++) {
+  f->k[5] = failing_kernel();
+  static const char *names[7] = {"u64", "u128", "units", "wrong", "huge", "refuses", "faults"};
+  for (int i = 0; i < 7; i++) {
     f->c[i].name = names[i];
-    f->c[i].kernel = f->k[i < 5 ? i : 0];
+    f->c[i].kernel = f->k[i < 5 ? i : i == 5 ? 0 : 5];
     f->c[i].count = i == 5 ? refuse_count : double_count;
   }
   (void)with_bad;
 }
 
 static void fixture_free(fixture_t *f) {
-  for (int i = 0; i < 5; i++) ruda_kernel_release(f->k[i]);
+  for (int i = 0; i < 6; i++) ruda_kernel_release(f->k[i]);
 }
 
 static const ruda_tune_dim_t k_dims[1] = {{"n", 2}};
@@ -109,7 +127,7 @@ TEST(tune_result_right_and_bad_candidates_never_chosen) {
   const ruda_config_t *cfg = ruda_config_get();
   fixture_t f;
   fixture_make(&f, true);
-  ruda_tune_op_desc_t d = desc_of(&f, "cts_double", 6);
+  ruda_tune_op_desc_t d = desc_of(&f, "cts_double", 7);
   ruda_tune_op_t *op;
   ASSERT_OK(ruda_tune_op_create(c, &d, &op));
   ASSERT_OK(ruda_tune_cache_clear(NULL)); /* tuned here, not read from an earlier run */
@@ -130,7 +148,8 @@ TEST(tune_result_right_and_bad_candidates_never_chosen) {
   } else if (strstr(cfg->autotune.pin, "cts_double=units")) {
     ASSERT_STR_EQ(name, "units");
   } else {
-    /* wrong, huge and refuses are "faster" but excluded; u128 wins. */
+    /* wrong, huge, refuses and faults are "faster" but excluded; u128
+     * wins. */
     ASSERT_STR_EQ(name, "u128");
     ASSERT_UEQ(idx, 1);
   }
