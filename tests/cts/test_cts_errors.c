@@ -106,9 +106,10 @@ TEST(a_kernel_without_code_for_the_device_says_so) {
   ruda_kernel_release(k);
 }
 
-/* A compile error that only the OpenCL compiler sees (a scalar named
- * `local`) reads as the user's line with file:line and the keyword hint,
- * not ruda's prelude. */
+/* A compile error that only the GPU compilers see (a scalar named
+ * `private`, which C takes) reads as the user's lines with file:line and
+ * the keyword hint, not ruda's prelude (opencl:0 gave 578 lines, mostly
+ * the prelude, and PoCL's "N errors generated." on stderr). */
 TEST(a_compile_error_shows_the_users_lines_and_a_hint) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = cts_kernel_from(RUDA_KERNEL_DESC(keyword_scalar));
@@ -143,8 +144,10 @@ TEST(a_compile_error_shows_the_users_lines_and_a_hint) {
     /* The user's line, with file:line; the prelude's messages and text
      * left out (the whole log goes to the compilation log channel). */
     ASSERT_STR_CONTAINS(r, "[Compilation Error] portable kernel 'keyword_scalar'");
-    ASSERT_STR_CONTAINS(r, "cts_errors_kernels.c:4:1");
-    ASSERT_STR_CONTAINS(r, "hint: 'local' is a keyword");
+    /* PoCL writes FILE:LINE:COL, NVRTC FILE(LINE); line 8 uses the name. */
+    if (!strstr(r, "cts_errors_kernels.c:8:") && !strstr(r, "cts_errors_kernels.c(8)"))
+      rt_fail_msg(__FILE__, __LINE__, "no message at cts_errors_kernels.c line 8 in:\n%s", r);
+    ASSERT_STR_CONTAINS(r, "hint: 'private' is a keyword");
     ASSERT_TRUE(strstr(r, "ruda/dialect/") == NULL);
     ASSERT_TRUE(strlen(r) < 4096);
     char *t = text_of(s);

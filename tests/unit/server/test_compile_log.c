@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ruda/kernel.h"
+#include "ruda/types.h"
 #include "ruda/status.h"
 #include "server/compile_log.h"
 #include "test.h"
@@ -93,4 +94,31 @@ TEST(hints_follow_snprintf) {
   ASSERT_UEQ(ruda_kernel_text_hints("int x;", 6, small, sizeof small), 0);
   ASSERT_STR_EQ(small, "");
   ASSERT_UEQ(ruda_kernel_text_hints(NULL, 0, NULL, 0), 0);
+}
+
+/* The same through NVRTC, where it is installed (the CUDA toolkit; no GPU
+ * needed): the user's lines with FILE(LINE), no prelude, the hint. */
+TEST(nvrtc_errors_show_the_users_lines_and_hints) {
+  static const char text[] =
+      "#line 1 \"/src/bad.c\"\n"
+      "RUDA_KERNEL(bad, RUDA_DIM(1, 1, 1), RUDA_BUFFER(float *, x),\n"
+      "            RUDA_SCALAR(float, class)) {\n"
+      "  RUDA_UNITS(u) { x[u.abs_x] = class; }\n"
+      "}\n";
+  ruda_status_t s = ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, 90, "bad", text,
+                                                 sizeof text - 1, "/src/bad.c", NULL, NULL);
+  if (s && ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE) {
+    ruda_status_free(s);
+    SKIP("NVRTC is not installed");
+  }
+  ASSERT_NOT_NULL(s);
+  const char *r = ruda_status_reason(ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC));
+  ASSERT_STR_CONTAINS(r, "[Compilation Error] portable kernel 'bad' (/src/bad.c), compiled by "
+                         "NVRTC for sm_90:\n");
+  ASSERT_STR_CONTAINS(r, "/src/bad.c(3): error: expected an expression");
+  ASSERT_STR_CONTAINS(r, "hint: 'class' is a keyword of OpenCL C or C++");
+  ASSERT_TRUE(strstr(r, "ruda/dialect") == NULL);
+  ASSERT_TRUE(strstr(r, "detected in the compilation") == NULL);
+  ASSERT_TRUE(strlen(r) < 4096);
+  ruda_status_free(s);
 }
