@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench_internal.h"
+#include "bench_gpu.h"
 #include "harness.h"
 #include "ruda/client.h"
 
@@ -187,14 +188,7 @@ static void bench_cpu_cold(ruda_bench_t *b, ruda_client_t *client) {
 }
 
 void ruda_bench_compile(ruda_bench_t *b) {
-  if (ruda_bench_on_cuda(b)) {
-    ruda_bench_cuda_compile(b);
-    return;
-  }
-  if (ruda_bench_on_opencl(b)) {
-    ruda_bench_opencl_compile(b);
-    return;
-  }
+  if (ruda_bench_gpu_dispatch(b, ruda_bench_cuda_compile, ruda_bench_opencl_compile)) return;
   ruda_client_t *client = NULL;
   if (!ruda_bench_open_client(b, "compile", "cpu_warm_cache_load", &client)) return;
   bench_cpu_warm(b, client);

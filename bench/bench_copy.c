@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_gpu.h"
 #include "harness.h"
 #include "ruda/client.h"
 
@@ -43,14 +44,7 @@ static void memcpy_in_out(void *p) {
 }
 
 void ruda_bench_copy(ruda_bench_t *b) {
-  if (ruda_bench_on_cuda(b)) {
-    ruda_bench_cuda_copy(b);
-    return;
-  }
-  if (ruda_bench_on_opencl(b)) {
-    ruda_bench_opencl_copy(b);
-    return;
-  }
+  if (ruda_bench_gpu_dispatch(b, ruda_bench_cuda_copy, ruda_bench_opencl_copy)) return;
   copy_ctx_t c = {0};
   c.bytes = ruda_bench_pick(b, 256u << 20, 16u << 20, 1u << 20);
   size_t reps = ruda_bench_pick(b, 10, 4, 1);

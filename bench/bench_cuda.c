@@ -56,7 +56,7 @@ static bool raw_open(ruda_bench_t *b, const char *bench, ruda_client_t *c, void 
   memset(r, 0, sizeof *r);
   ruda_status_t s = ruda__cuda_api_get(&r->api);
   if (s) {
-    ruda_bench_gpu_skip_status(b, bench, "cuda", s);
+    ruda_bench_skip_status(b, bench, "cuda", s);
     return false;
   }
   int index = ruda_client_device(c).index_id;

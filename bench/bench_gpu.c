@@ -4,12 +4,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-void ruda_bench_gpu_skip_status(ruda_bench_t *b, const char *bench, const char *backend,
-                                ruda_status_t s) {
-  char *t = ruda_status_to_string(s);
-  ruda_bench_skip(b, bench, backend, t ? t : "unavailable");
-  free(t);
-  ruda_status_free(s);
+bool ruda_bench_gpu_dispatch(ruda_bench_t *b, void (*cuda)(ruda_bench_t *b),
+                             void (*opencl)(ruda_bench_t *b)) {
+  if (ruda_bench_on_cuda(b)) {
+    cuda(b);
+    return true;
+  }
+  if (ruda_bench_on_opencl(b)) {
+    opencl(b);
+    return true;
+  }
+  return false;
 }
 
 bool ruda_bench_gpu_open(ruda_bench_t *b, const char *bench, const char *case_name,

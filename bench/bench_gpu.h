@@ -21,6 +21,12 @@
     ruda_bench_skip(b, #group, #backend, "ruda was built without the " #backend " headers"); \
   }
 
+/* Runs a group's cases for the bench's GPU backend (`cuda` on cuda:N,
+ * `opencl` on opencl:N); false on any other device, whose cases the
+ * caller runs. */
+bool ruda_bench_gpu_dispatch(ruda_bench_t *b, void (*cuda)(ruda_bench_t *b),
+                             void (*opencl)(ruda_bench_t *b));
+
 /* One case's state, shared by ruda's side and the raw side (every timed
  * function takes a ruda_bench_gpu_t *, as its void * context). */
 typedef struct ruda_bench_gpu {
@@ -59,11 +65,6 @@ static inline bool ruda_bench_gpu_ok(ruda_bench_t *b, const char *bench, const c
                                      ruda_status_t s) {
   return !ruda_bench_fail_status(b, bench, case_name, s);
 }
-
-/* Reports the case skipped with the text of `s` (which it frees): the
- * baseline's vendor library is not there. */
-void ruda_bench_gpu_skip_status(ruda_bench_t *b, const char *bench, const char *backend,
-                                ruda_status_t s);
 
 /* A kernel of one code entry (`format`, NUL-terminated text) and
  * `units` units per ruda, named `name`. */

@@ -396,13 +396,7 @@ static bool side_check(side_t *s, const problem_t *p, char *why, size_t cap) {
       }
     free(cm);
   }
-  if (st) {
-    char *text = ruda_status_to_string(st);
-    snprintf(why, cap, "reading the result: %s", text ? text : "?");
-    free(text);
-    ruda_status_free(st);
-    return false;
-  }
+  if (st) return ruda_bench_why_status(why, cap, "reading the result", st);
   return ok;
 }
 

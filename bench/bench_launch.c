@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench_gpu.h"
 #include "harness.h"
 #include "ruda/client.h"
 
@@ -41,10 +42,7 @@ bool ruda_bench_open_client(ruda_bench_t *b, const char *bench, const char *case
     ruda_bench_fail_status(b, bench, case_name, st);
     return false;
   }
-  char *text = ruda_status_to_string(st);
-  ruda_bench_skip(b, bench, case_name, text ? text : "device unavailable");
-  free(text);
-  ruda_status_free(st);
+  ruda_bench_skip_status(b, bench, case_name, st);
   return false;
 }
 
@@ -172,14 +170,7 @@ static double sample_omp_region(void *p, size_t inner) {
 #endif /* RUDA_HAVE_OPENMP */
 
 void ruda_bench_launch(ruda_bench_t *b) {
-  if (ruda_bench_on_cuda(b)) {
-    ruda_bench_cuda_launch(b);
-    return;
-  }
-  if (ruda_bench_on_opencl(b)) {
-    ruda_bench_opencl_launch(b);
-    return;
-  }
+  if (ruda_bench_gpu_dispatch(b, ruda_bench_cuda_launch, ruda_bench_opencl_launch)) return;
 #ifndef RUDA_HAVE_OPENMP
   ruda_bench_skip(b, "launch", "launch_empty_caller",
                   "built without OpenMP: no baseline (install libgomp / libomp-dev)");

@@ -60,7 +60,7 @@ static bool raw_open(ruda_bench_t *b, const char *bench, ruda_client_t *c, void 
   ruda_status_t s = ruda__opencl_devices(&devs, &n);
   if (s == NULL) s = ruda__opencl_api_get(&r->api);
   if (s) {
-    ruda_bench_gpu_skip_status(b, bench, "opencl", s);
+    ruda_bench_skip_status(b, bench, "opencl", s);
     return false;
   }
   uint16_t index = ruda_client_device(c).index_id;

@@ -99,13 +99,7 @@ static bool check_sample(triad_ctx_t *t, size_t at, char *why, size_t cap) {
   if (!st) st = ruda_handle_offset_end(&view, used - (at + count) * sizeof(float));
   if (!st) st = ruda_client_read(t->client, &view, got, sizeof got);
   ruda_handle_release(&view);
-  if (st) {
-    char *text = ruda_status_to_string(st);
-    snprintf(why, cap, "reading the result: %s", text ? text : "?");
-    free(text);
-    ruda_status_free(st);
-    return false;
-  }
+  if (st) return ruda_bench_why_status(why, cap, "reading the result", st);
   for (size_t i = 0; i < count; ++i) {
     float want = init_b(at + i) + TRIAD_SCALAR * init_c(at + i);
     if (got[i] != want) {

@@ -529,6 +529,22 @@ bool ruda_bench_fail_status(ruda_bench_t *b, const char *bench, const char *case
   return true;
 }
 
+void ruda_bench_skip_status(ruda_bench_t *b, const char *bench, const char *case_name,
+                            ruda_status_t st) {
+  char *text = ruda_status_to_string(st);
+  ruda_bench_skip(b, bench, case_name, text ? text : "unavailable");
+  free(text);
+  ruda_status_free(st);
+}
+
+bool ruda_bench_why_status(char *why, size_t cap, const char *what, ruda_status_t st) {
+  char *text = ruda_status_to_string(st);
+  snprintf(why, cap, "%s: %s", what, text ? text : "?");
+  free(text);
+  ruda_status_free(st);
+  return false;
+}
+
 void ruda_bench_keep_error(ruda_status_t *first, ruda_status_t st) {
   if (!st) return;
   if (*first) {
@@ -562,37 +578,4 @@ void ruda_bench_part_report(ruda_bench_t *b, const char *label, double *samples)
   qsort(samples, RUDA_BENCH_PART_N, sizeof *samples, cmp_part);
   ruda_bench_progress(b, "parts: %-48s p50 %8.0f ns  p90 %8.0f ns", label,
                       samples[RUDA_BENCH_PART_N / 2], samples[RUDA_BENCH_PART_N * 9 / 10]);
-}
-
-/* ---- Weak stubs for cases other engineers provide ---- */
-
-__attribute__((weak)) void ruda_bench_cuda_launch(ruda_bench_t *b) {
-  ruda_bench_skip(b, "launch", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_cuda_memory(ruda_bench_t *b) {
-  ruda_bench_skip(b, "memory", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_cuda_copy(ruda_bench_t *b) {
-  ruda_bench_skip(b, "copy", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_cuda_compile(ruda_bench_t *b) {
-  ruda_bench_skip(b, "compile", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_cuda_graph(ruda_bench_t *b) {
-  ruda_bench_skip(b, "graph", "cuda", "the CUDA benchmark cases (bench/bench_cuda.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_opencl_launch(ruda_bench_t *b) {
-  ruda_bench_skip(b, "launch", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_opencl_memory(ruda_bench_t *b) {
-  ruda_bench_skip(b, "memory", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_opencl_copy(ruda_bench_t *b) {
-  ruda_bench_skip(b, "copy", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_opencl_compile(ruda_bench_t *b) {
-  ruda_bench_skip(b, "compile", "opencl", "the OpenCL benchmark cases (bench/bench_opencl.c) are not built in");
-}
-__attribute__((weak)) void ruda_bench_memory(ruda_bench_t *b) {
-  ruda_bench_skip(b, "memory", "all", "the memory benchmark cases (bench/bench_memory.c) are not built in");
 }

@@ -201,6 +201,13 @@ void ruda_bench_fail(ruda_bench_t *b, const char *bench, const char *case_name,
 size_t ruda_bench_failures(const ruda_bench_t *b);
 /* ruda_bench_fail with the status text of `st`, which it frees. False
  * (and nothing reported) when `st` is NULL. */
+/* ruda_bench_skip with the status text of `st` (what is unavailable),
+ * which it frees. */
+void ruda_bench_skip_status(ruda_bench_t *b, const char *bench, const char *case_name,
+                            ruda_status_t st);
+/* For a case's result check: writes "<what>: <status text>" into
+ * why[0..cap), frees `st` and returns false. */
+bool ruda_bench_why_status(char *why, size_t cap, const char *what, ruda_status_t st);
 bool ruda_bench_fail_status(ruda_bench_t *b, const char *bench, const char *case_name,
                             ruda_status_t st);
 /* Keeps the first failure of a run of operations in *first (owned by the
