@@ -26,8 +26,8 @@
  * Operations are non-blocking like a launch: they are queued on the
  * client's stream, run after the work queued before, and report errors on
  * the stream (next flush, sync or read). One exception: an operation on CPU
- * buffers of at most RUDA_MPI_INLINE_BYTES bytes (default 1 MiB; 0 turns
- * this off) issued while the device has nothing queued or running runs on
+ * buffers (of at most RUDA_MPI_INLINE_BYTES bytes when that variable is set;
+ * 0 turns this off) issued while the device has nothing queued or running runs on
  * the calling thread and returns when MPI has finished it (in the same
  * order, with its errors still on the stream): it then blocks as the MPI
  * call does, until the peers take part. So issue the operations of

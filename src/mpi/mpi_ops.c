@@ -340,17 +340,20 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
  *
  * A queued job costs a hand-off to the worker and back per operation,
  * which for small messages is a good part of MPI's own latency; and on the
- * 2-core VM queued jobs of 256 KiB to 4 MiB also ran 12-20% slower than
- * the same MPI call made directly, for reasons not pinned down (not CPU
- * time in ruda, nor the caller's wait in sync). So when the device has
- * nothing queued or running (ruda__client_run_if_idle) and the buffers
- * are at most RUDA_MPI_INLINE_BYTES (1 MiB; 0: always queue), the caller
- * runs the job itself, over addresses the group remembers per view; it
- * then returns when MPI has finished (MPI's blocking semantics, for at
- * most about a millisecond at that size). Its error, if any, is queued on
- * the stream as a queued job's would be. */
+ * 2-core machines queued jobs of 256 KiB to 64 MiB also ran 12-20% slower
+ * than the same MPI call made directly (64 MiB all-reduce at np 2:
+ * 0.81-0.84x), while the same sizes on the caller's thread ran as the
+ * direct call: MPI polls for its peers on whichever thread calls it, and a
+ * job on the worker has the caller's thread waking, spinning and yielding
+ * next to it on the rank's cores. So when the device has nothing queued or
+ * running (ruda__client_run_if_idle) and the buffers are at most
+ * RUDA_MPI_INLINE_BYTES (no limit when unset; 0: always queue), the caller
+ * runs the job itself, over the host addresses the group remembers per
+ * view (host-backed buffers go to MPI as they are, no copy); it then
+ * returns when MPI has finished (MPI's blocking semantics). Its error, if
+ * any, is queued on the stream as a queued job's would be. */
 
-#define INLINE_BYTES_DEFAULT (1u << 20)
+#define INLINE_BYTES_DEFAULT UINT64_MAX
 
 static uint64_t inline_bytes(void) {
   static _Atomic int64_t cached = -1;
@@ -358,7 +361,7 @@ static uint64_t inline_bytes(void) {
   if (v >= 0) return (uint64_t)v;
   const char *e = getenv("RUDA_MPI_INLINE_BYTES");
   char *end = NULL;
-  unsigned long long n = e && *e ? strtoull(e, &end, 10) : INLINE_BYTES_DEFAULT;
+  unsigned long long n = e && *e ? strtoull(e, &end, 10) : (unsigned long long)INLINE_BYTES_DEFAULT;
   if (e && *e && (!end || *end)) n = INLINE_BYTES_DEFAULT; /* not a number: the default */
   v = n > (unsigned long long)INT64_MAX ? INT64_MAX : (int64_t)n;
   atomic_store_explicit(&cached, v, memory_order_relaxed);

@@ -31,8 +31,8 @@ static int fail(ruda_status_t s) {
   return 1;
 }
 
-/* Both ranks queue a 64 MiB all-reduce; rank 1 dies while its worker is
- * inside it. Rank 0 waits for the result. */
+/* Both ranks queue 64 MiB all-reduces (RUDA_MPI_INLINE_BYTES=0); rank 1
+ * dies while its worker is inside one. Rank 0 waits for the result. */
 static int die_mid_run(ruda_group_t *world, ruda_client_t *c, bool kill_it) {
   size_t n = (64u << 20) / sizeof(float);
   float *v = malloc(n * sizeof *v);
@@ -67,6 +67,10 @@ static int die_mid_run(ruda_group_t *world, ruda_client_t *c, bool kill_it) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "finalize";
+  /* Rank 1 must die while its worker is inside a queued all-reduce: an
+   * operation on an idle device would run on this thread instead, and
+   * would be over before rank 1 dies. */
+  if (strcmp(mode, "exit") == 0 || strcmp(mode, "kill") == 0) setenv("RUDA_MPI_INLINE_BYTES", "0", 1);
   ruda_group_t *world = NULL;
   ruda_status_t s = ruda_world_init(&argc, &argv, &world);
   if (s) return fail(s);

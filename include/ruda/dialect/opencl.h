@@ -247,6 +247,39 @@ static inline double ruda_atomic_add_f64(volatile __global double *p, double v) 
 #define RUDA__TID_Z get_local_id(2)
 #define RUDA__GPU_BARRIER() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 
+/* On an OpenCL CPU device (PoCL; the backend builds with
+ * -DRUDA__OPENCL_CPU_DEVICE) each unit takes a contiguous share of a range,
+ * as on cpu:N, instead of every unit-count-th iteration. Such a device runs
+ * a work-group's items one after another in a loop it vectorises across
+ * items only where an item's code has no loop of its own: a strided range
+ * became a scalar loop per item, jumping by the unit count. Contiguous
+ * shares give each item a plain loop the compiler vectorises (a triad over
+ * 1024-element chunks ran about 7x faster on PoCL 3.1, 2 cores). Which
+ * unit runs which iteration was never part of a range's meaning. */
+#if defined(RUDA__OPENCL_CPU_DEVICE)
+#undef RUDA_RANGE
+#undef RUDA_RANGE_NOWAIT
+#undef RUDA_UNIT_SHARE
+#define RUDA__OCL_SHARE(type, i, begin, end, unit)                                        \
+  for (type ruda__sb = (begin), ruda__se = (end),                                        \
+            ruda__sc = ruda__se > ruda__sb                                               \
+                           ? (ruda__se - ruda__sb + (type)RUDA__GPU_UNITS_N - 1) /        \
+                                 (type)RUDA__GPU_UNITS_N                                 \
+                           : 0,                                                          \
+            i = ruda__sb + ruda__sc * (type)(unit),                                      \
+            ruda__sl = i < ruda__se ? (ruda__se - i < ruda__sc ? ruda__se : i + ruda__sc) \
+                                    : i;                                                 \
+       i < ruda__sl; i++)
+#define RUDA__OCL_CPU_RANGE(type, i, begin, end, BAR)       \
+  for (int ruda__once = 1; ruda__once; BAR, ruda__once = 0) \
+    RUDA__OCL_SHARE(type, i, begin, end, RUDA__GPU_UINDEX)
+#define RUDA_RANGE(type, i, begin, end) \
+  RUDA__OCL_CPU_RANGE(type, i, begin, end, RUDA__GPU_BARRIER())
+#define RUDA_RANGE_NOWAIT(type, i, begin, end) \
+  RUDA__OCL_CPU_RANGE(type, i, begin, end, RUDA__GPU_NOBAR)
+#define RUDA_UNIT_SHARE(u, type, i, begin, end) RUDA__OCL_SHARE(type, i, begin, end, (u).index)
+#endif
+
 /* ---- RUDA_KERNEL ---- */
 
 #define RUDA_KERNEL(...) \

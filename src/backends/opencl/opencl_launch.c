@@ -160,19 +160,23 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
   /* A portable kernel's source (prelude + its text) is composed only when
    * its program is not cached yet. */
   char *composed = NULL;
-  const char **opts = NULL; /* a portable kernel's: compilation.fp_contract, then its own */
+  /* A portable kernel's options: compilation.fp_contract, the device kind
+   * (ranges in contiguous shares on a CPU device: dialect/opencl.h), then
+   * its own. */
+  const char **opts = NULL;
   char compiler[256];
   ruda__compile_failure_t portable = {.kernel = d->name, .origin = code.origin,
                                       .compiler = compiler, .text = code.text,
                                       .text_len = code.len};
   if (code.portable && !ruda__opencl_program_cache_has(s->programs, code.key)) {
-    opts = ruda__malloc((code.num_options + 1) * sizeof *opts);
+    opts = ruda__malloc((code.num_options + 2) * sizeof *opts);
     if (opts == NULL)
       return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "building kernel %s", d->name);
     opts[0] = ruda__fp_contract_opencl_option(s->base.utilities.settings.fp_contract);
-    for (size_t i = 0; i < code.num_options; i++) opts[i + 1] = code.options[i];
+    opts[1] = (s->dev->type & CL_DEVICE_TYPE_CPU) ? "-DRUDA__OPENCL_CPU_DEVICE" : "";
+    for (size_t i = 0; i < code.num_options; i++) opts[i + 2] = code.options[i];
     code.options = opts;
-    code.num_options++;
+    code.num_options += 2;
     e = ruda__portable_source(RUDA__PORTABLE_OPENCL, d->name, code.text, code.len, &composed,
                               &code.len);
     if (e) {
