@@ -1,14 +1,15 @@
-/* The compiled-module table: one per device (server), from a kernel's
- * stable hash (ruda_kernel_hash) to what its backend built and loaded for
- * it (a CUDA module and function, an OpenCL program and kernel, a shared
- * object). Every backend that compiles kernels at run time keeps its
+/* The compiled-module table: one per device (server), or one per process
+ * where a backend's loaded code is the process's (the CPU backend's shared
+ * objects), from a kernel's stable hash (ruda_kernel_hash) to what its
+ * backend built and loaded for it (a CUDA module and function, an OpenCL
+ * program and kernel, a function of a shared object). Every backend that compiles kernels at run time keeps its
  * loaded code here; the disk caches are binary_cache.h.
  *
  * Open addressing with linear probing, power-of-two capacity, grown at half
  * full; entries are never removed one by one (the table lives as long as
  * its device). Not thread-safe: the caller serialises finds and inserts
- * (the backends call it under their server's compile lock or from the
- * stream that owns the device). A value's memory is the caller's: the
+ * (the backends call it from the device's own thread or under a lock of
+ * theirs). A value's memory is the caller's: the
  * table stores the pointer, and destroy hands each one back to a release
  * callback. */
 #ifndef RUDA_SERVER_MODULE_TABLE_H

@@ -21,6 +21,7 @@
 #include "ruda/log.h"
 #include "server/binary_cache.h"
 #include "server/device_settings.h"
+#include "server/module_table.h"
 #include "server/portable_kernel.h"
 #include "types/hasher.h"
 
@@ -245,35 +246,30 @@ static void toolchain_init(void) {
 /* ---- The in-memory table: kernel id -> function, for the process ---- */
 
 typedef struct fn_entry {
-  ruda_hash128_t key;
   ruda_cpu_kernel_fn fn;
-  struct fn_entry *next;
+  struct fn_entry *next; /* the retired list */
 } fn_entry_t;
 
-enum { TABLE_SLOTS = 256 };
-static fn_entry_t *g_table[TABLE_SLOTS];
+/* Under g_lock. The CPU backend's compiled code is the process's (its
+ * objects stay loaded), so one table serves every cpu:N. */
+static ruda__module_table_t g_table; /* kernel hash -> fn_entry_t */
 static fn_entry_t *g_retired; /* entries of forgotten tables: reachable, never reused */
 
-static size_t slot_of(ruda_hash128_t k) {
-  return (size_t)(k.lo ^ (k.hi * 0x9e3779b97f4a7c15ull)) & (TABLE_SLOTS - 1);
+static ruda_cpu_kernel_fn table_find(ruda_hash128_t k) {
+  const fn_entry_t *e = ruda__module_table_find(&g_table, k);
+  return e ? e->fn : NULL;
 }
 
-static ruda_cpu_kernel_fn table_find(ruda_hash128_t k) {
-  for (fn_entry_t *e = g_table[slot_of(k)]; e; e = e->next)
-    if (e->key.lo == k.lo && e->key.hi == k.hi) return e->fn;
-  return NULL;
+static void retire(void *value, void *ctx) {
+  fn_entry_t *e = value;
+  (void)ctx;
+  e->next = g_retired;
+  g_retired = e;
 }
 
 void ruda__cpu_compile_forget(void) {
   pthread_mutex_lock(&g_lock);
-  for (size_t i = 0; i < TABLE_SLOTS; i++) {
-    while (g_table[i]) {
-      fn_entry_t *e = g_table[i];
-      g_table[i] = e->next;
-      e->next = g_retired;
-      g_retired = e;
-    }
-  }
+  ruda__module_table_destroy(&g_table, retire, NULL);
   pthread_mutex_unlock(&g_lock);
 }
 
@@ -629,10 +625,10 @@ ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kern
   }
   fn_entry_t *e = ruda__malloc(sizeof *e);
   if (e) {
-    e->key = id;
     e->fn = fn;
-    e->next = g_table[slot_of(id)];
-    g_table[slot_of(id)] = e;
+    e->next = NULL;
+    /* Out of memory: not kept, the next launch loads the object again. */
+    if (!ruda__module_table_insert(&g_table, id, e)) ruda__free(e);
   }
   /* The object and its memfd stay for the life of the process: functions
    * handed out are never unmapped under a launch, and the open memfd keeps
