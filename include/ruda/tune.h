@@ -3,7 +3,9 @@
  *
  * A tunable operation (ruda_tune_op_t) has a name, candidates (each a
  * kernel plus how to launch it: its dispatch count for given arguments,
- * and optionally which keys it applies to), a key function that turns a
+ * and optionally which keys it applies to; separate kernels, or one
+ * kernel file compiled with different -D constants through
+ * ruda_kernel_from_file / ruda_kernel_from_text), a key function that turns a
  * call's arguments into a key (shapes, element types, strides, alignment
  * class: up to RUDA_TUNE_KEY_MAX values), a bucketing rule per key value
  * (kept exact, or rounded up to the next power of a base), and optionally

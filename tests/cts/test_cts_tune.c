@@ -549,3 +549,75 @@ TEST(tune_hits_read_the_table_while_it_grows) {
   ruda_tune_op_release(op);
   fixture_free(&f);
 }
+
+/* One kernel text compiled with different constants (ruda_kernel_from_text
+ * with -D options) gives candidates too: three of them here, differing in
+ * units per ruda and elements per ruda. */
+typedef struct chunk_param {
+  uint64_t chunk;
+} chunk_param_t;
+
+static ruda_status_t chunk_count(const ruda_tune_args_t *args, const void *param,
+                                 ruda_count_t *out) {
+  const chunk_param_t *p = param;
+  *out = ruda_count_static((uint32_t)((args->sizes[0] + p->chunk - 1) / p->chunk), 1, 1);
+  return NULL;
+}
+
+TEST(tune_candidates_from_one_text_with_different_constants) {
+  ruda_client_t *c = cts_client();
+  static const char text[] =
+      "#include <ruda/kernel_dialect.h>\n"
+      "RUDA_KERNEL(scale_chunk, RUDA_DIM(UNITS, 1, 1), RUDA_BUFFER(float *restrict, x),\n"
+      "            RUDA_SCALAR(uint64_t, n)) {\n"
+      "  const uint64_t begin = (uint64_t)ruda_pos.x * CHUNK, end = RUDA_MIN(begin + CHUNK, n);\n"
+      "  RUDA_RANGE_NOWAIT(uint64_t, i, begin, end) x[i] *= 2.0f;\n"
+      "}\n";
+  static const char *const opts[3][2] = {{"-DUNITS=64", "-DCHUNK=1024"},
+                                         {"-DUNITS=128", "-DCHUNK=4096"},
+                                         {"-DUNITS=256", "-DCHUNK=512"}};
+  static const chunk_param_t params[3] = {{1024}, {4096}, {512}};
+  static const char *const names[3] = {"u64_c1k", "u128_c4k", "u256_c512"};
+  ruda_kernel_t *k[3] = {NULL, NULL, NULL};
+  ruda_tune_candidate_t cands[3];
+  memset(cands, 0, sizeof cands);
+  for (int i = 0; i < 3; i++) {
+    ruda_kernel_source_t src;
+    memset(&src, 0, sizeof src);
+    src.options = opts[i];
+    src.num_options = 2;
+    ruda_status_t st = ruda_kernel_from_text(text, 0, "scale_chunk.c", &src, &k[i]);
+    if (ruda_status_kind(st) == RUDA_ERR_UNAVAILABLE) {
+      ruda_status_free(st);
+      SKIP("no run-time compiler for kernel text on this device");
+    }
+    ASSERT_OK(st);
+    cands[i] = (ruda_tune_candidate_t){names[i], k[i], chunk_count, NULL, NULL, &params[i]};
+  }
+  ruda_hash128_t h0 = ruda_kernel_hash(k[0]), h1 = ruda_kernel_hash(k[1]);
+  ASSERT_TRUE(h0.lo != h1.lo || h0.hi != h1.hi);
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = op_name("cts_constants");
+  d.candidates = cands;
+  d.num_candidates = 3;
+  d.dims = k_dims;
+  d.num_dims = 1;
+  d.access = k_rw;
+  d.num_access = 1;
+  d.check_reference = 0;
+  d.check_rtol = 0;
+  d.check_atol = 0;
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  enum { N = 10000 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  ASSERT_OK(ruda_tune_op_launch(op, c, &args));
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  for (int i = 0; i < 3; i++) ruda_kernel_release(k[i]);
+}
