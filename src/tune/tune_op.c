@@ -871,6 +871,9 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   if (!d->num_rank)
     snprintf(d->why_empty, sizeof d->why_empty, "every candidate was excluded or does not apply");
   scratch_free(&s);
+  /* The scratch buffers' pages go back: the tuning stream holds nothing
+   * between keys. */
+  ruda_status_free(ruda_client_memory_cleanup(tc));
   *spent_ms = now_ms() - t0;
   return NULL;
 }
