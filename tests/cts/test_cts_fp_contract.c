@@ -3,7 +3,9 @@
  * product next to a second device in the same process (opencl:0 when the
  * suite runs on a CPU device, else cpu:0), and the results must be equal bit
  * for bit; with contraction (PoCL and GPUs fuse a*x + y into an FMA) they
- * differ in the last bits for these inputs. */
+ * differ in the last bits for these inputs. On a CPU device the kernels'
+ * text compiled at run time (the system C compiler with cpu_flags, FMA
+ * instructions allowed) must agree too, where a compiler is found. */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -34,7 +36,17 @@ static void fail_status(ruda_status_t s, const char *what) {
   rt_fail();
 }
 
-static void run_on(ruda_client_t *c, results_t *r) {
+/* The kernel of `d` with its text only (no natively compiled function): on
+ * a CPU device the text is compiled at run time. */
+static ruda_status_t create_from_text(ruda_kernel_desc_t d, ruda_kernel_code_t *code,
+                                      ruda_kernel_t **out) {
+  *code = *d.code;
+  code->cpu_fn = NULL;
+  d.code = code;
+  return ruda_kernel_create(&d, out);
+}
+
+static void run_on(ruda_client_t *c, results_t *r, bool from_text) {
   static float x[N], y[N], dx[ROWS * LEN], dy[ROWS * LEN];
   for (uint32_t i = 0; i < N; i++) {
     x[i] = input(i, 1);
@@ -45,8 +57,14 @@ static void run_on(ruda_client_t *c, results_t *r) {
     dy[i] = input(i, 4);
   }
   ruda_kernel_t *ka = NULL, *kd = NULL;
-  fail_status(RUDA_KERNEL_CREATE(fpc_axpy, &ka), "creating fpc_axpy");
-  fail_status(RUDA_KERNEL_CREATE(fpc_dot, &kd), "creating fpc_dot");
+  ruda_kernel_code_t code_a, code_d;
+  if (from_text) {
+    fail_status(create_from_text(RUDA_KERNEL_DESC(fpc_axpy), &code_a, &ka), "creating fpc_axpy");
+    fail_status(create_from_text(RUDA_KERNEL_DESC(fpc_dot), &code_d, &kd), "creating fpc_dot");
+  } else {
+    fail_status(RUDA_KERNEL_CREATE(fpc_axpy, &ka), "creating fpc_axpy");
+    fail_status(RUDA_KERNEL_CREATE(fpc_dot, &kd), "creating fpc_dot");
+  }
   ruda_handle_t hx, hy, hdx, hdy, hout;
   fail_status(ruda_client_create_buffer(c, x, sizeof x, &hx), "create x");
   fail_status(ruda_client_create_buffer(c, y, sizeof y, &hy), "create y");
@@ -93,8 +111,8 @@ TEST(fp_contract_off_bit_identical) {
     SKIP_UNAVAILABLE(on_cpu ? "opencl" : "cpu", why);
   }
   static results_t mine, theirs;
-  run_on(c, &mine);
-  run_on(other, &theirs);
+  run_on(c, &mine, false);
+  run_on(other, &theirs, false);
   ruda_client_release(other);
   size_t i = first_difference(mine.axpy, theirs.axpy, N);
   if (i < N)
@@ -105,5 +123,37 @@ TEST(fp_contract_off_bit_identical) {
   if (i < ROWS)
     rt_fail_msg(__FILE__, __LINE__, "dot product %zu differs: %a here, %a on %s", i,
                 (double)mine.dot[i], (double)theirs.dot[i], on_cpu ? "opencl:0" : "cpu:0");
+  ASSERT_UEQ(i, ROWS);
+  if (!on_cpu) return;
+  /* The same text compiled at run time for this CPU device. */
+  static results_t compiled;
+  ruda_kernel_code_t probe_code;
+  ruda_kernel_t *probe = NULL;
+  ruda_status_t ps = create_from_text(RUDA_KERNEL_DESC(fpc_axpy), &probe_code, &probe);
+  if (!ps) {
+    uint32_t zero = 0;
+    ruda_handle_t hz;
+    ps = ruda_client_create_buffer(c, &zero, sizeof zero, &hz);
+    if (!ps) {
+      ps = RUDA_LAUNCH(fpc_axpy, c, probe, ruda_count_static(1, 1, 1), &hz, &hz, 1.0f, 0u);
+      if (!ps) ps = ruda_client_sync(c);
+      ruda_handle_release(&hz);
+    }
+  }
+  ruda_kernel_release(probe);
+  if (ps) {
+    char why[512];
+    ruda_status_format(ps, why, sizeof why);
+    ruda_status_free(ps);
+    printf("no run-time compiled side: %s\n", why);
+    return;
+  }
+  run_on(c, &compiled, true);
+  i = first_difference(compiled.axpy, theirs.axpy, N);
+  if (i < N)
+    rt_fail_msg(__FILE__, __LINE__, "a*x+y compiled at run time differs at %zu: %a, %a on opencl:0",
+                i, (double)compiled.axpy[i], (double)theirs.axpy[i]);
+  ASSERT_UEQ(i, N);
+  i = first_difference(compiled.dot, theirs.dot, ROWS);
   ASSERT_UEQ(i, ROWS);
 }

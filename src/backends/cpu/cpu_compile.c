@@ -78,7 +78,7 @@ typedef struct toolchain {
   char path[RUDA_CONFIG_PATH_MAX]; /* "" when none was found */
   char looked_for[2 * RUDA_CONFIG_PATH_MAX];
   char version[256];               /* first line of `cc --version` */
-  char flags[RUDA_CONFIG_PATH_MAX];
+  char flags[RUDA_CONFIG_PATH_MAX + 32]; /* the fp_contract option, then cpu_flags */
   ruda_hash128_t cpu_flags;        /* of /proc/cpuinfo's flags line */
   ruda__hasher_t key_prefix;       /* the disk key after its machine part */
   char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cpu; "" : no disk cache */
@@ -203,7 +203,11 @@ static void toolchain_init(void) {
   memset(t, 0, sizeof *t);
   const ruda_config_t *cfg = ruda_config_get();
   const char *cc = cfg->compilation.cpu_compiler[0] ? cfg->compilation.cpu_compiler : "cc";
-  snprintf(t->flags, sizeof t->flags, "%s", cfg->compilation.cpu_flags);
+  /* compilation.fp_contract first, so that -ffp-contract in the user's
+   * cpu_flags still wins; part of the cache key with the flags. */
+  snprintf(t->flags, sizeof t->flags, "%s %s",
+           ruda__fp_contract_cc_option(ruda__device_settings()->fp_contract),
+           cfg->compilation.cpu_flags);
   if (strchr(cc, '/')) {
     snprintf(t->looked_for, sizeof t->looked_for, "'%s'", cc);
   } else {
