@@ -166,7 +166,7 @@ typedef enum ruda_autotune_level {
 typedef struct ruda_autotune_config {
   ruda_logger_config_t logger;     /* the autotune channel */
   ruda_autotune_level_t level;     /* default: balanced */
-  uint32_t budget_ms;              /* tuning time per key, 1..3600000; default 1500 */
+  uint32_t budget_ms;              /* tuning time per key, 1..3600000; default 1000 */
   bool cache;                      /* keep results in the tune cache on disk; default true */
   char pin[RUDA_CONFIG_PATH_MAX];  /* "op=candidate,op=candidate"; "" (default): none */
 } ruda_autotune_config_t;

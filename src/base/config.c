@@ -139,7 +139,7 @@ void ruda_config_default(ruda_config_t *out) {
   out->cpu.memory_limit = 0;
   logger_default(&out->autotune.logger);
   out->autotune.level = RUDA_AUTOTUNE_BALANCED;
-  out->autotune.budget_ms = 1500;
+  out->autotune.budget_ms = 1000;
   out->autotune.cache = true;
 }
 

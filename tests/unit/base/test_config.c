@@ -739,7 +739,7 @@ TEST(autotune_settings_and_their_errors) {
   ruda_config_t d;
   ruda_config_default(&d);
   ASSERT_EQ(d.autotune.level, RUDA_AUTOTUNE_BALANCED);
-  ASSERT_UEQ(d.autotune.budget_ms, 1500);
+  ASSERT_UEQ(d.autotune.budget_ms, 1000);
   ASSERT_TRUE(d.autotune.cache);
   ASSERT_STR_EQ(d.autotune.pin, "");
   ruda_config_t c = parse_ok("[autotune]\nlevel = \"full\"\nbudget_ms = 250\ncache = false\n"
