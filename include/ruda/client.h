@@ -424,7 +424,9 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
  *
  * A fault that ends a device's context (on cuda:N a kernel's illegal
  * address and the rest of CUDA's sticky errors, when the driver refuses to
- * reset the context, as 580.x drivers do) leaves the device lost: every
+ * reset the context, as 580.x drivers do; on opencl:N a command failing
+ * with a code that ends the context, as a kernel fault on NVIDIA's OpenCL
+ * does) leaves the device lost: every
  * operation of every stream of that device fails with
  * ServerError::DeviceLost, at once and never with a hang (a stream's
  * error stays queued until its next flush, sync or read, and comes back
@@ -432,7 +434,10 @@ ruda_status_t ruda_client_exclusive(ruda_client_t *c,
  * ("Device loss") gives the behaviour of each backend. */
 
 /* Brings a lost device back where its API allows it. NULL when the device
- * is not lost (nothing is done) or was recovered; RUDA_ERR_UNAVAILABLE,
+ * is not lost (nothing is done) or was recovered: on opencl:N a fresh
+ * context, every stream starting afresh (errors still queued on them are
+ * dropped; buffers made before report an error and can still be
+ * released); RUDA_ERR_UNAVAILABLE,
  * naming the remedy, when it cannot be recovered in this process: CUDA
  * keeps a context that had a sticky fault dead until the process exits,
  * so the process must be restarted (examples/supervisor.c shows a

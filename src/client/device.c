@@ -157,6 +157,14 @@ static bool caller_may_go_on(ruda__device_t *d) {
   return !s->vt->wants_worker || !s->vt->wants_worker(s);
 }
 
+/* A lost device (server.h, ruda__device_loss_mark): its streams learn it,
+ * and work that would reach the dead context is dropped. */
+RUDA__COLD
+static void device_lost_op(ruda__server_t *s, ruda__op_t *op) {
+  ruda__server_settle_lost(s, op->stream);
+  if (op->cancellable) op->cancelled = true;
+}
+
 /* Pops and runs ops (holding `running`) until the queue is empty or a
  * push is half done, `done(arg)` holds (when given) or the stop op ran;
  * on a caller's thread (`caller`) also when the server wants the rest on
@@ -178,6 +186,7 @@ static bool run_queued(ruda__device_t *d, bool (*done)(const void *), const void
     s->op_gen = atomic_load_explicit(&d->cancel.gen, memory_order_acquire);
     bool cancels = atomic_load_explicit(&d->cancels, memory_order_acquire) != 0;
     if (__builtin_expect(cancels, 0)) ruda__device_cancel_mark(d, op);
+    if (__builtin_expect(ruda__device_loss_any(&d->loss), 0)) device_lost_op(s, op);
     s->op_seq = op->cancellable ? op->seq : 0;
     s->op_stream = op->stream.value;
     op->run(d, op);
@@ -254,6 +263,7 @@ static void *worker_main(void *arg) {
     d->server->device = d->id;
     d->server->memory_reuse = d->memory_reuse;
     d->server->cancel = &d->cancel;
+    d->server->loss = &d->loss;
     d->properties = u->properties;
     d->properties_hash = u->properties_hash;
     memcpy(d->info, u->info, sizeof d->info);
@@ -459,6 +469,9 @@ bool ruda__device_run_here(ruda__device_t *d, ruda_stream_id_t stream, ruda__cal
   void *token;
   ruda__device_t *prev;
   if (!here_enter(d, &token, &prev)) return false;
+  if (__builtin_expect(ruda__device_loss_any(&d->loss), 0)) {
+    ruda__server_settle_lost(d->server, stream);
+  }
   *out = fn(d->server, stream, ctx);
   here_leave(d, token, prev);
   return true;
@@ -469,6 +482,7 @@ bool ruda__device_run_op_here(ruda__device_t *d, ruda__op_t *op) {
   void *token;
   ruda__device_t *prev;
   if (!here_enter(d, &token, &prev)) return false;
+  if (__builtin_expect(ruda__device_loss_any(&d->loss), 0)) device_lost_op(d->server, op);
   op->run(d, op);
   /* Written under the lock only: no read-modify-write needed. */
   atomic_store_explicit(&d->ops_here, atomic_load_explicit(&d->ops_here, memory_order_relaxed) + 1,

@@ -127,6 +127,9 @@ struct ruda__device {
   pthread_mutex_t cancel_lock;
   struct ruda__cancel_req *cancel_reqs;
   size_t cancel_len, cancel_cap;
+  /* Whether the device is lost (server.h, ruda__device_loss_mark): given
+   * to the server at its creation; outlives it. */
+  ruda__device_loss_t loss;
   /* Recycled operation blocks (see ruda__device_op_alloc). */
   pthread_mutex_t op_cache_lock;
   void *op_cache;

@@ -346,6 +346,13 @@ static inline bool ruda__cancel_point_hit(ruda__cancel_point_t *p) {
   return p->source->covers(p->source->ctx, p->stream, p->seq);
 }
 
+/* A device's loss state: 0 healthy, 1 lost and not yet told to every
+ * stream, 2 told, 3 being marked; `reason` is written before 1. */
+typedef struct ruda__device_loss {
+  atomic_int state;
+  char reason[320];
+} ruda__device_loss_t;
+
 /* The base of every backend server (offset 0). */
 struct ruda__server {
   const ruda__server_vtable_t *vt;
@@ -375,7 +382,32 @@ struct ruda__server {
   const ruda__cancel_source_t *cancel;
   uint64_t op_seq, op_stream;
   unsigned op_gen;
+  /* Device loss (device_loss.c), for backends that let the server layer
+   * enforce it (OpenCL; CUDA keeps its own): the device's loss state, set
+   * by the device layer right after create_server. It outlives the server,
+   * so a backend's futures may mark it from any thread. */
+  ruda__device_loss_t *loss;
 };
+
+/* Marks the device lost (a fault ended its context): from then on every
+ * operation the device layer runs first settles it
+ * (ruda__server_settle_lost) and no launch, write or replay reaches the
+ * backend, until the backend's recover method clears it. The first call's
+ * reason (printf-formatted) is kept. Any thread; NULL `l` is a no-op. */
+void ruda__device_loss_mark(ruda__device_loss_t *l, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Whether the device is lost (one relaxed load). */
+static inline bool ruda__device_loss_any(const ruda__device_loss_t *l) {
+  return l && atomic_load_explicit(&l->state, memory_order_relaxed) != 0;
+}
+/* While lost: queues ServerError::DeviceLost on every stream the first
+ * time after the loss, and on `stream` afterwards when none is queued
+ * there. On the thread running the server. */
+void ruda__server_settle_lost(ruda__server_t *s, ruda_stream_id_t stream);
+/* After a successful recovery: the device is healthy again. */
+static inline void ruda__device_loss_clear(ruda__device_loss_t *l) {
+  if (l) atomic_store_explicit(&l->state, 0, memory_order_release);
+}
 
 /* The cancel point of the operation the server runs now. */
 static inline ruda__cancel_point_t ruda__server_cancel_point(const ruda__server_t *s) {

@@ -2,6 +2,7 @@
  * a stream's recent launches, and the errors of commands that failed on
  * the device. Called from any module and, for waiting on an event, from
  * any thread (futures); calls only the error translation below it. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,9 +17,36 @@ ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *k
       kernels));
 }
 
+static bool ends_context(cl_int code) {
+  return code == CL_OUT_OF_RESOURCES || code == CL_INVALID_COMMAND_QUEUE || code == -9999;
+}
+
+void ruda__ocl_fault_note(ruda__device_loss_t *loss, cl_int code, const char *kernels) {
+  if (!loss || !ends_context(code)) return;
+  ruda__device_loss_mark(loss,
+                         "a command failed on the device with %s (kernels: %s), which ends "
+                         "its OpenCL context; ruda_device_recover makes a fresh one (buffers "
+                         "made before are gone)",
+                         ruda__cl_error_name(code), kernels);
+}
+
+static atomic_bool g_inject;
+
+void ruda__opencl_test_inject_fault(void) { atomic_store(&g_inject, true); }
+
+ruda_status_t ruda__ocl_fault_injected(ruda__device_loss_t *loss, const char *name) {
+  if (!atomic_load_explicit(&g_inject, memory_order_relaxed) || !atomic_exchange(&g_inject, false))
+    return NULL;
+  char kernels[300];
+  snprintf(kernels, sizeof kernels, "%s (fault injected by a test)", name);
+  ruda__ocl_fault_note(loss, CL_OUT_OF_RESOURCES, kernels);
+  return ruda__ocl_fault_error(CL_OUT_OF_RESOURCES, "clEnqueueNDRangeKernel", kernels);
+}
+
 RUDA__HOT
 ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
-                                    const ruda__recent_kernels_t *recent) {
+                                    const ruda__recent_kernels_t *recent,
+                                    ruda__device_loss_t *loss) {
   cl_int r = api->clWaitForEvents(1, &ev);
   cl_int status = CL_COMPLETE;
   if (api->clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status, &status, NULL) !=
@@ -27,6 +55,7 @@ ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
   if (r == CL_SUCCESS && status >= CL_COMPLETE) return NULL;
   char kernels[300];
   ruda__recent_kernels_format(recent, kernels, sizeof kernels);
+  if (status < 0) ruda__ocl_fault_note(loss, status, kernels);
   return ruda__ocl_fault_error(status < 0 ? status : r, "clWaitForEvents", kernels);
 }
 

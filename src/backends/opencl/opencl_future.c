@@ -26,6 +26,7 @@ typedef struct ocl_future {
   uint64_t seq;
   ruda_status_t early; /* error found while enqueueing; the result once done */
   ruda__recent_kernels_t recent;
+  ruda__device_loss_t *loss; /* the device's: outlives the server */
   bool done;
   pthread_mutex_t lock;
 } ocl_future_t;
@@ -52,6 +53,7 @@ static ruda_status_t finish_queue(ocl_future_t *f) {
   }
   char kernels[300];
   ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
+  ruda__ocl_fault_note(f->loss, r, kernels);
   return ruda__ocl_fault_error(r, "clFinish", kernels);
 }
 
@@ -62,7 +64,7 @@ static ruda_status_t ocl_future_wait(ruda__future_t *base) {
   if (!f->done) {
     if (f->finish_pending) keep_first(&f->early, finish_queue(f));
     if (f->event != NULL) {
-      keep_first(&f->early, ruda__ocl_event_error(f->api, f->event, &f->recent));
+      keep_first(&f->early, ruda__ocl_event_error(f->api, f->event, &f->recent, f->loss));
       f->api->clReleaseEvent(f->event);
       f->event = NULL;
     }
@@ -115,12 +117,13 @@ static const ruda__future_vtable_t ocl_future_vt = {ocl_future_wait, ocl_future_
 /* A future of `st` with `early` as its first error, fenced by nothing yet
  * (the caller sets `event`, or `mark`, `seq` and finish_pending); NULL
  * without memory. */
-static ocl_future_t *future_new(const ruda__opencl_api_t *api, const ocl_stream_t *st,
+static ocl_future_t *future_new(const ocl_server_t *s, const ocl_stream_t *st,
                                 ruda_status_t early) {
   ocl_future_t *f = ruda__calloc(1, sizeof *f);
   if (f == NULL) return NULL;
   f->base.vt = &ocl_future_vt;
-  f->api = api;
+  f->api = s->api;
+  f->loss = s->base.loss;
   f->early = early;
   f->recent = st->recent;
   pthread_mutex_init(&f->lock, NULL);
@@ -147,7 +150,7 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
   if (st->last_unknown && !s->kernel_events) {
     /* Where events are dear (GPU drivers), finish the queue instead. */
     ruda__ocl_submit(s, st);
-    ocl_future_t *f = future_new(api, st, early);
+    ocl_future_t *f = future_new(s, st, early);
     ocl_finish_mark_t *m = f ? ruda__ocl_finish_mark(st) : NULL;
     if (m != NULL) {
       f->finish_pending = true;
@@ -177,7 +180,7 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
   }
   ruda__ocl_submit(s, st);
   if (ev == NULL && r == CL_SUCCESS) return early; /* nothing in flight */
-  ocl_future_t *f = r == CL_SUCCESS ? future_new(api, st, early) : NULL;
+  ocl_future_t *f = r == CL_SUCCESS ? future_new(s, st, early) : NULL;
   if (f == NULL) {
     /* Wait here instead. */
     cl_int fr = api->clFinish(st->queue);
@@ -186,10 +189,11 @@ ruda_status_t ruda__ocl_future_make(ocl_server_t *s, ocl_stream_t *st, ruda_stat
     if (e == NULL && r != CL_SUCCESS && fr != CL_SUCCESS) {
       char kernels[300];
       ruda__recent_kernels_format(&st->recent, kernels, sizeof kernels);
+      ruda__ocl_fault_note(s->base.loss, fr, kernels);
       e = ruda__ocl_fault_error(fr, "clFinish", kernels);
     }
     if (ev != NULL) {
-      ruda_status_t fe = ruda__ocl_event_error(api, ev, &st->recent);
+      ruda_status_t fe = ruda__ocl_event_error(api, ev, &st->recent, s->base.loss);
       if (e == NULL) e = fe;
       else ruda_status_free(fe);
       api->clReleaseEvent(ev);

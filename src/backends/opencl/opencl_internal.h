@@ -35,6 +35,12 @@
  * result and the device list. Tables loaded before stay mapped. Not
  * thread-safe with concurrent loads; tests only. */
 void ruda__opencl_loader_test_override(const char *lib);
+/* Test hook (opencl_fault.c): the next kernel launched on any OpenCL
+ * device reports a fault that ends its context (as a kernel fault does on
+ * NVIDIA's OpenCL), without running: the device is lost
+ * (docs/errors.md, "Device loss") until ruda_device_recover. Thread-safe;
+ * tests only. */
+void ruda__opencl_test_inject_fault(void);
 /* The loader's part of it (opencl_loader.c): the override and forgetting
  * the load result. */
 void ruda__opencl_loader_forget(const char *lib);

@@ -147,7 +147,8 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
   const ruda__opencl_api_t *api = s->api;
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
   const ruda_device_properties_t *props = &s->base.utilities.properties;
-  ruda_status_t e = NULL;
+  ruda_status_t e = ruda__ocl_fault_injected(s->base.loss, d->name); /* tests only */
+  if (e) return e;
   if (args->num_tensor_maps > 0)
     return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
                               "kernel %s: tensor maps are not supported by the OpenCL backend",

@@ -66,7 +66,7 @@ ruda_status_t ruda__ocl_end_profile(ruda__server_t *base, ruda_stream_id_t strea
                                                   "clEnqueueMarkerWithWaitList",
                                                   "ending a profile"));
     } else {
-      fe = ruda__ocl_event_error(api, end, &st->recent);
+      fe = ruda__ocl_event_error(api, end, &st->recent, s->base.loss);
       if (fe == NULL && event_end_ns(api, (cl_event)mark.mark, &t0) &&
           event_end_ns(api, end, &t1) && t1 >= t0)
         elapsed_ns = t1 - t0;

@@ -134,6 +134,75 @@ static void opencl_destroy(ruda__server_t *base) {
   ruda__free(s);
 }
 
+/* The context and the queue for the server's own commands, new
+ * (ruda__cl_error naming the failing call otherwise). */
+static ruda_status_t context_make(ocl_server_t *s, uint16_t index) {
+  const ruda__opencl_api_t *api = s->api;
+  const ruda__opencl_device_t *dev = s->dev;
+  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
+  cl_int r = CL_SUCCESS;
+  s->ctx = api->clCreateContext(cprops, 1, &dev->device, NULL, NULL, &r);
+  if (r != CL_SUCCESS || s->ctx == NULL) {
+    s->ctx = NULL;
+    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateContext", "device opencl:%u (%s)",
+                          index, dev->props.name);
+  }
+  if (api->clCreateCommandQueueWithProperties != NULL)
+    s->service = api->clCreateCommandQueueWithProperties(s->ctx, dev->device, NULL, &r);
+  if (s->service == NULL && api->clCreateCommandQueue != NULL)
+    s->service = api->clCreateCommandQueue(s->ctx, dev->device, 0, &r);
+  if (s->service == NULL) {
+    api->clReleaseContext(s->ctx);
+    s->ctx = NULL;
+    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateCommandQueue",
+                          "device opencl:%u (%s)", index, dev->props.name);
+  }
+  return NULL;
+}
+
+/* Device loss (docs/errors.md): a fresh context. Every stream starts
+ * afresh (its queue, its memory and its queued errors go with the old
+ * context: buffers made before report NotFound), compiled programs are
+ * built again. The device stays lost when a new context cannot be made. */
+static ruda_status_t opencl_recover(ruda__server_t *base, ruda_stream_id_t stream) {
+  (void)stream;
+  ocl_server_t *s = as_ocl(base);
+  if (!ruda__device_loss_any(base->loss)) return NULL;
+  const ruda__opencl_api_t *api = s->api;
+  ruda__stream_table_foreach(&base->streams, finish_queue, s); /* fails fast on a dead one */
+  while (atomic_load(&s->pending_releases) > 0) sched_yield();
+  ruda__stream_table_deinit(&base->streams);
+  ruda__opencl_program_cache_destroy(s->programs);
+  s->programs = NULL;
+  if (s->service) {
+    api->clFinish(s->service);
+    api->clReleaseCommandQueue(s->service);
+    s->service = NULL;
+  }
+  if (s->ctx) api->clReleaseContext(s->ctx);
+  s->ctx = NULL;
+  ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
+  ops.ctx = s;
+  ruda_status_t e = context_make(s, base->device.index_id);
+  if (e == NULL) e = ruda__server_streams_init(base, &ops);
+  if (e == NULL) {
+    s->programs = ruda__opencl_program_cache_create(api, s->ctx, s->dev,
+                                                    base->utilities.properties_hash,
+                                                    base->utilities.settings.cache_dir);
+    if (s->programs == NULL) e = ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
+  }
+  if (e) {
+    const char *why = ruda_status_reason(e);
+    ruda_status_t out = ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                                           "opencl:%u could not be recovered and stays lost: %s",
+                                           base->device.index_id, why ? why : "?");
+    ruda_status_free(e);
+    return out;
+  }
+  ruda__device_loss_clear(base->loss);
+  return NULL;
+}
+
 RUDA__HOT
 static void opencl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda__count_t *count,
                           const ruda__launch_args_t *args, ruda_execution_mode_t mode,
@@ -145,6 +214,7 @@ static void opencl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const rud
 static const ruda__server_vtable_t opencl_vtable = {
     .name = "opencl",
     .destroy = opencl_destroy,
+    .recover = opencl_recover,
     .initialize_memory = ruda__ocl_initialize_memory,
     .staging = ruda__ocl_staging,
     .read = ruda__ocl_read,
@@ -215,23 +285,10 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   if (s == NULL) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   s->api = api;
   s->dev = dev;
-  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
-  cl_int r = CL_SUCCESS;
-  s->ctx = api->clCreateContext(cprops, 1, &dev->device, NULL, NULL, &r);
-  if (r != CL_SUCCESS || s->ctx == NULL) {
+  e = context_make(s, index);
+  if (e) {
     ruda__free(s);
-    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateContext", "device opencl:%u (%s)",
-                          index, dev->props.name);
-  }
-  if (api->clCreateCommandQueueWithProperties != NULL)
-    s->service = api->clCreateCommandQueueWithProperties(s->ctx, dev->device, NULL, &r);
-  if (s->service == NULL && api->clCreateCommandQueue != NULL)
-    s->service = api->clCreateCommandQueue(s->ctx, dev->device, 0, &r);
-  if (s->service == NULL) {
-    api->clReleaseContext(s->ctx);
-    ruda__free(s);
-    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateCommandQueue",
-                          "device opencl:%u (%s)", index, dev->props.name);
+    return e;
   }
   ruda__layout_policy_t policy = {RUDA_LAYOUT_POLICY_PITCHED, dev->props.memory.alignment};
   ruda__server_utilities_init(&s->base.utilities, &dev->props, dev->info, policy);

@@ -407,7 +407,7 @@ TEST(device_fault_is_reported_by_the_wait_naming_the_kernels) {
   snprintf(rk.names[0], sizeof rk.names[0], "%s", "faulty_kernel");
   rk.n = 1;
   rk.total = 3;
-  ruda_status_t s = ruda__ocl_event_error(api, ev, &rk);
+  ruda_status_t s = ruda__ocl_event_error(api, ev, &rk, NULL);
   ASSERT_NOT_NULL(s);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
   ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
