@@ -12,6 +12,8 @@
 #   bench_stderr.txt  its progress lines and failures
 #   bench_nospin.json the launch and copy groups again with RUDA_CUDA_WAIT_SPIN_US=0
 #   fault.txt    the out-of-bounds test's report, the tensor-map test traced
+#   device_loss.txt  real faults on cuda:0 and NVIDIA OpenCL, the supervisor
+#                example, cancel and lost-error tests (gpu_device_loss.sh)
 #   trace.json   the Chrome/Perfetto trace of that tensor-map test
 #   cases.txt    per test program on cuda:0: "N passed, N failed, N skipped"
 #   asan.txt     (--asan) the unit, GPU and conformance tests under ASan+UBSan
@@ -89,6 +91,10 @@ RUDA_TRACE="$OUT/trace.json" timeout 60 build-gpu/tests/gpu_test_cuda_tensor_map
 cat "$OUT/fault.txt"
 python3 -c "import json,sys; d=json.load(open(sys.argv[1])); ev=d['traceEvents'] if isinstance(d,dict) else d; print('trace events:', len(ev), sorted({e.get('cat') for e in ev if e.get('ph')=='X'}))" "$OUT/trace.json" 2>&1 | tail -1
 grep -E 'tests passed|Test +#|\*\*\*|Failed|SKIP' "$OUT/ctest.log" | tail -60
+# Device loss on cuda:0 and NVIDIA's OpenCL, the supervisor example,
+# cancellation and errors nobody read (device_loss.txt).
+echo "== device loss"
+bash scripts/gpu_device_loss.sh --no-build
 # Per program, how many cases passed, failed and were skipped on cuda:0
 # (CTest only says whether a program passed).
 for t in build-gpu/tests/cts_test_* build-gpu/tests/gpu_test_*; do

@@ -3,7 +3,8 @@
  * keeps running, and afterwards the device either works again (the context
  * was reset; buffers from before are gone) or, where the driver refuses the
  * reset (580.x does: cuDevicePrimaryCtxReset returns the sticky error),
- * every call says the device is lost. Its own program, because either way
+ * every call of every stream fails with ServerError::DeviceLost, while
+ * cpu:0 keeps working. Its own program, because either way
  * every allocation of the process is gone. */
 #include "cuda_test_util.h"
 
@@ -47,7 +48,28 @@ TEST(out_of_bounds_write_is_reported_and_never_crashes) {
     printf("  after the fault: %s\n", t);
     ASSERT_STR_CONTAINS(t, "restart the process");
     free(t);
+    /* Lost: DeviceLost, on this stream and (at once) on another thread's,
+     * a clear answer from ruda_device_recover, and cpu:0 unaffected. */
+    ASSERT_NOT_NULL(ruda_status_find(r, RUDA_ERR_SERVER_DEVICE_LOST));
     ruda_status_free(r);
+    ASSERT_ERR_KIND(ruda_client_sync(c), RUDA_ERR_SERVER_DEVICE_LOST);
+    ruda_status_t rec = ruda_device_recover(ruda_client_device(c));
+    ASSERT_NOT_NULL(rec);
+    ASSERT_EQ(ruda_status_kind(rec), RUDA_ERR_UNAVAILABLE);
+    t = status_text(rec);
+    printf("  ruda_device_recover: %s\n", t);
+    free(t);
+    ruda_status_free(rec);
+    ruda_client_t *cpu = NULL;
+    ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, &cpu));
+    uint32_t in[4] = {1, 2, 3, 4}, out[4] = {0};
+    ruda_handle_t hc;
+    ASSERT_OK(ruda_client_create_buffer(cpu, in, sizeof in, &hc));
+    ASSERT_OK(ruda_client_read(cpu, &hc, out, sizeof out));
+    ASSERT_MEM_EQ(out, in, sizeof in);
+    ruda_handle_release(&hc);
+    ruda_client_release(cpu);
+    printf("  cpu:0 works while cuda:0 is lost\n");
   } else {
     printf("  after the fault: the device was reset and works again\n");
     for (int i = 0; i < 256; i++) ASSERT_UEQ(back[i], 9);
