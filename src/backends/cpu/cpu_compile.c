@@ -20,6 +20,7 @@
 #include "ruda/config.h"
 #include "ruda/log.h"
 #include "server/binary_cache.h"
+#include "server/compile_log.h"
 #include "server/device_settings.h"
 #include "server/module_table.h"
 #include "server/portable_kernel.h"
@@ -360,43 +361,6 @@ static void *disk_read(const char *path, size_t *size) {
 
 /* ---- Compiling ---- */
 
-/* Is `line` a diagnostic's first line ("file:line:col: ..." or "file: In
- * function ...")? Then *prelude says whether it is about the prelude. */
-static bool diagnostic_head(const char *line, size_t n, bool *prelude) {
-  if (n == 0 || line[0] == ' ') return false;
-  const char *colon = memchr(line, ':', n);
-  if (!colon || colon == line) return false;
-  const char *after = colon + 1;
-  bool numbered = after < line + n && *after >= '0' && *after <= '9';
-  bool in_fn = (size_t)(line + n - after) > 4 && memcmp(after, " In ", 4) == 0;
-  if (!numbered && !in_fn) return false;
-  *prelude = (size_t)(colon - line) >= 12 && memcmp(line, "ruda/dialect/", 12) == 0;
-  return true;
-}
-
-/* The compiler's messages, less those about the prelude and the lines
- * that follow them: "[Compilation Error] \n    <line>\n..." (the shape of
- * the other backends' compile errors). ruda__malloc'ed; NULL without
- * memory. */
-static char *user_messages(const char *log) {
-  size_t cap = strlen(log) * 2 + 64;
-  char *text = ruda__malloc(cap);
-  if (!text) return NULL;
-  size_t used = (size_t)snprintf(text, cap, "[Compilation Error] \n");
-  bool skip = false;
-  for (const char *p = log; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t n = nl ? (size_t)(nl - p) : strlen(p);
-    bool prelude = false;
-    if (diagnostic_head(p, n, &prelude)) skip = prelude;
-    else if (strncmp(p, "In file included from", 21) == 0) skip = true;
-    if (!skip && n > 0 && used < cap)
-      used += (size_t)snprintf(text + used, cap - used, "    %.*s\n", (int)n, p);
-    p += n + (nl ? 1 : 0);
-  }
-  return text;
-}
-
 /* Splits the flags setting on blanks into argv entries (no quoting: no
  * shell ever reads it). */
 static size_t split_flags(char *flags, char **argv, size_t cap) {
@@ -465,17 +429,17 @@ static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
       err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "kernel '%s': cannot run %s: %s", kernel,
                                t->path, strerror(errno));
     } else if (rc != 0) {
-      char *msg = user_messages(log ? log : "");
-      char opts[512] = "";
-      size_t used = 0;
-      for (size_t i = 0; i < nopt && used < sizeof opts; i++)
-        used += (size_t)snprintf(opts + used, sizeof opts - used, "%s%s", i ? " " : "",
+      /* The user's messages and hints, the prelude's only in the log
+       * (server/compile_log.h), as on the other backends. */
+      char compiler[512];
+      size_t used = (size_t)snprintf(compiler, sizeof compiler, "%s", t->path);
+      for (size_t i = 0; i < nopt && used < sizeof compiler; i++)
+        used += (size_t)snprintf(compiler + used, sizeof compiler - used, " %s",
                                  code->options[i]);
-      err = ruda_status_wrap(
-          RUDA_ERR_LAUNCH_COMPILATION,
-          ruda_status_create(RUDA_ERR_COMPILATION_GENERIC, "kernel %s (options \"%s\"): %s",
-                             kernel, opts, msg ? msg : "[Compilation Error] (no memory for the log)"));
-      ruda__free(msg);
+      ruda__compile_failure_t cf = {.kernel = kernel, .origin = code->origin,
+                                    .compiler = compiler, .log = log, .text = text,
+                                    .text_len = text_len};
+      err = ruda__compile_failure_status(&cf);
     }
   }
   ruda__free(log);
