@@ -1,7 +1,8 @@
 /* `ruda bench tune`: the autotuner (ruda/tune.h) through its public API.
  *
  *   matmul_<MxNxK>_vs_best     tuned matmul against the best fixed
- *                              candidate at that size (GFLOP/s; >= 0.95)
+ *                              candidate at that size (GFLOP/s of the
+ *                              fastest of interleaved runs; >= 0.95)
  *   matmul_geomean_vs_default  tuned against the default candidate,
  *                              geometric mean over the sweep (>= 1.3)
  *   sgemm_<n>_vs_openblas      cpu: tuned against OpenBLAS's cblas_sgemm,
@@ -90,7 +91,7 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
   bool sm = ruda_bench_smoke(b);
   const uint64_t(*list)[3] = sm ? smoke : q ? quick : full;
   size_t nsz = sm ? 2 : q ? sizeof quick / sizeof quick[0] : sizeof full / sizeof full[0];
-  size_t reps = ruda_bench_pick(b, 5, 3, 1);
+  size_t reps = ruda_bench_pick(b, 7, 5, 1);
   double log_sum = 0;
   size_t logs = 0;
   for (size_t i = 0; i < nsz; i++) {
@@ -109,9 +110,11 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
     for (size_t r = 0; r < reps && !err; r++)
       for (size_t k = 0; k <= nc && k <= 16 && !err; k++)
         samples[k][r] = mm_time(&x, k == 0 ? SIZE_MAX : k - 1, 1, &err);
+    /* The fastest run of each: on a shared machine a run that lost the
+     * processor says nothing of the kernel. */
     double tuned = NAN, best = INFINITY, dflt = NAN;
     for (size_t k = 0; !err && k <= nc && k <= 16; k++) {
-      double t = ruda_bench_stats_from_samples(samples[k], reps).median;
+      double t = ruda_bench_stats_from_samples(samples[k], reps).min;
       if (k == 0) tuned = t;
       else if (t < best) best = t;
       if (k == 1) dflt = t;
