@@ -114,6 +114,11 @@ TEST(a_long_cpu_launch_is_cancelled_from_another_thread) {
 
   ruda_handle_release(&count);
   ruda_handle_release(&marker);
+  /* The dropped launch and write let go of the buffers they held. */
+  ruda_memory_usage_t u;
+  ASSERT_OK(ruda_client_memory_usage(c, &u));
+  ASSERT_UEQ(u.number_allocs, 0);
+  ASSERT_UEQ(u.bytes_in_use, 0);
   ruda_kernel_release(ks);
   ruda_kernel_release(kw);
   ruda_client_release(pinned);
