@@ -33,7 +33,7 @@ extern const char ruda__prelude_cpu[];
 extern const size_t ruda__prelude_cpu_size;
 
 #define CACHE_MAGIC "RUDACPU1"
-#define CACHE_FORMAT 1u
+#define CACHE_FORMAT 2u /* 2: -Werror=implicit-function-declaration */
 #define CACHE_SEED 0x6370756b726e6c31ull
 
 static const ruda__binary_kind_t so_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_SEED};
@@ -402,7 +402,7 @@ static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
   }
   char flags[sizeof t->flags];
   memcpy(flags, t->flags, sizeof flags);
-  enum { MAX_FLAGS = 64, FIXED = 10 };
+  enum { MAX_FLAGS = 64, FIXED = 11 };
   size_t nopt = code->num_options;
   char **argv = err ? NULL : ruda__calloc(1 + MAX_FLAGS + FIXED + nopt + 1, sizeof *argv);
   if (!err && !argv) err = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "compiler arguments");
@@ -416,6 +416,9 @@ static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
     argv[n++] = (char *)"-shared";
     argv[n++] = (char *)"-fvisibility=hidden";
     argv[n++] = (char *)"-fdiagnostics-color=never";
+    /* A call of an undeclared function is an error on the GPU compilers;
+     * here too, not a symbol that fails to load. */
+    argv[n++] = (char *)"-Werror=implicit-function-declaration";
     for (size_t i = 0; i < nopt; i++) argv[n++] = (char *)code->options[i];
     argv[n++] = (char *)"-o";
     argv[n++] = obj;
