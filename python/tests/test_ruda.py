@@ -85,7 +85,8 @@ def test_kernel_file_matches_numpy(name):
         tx, ty = dev.tensor(x), dev.tensor(y)
         dev.launch(k, ((n + 63) // 64, 1, 1), tx, ty, n, 2.5)
         dev.sync()
-        np.testing.assert_allclose(ty.numpy(), 2.5 * x + y + bias, rtol=1e-6, atol=1e-6)
+        # A device may fuse a * x + y (one rounding): a few ulps apart.
+        np.testing.assert_allclose(ty.numpy(), 2.5 * x + y + bias, rtol=1e-5, atol=1e-5)
 
 
 def test_errors_carry_the_kind_and_text():
