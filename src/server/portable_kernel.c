@@ -476,8 +476,8 @@ ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, c
              plural(num_buffers - params->buffers));
   else if (w.name[0])
     snprintf(missing, sizeof missing, ": %s '%s' has no value", what, w.name);
-  return ruda_status_create(RUDA_ERR_LAUNCH_UNKNOWN,
-                            "kernel '%s' declares %u buffer%s and %u scalar%s; the launch passed "
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "launch of '%s': the kernel declares %u buffer%s and %u scalar%s; the launch passed "
                             "%zu buffer%s and %zu info word%s%s (RUDA_LAUNCH passes them as "
                             "declared)",
                             entry, params->buffers, plural(params->buffers), params->scalars,

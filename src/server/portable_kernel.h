@@ -86,7 +86,7 @@ void ruda__portable_scan_params(const char *text, size_t len, const char *entry,
 
 /* NULL when a launch with `num_buffers` buffers and `num_info` info words
  * fits the declaration (the buffers exactly, at least one info word per
- * scalar: metadata may follow); else LaunchError::Unknown naming the
+ * scalar: metadata may follow); else RUDA_ERR_INVALID_ARGUMENT naming the
  * kernel, what it declares, what the launch passed and the first parameter
  * left without a value (read again from `text`). */
 ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, const char *text,

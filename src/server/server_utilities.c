@@ -137,10 +137,11 @@ ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_p
    * says: a launch that passes fewer would have the device read past them
    * (PoCL crashed), so it fails here on every backend, naming the kernel
    * and the parameter left out. */
-  ruda_status_t limit = ruda__kernel_check_args(kernel, args->num_buffers, args->info.len);
+  ruda_status_t misfit = ruda__kernel_check_args(kernel, args->num_buffers, args->info.len);
+  if (misfit) return misfit;
   /* Limits the device's properties decide fail here, naming the kernel,
    * the limit and the value, rather than at the next sync. */
-  if (!limit) limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
+  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
   if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
   if (limit) return ruda_status_set_launch(ruda_status_into_server(limit), name, stream.value);
   return NULL;

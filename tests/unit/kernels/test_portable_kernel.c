@@ -227,7 +227,7 @@ TEST(a_declaration_gives_the_kernel_buffers_and_scalars) {
   ASSERT_NULL(ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 2));
   ASSERT_NULL(ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 5));
   ruda_status_t s = ruda__portable_check_args(&p, text, sizeof text - 1, "first", 2, 1);
-  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_STR_CONTAINS(ruda_status_reason(s), "scalar 'scale' has no value");
   ruda_status_free(s);
   s = ruda__portable_check_args(&p, text, sizeof text - 1, "first", 1, 2);
