@@ -124,7 +124,20 @@ static int tune_run(int argc, char **argv) {
     uint64_t bytes[3] = {m * k * 4, k * n * 4, m * n * 4};
     if (want == 1) bytes[0] = bytes[1] = bytes[2] = m * 4;
     ruda_handle_t h[3] = {{0}, {0}, {0}};
-    for (int i = 0; i < 3 && !st; i++) st = ruda_client_empty(c, bytes[i], &h[i]);
+    /* Inputs hold data (ones): memory never written reads as one shared
+     * zero page on a CPU, which would time a bandwidth-bound candidate as
+     * if its data were in cache. */
+    for (int i = 0; i < 3 && !st; i++) {
+      float *fill = malloc(bytes[i]);
+      if (!fill) {
+        st = ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "out of memory for %llu bytes",
+                                (unsigned long long)bytes[i]);
+        break;
+      }
+      for (uint64_t e = 0; e < bytes[i] / 4; e++) fill[e] = 1.0f;
+      st = ruda_client_create_buffer(c, fill, bytes[i], &h[i]);
+      free(fill);
+    }
     ruda_handle_t work = {0};
     uint64_t parts = m / 4096 + 1;
     if (!st && strcmp(opname, "sum_f32") == 0) st = ruda_client_empty(c, parts * 4, &work);

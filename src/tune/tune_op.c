@@ -662,7 +662,13 @@ static ruda_status_t scratch_make(ruda_tune_op_t *op, const ruda_tune_args_t *ar
       st = ruda_client_read(tc, &args->buffers[i], s->orig[i], size);
       if (!st) st = ruda_client_create_buffer(tc, s->orig[i], size, &s->bufs[i]);
     } else {
-      st = ruda_client_empty(tc, size, &s->bufs[i]);
+      /* Written now (zeros), so that no candidate's run pays for the first
+       * touch of its pages. */
+      void *zeros = ruda__calloc(1, size ? size : 1);
+      if (!zeros)
+        return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "autotune: out of memory");
+      st = ruda_client_create_buffer(tc, zeros, size, &s->bufs[i]);
+      ruda__free(zeros);
     }
     if (st) return st;
     s->own[i] = true;
