@@ -3,8 +3,9 @@ operation of the same size (what `y += a * x` costs NumPy).
 
     python python/bench/bench_launch.py [device] [n]     (default cpu:0, 1024)
 
-Per repetition: 2000 launches of saxpy over n floats are timed back to back
-(the work is queued; the sync that drains it afterwards is not timed), and
+Per repetition: 2000 launches of saxpy over n floats, timed in batches of
+50 back to back (the work is queued; the sync that drains each batch is
+not timed), and
 2000 NumPy `y += a * x` on arrays of n floats. Prints median [min .. max] of
 the repetitions in microseconds per call, and also the launch + sync round
 trip.
@@ -39,12 +40,18 @@ def main():
         dev.launch(k, count, x, y, n, 0.5)
     dev.sync()
     caller, numpy_op, roundtrip = [], [], []
+    batch = 50
     for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            dev.launch(k, count, x, y, n, 0.5)
-        caller.append((time.perf_counter() - t0) / inner * 1e6)
-        dev.sync()
+        # Batches of launches, each drained by an untimed sync (as `ruda bench
+        # launch` does in C): a long queue would time the worker's backlog.
+        spent = 0.0
+        for _ in range(inner // batch):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                dev.launch(k, count, x, y, n, 0.5)
+            spent += time.perf_counter() - t0
+            dev.sync()
+        caller.append(spent / inner * 1e6)
         t0 = time.perf_counter()
         for _ in range(inner):
             ya += np.float32(0.5) * xa
