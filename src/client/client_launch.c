@@ -10,6 +10,7 @@
 #include "ruda/log.h"
 #include "ruda/profiling.h"
 #include "server/kernel_object.h"
+#include "server/launch_check.h"
 #include "server/profile_summary.h"
 
 typedef struct launch_op {

@@ -542,20 +542,8 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
 
 /* ---- Launch validation ---- */
 
-/* The one validation of a launch, on the caller's thread before anything
- * is queued (ruda_client_launch): the arrays the counts promise, the
- * number of bindings, tensor maps' and a dynamic count's buffers, the
- * features a portable kernel needs (ruda__kernel_check_features), the
- * buffers and scalars its declaration lists (ruda__kernel_check_args), the
- * kernel's dim and shared memory (ruda__validate_launch) and a static
- * count (ruda__validate_count). NULL when the launch may be queued, else
- * the error the launch returns: InvalidArgument, a
- * LaunchError::CompilationError for a missing feature, or a ServerError
- * naming the kernel and `stream` around a limit. Nothing after it checks
- * these again: a new check of a launch belongs here. Thread-safe. */
-ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_properties_t *p,
-                                    ruda_stream_id_t stream, const ruda_kernel_t *kernel,
-                                    ruda_count_t count, const ruda_kernel_args_t *args);
+/* The one validation of a launch is ruda__launch_validate
+ * (server/launch_check.h). */
 /* Checks dim, units and shared memory against the properties; NULL when
  * they fit, else LaunchError::TooManyResources wrapping the
  * ResourceLimitError (RudaDim, Units or SharedMemory) that was exceeded. */

@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "base/alloc.h"
-#include "server/kernel_object.h"
+#include "server/launch_check.h"
 #include "server/server.h"
 #include "server/trace.h"
 
@@ -96,55 +96,14 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap) {
 
 /* ---- Validation ---- */
 
-/* The one check of a launch (see server.h): what the call passes, then
- * what the device's properties decide. */
-RUDA__HOT
-ruda_status_t ruda__launch_validate(ruda_device_id_t device, const ruda_device_properties_t *p,
-                                    ruda_stream_id_t stream, const ruda_kernel_t *kernel,
-                                    ruda_count_t count, const ruda_kernel_args_t *args) {
-  const char *name = kernel->desc.name;
-  if ((args->num_buffers && !args->buffers) || (args->num_tensor_maps && !args->tensor_maps) ||
-      (args->info.len && !args->info.data)) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "launch: arguments with a count but no array");
-  }
-  if (p->hardware.max_bindings &&
-      args->num_buffers + args->num_tensor_maps > p->hardware.max_bindings) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "launch of '%s': %zu bindings, the device takes at most %u", name,
-                              args->num_buffers + args->num_tensor_maps, p->hardware.max_bindings);
-  }
-  for (size_t i = 0; i < args->num_tensor_maps; i++) {
-    if (!args->tensor_maps[i].buffer) {
-      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                                "launch of '%s': tensor map %zu has no buffer", name, i);
-    }
-  }
-  if (count.dynamic && !count.buffer) {
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
-                              "launch of '%s': a dynamic count needs a buffer", name);
-  }
-  /* A portable kernel that needs a feature the device lacks fails here, at
-   * once, rather than as a compilation error at the next sync. */
-  if (kernel->portable_needs.features & ~p->features) {
-    char where[160];
-    snprintf(where, sizeof where, "%s:%u (%s)", ruda_device_type_name(device.type_id),
-             device.index_id, p->name);
-    ruda_status_t need = ruda__kernel_check_features(kernel, device.type_id, p->features, where);
-    if (need) return need;
-  }
-  /* A portable kernel reads its buffers and scalars where its declaration
-   * says: a launch that passes fewer would have the device read past them
-   * (PoCL crashed), so it fails here on every backend, naming the kernel
-   * and the parameter left out. */
-  ruda_status_t misfit = ruda__kernel_check_args(kernel, args->num_buffers, args->info.len);
-  if (misfit) return misfit;
-  /* Limits the device's properties decide fail here, naming the kernel,
-   * the limit and the value, rather than at the next sync. */
-  ruda_status_t limit = ruda__validate_launch(p, kernel->desc.ruda_dim, kernel->desc.shared_mem_bytes);
-  if (!limit && !count.dynamic) limit = ruda__validate_count(p, &kernel->desc, count.fixed);
-  if (limit) return ruda_status_set_launch(ruda_status_into_server(limit), name, stream.value);
-  return NULL;
+RUDA__COLD
+ruda_status_t ruda__launch_check_features(ruda_device_id_t device,
+                                          const ruda_device_properties_t *p,
+                                          const ruda_kernel_t *kernel) {
+  char where[160];
+  snprintf(where, sizeof where, "%s:%u (%s)", ruda_device_type_name(device.type_id),
+           device.index_id, p->name);
+  return ruda__kernel_check_features(kernel, device.type_id, p->features, where);
 }
 
 RUDA__HOT

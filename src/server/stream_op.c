@@ -99,43 +99,6 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
   return ruda__memory_resolve_binding(origin->memory, b, out);
 }
 
-/* ---- Launches ---- */
-
-#define LAUNCH_INLINE 16 /* bindings resolved without an allocation */
-
-RUDA__HOT
-void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
-                         const ruda__count_t *count, const ruda__launch_args_t *args,
-                         ruda_stream_id_t stream) {
-  void *st = ruda__stream_pipe_get(p, stream);
-  if (st == NULL) return;
-  if (ruda__stream_pipe(st)->nkept) ruda__stream_pipe_poll(p, st, false);
-  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < nb; i++) ruda__stream_order(p, st, &args->buffers[i], &keep);
-  for (size_t i = 0; i < nt; i++) ruda__stream_order(p, st, &args->tensor_map_buffers[i], &keep);
-  if (count->dynamic) ruda__stream_order(p, st, &count->buffer, &keep);
-
-  ruda__storage_handle_t small[LAUNCH_INLINE];
-  ruda__storage_handle_t *h = nb + nt <= LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
-  ruda__launch_ctx_t ctx = {ruda__stream_of_ext(st), st, kernel, count, args, h,
-                            h ? h + nb : NULL, {0}};
-  ruda_status_t e = NULL;
-  if (h == NULL) {
-    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "no host memory for %zu bindings",
-                           nb + nt);
-  } else {
-    for (size_t i = 0; i < nb && !e; i++) e = ruda__stream_resolve(p, st, &args->buffers[i], &h[i]);
-    for (size_t i = 0; i < nt && !e; i++)
-      e = ruda__stream_resolve(p, st, &args->tensor_map_buffers[i], &h[nb + i]);
-    if (!e && count->dynamic) e = ruda__stream_resolve(p, st, &count->buffer, &ctx.count_buffer);
-    e = e ? ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e) : p->launch(p->backend, &ctx);
-  }
-  if (e) ruda__stream_push_launch_error(ctx.rs, e, ruda_kernel_desc(kernel)->name);
-  if (h != small) ruda__free(h);
-  ruda__stream_op_end(p, st, &keep);
-}
-
 /* ---- Kept bindings ---- */
 
 static void keep_release(ruda_binding_t *items, size_t n) {

@@ -14,7 +14,7 @@
  * A backend supplies its device calls and a fence (ruda__stream_fence_t):
  * record, wait on, query, synchronize, release. Everything about ordering
  * and lifetime is here. A launch runs the whole pipeline here
- * (ruda__stream_launch): the backend's `launch` receives the operation
+ * (ruda__stream_launch): the backend's launch function receives the operation
  * prepared (ruda__launch_ctx_t: the stream, its extension, the resolved
  * storage of every binding) and makes only its device calls. Copies and
  * the backends' other operations call the steps themselves.
@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/alloc.h"
 #include "memory/memory_manager.h"
 #include "server/server.h"
 #include "server/stream_table.h"
@@ -120,9 +121,6 @@ typedef struct ruda__stream_pipeline {
    * `rs` (or nowhere, when the device is lost and every operation reports
    * that already). */
   bool (*stream_init)(void *backend, ruda__stream_t *rs);
-  /* The device calls of a launch (ruda__stream_launch); its error is
-   * queued on the stream as the kernel's launch error. */
-  ruda_status_t (*launch)(void *backend, const ruda__launch_ctx_t *ctx);
   void *backend;
   /* Every stream's device manager joins it (out-of-memory reports). */
   ruda__memory_group_t *group;
@@ -153,15 +151,6 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
  * `keep` (taken) stays alive until the work enqueued so far completes. */
 void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_list_t *keep);
 
-/* A backend's launch (server.h's vtable `launch`, validated before it was
- * queued) through the whole pipeline: the stream of `stream`, its finished
- * work released, every binding ordered, kept and resolved (a binding not
- * bound here fails the launch with LaunchError::IoError), then p->launch,
- * then the operation's end. Errors are queued on the stream. */
-void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
-                         const ruda__count_t *count, const ruda__launch_args_t *args,
-                         ruda_stream_id_t stream);
-
 /* Releases the kept bindings of finished work on `stream` (`wait`: waits
  * for all of it first). */
 void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait);
@@ -174,5 +163,51 @@ void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p);
 void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive);
 
 static inline ruda__stream_pipe_t *ruda__stream_pipe(void *stream) { return stream; }
+
+/* The device calls of a launch (`backend` is ruda__stream_pipeline_t's):
+ * its error is returned, and queued on the stream as the kernel's launch
+ * error. */
+typedef ruda_status_t (*ruda__launch_fn)(void *backend, const ruda__launch_ctx_t *ctx);
+
+/* A backend's launch (server.h's vtable `launch`, validated before it was
+ * queued) through the whole pipeline: the stream of `stream`, its finished
+ * work released, every binding ordered, kept and resolved (a binding not
+ * bound here fails the launch with LaunchError::IoError), then `launch`,
+ * then the operation's end. Errors are queued on the stream. Inline, so
+ * that the backend's device call is a direct call. */
+#define RUDA__LAUNCH_INLINE 16 /* bindings resolved without an allocation */
+
+static inline void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
+                                       const ruda__count_t *count,
+                                       const ruda__launch_args_t *args, ruda_stream_id_t stream,
+                                       ruda__launch_fn launch) {
+  void *st = ruda__stream_pipe_get(p, stream);
+  if (st == NULL) return;
+  if (ruda__stream_pipe(st)->nkept) ruda__stream_pipe_poll(p, st, false);
+  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < nb; i++) ruda__stream_order(p, st, &args->buffers[i], &keep);
+  for (size_t i = 0; i < nt; i++) ruda__stream_order(p, st, &args->tensor_map_buffers[i], &keep);
+  if (count->dynamic) ruda__stream_order(p, st, &count->buffer, &keep);
+
+  ruda__storage_handle_t small[RUDA__LAUNCH_INLINE];
+  ruda__storage_handle_t *h = nb + nt <= RUDA__LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
+  ruda__launch_ctx_t ctx = {ruda__stream_of_ext(st), st, kernel, count, args, h,
+                            h ? h + nb : NULL, {0}};
+  ruda_status_t e = NULL;
+  if (h == NULL) {
+    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "no host memory for %zu bindings",
+                           nb + nt);
+  } else {
+    for (size_t i = 0; i < nb && !e; i++) e = ruda__stream_resolve(p, st, &args->buffers[i], &h[i]);
+    for (size_t i = 0; i < nt && !e; i++)
+      e = ruda__stream_resolve(p, st, &args->tensor_map_buffers[i], &h[nb + i]);
+    if (!e && count->dynamic) e = ruda__stream_resolve(p, st, &count->buffer, &ctx.count_buffer);
+    e = e ? ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e) : launch(p->backend, &ctx);
+  }
+  if (e) ruda__stream_push_launch_error(ctx.rs, e, ruda_kernel_desc(kernel)->name);
+  if (h != small) ruda__free(h);
+  ruda__stream_op_end(p, st, &keep);
+}
 
 #endif /* RUDA_SERVER_STREAM_OP_H */

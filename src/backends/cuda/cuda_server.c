@@ -316,7 +316,7 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
   cuda_server_t *s = as_cuda(base);
   (void)mode; /* CUDA C kernels do their own bounds checks */
   settle_poison(s, stream);
-  ruda__stream_launch(&s->pipeline, kernel, count, args, stream);
+  ruda__stream_launch(&s->pipeline, kernel, count, args, stream, ruda__cuda_launch);
 }
 
 /* flush only polls the stream's NCCL work; a sticky fault it finds on the
@@ -572,9 +572,8 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   ruda__stream_table_ops_t ops = ruda__cuda_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
-  s->pipeline = (ruda__stream_pipeline_t){&s->base,         &ruda__cuda_event_fence,
-                                          ruda__cuda_stream_setup, ruda__cuda_launch,
-                                          s,                 &s->memory_group, 0};
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &ruda__cuda_event_fence,
+                                          ruda__cuda_stream_setup, s, &s->memory_group, 0};
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
                                               set->cache_dir);
   s->home = ruda__calloc(1, sizeof *s->home);

@@ -208,7 +208,7 @@ static void opencl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const rud
                           const ruda__launch_args_t *args, ruda_execution_mode_t mode,
                           ruda_stream_id_t stream) {
   (void)mode; /* OpenCL C kernels do their own bounds checks */
-  ruda__stream_launch(&as_ocl(base)->pipeline, kernel, count, args, stream);
+  ruda__stream_launch(&as_ocl(base)->pipeline, kernel, count, args, stream, ruda__ocl_launch);
 }
 
 static const ruda__server_vtable_t opencl_vtable = {
@@ -306,9 +306,8 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
-  s->pipeline = (ruda__stream_pipeline_t){&s->base,        &ruda__ocl_event_fence,
-                                          ruda__ocl_stream_setup, ruda__ocl_launch,
-                                          s,                &s->memory_group, 0};
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &ruda__ocl_event_fence,
+                                          ruda__ocl_stream_setup, s, &s->memory_group, 0};
   s->programs = ruda__opencl_program_cache_create(api, s->ctx, dev,
                                                   s->base.utilities.properties_hash,
                                                   s->base.utilities.settings.cache_dir);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/launch_check.h"
 #include "server/server.h"
 #include "test.h"
 
