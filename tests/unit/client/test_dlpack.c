@@ -252,6 +252,28 @@ TEST(bad_tensors_are_refused_and_deleted_once) {
   ASSERT_EQ(p.deleted, 1);
 }
 
+TEST(byte_offset_and_strides_set_the_view) {
+  producer_t p;
+  producer_init(&p, 3, 4); /* 0.0, 0.5, 1.0, ... */
+  /* Column 1 of rows 1..2: byte_offset to row 1, column 1; row stride 4. */
+  p.shape[0] = 2;
+  p.shape[1] = 1;
+  p.strides[0] = 4;
+  p.strides[1] = 1;
+  p.t.dl_tensor.strides = p.strides;
+  p.t.dl_tensor.byte_offset = 5 * sizeof(float);
+  ruda_dlpack_tensor_t rt;
+  ASSERT_OK(ruda_dlpack_import(client(), &p.t, &rt));
+  /* From element 5 to element 9, inclusive. */
+  ASSERT_UEQ(ruda_handle_size_in_used(&rt.handle), 5 * sizeof(float));
+  float back[5];
+  ASSERT_OK(ruda_client_read(client(), &rt.handle, back, sizeof back));
+  ASSERT_DBL_NEAR(back[0], 2.5, 0);
+  ASSERT_DBL_NEAR(back[4], 4.5, 0);
+  ruda_handle_release(&rt.handle);
+  ASSERT_EQ(p.deleted, 1);
+}
+
 TEST(an_empty_tensor_without_data_imports) {
   producer_t p;
   producer_init(&p, 0, 5);
