@@ -3,7 +3,8 @@
  * entries settle faults once (and, for sync, read and flush, the stream's
  * NCCL work) and then call the implementation in the module below
  * (cuda_memory.c, cuda_copy.c, cuda_launch.c, cuda_profile.c,
- * cuda_nccl.c), creation and destruction, and recovery after a fault. The
+ * cuda_nccl.c), creation and destruction, and recovery after a fault
+ * (the reset itself is cuda_reset.c's). The
  * modules and their order are listed in cuda_types.h.
  *
  * Streams. Each ruda stream id has its own state in the server layer's
@@ -64,6 +65,7 @@
 #include "backends/cuda/cuda_memory.h"
 #include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_profile.h"
+#include "backends/cuda/cuda_reset.h"
 #include "backends/cuda/cuda_stream.h"
 #include "backends/cuda/cuda_types.h"
 #include "base/env.h"
@@ -93,8 +95,6 @@ const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_
 
 /* ---- Settling faults, at the entry of an operation ---- */
 
-static void server_recover(cuda_server_t *s);
-
 /* After a fault: resets the device (on the worker thread, which owns
  * every object involved) and queues the fault on `stream` unless a caller
  * already received it. */
@@ -104,7 +104,7 @@ static void settle_fault(cuda_server_t *s, ruda_stream_id_t stream) {
   ruda__stream_t *rs;
   if (f->dead == 0) {
     ruda_status_t e = ruda__cuda_fault_unreported(f);
-    server_recover(s);
+    ruda__cuda_reset_device(s);
     rs = ruda__stream_get(&s->base.streams, stream);
     if (e) {
       if (rs != NULL) ruda__stream_push_error(rs, e);
@@ -129,60 +129,6 @@ static inline void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
 }
 
 /* ---- Recovery ---- */
-
-static void free_stream_part(void *ctx, ruda__stream_t *rs) {
-  cuda_stream_t *st = cuda_ext(rs);
-  if (st->pipe.ready) ruda__cuda_stream_free(ctx, st, false);
-}
-
-/* After a fault: drop every stream, module and allocation, reset the
- * primary context and start over. Descriptors bound before become unbound
- * (their lookups give NotFound). Errors queued on streams are kept. */
-static void server_recover(cuda_server_t *s) {
-  const ruda__cuda_api_t *api = s->api;
-  ruda__stream_table_foreach(&s->base.streams, free_stream_part, s);
-  ruda__cuda_stash_forget(&s->stash);
-  ruda__stream_table_foreach(&s->base.streams, ruda__cuda_profiles_forget, s);
-  ruda__cuda_graphs_forget(s);
-  ruda__cuda_module_cache_destroy(s->modules, true);
-  s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
-                                              s->base.utilities.settings.cache_dir);
-  pthread_mutex_lock(&s->home->lock);
-  s->nevents = 0; /* events and blocks die with the context */
-  s->nblocks = 0;
-  pthread_mutex_unlock(&s->home->lock);
-  api->cuCtxSetCurrent(NULL);
-  api->cuDevicePrimaryCtxRelease(s->dev);
-  CUresult r = api->cuDevicePrimaryCtxReset(s->dev);
-  CUcontext ctx = NULL;
-  if (r == CUDA_SUCCESS) r = api->cuDevicePrimaryCtxRetain(&ctx, s->dev);
-  if (r == CUDA_SUCCESS) {
-    s->ctx = ctx;
-    r = api->cuCtxSetCurrent(ctx);
-  }
-  const char *step = r == CUDA_SUCCESS ? NULL : "cuDevicePrimaryCtxReset/Retain";
-  /* Probe: a stream and a small allocation must work again. */
-  CUstream probe = NULL;
-  CUdeviceptr p = 0;
-  if (r == CUDA_SUCCESS) {
-    r = api->cuStreamCreateWithPriority(&probe, CU_STREAM_NON_BLOCKING, 0);
-    if (r != CUDA_SUCCESS) step = "cuStreamCreateWithPriority";
-  }
-  if (r == CUDA_SUCCESS) {
-    r = api->cuMemAlloc(&p, 256);
-    if (r != CUDA_SUCCESS) step = "cuMemAlloc";
-  }
-  if (p) api->cuMemFree(p);
-  if (probe) api->cuStreamDestroy(probe);
-  if (r != CUDA_SUCCESS) {
-    ruda__cuda_warn("the device could not be reset after a fault (%s failed with %s); "
-                    "restart the process",
-                    step, ruda__cu_result_name(r));
-  } else {
-    ruda__cuda_warn("device reset after a fault; buffers created before it are gone");
-  }
-  ruda__cuda_fault_reset_done(&s->fault, r == CUDA_SUCCESS, r);
-}
 
 /* Device loss: a reset context works again at once (settle_fault); a dead
  * one cannot be brought back in this process. */

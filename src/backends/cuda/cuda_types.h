@@ -30,10 +30,11 @@
  *                       its replays and lifetime
  *   cuda_nccl.c         NCCL communicators (cuda_nccl_table.h), settling them
  *   cuda_nccl_ops.c     NCCL collectives and send/recv
+ *   cuda_reset.c        the device reset after a fault
  *   cuda_server.c       the vtable: each entry settles faults (and, for
  *                       sync, read and flush, NCCL work) once, then calls
  *                       the implementation below; creation, destruction,
- *                       and recovery after a fault (a device reset)
+ *                       and recovery after a fault (cuda_reset.c resets)
  *
  * Design notes (streams, cross-stream use, faults, futures) are at the top
  * of cuda_server.c. Everything runs on the device's worker thread unless a
