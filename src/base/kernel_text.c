@@ -432,6 +432,32 @@ static bool scan_kernels(ruda_tools_kernel_text_t *t, const char *src, size_t le
   return true;
 }
 
+static loader_t loader_for(ruda_tools_kernel_text_t *out, const char *const *include_dirs,
+                           size_t num_include_dirs, char *err, size_t err_cap) {
+  loader_t l = {0};
+  l.dirs = include_dirs;
+  l.num_dirs = num_include_dirs;
+  l.t = out;
+  l.err = err;
+  l.err_cap = err_cap;
+  return l;
+}
+
+/* Ends a load: hands the inlined text to out, or on failure frees it and
+ * out's other parts. */
+static bool loader_finish(loader_t *l, ruda_tools_kernel_text_t *out) {
+  for (size_t i = 0; i < l->num_once; i++) free(l->once[i]);
+  free(l->once);
+  if (l->failed) {
+    free(l->out.p);
+    ruda_tools_kernel_text_free(out);
+    return false;
+  }
+  out->text = l->out.p;
+  out->len = l->out.len;
+  return true;
+}
+
 bool ruda_tools_kernel_text_load(const char *path, const char *const *include_dirs,
                                  size_t num_include_dirs, ruda_tools_kernel_text_t *out,
                                  char *err, size_t err_cap) {
@@ -442,22 +468,9 @@ bool ruda_tools_kernel_text_load(const char *path, const char *const *include_di
     snprintf(err, err_cap, "%s: %s", path, strerror(errno));
     return false;
   }
-  loader_t l = {0};
-  l.dirs = include_dirs;
-  l.num_dirs = num_include_dirs;
-  l.t = out;
-  l.err = err;
-  l.err_cap = err_cap;
+  loader_t l = loader_for(out, include_dirs, num_include_dirs, err, err_cap);
   load_file(&l, out->path, 0);
-  for (size_t i = 0; i < l.num_once; i++) free(l.once[i]);
-  free(l.once);
-  if (l.failed) {
-    free(l.out.p);
-    ruda_tools_kernel_text_free(out);
-    return false;
-  }
-  out->text = l.out.p;
-  out->len = l.out.len;
+  if (!loader_finish(&l, out)) return false;
   char *src = NULL;
   size_t len = 0;
   if (!read_file(out->path, &src, &len)) {
@@ -489,22 +502,9 @@ bool ruda_tools_kernel_text_from_memory(const char *text, size_t len, const char
   }
   memcpy(src, text, len);
   src[len] = '\0';
-  loader_t l = {0};
-  l.dirs = include_dirs;
-  l.num_dirs = num_include_dirs;
-  l.t = out;
-  l.err = err;
-  l.err_cap = err_cap;
+  loader_t l = loader_for(out, include_dirs, num_include_dirs, err, err_cap);
   load_source(&l, out->path, src, len, dir, 0);
-  for (size_t i = 0; i < l.num_once; i++) free(l.once[i]);
-  free(l.once);
-  if (l.failed) {
-    free(l.out.p);
-    ruda_tools_kernel_text_free(out);
-    return false;
-  }
-  out->text = l.out.p;
-  out->len = l.out.len;
+  if (!loader_finish(&l, out)) return false;
   bool ok = scan_kernels(out, text, len, err, err_cap);
   if (!ok) ruda_tools_kernel_text_free(out);
   return ok;

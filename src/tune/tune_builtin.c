@@ -104,6 +104,51 @@ static void release_all(ruda_kernel_t **k, size_t n) {
   for (size_t i = 0; i < n; i++) ruda_kernel_release(k[i]);
 }
 
+/* What differs between the three operations' descriptions. */
+typedef struct op_spec {
+  int which;
+  /* count or launch, the same for every candidate */
+  ruda_status_t (*count)(const ruda_tune_args_t *args, const void *param, ruda_count_t *out);
+  ruda_status_t (*launch)(ruda_client_t *client, ruda_kernel_t *kernel,
+                          const ruda_tune_args_t *args, const void *param);
+  const void *params; /* candidate i's param: params + i * param_size */
+  size_t param_size;
+  const ruda_tune_dim_t *dims;
+  size_t num_dims;
+  ruda_tune_access_t access[3];
+  double tol; /* check_rtol and check_atol, against candidate 0 */
+} op_spec_t;
+
+enum { MAX_CANDIDATES = 6 };
+
+/* Creates the operation of `n` candidates (names[i] on kernels[i]); the
+ * kernels stay the caller's. */
+static ruda_status_t create_op(ruda_client_t *c, const op_spec_t *s, const char *const *names,
+                               ruda_kernel_t *const *kernels, size_t n, ruda_tune_op_t **out) {
+  ruda_tune_candidate_t cands[MAX_CANDIDATES];
+  memset(cands, 0, sizeof cands);
+  for (size_t i = 0; i < n; i++) {
+    cands[i].name = names[i];
+    cands[i].kernel = kernels[i];
+    cands[i].count = s->count;
+    cands[i].launch = s->launch;
+    cands[i].param = (const char *)s->params + i * s->param_size;
+  }
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = k_op_names[s->which];
+  d.candidates = cands;
+  d.num_candidates = n;
+  d.dims = s->dims;
+  d.num_dims = s->num_dims;
+  d.access = s->access;
+  d.num_access = 3;
+  d.check_reference = 0;
+  d.check_elem = RUDA_ELEM_F32;
+  d.check_rtol = s->tol;
+  d.check_atol = s->tol;
+  return ruda_tune_op_create(c, &d, out);
+}
+
 static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
   enum { PORTABLE = 6, MAX = 12 };
   ruda_kernel_t *k[MAX] = {0};
@@ -136,29 +181,10 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
     release_all(k, MAX);
     return st;
   }
-  ruda_tune_candidate_t cands[PORTABLE];
-  memset(cands, 0, sizeof cands);
-  for (size_t i = 0; i < n; i++) {
-    cands[i].name = names[first + i];
-    cands[i].kernel = k[first + i];
-    cands[i].count = mm_count;
-    cands[i].param = &k_mm[i];
-  }
   static const ruda_tune_dim_t dims[3] = {{"m", 2}, {"n", 2}, {"k", 2}};
-  static const ruda_tune_access_t access[3] = {RUDA_TUNE_READ, RUDA_TUNE_READ, RUDA_TUNE_WRITE};
-  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
-  d.name = k_op_names[OP_MATMUL];
-  d.candidates = cands;
-  d.num_candidates = n;
-  d.dims = dims;
-  d.num_dims = 3;
-  d.access = access;
-  d.num_access = 3;
-  d.check_reference = 0;
-  d.check_elem = RUDA_ELEM_F32;
-  d.check_rtol = 1e-3;
-  d.check_atol = 1e-3;
-  st = ruda_tune_op_create(c, &d, out);
+  static const op_spec_t spec = {OP_MATMUL, mm_count, NULL, k_mm, sizeof k_mm[0], dims, 3,
+                                 {RUDA_TUNE_READ, RUDA_TUNE_READ, RUDA_TUNE_WRITE}, 1e-3};
+  st = create_op(c, &spec, names + first, k + first, n, out);
   release_all(k, MAX);
   return st;
 }
@@ -176,30 +202,10 @@ static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
   }
   static const char *const names[5] = {"u64_e64_2pass", "u256_e16_1pass", "u256_e64_2pass",
                                        "u64_e1024_1pass", "u256_e256_2pass"};
-  ruda_tune_candidate_t cands[5];
-  memset(cands, 0, sizeof cands);
-  for (size_t i = 0; i < 5; i++) {
-    cands[i].name = names[i];
-    cands[i].kernel = k[i];
-    cands[i].launch = sum_launch;
-    cands[i].param = &k_sum[i];
-  }
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
-  static const ruda_tune_access_t access[3] = {RUDA_TUNE_READ, RUDA_TUNE_WRITE,
-                                               RUDA_TUNE_WORKSPACE};
-  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
-  d.name = k_op_names[OP_SUM];
-  d.candidates = cands;
-  d.num_candidates = 5;
-  d.dims = dims;
-  d.num_dims = 1;
-  d.access = access;
-  d.num_access = 3;
-  d.check_reference = 0;
-  d.check_elem = RUDA_ELEM_F32;
-  d.check_rtol = 1e-3;
-  d.check_atol = 1e-3;
-  st = ruda_tune_op_create(c, &d, out);
+  static const op_spec_t spec = {OP_SUM, NULL, sum_launch, k_sum, sizeof k_sum[0], dims, 1,
+                                 {RUDA_TUNE_READ, RUDA_TUNE_WRITE, RUDA_TUNE_WORKSPACE}, 1e-3};
+  st = create_op(c, &spec, names, k, 5, out);
   release_all(k, 5);
   return st;
 }
@@ -216,29 +222,10 @@ static ruda_status_t make_triad(ruda_client_t *c, ruda_tune_op_t **out) {
   static const char *const names[5] = {"u256_c4k", "u256_c16k", "u64_c64k", "u256_c256k",
                                        "u64_c1m"};
   ruda_kernel_t *const ks[5] = {k256, k256, k64, k256, k64};
-  ruda_tune_candidate_t cands[5];
-  memset(cands, 0, sizeof cands);
-  for (size_t i = 0; i < 5; i++) {
-    cands[i].name = names[i];
-    cands[i].kernel = ks[i];
-    cands[i].launch = triad_launch;
-    cands[i].param = &k_triad[i];
-  }
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
-  static const ruda_tune_access_t access[3] = {RUDA_TUNE_WRITE, RUDA_TUNE_READ, RUDA_TUNE_READ};
-  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
-  d.name = k_op_names[OP_TRIAD];
-  d.candidates = cands;
-  d.num_candidates = 5;
-  d.dims = dims;
-  d.num_dims = 1;
-  d.access = access;
-  d.num_access = 3;
-  d.check_reference = 0;
-  d.check_elem = RUDA_ELEM_F32;
-  d.check_rtol = 0;
-  d.check_atol = 0;
-  st = ruda_tune_op_create(c, &d, out);
+  static const op_spec_t spec = {OP_TRIAD, NULL, triad_launch, k_triad, sizeof k_triad[0], dims,
+                                 1, {RUDA_TUNE_WRITE, RUDA_TUNE_READ, RUDA_TUNE_READ}, 0};
+  st = create_op(c, &spec, names, ks, 5, out);
   ruda_kernel_release(k64);
   ruda_kernel_release(k256);
   return st;

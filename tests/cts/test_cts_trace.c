@@ -6,32 +6,6 @@
 #include "../unit/tools/json_check.h"
 #include "cts.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
-/* The first event with phase `ph` whose `key` is `value`. */
-static const jv_t *find(const jv_t *events, const char *ph, const char *key, const char *value) {
-  for (size_t i = 0; i < events->len; ++i) {
-    const jv_t *e = events->items[i];
-    const char *p = jv_str(e, "ph"), *v = jv_str(e, key);
-    if (p && v && strcmp(p, ph) == 0 && strcmp(v, value) == 0) return e;
-  }
-  return NULL;
-}
-
 TEST(the_trace_has_every_documented_category_and_counter) {
   ruda_client_t *c = cts_client();
   const char *dev = getenv("RUDA_CTS_DEVICE");
@@ -67,7 +41,7 @@ TEST(the_trace_has_every_documented_category_and_counter) {
   ruda_kernel_release(k);
   ruda_trace_stop();
 
-  char *text = slurp(path);
+  char *text = rt_read_file(path);
   ASSERT_NOT_NULL(text);
   char err[128];
   jv_t *root = jv_parse(text, err, sizeof err);
@@ -78,19 +52,19 @@ TEST(the_trace_has_every_documented_category_and_counter) {
   ASSERT_NOT_NULL(events);
   static const char *const cats[] = {"kernel", "copy", "sync", "alloc"};
   for (size_t i = 0; i < sizeof cats / sizeof cats[0]; i++) {
-    if (!find(events, "X", "cat", cats[i]))
+    if (!jv_find_event(events, "X", "cat", cats[i]))
       rt_fail_msg(__FILE__, __LINE__, "no \"%s\" slice in %s", cats[i], path);
   }
-  ASSERT_NOT_NULL(find(events, "X", "name", "inc_u32"));
+  ASSERT_NOT_NULL(jv_find_event(events, "X", "name", "inc_u32"));
   if (collectives) {
-    const jv_t *coll = find(events, "X", "cat", "collective");
+    const jv_t *coll = jv_find_event(events, "X", "cat", "collective");
     ASSERT_NOT_NULL(coll);
     ASSERT_STR_EQ(jv_str(coll, "name"), "all-reduce");
   } else {
     printf("    (%s has no collectives: no \"collective\" slice expected)\n", dev ? dev : "?");
   }
-  ASSERT_NULL(find(events, "X", "cat", "comm")); /* the old name */
-  ASSERT_NOT_NULL(find(events, "C", "name", "memory in use"));
-  ASSERT_NOT_NULL(find(events, "C", "name", "memory reserved"));
+  ASSERT_NULL(jv_find_event(events, "X", "cat", "comm")); /* the old name */
+  ASSERT_NOT_NULL(jv_find_event(events, "C", "name", "memory in use"));
+  ASSERT_NOT_NULL(jv_find_event(events, "C", "name", "memory reserved"));
   jv_free(root);
 }

@@ -32,6 +32,9 @@ void rt_fail_msg(const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Temporary directory for this test program, created on first use. */
 const char *rt_tmpdir(void);
+/* The whole file at `path`, NUL-terminated (the caller frees it), or NULL
+ * where it cannot be opened or read to its end. */
+char *rt_read_file(const char *path);
 
 #define TEST(name)                                                      \
   static void rt_test_##name(void);                                     \

@@ -15,31 +15,6 @@
 #include "server/trace.h"
 #include "test.h"
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
-static const jv_t *find(const jv_t *events, const char *ph, const char *key, const char *value) {
-  for (size_t i = 0; i < events->len; ++i) {
-    const jv_t *e = events->items[i];
-    const char *p = jv_str(e, "ph"), *v = jv_str(e, key);
-    if (p && v && strcmp(p, ph) == 0 && strcmp(v, value) == 0) return e;
-  }
-  return NULL;
-}
-
 TEST(each_rank_writes_its_own_trace_with_its_rank) {
   ruda_group_t *world = NULL;
   ASSERT_OK(ruda_world_init(NULL, NULL, &world));
@@ -68,7 +43,7 @@ TEST(each_rank_writes_its_own_trace_with_its_rank) {
   ruda_trace_stop();
   ASSERT_OK(ruda_group_barrier(world));
 
-  char *text = slurp(mine);
+  char *text = rt_read_file(mine);
   if (!text) rt_fail_msg(__FILE__, __LINE__, "rank %u wrote no %s", rank, mine);
   ASSERT_NOT_NULL(text);
   char err[128];
@@ -92,10 +67,10 @@ TEST(each_rank_writes_its_own_trace_with_its_rank) {
   }
   if (!named) rt_fail_msg(__FILE__, __LINE__, "no process %.0f named '%s' in %s", pid, want, mine);
   ASSERT_TRUE(named);
-  const jv_t *coll = find(events, "X", "cat", "collective");
+  const jv_t *coll = jv_find_event(events, "X", "cat", "collective");
   ASSERT_NOT_NULL(coll);
   ASSERT_STR_EQ(jv_str(coll, "name"), "all-reduce");
-  ASSERT_NULL(find(events, "X", "name", "host_call"));
+  ASSERT_NULL(jv_find_event(events, "X", "name", "host_call"));
   jv_free(root);
   ASSERT_OK(ruda_group_barrier(world));
   ruda_client_release(c);

@@ -4,13 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "ruda: %s\n", text);
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
+#include "fail.h" /* fail(s): print the status, free it, return 1 */
 
 int main(void) {
   uint32_t count = 0;

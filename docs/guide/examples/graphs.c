@@ -5,14 +5,7 @@
 #include <stdlib.h>
 
 #include "add_one.h" /* x[i] += 1, written once for every backend */
-
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "ruda: %s\n", text);
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
+#include "fail.h" /* fail(s): print the status, free it, return 1 */
 
 int main(void) {
   ruda_client_t *client = NULL;

@@ -5,13 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "ruda: %s\n", text);
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
+#include "fail.h" /* fail(s): print the status, free it, return 1 */
 
 static uint64_t live_allocations(ruda_client_t *c) {
   ruda_memory_usage_t u = {0};

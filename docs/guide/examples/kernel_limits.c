@@ -6,13 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int fail(ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "ruda: %s\n", text);
-  free(text);
-  ruda_status_free(s);
-  return 1;
-}
+#include "fail.h" /* fail(s): print the status, free it, return 1 */
 
 static void nothing(const ruda_cpu_kernel_ctx_t *k) { (void)k; }
 

@@ -13,19 +13,6 @@
 #include "ruda/status.h"
 #include "test.h"
 
-static char *read_all(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *s = malloc((size_t)n + 1);
-  size_t got = fread(s, 1, (size_t)n, f);
-  s[got] = '\0';
-  fclose(f);
-  return s;
-}
-
 static size_t count_lines(const char *s) {
   size_t n = 0;
   for (; s && *s; s++) n += *s == '\n';
@@ -107,7 +94,7 @@ TEST(levels_follow_the_configuration) {
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "reserved %d bytes\n", 64);
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "not written either");
   ruda_log_shutdown();
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_STR_EQ(text,
                 "[ruda profiling] kernel fill took 12 us\n"
                 "[ruda memory] reserved 64 bytes\n");
@@ -126,7 +113,7 @@ TEST(file_sinks_append_truncate_and_parent_dirs) {
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "one");
   /* Flushed per line: visible before the sink is closed. */
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_STR_EQ(text, "[ruda compilation] one\n");
   free(text);
   ruda_log_shutdown();
@@ -135,7 +122,7 @@ TEST(file_sinks_append_truncate_and_parent_dirs) {
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_FULL, "two");
   ruda_log_shutdown();
-  text = read_all(path);
+  text = rt_read_file(path);
   ASSERT_STR_EQ(text, "[ruda compilation] one\n[ruda compilation] two\n");
   free(text);
   /* append = false truncates. */
@@ -143,7 +130,7 @@ TEST(file_sinks_append_truncate_and_parent_dirs) {
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_FULL, "three");
   ruda_log_shutdown();
-  text = read_all(path);
+  text = rt_read_file(path);
   ASSERT_STR_EQ(text, "[ruda compilation] three\n");
   free(text);
 }
@@ -169,7 +156,7 @@ TEST(same_file_is_one_sink) {
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_FULL, "m");
   ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_FULL, "s2");
   ruda_log_shutdown();
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_STR_EQ(text, "[ruda streaming] s\n[ruda memory] m\n[ruda streaming] s2\n");
   free(text);
 }
@@ -187,7 +174,7 @@ static char *capture_stderr(void (*fn)(void)) {
   fflush(stderr);
   dup2(saved, 2);
   close(saved);
-  return read_all(path);
+  return rt_read_file(path);
 }
 
 static void log_to_stderr_sinks(void) {
@@ -233,7 +220,7 @@ TEST(unopenable_file_is_reported_and_skipped) {
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "goes nowhere, no crash");
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "still written");
   ruda_log_shutdown();
-  char *text = read_all(good);
+  char *text = rt_read_file(good);
   ASSERT_STR_EQ(text, "[ruda memory] still written\n");
   free(text);
 }
@@ -254,7 +241,7 @@ TEST(long_messages) {
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_FULL, "%s", "");
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_FULL, NULL);
   ruda_log_shutdown();
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_UEQ(strlen(text), strlen("[ruda memory] ") + 4999 + 1 + strlen("[ruda memory] \n"));
   ASSERT_EQ(count_lines(text), 2);
   free(text);
@@ -285,7 +272,7 @@ TEST(threads_never_interleave) {
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, log_thread, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
   ruda_log_shutdown();
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_UEQ(count_lines(text), THREADS * LINES);
   /* Every line is whole. */
   size_t good = 0;
@@ -315,7 +302,7 @@ TEST(lazy_setup_from_the_process_configuration) {
   ASSERT_TRUE(ruda_log_enabled(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC));
   ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC, "lazy");
   ruda_log_shutdown();
-  char *text = read_all(path);
+  char *text = rt_read_file(path);
   ASSERT_STR_EQ(text, "[ruda profiling] lazy\n");
   free(text);
   /* configure(NULL) uses the process configuration too. */

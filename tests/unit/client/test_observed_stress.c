@@ -120,19 +120,6 @@ static void *worker_main(void *arg) {
   return NULL;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  size_t got = fread(buf, 1, (size_t)n, f);
-  buf[got] = '\0';
-  fclose(f);
-  return buf;
-}
-
 static void path_of(char *out, size_t cap, const char *name) {
   snprintf(out, cap, "%s/%s", g_dir, name);
 }
@@ -184,7 +171,7 @@ TEST(profiling_tracing_and_logging_do_not_change_results) {
   /* The trace: valid JSON, one "scale_add" kernel slice per launch, and a
    * track for every fixed stream. */
   ruda__trace_shutdown();
-  char *text = slurp(trace);
+  char *text = rt_read_file(trace);
   ASSERT_NOT_NULL(text);
   char err[256] = "";
   jv_t *root = jv_parse(text, err, sizeof err);
@@ -210,11 +197,11 @@ TEST(profiling_tracing_and_logging_do_not_change_results) {
   free(text);
 
   /* The logs were written while everything ran. */
-  text = slurp(prof);
+  text = rt_read_file(prof);
   ASSERT_NOT_NULL(text);
   ASSERT_STR_CONTAINS(text, "scale_add");
   free(text);
-  text = slurp(mem);
+  text = rt_read_file(mem);
   ASSERT_NOT_NULL(text);
   ASSERT_TRUE(text[0] != '\0');
   free(text);

@@ -312,4 +312,16 @@ JV_FN const char *jv_str(const jv_t *v, const char *key) {
   return m && m->type == JV_STR ? m->str : NULL;
 }
 
+/* The first of a trace's `events` with phase `ph` whose string member
+ * `key` is `value`, NULL if none. */
+JV_FN const jv_t *jv_find_event(const jv_t *events, const char *ph, const char *key,
+                                const char *value) {
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *p = jv_str(e, "ph"), *v = jv_str(e, key);
+    if (p && v && strcmp(p, ph) == 0 && strcmp(v, value) == 0) return e;
+  }
+  return NULL;
+}
+
 #endif

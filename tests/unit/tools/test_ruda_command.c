@@ -212,16 +212,8 @@ TEST(demo_trace_is_json_with_kernel_slices_on_stream_tracks) {
   ASSERT_EQ(r.code, 0);
   run_free(&r);
 
-  FILE *f = fopen(path, "rb");
-  ASSERT_NOT_NULL(f);
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *text = malloc((size_t)n + 1);
+  char *text = rt_read_file(path);
   ASSERT_NOT_NULL(text);
-  ASSERT_UEQ(fread(text, 1, (size_t)n, f), (size_t)n);
-  text[n] = '\0';
-  fclose(f);
   char err[128];
   jv_t *root = jv_parse(text, err, sizeof err);
   free(text);

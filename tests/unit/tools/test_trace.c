@@ -15,25 +15,9 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static char *slurp(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-    free(buf);
-    buf = NULL;
-  }
-  if (buf) buf[n] = '\0';
-  fclose(f);
-  return buf;
-}
-
 /* Parses the trace file and returns its traceEvents array's owner. */
 static jv_t *load_trace(const char *path) {
-  char *text = slurp(path);
+  char *text = rt_read_file(path);
   ASSERT_NOT_NULL(text);
   char err[128];
   jv_t *root = jv_parse(text, err, sizeof err);
@@ -60,15 +44,6 @@ static const char *track_name(const jv_t *events, double pid, double tid) {
     if (tid < 0 && strcmp(name, "process_name") == 0) return jv_str(jv_get(e, "args"), "name");
     if (tid >= 0 && strcmp(name, "thread_name") == 0 && num(e, "tid") == tid)
       return jv_str(jv_get(e, "args"), "name");
-  }
-  return NULL;
-}
-
-static const jv_t *find_event(const jv_t *events, const char *ph, const char *name) {
-  for (size_t i = 0; i < events->len; ++i) {
-    const jv_t *e = events->items[i];
-    const char *p = jv_str(e, "ph"), *n = jv_str(e, "name");
-    if (p && n && strcmp(p, ph) == 0 && strcmp(n, name) == 0) return e;
   }
   return NULL;
 }
@@ -117,7 +92,7 @@ TEST(slices_and_counters_land_on_device_and_stream_tracks) {
   ASSERT_STR_EQ(track_name(events, pid_cpu, 4), "stream 4");
   ASSERT_STR_EQ(track_name(events, pid_cuda, 7), "stream 7");
 
-  const jv_t *k = find_event(events, "X", "vector_add");
+  const jv_t *k = jv_find_event(events, "X", "name", "vector_add");
   ASSERT_NOT_NULL(k);
   ASSERT_STR_EQ(jv_str(k, "cat"), "kernel");
   ASSERT_DBL_NEAR(num(k, "pid"), pid_cpu, 0);
@@ -126,7 +101,7 @@ TEST(slices_and_counters_land_on_device_and_stream_tracks) {
   ASSERT_TRUE(num(k, "ts") >= 1000.0);
   ASSERT_NULL(jv_get(k, "args")); /* no bytes, no args */
 
-  const jv_t *c = find_event(events, "X", "write \"x\"");
+  const jv_t *c = jv_find_event(events, "X", "name", "write \"x\"");
   ASSERT_NOT_NULL(c);
   ASSERT_STR_EQ(jv_str(c, "cat"), "copy");
   ASSERT_DBL_NEAR(num(c, "pid"), pid_cuda, 0);
@@ -134,12 +109,12 @@ TEST(slices_and_counters_land_on_device_and_stream_tracks) {
   ASSERT_DBL_NEAR(num(jv_get(c, "args"), "bytes"), 4096, 0);
   ASSERT_DBL_NEAR(num(c, "ts") - num(k, "ts"), 0.1, 1e-9);
 
-  const jv_t *m = find_event(events, "C", "memory in use");
+  const jv_t *m = jv_find_event(events, "C", "name", "memory in use");
   ASSERT_NOT_NULL(m);
   ASSERT_DBL_NEAR(num(m, "pid"), pid_cpu, 0);
   ASSERT_DBL_NEAR(num(jv_get(m, "args"), "bytes"), 123456, 0);
-  ASSERT_NOT_NULL(find_event(events, "C", "memory reserved"));
-  ASSERT_NULL(find_event(events, "X", "after shutdown"));
+  ASSERT_NOT_NULL(jv_find_event(events, "C", "name", "memory reserved"));
+  ASSERT_NULL(jv_find_event(events, "X", "name", "after shutdown"));
   jv_free(root);
 }
 
@@ -194,7 +169,7 @@ TEST(a_second_trace_after_shutdown_is_a_fresh_file) {
   ruda__trace_shutdown(); /* twice is fine */
   jv_t *root = load_trace(path);
   jv_t *events = jv_get(root, "traceEvents");
-  ASSERT_NOT_NULL(find_event(events, "X", "pool grow"));
+  ASSERT_NOT_NULL(jv_find_event(events, "X", "name", "pool grow"));
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(cpu0), 0), "stream 0");
   jv_free(root);
 }
@@ -247,7 +222,7 @@ TEST(ranks_of_a_job_write_their_own_files) {
   jv_t *events = jv_get(root, "traceEvents");
   double pid = ruda__trace_pid(cpu0) + 300000;
   ASSERT_STR_EQ(track_name(events, pid, -1), "rank 3 cpu:0");
-  ASSERT_NOT_NULL(find_event(events, "X", "all_reduce"));
+  ASSERT_NOT_NULL(jv_find_event(events, "X", "name", "all_reduce"));
   jv_free(root);
   ASSERT_TRUE(access(base, F_OK) != 0); /* nothing at the bare name */
 
