@@ -18,7 +18,7 @@
 
 void ruda_cmd_kernels_help(FILE *f) {
   fprintf(f,
-          "usage: ruda kernels check [--arch sm_XY] [--cuda-only|--opencl-only]\n"
+          "usage: ruda kernels check [--arch sm_XY] [--cuda-only|--opencl-only] [--cpu]\n"
           "                          [--opencl-device N] [--skip-unavailable] [-I DIR]...\n"
           "                          [-D NAME[=VALUE]]... [-O.. -f.. -m..]... FILE...\n"
           "       ruda kernels embed [-I DIR]... [-MF DEPFILE] -o OUT.c FILE\n"
@@ -28,7 +28,8 @@ void ruda_cmd_kernels_help(FILE *f) {
           "\n"
           "check   compiles every kernel file for CUDA with NVRTC for --arch (default\n"
           "        sm_90) and for OpenCL on --opencl-device (default 0; PoCL in CI),\n"
-          "        through the preludes the runtime uses. Compiler messages point at\n"
+          "        through the preludes the runtime uses (with --cpu, also with the\n"
+          "        CPU backend's run-time C compiler). Compiler messages point at\n"
           "        FILE:LINE and name the kernel they fall in.\n"
           "embed   writes the C file that links a kernel file's text into a program\n"
           "        (what the CMake function ruda_add_kernels runs); --text prints the\n"
@@ -38,7 +39,8 @@ void ruda_cmd_kernels_help(FILE *f) {
           "        including file's folder).\n"
           "-D NAME[=VALUE]  a compile-time constant for every compiler, as the options\n"
           "        of ruda_kernel_from_file give it; -O, -f and -m flags are the CPU\n"
-          "        compiler's: accepted, and not given to NVRTC or OpenCL.\n"
+          "        compiler's: accepted, and not given to NVRTC or OpenCL (the --cpu\n"
+          "        check uses compilation.cpu_flags).\n"
           "--skip-unavailable  a compiler that is not installed is reported and\n"
           "        skipped (exit 77 when none is); without it that is exit 3.\n"
           "\n"
@@ -95,29 +97,31 @@ static void print_kernel_list(const ruda_tools_kernel_text_t *t) {
 
 typedef struct check_opts {
   unsigned cc;
-  bool cuda, opencl, skip_unavailable;
+  bool cuda, opencl, skip_unavailable, cpu;
   unsigned opencl_device;
 } check_opts_t;
 
-/* 0 ok, 1 failed, 3 unavailable (message printed). */
-static int check_cuda(const ruda_tools_kernel_text_t *t, const char *shown, unsigned cc) {
+/* Compiles through ruda_kernel_compile_portable for `device_type` (CUDA:
+ * NVRTC for sm_`cc`; CPU: the run-time C compiler), reporting as `label`.
+ * 0 ok, 1 failed, 3 unavailable (message printed). */
+static int check_ahead(const ruda_tools_kernel_text_t *t, const char *shown,
+                       uint16_t device_type, unsigned cc, const char *label) {
   const char *base = strrchr(t->path, '/');
   base = base ? base + 1 : t->path;
   ruda_status_t s =
-      ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, cc, base, t->text, t->len, t->path,
-                                   NULL, NULL);
+      ruda_kernel_compile_portable(device_type, cc, base, t->text, t->len, t->path, NULL, NULL);
   if (!s) {
-    printf("%s: cuda sm_%u: ok", shown, cc);
+    printf("%s: %s: ok", shown, label);
     print_kernel_list(t);
     return 0;
   }
   int code = ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE ? 3 : 1;
   if (code == 3) {
     char *text = ruda_status_to_string(s);
-    printf("%s: cuda sm_%u: unavailable: %s\n", shown, cc, text ? text : "?");
+    printf("%s: %s: unavailable: %s\n", shown, label, text ? text : "?");
     free(text);
   } else {
-    printf("%s: cuda sm_%u: FAILED\n", shown, cc);
+    printf("%s: %s: FAILED\n", shown, label);
     ruda_status_t cause = ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC);
     const char *reason = ruda_status_reason(cause ? cause : s);
     /* The reason holds the user's messages and the hints already. */
@@ -153,7 +157,7 @@ static int check_opencl(ruda_tools_opencl_t *o, const ruda_tools_kernel_text_t *
 }
 
 static int cmd_check(int argc, char **argv) {
-  check_opts_t o = {90, true, true, false, 0};
+  check_opts_t o = {90, true, true, false, 0, false};
   const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   /* -D constants become #define lines in front of the text (which starts
@@ -176,6 +180,8 @@ static int cmd_check(int argc, char **argv) {
         goto done;
       }
       o.cc = (unsigned)cc;
+    } else if (strcmp(a, "--cpu") == 0) {
+      o.cpu = true;
     } else if (strcmp(a, "--cuda-only") == 0) {
       o.opencl = false;
     } else if (strcmp(a, "--opencl-only") == 0) {
@@ -212,7 +218,7 @@ static int cmd_check(int argc, char **argv) {
     goto done;
   }
   ruda_tools_opencl_t *cl = NULL;
-  bool cuda_missing = false, opencl_missing = false;
+  bool cuda_missing = false, opencl_missing = false, cpu_missing = false;
   if (o.opencl) {
     char why[512];
     cl = ruda_tools_opencl_open(o.opencl_device, why, sizeof why);
@@ -244,8 +250,16 @@ static int cmd_check(int argc, char **argv) {
       t.text = with;
       t.len += defines_len;
     }
+    if (o.cpu && !cpu_missing) {
+      int r = check_ahead(&t, files[f], RUDA_DEVICE_TYPE_CPU, o.cc, "cpu (run-time C compiler)");
+      if (r == 3) cpu_missing = true;
+      else if (r) rc = RUDA_EXIT_FAILURE;
+      else compiled++;
+    }
     if (o.cuda && !cuda_missing) {
-      int r = check_cuda(&t, files[f], o.cc);
+      char label[32];
+      snprintf(label, sizeof label, "cuda sm_%u", o.cc);
+      int r = check_ahead(&t, files[f], RUDA_DEVICE_TYPE_CUDA, o.cc, label);
       if (r == 3) cuda_missing = true;
       else if (r) rc = RUDA_EXIT_FAILURE;
       else compiled++;
@@ -257,7 +271,7 @@ static int cmd_check(int argc, char **argv) {
     ruda_tools_kernel_text_free(&t);
   }
   ruda_tools_opencl_close(cl);
-  if (rc == RUDA_EXIT_OK && (cuda_missing || opencl_missing)) {
+  if (rc == RUDA_EXIT_OK && (cuda_missing || opencl_missing || cpu_missing)) {
     if (!o.skip_unavailable) rc = RUDA_EXIT_UNAVAILABLE;
     else if (compiled == 0) rc = 77;
   }

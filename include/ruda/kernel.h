@@ -164,7 +164,9 @@ ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text
  * the way the backend of `device_type` compiles it at run time (its
  * prelude, compiler and options): for RUDA_DEVICE_TYPE_CUDA, NVRTC for
  * the architecture sm_<arch> (90: sm_90; from 90 on, the arch-specific
- * sm_<arch>a, as at run time). `name` names the kernel or file in errors;
+ * sm_<arch>a, as at run time); for RUDA_DEVICE_TYPE_CPU, the C compiler
+ * of compilation.cpu_compiler with its flags, into a shared object (arch
+ * is checked but not used: the flags say what CPU to target). `name` names the kernel or file in errors;
  * `origin`, the kernel file's path, is where the compiler's messages
  * point (NULL: "kernel"). On success *out_binary (when not NULL) is the
  * compiled code (a CUBIN), which the caller frees with free(), and
@@ -172,7 +174,7 @@ ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text
  * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL name or text, an arch outside
  * 30..200); RUDA_ERR_UNAVAILABLE (the compiler is not installed, or the
  * backend of `device_type` is not built in or compiles nothing ahead of
- * time: every type but CUDA today); RUDA_ERR_LAUNCH_COMPILATION wrapping
+ * time: OpenCL today); RUDA_ERR_LAUNCH_COMPILATION wrapping
  * RUDA_ERR_COMPILATION_GENERIC whose reason holds the compiler's log.
  * Thread-safe. */
 ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,

@@ -525,6 +525,30 @@ ruda_status_t ruda__cpu_warm_load(const char *path, const char *entry, void **ha
   return err;
 }
 
+ruda_status_t ruda__cpu_compile_portable(uint32_t arch, const char *name, const char *text,
+                                         size_t len, const char *origin, void **out,
+                                         size_t *out_size) {
+  (void)arch; /* the host's CPU: compilation.cpu_flags say what to target */
+  *out = NULL;
+  *out_size = 0;
+  pthread_mutex_lock(&g_lock);
+  toolchain_init();
+  const toolchain_t *t = &g_tc;
+  ruda_status_t err = NULL;
+  if (!t->path[0]) {
+    err = ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                             "no C compiler for CPU kernels: looked for %s; set "
+                             "compilation.cpu_compiler or RUDA_CPU_COMPILER",
+                             t->looked_for);
+  } else {
+    ruda_kernel_code_t code = {RUDA_KERNEL_FORMAT_PORTABLE, text, len, NULL, name, NULL, 0,
+                               origin};
+    err = compile_object(t, name, &code, text, len, out, out_size);
+  }
+  pthread_mutex_unlock(&g_lock);
+  return err;
+}
+
 ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
                                     ruda_cpu_kernel_fn *out) {
   *out = NULL;

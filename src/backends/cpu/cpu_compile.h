@@ -44,6 +44,13 @@
 ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
                                     ruda_cpu_kernel_fn *out);
 
+/* The backend's compile_portable hook (server.h): the text compiled, as
+ * at a launch, into a shared object (*out, ruda__malloc'ed); `arch` is
+ * not used. Errors as ruda__cpu_compiled_fn's. */
+ruda_status_t ruda__cpu_compile_portable(uint32_t arch, const char *name, const char *text,
+                                         size_t len, const char *origin, void **out,
+                                         size_t *out_size);
+
 /* The CPU prelude (static storage) and its length. */
 const char *ruda__cpu_prelude(size_t *len);
 

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backends/cpu/cpu_compile.h"
 #include "backends/cpu/cpu_device.h"
 #include "backends/cpu/cpu_server.h"
 #include "backends/cpu/thread_pool.h"
@@ -475,4 +476,5 @@ const ruda__backend_t ruda__backend_cpu = {
     .name = "cpu",
     .device_count = cpu_device_count,
     .create_server = cpu_create_server,
+    .compile_portable = ruda__cpu_compile_portable,
 };

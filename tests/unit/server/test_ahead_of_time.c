@@ -71,10 +71,34 @@ TEST(compile_portable_checks_arguments_and_says_what_cannot_compile) {
   ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CUDA, 7, "k", "x", 1, NULL, NULL,
                                                NULL),
                   RUDA_ERR_INVALID_ARGUMENT);
-  /* The CPU backend compiles nothing ahead of time; no backend has 999. */
-  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CPU, 90, "k", "x", 1, NULL, NULL,
-                                               NULL),
+  /* OpenCL compiles nothing ahead of time; no backend has 999. */
+  ASSERT_ERR_KIND(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_OPENCL, 90, "k", "x", 1, NULL,
+                                               NULL, NULL),
                   RUDA_ERR_UNAVAILABLE);
   ASSERT_ERR_KIND(ruda_kernel_compile_portable(999, 90, "k", "x", 1, NULL, NULL, NULL),
                   RUDA_ERR_UNAVAILABLE);
+}
+
+TEST(compile_portable_on_the_cpu_gives_a_shared_object_or_the_users_error) {
+  static const char ok[] =
+      "#line 1 \"k.c\"\n"
+      "RUDA_KERNEL(k, RUDA_DIM(4, 1, 1), RUDA_BUFFER(float *, x)) { RUDA_UNITS(u) x[u.x] = 1; }\n";
+  void *bin = NULL;
+  size_t size = 0;
+  ASSERT_OK(ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CPU, 90, "k", ok, 0 + sizeof ok - 1,
+                                         "k.c", &bin, &size));
+  ASSERT_UGT(size, 4);
+  ASSERT_MEM_EQ(bin, "\177ELF", 4);
+  free(bin);
+  static const char bad[] =
+      "#line 1 \"bad.c\"\n"
+      "RUDA_KERNEL(k, RUDA_DIM(4, 1, 1), RUDA_BUFFER(float *, x)) { nothing_here(); }\n";
+  ruda_status_t s = ruda_kernel_compile_portable(RUDA_DEVICE_TYPE_CPU, 90, "bad", bad,
+                                                 sizeof bad - 1, "bad.c", NULL, NULL);
+  ASSERT_NOT_NULL(s);
+  char *text = ruda_status_to_string(s);
+  ASSERT_STR_CONTAINS(text, "bad.c:1");
+  ASSERT_STR_CONTAINS(text, "nothing_here");
+  free(text);
+  ruda_status_free(s);
 }

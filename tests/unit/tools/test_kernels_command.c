@@ -94,6 +94,29 @@ TEST(check_compiles_for_opencl_and_names_file_line_and_kernel) {
   check_one("--opencl-only", "opencl:0");
 }
 
+TEST(check_compiles_for_the_cpu_and_names_file_line_and_kernel) {
+  /* --opencl-only --cpu: the run-time C compiler, then OpenCL. */
+  check_one("--opencl-only --cpu", "cpu (run-time C compiler): ok");
+}
+
+TEST(check_takes_define_options) {
+  char out[16384], args[2048];
+  static const char needs[] =
+      "#include <ruda/kernel_dialect.h>\n"
+      "RUDA_KERNEL(k, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *, x)) {\n"
+      "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] = SCALE;\n"
+      "}\n";
+  const char *f = write_kernel("needs_define.c", needs);
+  snprintf(args, sizeof args, "kernels check --opencl-only %s", f);
+  int rc = run(args, out, sizeof out);
+  if (rc == 3) SKIP("OpenCL is not installed here");
+  ASSERT_EQ(rc, 1);
+  snprintf(args, sizeof args, "kernels check --opencl-only -D SCALE=2.0f -O3 %s", f);
+  ASSERT_EQ(run(args, out, sizeof out), 0);
+  snprintf(args, sizeof args, "kernels check --opencl-only -Wall %s", f);
+  ASSERT_EQ(run(args, out, sizeof out), 2);
+}
+
 TEST(check_usage_errors) {
   char out[4096];
   ASSERT_EQ(run("kernels check", out, sizeof out), 2);
