@@ -55,6 +55,30 @@ typedef struct ruda__copy_desc {
   size_t elem_size;
 } ruda__copy_desc_t;
 
+/* The 2-D shape of a copy on a device: `height` rows of `width` bytes,
+ * packed on the host and `pitch` bytes apart on the device. False for
+ * layouts other than contiguous or row-pitched (ruda__copy_strides_error). */
+static inline bool ruda__copy_geometry(const ruda__copy_desc_t *d, uint64_t *width,
+                                       uint64_t *height, uint64_t *pitch) {
+  uint32_t rank = d->shape.rank;
+  uint64_t n = rank == 1 ? d->shape.dims[0] : ruda_shape_num_elems(&d->shape);
+  if (rank <= 1 || ruda_strides_is_contiguous(&d->shape, &d->strides)) {
+    *width = n * d->elem_size;
+    *height = 1;
+    *pitch = *width;
+    return true;
+  }
+  if (d->strides.rank != rank || !ruda_strides_is_pitched(&d->shape, &d->strides)) return false;
+  uint64_t last = d->shape.dims[rank - 1];
+  *width = last * d->elem_size;
+  *height = last ? n / last : 0;
+  *pitch = d->strides.values[rank - 2] * d->elem_size;
+  return true;
+}
+/* IoError::UnsupportedStrides for a `what` ("read", "write") whose layout
+ * ruda__copy_geometry refuses. */
+ruda_status_t ruda__copy_strides_error(const char *what);
+
 /* A launch's arguments as the server sees them: bindings, resolved count,
  * info words (owned by the op; valid during the call). */
 typedef struct ruda__launch_args {

@@ -94,6 +94,14 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap) {
   return len;
 }
 
+/* ---- Copies ---- */
+
+RUDA__COLD
+ruda_status_t ruda__copy_strides_error(const char *what) {
+  return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
+                            "%s: only contiguous and row-pitched layouts can be copied", what);
+}
+
 /* ---- Validation ---- */
 
 RUDA__COLD

@@ -18,26 +18,6 @@
 
 /* ---- Copies ---- */
 
-/* The 2-D shape of a copy: rows of `width` bytes, `pitch` bytes apart on
- * the device. False for layouts other than contiguous or row-pitched. */
-RUDA__HOT
-static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
-                          uint64_t *pitch) {
-  uint32_t rank = d->shape.rank;
-  uint64_t n = rank == 1 ? d->shape.dims[0] : ruda_shape_num_elems(&d->shape);
-  if (rank <= 1 || ruda_strides_is_contiguous(&d->shape, &d->strides)) {
-    *width = n * d->elem_size;
-    *height = 1;
-    *pitch = *width;
-    return true;
-  }
-  if (d->strides.rank != rank || !ruda_strides_is_pitched(&d->shape, &d->strides)) return false;
-  *width = d->shape.dims[rank - 1] * d->elem_size;
-  *height = rank >= 2 ? n / (d->shape.dims[rank - 1] ? d->shape.dims[rank - 1] : 1) : 1;
-  *pitch = d->strides.values[rank - 2] * d->elem_size;
-  return true;
-}
-
 /* The device address of a copy's view, with the copy bounded by what the
  * device allocated for it (not by what the binding claims): the furthest
  * byte the shape and strides reach, overflow-checked, must lie inside. */
@@ -92,9 +72,8 @@ static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_
 ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__copy_desc_t *d,
                                     void *host) {
   uint64_t width, height, pitch;
-  if (!copy_geometry(d, &width, &height, &pitch)) {
-    return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                              "write: only contiguous and row-pitched layouts can be copied");
+  if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
+    return ruda__copy_strides_error("write");
   }
   CUdeviceptr dst = 0;
   ruda_status_t e = copy_target(s, NULL, d, "write", &dst);
@@ -191,7 +170,7 @@ static CUresult pipelined_write(cuda_server_t *s, cuda_stream_t *st, CUdeviceptr
 void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                       size_t count, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *api = s->api;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) {
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
     return;
@@ -202,11 +181,9 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
     const ruda__copy_desc_t *d = &descs[i];
     ruda_bytes_t *src = &srcs[i];
     uint64_t width, height, pitch;
-    if (!copy_geometry(d, &width, &height, &pitch)) {
+    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
       ruda__stream_push_error(cuda_rs(st),
-                              ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                                                 "write: only contiguous and row-pitched "
-                                                 "layouts can be copied"));
+                              ruda__copy_strides_error("write"));
       ruda_bytes_release(src);
       continue;
     }
@@ -304,7 +281,7 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
   ruda__stream_t *rs = cuda_rs(st);
   uint64_t width, height, pitch;
   if (ruda__trace_on() || d->binding.stream.value != stream.value || !ruda__cuda_stream_idle(st) ||
-      !copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
+      !ruda__copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
       width * height == 0) {
     return false;
   }
@@ -347,7 +324,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
                               ruda__future_t **out) {
   const ruda__cuda_api_t *api = s->api;
   *out = NULL;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   /* Without its CUDA part the stream may still hold the reason. */
   ruda__stream_t *rs = st ? cuda_rs(st) : ruda__stream_find(&s->base.streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
@@ -363,7 +340,7 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   uint64_t total = 0;
   for (size_t i = 0; i < count && total <= SMALL_READ; i++) {
     uint64_t width, height, pitch;
-    total += copy_geometry(&descs[i], &width, &height, &pitch) ? width * height : SMALL_READ + 1;
+    total += ruda__copy_geometry(&descs[i], &width, &height, &pitch) ? width * height : SMALL_READ + 1;
   }
   if (total <= SMALL_READ) f->block = ruda__cuda_block_get(s);
   uint64_t block_off = 0;
@@ -371,9 +348,8 @@ ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
   for (size_t i = 0; i < count && f->early == NULL; i++) {
     const ruda__copy_desc_t *d = &descs[i];
     uint64_t width, height, pitch;
-    if (!copy_geometry(d, &width, &height, &pitch)) {
-      f->early = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                                    "read: only contiguous and row-pitched layouts can be copied");
+    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
+      f->early = ruda__copy_strides_error("read");
       break;
     }
     uint64_t bytes = width * height;
@@ -447,7 +423,7 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
   /* Bindings kept for finished work of any stream go back first: a sync is
    * where a caller expects memory to return. */
   ruda__cuda_gc_poll_all(s);
-  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st == NULL) {
     *out = ruda__future_ready(NULL);
     return NULL;
@@ -468,7 +444,7 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
 }
 
 bool ruda__cuda_flush_check(cuda_server_t *s, ruda_stream_id_t stream) {
-  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st == NULL) return false;
   CUresult r = s->api->cuStreamQuery(st->cu);
   if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && ruda__cu_result_is_sticky(r)) {
@@ -482,7 +458,7 @@ bool ruda__cuda_flush_check(cuda_server_t *s, ruda_stream_id_t stream) {
 
 ruda_status_t ruda__cuda_flush(cuda_server_t *s, ruda_stream_id_t stream) {
   ruda__cuda_gc_poll_all(s);
-  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st != NULL) {
     ruda__drop_queue_flush(st->drops);
     ruda__cuda_gpu_flush(st->gpu_store);

@@ -226,7 +226,7 @@ fail:
 void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *native,
                              ruda_stream_id_t stream) {
   cuda_graph_t *cg = native;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return;
   if (st->pipe.nkept) ruda__cuda_gc_poll(s, st, false);
   ruda__keep_list_t keep = {0};

@@ -13,7 +13,7 @@
 
 void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint64_t size,
                                   ruda_stream_id_t stream) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return;
   ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, cuda_rs(st)->cursor);
   if (e) ruda__stream_push_error(cuda_rs(st), e);
@@ -22,7 +22,7 @@ void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint6
 
 ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,
                                  ruda_stream_id_t stream, ruda_bytes_t *out) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   for (size_t i = 0; i < count; i++) {
     ruda_memory_t *m = NULL;
@@ -40,14 +40,14 @@ ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t
 ruda_status_t ruda__cuda_import_memory(cuda_server_t *s, ruda_memory_t *memory,
                                       const ruda__external_memory_t *ext,
                                       ruda_stream_id_t stream) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   return ruda__memory_import(st->gpu, memory, ext);
 }
 
 ruda_status_t ruda__cuda_fence_external(cuda_server_t *s, ruda_stream_id_t stream,
                                         uint64_t other) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   CUevent ev = NULL;
   CUresult r = ruda__cuda_event_get(s, &ev);
@@ -63,7 +63,7 @@ ruda_status_t ruda__cuda_fence_external(cuda_server_t *s, ruda_stream_id_t strea
 
 ruda_status_t ruda__cuda_native_stream(cuda_server_t *s, ruda_stream_id_t stream,
                                        uint64_t *out) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   *out = (uint64_t)(uintptr_t)st->cu;
   return NULL;
@@ -108,7 +108,7 @@ void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
   ruda__cuda_gc_poll_all(s);
   /* The pages reclaimed states left go back to the driver too. */
   ruda__cuda_stash_drain(&s->stash);
-  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st == NULL) return;
   ruda__drop_queue_flush(st->drops);
   ruda__memory_cleanup(st->gpu, true);
@@ -122,7 +122,7 @@ void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
 
 void ruda__cuda_allocation_mode(cuda_server_t *s, ruda_memory_allocation_mode_t mode,
                                 ruda_stream_id_t stream) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return;
   ruda__memory_set_mode(st->gpu, mode);
 }

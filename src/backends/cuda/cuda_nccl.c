@@ -392,7 +392,7 @@ void ruda__cuda_comms_settle_pending(cuda_server_t *s, ruda_stream_id_t stream, 
     if (c->pending[i].id.value == stream.value) idx = i;
   }
   if (idx == c->npending) return;
-  cuda_stream_t *st = ruda__cuda_stream_find(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (!st) { /* reclaimed: idle, its work finished */
     c->pending[idx] = c->pending[--c->npending];
     return;

@@ -122,7 +122,7 @@ static bool is_reduction(ruda__coll_kind_t k) {
 
 void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *cu = s->api;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   struct ruda__cuda_comms *comms = s->comms;
   comm_entry_t *entry = ruda__nccl_find_comm(comms, c->peers.id);
   ruda__keep_list_t keep = {0};
@@ -238,9 +238,9 @@ ruda_status_t ruda__cuda_sync_collective(cuda_server_t *s, ruda_stream_id_t stre
   struct ruda__cuda_comms *c = s->comms;
   if (!c || !c->has_last || c->last_id.value == stream.value) return NULL;
   /* A stream reclaimed since (idle) has nothing left to wait for. */
-  cuda_stream_t *last = ruda__cuda_stream_find(s, c->last_id);
+  cuda_stream_t *last = ruda__stream_pipe_find(&s->pipeline, c->last_id);
   if (!last) return NULL;
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (!st) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
   CUevent ev = NULL;
   CUresult r = ruda__cuda_event_get(s, &ev);

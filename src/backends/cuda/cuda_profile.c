@@ -17,7 +17,7 @@
  * observing never takes an error away from the stream. */
 ruda_status_t ruda__cuda_start_profile(cuda_server_t *s, ruda_stream_id_t stream,
                                        ruda_profiling_token_t *out) {
-  cuda_stream_t *st = ruda__cuda_stream_get(s, stream);
+  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
   CUevent ev = NULL;

@@ -44,16 +44,9 @@ void ruda__cuda_block_put(cuda_server_t *s, void *block);
 
 /* ---- Streams ---- */
 
-/* The CUDA part of stream `id`, initialised on first use; NULL when it
- * cannot be (the reason is queued on the stream when its state exists). */
-static inline cuda_stream_t *ruda__cuda_stream_get(cuda_server_t *s, ruda_stream_id_t id) {
-  return ruda__stream_pipe_get(&s->pipeline, id);
-}
-/* The CUDA part of a stream that exists and was initialised, or NULL
- * (never creates anything). */
-static inline cuda_stream_t *ruda__cuda_stream_find(cuda_server_t *s, ruda_stream_id_t id) {
-  return ruda__stream_pipe_find(&s->pipeline, id);
-}
+/* A stream's CUDA part is reached through the pipeline:
+ * ruda__stream_pipe_get(&s->pipeline, id) (set up on first use) and
+ * ruda__stream_pipe_find (never creates). */
 /* The pipeline's stream_init and fence (server/stream_op.h; `backend`
  * is the server): the CUDA part of a stream made on first use (not once
  * the device is lost), and pooled events recorded on the streams. */

@@ -13,27 +13,6 @@
 
 /* ---- Copies ---- */
 
-/* The 2-D shape of a copy: rows of `width` bytes, `pitch` bytes apart on
- * the device. False for layouts other than contiguous or row-pitched. */
-RUDA__HOT
-static bool copy_geometry(const ruda__copy_desc_t *d, uint64_t *width, uint64_t *height,
-                          uint64_t *pitch) {
-  uint32_t rank = d->shape.rank;
-  uint64_t n = ruda_shape_num_elems(&d->shape);
-  if (rank <= 1 || ruda_strides_is_contiguous(&d->shape, &d->strides)) {
-    *width = n * d->elem_size;
-    *height = 1;
-    *pitch = *width;
-    return true;
-  }
-  if (d->strides.rank != rank || !ruda_strides_is_pitched(&d->shape, &d->strides)) return false;
-  uint64_t last = d->shape.dims[rank - 1];
-  *width = last * d->elem_size;
-  *height = last ? n / last : 0;
-  *pitch = d->strides.values[rank - 2] * d->elem_size;
-  return true;
-}
-
 /* The copy of `d` against a view of `view_size` bytes: NULL when it fits. */
 static ruda_status_t check_extent(uint64_t width, uint64_t height, uint64_t pitch,
                                   uint64_t view_size) {
@@ -165,7 +144,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
                      size_t count, ruda_stream_id_t stream) {
   ocl_server_t *s = as_ocl(base);
   const ruda__opencl_api_t *api = s->api;
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) {
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
     return;
@@ -178,11 +157,9 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
     const ruda__copy_desc_t *d = &descs[i];
     ruda_bytes_t *src = &srcs[i];
     uint64_t width, height, pitch;
-    if (!copy_geometry(d, &width, &height, &pitch)) {
+    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
       ruda__stream_push_error(ocl_rs(st),
-                               ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                                                  "write: only contiguous and row-pitched "
-                                                  "layouts can be copied"));
+                               ruda__copy_strides_error("write"));
       ruda_bytes_release(src);
       continue;
     }
@@ -311,7 +288,7 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
   ocl_server_t *s = as_ocl(base);
   const ruda__opencl_api_t *api = s->api;
   *out = NULL;
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
   ruda_status_t e = rs != NULL ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
   if (e) return e;
@@ -325,9 +302,8 @@ ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *desc
   for (size_t i = 0; i < count && early == NULL; i++) {
     const ruda__copy_desc_t *d = &descs[i];
     uint64_t width, height, pitch;
-    if (!copy_geometry(d, &width, &height, &pitch)) {
-      early = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_STRIDES,
-                                 "read: only contiguous and row-pitched layouts can be copied");
+    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
+      early = ruda__copy_strides_error("read");
       break;
     }
     uint64_t bytes = width * height;

@@ -14,7 +14,7 @@
 void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
                                  ruda_stream_id_t stream) {
   ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return; /* the handle stays unbound: later uses report NotFound */
   ruda_status_t e = NULL;
   /* More than the device has can never succeed; drivers that allocate
@@ -37,7 +37,7 @@ void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, ui
 ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
                                 ruda_stream_id_t stream, ruda_bytes_t *out) {
   ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
   ruda_status_t e = NULL;
@@ -86,7 +86,7 @@ ruda_status_t ruda__ocl_memory_usage(ruda__server_t *base, ruda_stream_id_t stre
 void ruda__ocl_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
   ocl_server_t *s = as_ocl(base);
   ruda__ocl_gc_poll_all(s);
-  ocl_stream_t *st = ruda__ocl_stream_find(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st == NULL) return;
   ruda__memory_cleanup(st->dev, true);
   /* Pinned pages may still be read by copies in flight. */
@@ -98,7 +98,7 @@ void ruda__ocl_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream) {
 
 void ruda__ocl_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
                                ruda_stream_id_t stream) {
-  ocl_stream_t *st = ruda__ocl_stream_get(as_ocl(base), stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&as_ocl(base)->pipeline, stream);
   if (st != NULL) ruda__memory_set_mode(st->dev, mode);
 }
 

@@ -23,7 +23,7 @@ static bool event_end_ns(const ruda__opencl_api_t *api, cl_event ev, uint64_t *o
 ruda_status_t ruda__ocl_start_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                       ruda_profiling_token_t *out) {
   ocl_server_t *s = as_ocl(base);
-  ocl_stream_t *st = ruda__ocl_stream_get(s, stream);
+  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL)
     return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "the stream could not be created");
   cl_event ev = NULL;

@@ -15,16 +15,9 @@
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-/* The stream of `id` with its OpenCL part set up (on first use); NULL
- * when that failed: the reason is queued on the stream (or, with host
- * memory exhausted, there is no stream to queue it on). */
-static inline ocl_stream_t *ruda__ocl_stream_get(ocl_server_t *s, ruda_stream_id_t id) {
-  return ruda__stream_pipe_get(&s->pipeline, id);
-}
-/* The stream of `id` if its OpenCL part exists (never creates). */
-static inline ocl_stream_t *ruda__ocl_stream_find(ocl_server_t *s, ruda_stream_id_t id) {
-  return ruda__stream_pipe_find(&s->pipeline, id);
-}
+/* A stream's OpenCL part is reached through the pipeline:
+ * ruda__stream_pipe_get(&s->pipeline, id) (set up on first use) and
+ * ruda__stream_pipe_find (never creates). */
 /* The pipeline's stream_init and fence (server/stream_op.h; `backend`
  * is the server): the queue and memory managers of a stream made on first
  * use, and the event of a stream's newest command (a marker when it has

@@ -436,7 +436,7 @@ static void fence_rig_open(fence_rig_t *g) {
   ASSERT_OK(be->create_server(0, &g->srv));
   g->s = (ocl_server_t *)g->srv;
   g->id = ruda_stream_id_next();
-  g->st = ruda__ocl_stream_get(g->s, g->id);
+  g->st = ruda__stream_pipe_get(&g->s->pipeline, g->id);
   ASSERT_NOT_NULL(g->st);
 }
 
