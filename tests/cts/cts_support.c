@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "cts.h"
+#include "test_kernel.h"
 
 typedef struct unsupported {
   const char *backend;
@@ -122,12 +123,7 @@ ruda_kernel_t *cts_kernel_inc_u32(void) { return cts_kernel_from(RUDA_KERNEL_DES
 ruda_kernel_t *cts_kernel_empty(void) { return cts_kernel_with(ruda_dim_new_1d(1), 0); }
 ruda_kernel_t *cts_kernel_fail(void) {
   ruda_kernel_code_t code = ruda_kernel_code_cpu(fail_cpu);
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "fail";
-  d.ruda_dim = ruda_dim_new_1d(1);
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("fail", ruda_dim_new_1d(1), &code);
   return cts_kernel_from(d);
 }
 ruda_kernel_t *cts_kernel_sum_shared(void) {
@@ -142,12 +138,7 @@ ruda_kernel_t *cts_kernel_unrunnable(void) {
       ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
                               "extern \"C\" __global__ void unrunnable() {}")
       : ruda_kernel_code_cpu(unrunnable_cpu);
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "unrunnable";
-  d.ruda_dim = ruda_dim_new_1d(1);
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("unrunnable", ruda_dim_new_1d(1), &code);
   return cts_kernel_from(d);
 }
 

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cts.h"
+#include "test_kernel.h"
 #include "cts_tune_kernels.c"
 #include "tune/tune_internal.h"
 
@@ -269,12 +270,7 @@ TEST(tune_bad_input_is_refused_naming_what_is_wrong) {
   ruda_kernel_code_t code = cts_is_cpu()
                                 ? ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, "__kernel void k(){}")
                                 : ruda_kernel_code_cpu((ruda_cpu_kernel_fn)(void (*)(void))abort);
-  ruda_kernel_desc_t kd;
-  memset(&kd, 0, sizeof kd);
-  kd.name = "elsewhere";
-  kd.ruda_dim = ruda_dim_new_3d(1, 1, 1);
-  kd.code = &code;
-  kd.num_code = 1;
+  ruda_kernel_desc_t kd = test_kernel_desc("elsewhere", ruda_dim_new_3d(1, 1, 1), &code);
   ruda_kernel_t *other;
   ASSERT_OK(ruda_kernel_create(&kd, &other));
   ruda_tune_candidate_t saved = f.c[2];

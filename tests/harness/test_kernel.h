@@ -1,6 +1,7 @@
-/* A kernel made from one code entry of source text, for the tests of the
- * device backends (cuda_test_util.h, opencl_test_util.h): fails the test
- * when it cannot be made. */
+/* Kernels of one code entry for the tests: test_kernel_desc describes one,
+ * test_kernel makes one from source text (the tests of the device
+ * backends, cuda_test_util.h, opencl_test_util.h) and fails the test when
+ * it cannot be made. */
 #ifndef RUDA_TEST_KERNEL_H
 #define RUDA_TEST_KERNEL_H
 
@@ -9,16 +10,24 @@
 #include "ruda/ruda.h"
 #include "test.h"
 
-static inline ruda_kernel_t *test_kernel(ruda_kernel_format_t format, const char *name,
-                                         const char *src, ruda_dim_t dim, uint64_t shared) {
+/* The description of kernel `name` with the one code entry `code`
+ * (borrowed), the other fields zero. */
+static inline ruda_kernel_desc_t test_kernel_desc(const char *name, ruda_dim_t dim,
+                                                  const ruda_kernel_code_t *code) {
   ruda_kernel_desc_t d;
   memset(&d, 0, sizeof d);
   d.name = name;
   d.ruda_dim = dim;
-  d.shared_mem_bytes = shared;
-  ruda_kernel_code_t code = ruda_kernel_code_text(format, src);
-  d.code = &code;
+  d.code = code;
   d.num_code = 1;
+  return d;
+}
+
+static inline ruda_kernel_t *test_kernel(ruda_kernel_format_t format, const char *name,
+                                         const char *src, ruda_dim_t dim, uint64_t shared) {
+  ruda_kernel_code_t code = ruda_kernel_code_text(format, src);
+  ruda_kernel_desc_t d = test_kernel_desc(name, dim, &code);
+  d.shared_mem_bytes = shared;
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   return k;

@@ -16,13 +16,14 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "thread_checks.h"
 
 enum { THREADS = 6, ROUNDS = 4000 };
 
 static ruda_kernel_t *g_step;
 static atomic_uint g_seq[THREADS + 1];
 static pthread_t g_thread[THREADS + 1];
-static atomic_uint g_bad, g_overlap, g_on_caller;
+static atomic_uint g_overlap, g_on_caller;
 static atomic_int g_inside;
 
 /* Something that takes a little time, so that overlaps would be seen. */
@@ -51,16 +52,6 @@ static ruda_status_t exclusive_body(ruda_client_t *c, void *ctx) {
   (void)ctx;
   enter();
   return NULL;
-}
-
-static bool ok(ruda_status_t s) {
-  if (!s) return true;
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "unexpected error: %s\n", text ? text : "?");
-  free(text);
-  ruda_status_free(s);
-  atomic_fetch_add(&g_bad, 1);
-  return false;
 }
 
 static ruda_client_t *open_client(void) {

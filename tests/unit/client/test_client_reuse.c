@@ -10,29 +10,11 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "thread_checks.h"
 
 enum { THREADS = 4, ROUNDS = 400, WORDS_MAX = 1024, PASS_ON = 8 };
 
 static const uint32_t g_words[] = {16, 64, 256, 1000, 1024};
-static atomic_uint g_bad;
-
-#define EXPECT(cond)                                                    \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      atomic_fetch_add(&g_bad, 1);                                      \
-    }                                                                   \
-  } while (0)
-
-static bool ok(ruda_status_t s) {
-  if (!s) return true;
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "unexpected error: %s\n", text ? text : "?");
-  free(text);
-  ruda_status_free(s);
-  atomic_fetch_add(&g_bad, 1);
-  return false;
-}
 
 /* Handles made by one thread and released by the next one. */
 typedef struct mailbox {

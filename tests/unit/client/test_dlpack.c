@@ -7,6 +7,7 @@
 #include "ruda/dlpack.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static ruda_client_t *client(void) {
   static ruda_client_t *c;
@@ -60,12 +61,7 @@ static void doubler(const ruda_cpu_kernel_ctx_t *ctx) {
 
 static ruda_kernel_t *doubler_kernel(void) {
   ruda_kernel_code_t code = ruda_kernel_code_cpu(doubler);
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "doubler";
-  d.ruda_dim = ruda_dim_new_1d(1);
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("doubler", ruda_dim_new_1d(1), &code);
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   return k;

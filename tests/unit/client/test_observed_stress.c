@@ -14,36 +14,18 @@
 #include "ruda/ruda.h"
 #include "server/trace.h"
 #include "test.h"
+#include "thread_checks.h"
 
 enum { THREADS = 4, STREAMS = 3, ROUNDS = 12, WORDS = 256 };
 
 static ruda_kernel_t *g_scale_add;
 static atomic_uint g_launches;
-static atomic_uint g_bad;
 static char g_dir[512];
 
 /* v[i] = v[i] * 2 + info[0] */
 static void scale_add(const ruda_cpu_kernel_ctx_t *k) {
   uint32_t *v = k->buffers[0];
   for (uint32_t i = 0; i < WORDS; i++) v[i] = v[i] * 2 + (uint32_t)k->info[0];
-}
-
-#define EXPECT(cond)                                                   \
-  do {                                                                 \
-    if (!(cond)) {                                                     \
-      fprintf(stderr, "%s:%d: %s failed\n", __FILE__, __LINE__, #cond); \
-      atomic_fetch_add(&g_bad, 1);                                     \
-    }                                                                  \
-  } while (0)
-
-static bool ok(ruda_status_t s) {
-  if (!s) return true;
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "unexpected error: %s\n", text ? text : "?");
-  free(text);
-  ruda_status_free(s);
-  atomic_fetch_add(&g_bad, 1);
-  return false;
 }
 
 typedef struct job {

@@ -10,6 +10,7 @@
 #include "backends/cpu/cpu_compile.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static char g_cache[1024];
 
@@ -143,12 +144,7 @@ TEST(options_outside_the_allowed_set_are_refused_at_launch) {
   const char *opts[] = {"-DFACTOR=2", "-o/tmp/elsewhere"};
   ruda_kernel_code_t code = {RUDA_KERNEL_FORMAT_PORTABLE, k_text, 0, NULL, "triple", opts, 2,
                              "triple.c"};
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "triple";
-  d.ruda_dim = ruda_dim_new_1d(32);
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("triple", ruda_dim_new_1d(32), &code);
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ruda_status_t s = run(k, 2, false);

@@ -7,6 +7,7 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static void no_compiler(void) __attribute__((constructor));
 static void no_compiler(void) { setenv("RUDA_CPU_COMPILER", "ruda-no-such-compiler", 1); }
@@ -46,12 +47,7 @@ TEST(no_compiler_is_unavailable_and_names_what_was_looked_for) {
 
   /* A compiled-in function needs no compiler. */
   ruda_kernel_code_t code = ruda_kernel_code_cpu(add_one);
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "add_one";
-  d.ruda_dim = ruda_dim_new_1d(1);
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("add_one", ruda_dim_new_1d(1), &code);
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args));
   ASSERT_OK(ruda_client_read(c, &h, x, sizeof x));

@@ -31,13 +31,7 @@ TEST(opencl_backend_not_built) {
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_stream.h"
 #include "opencl_test_util.h"
-
-static char g_self[4096];
-
-__attribute__((constructor)) static void remember_self(void) {
-  ssize_t n = readlink("/proc/self/exe", g_self, sizeof g_self - 1);
-  g_self[n > 0 ? n : 0] = '\0';
-}
+#include "test_cache.h"
 
 /* A client on a stream of its own (released by the caller). */
 static ruda_client_t *fresh(void) {
@@ -150,51 +144,7 @@ static ruda_kernel_t *tagged_kernel(const char *tag) {
 }
 
 static void run_tagged(ruda_client_t *c, const char *tag) {
-  ruda_kernel_t *k = tagged_kernel(tag);
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 32 * 4, &h));
-  uint64_t info[1] = {1000};
-  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 1, 1}};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
-  uint32_t back[32];
-  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
-  for (uint32_t i = 0; i < 32; i++) ASSERT_UEQ(back[i], 1000 + i);
-  ruda_handle_release(&h);
-  ruda_kernel_release(k);
-}
-
-static int run_child(const char *mode, const char *tag, const char *cache_dir) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    setenv("RUDA_TEST_CACHE_MODE", mode, 1);
-    setenv("RUDA_TEST_CACHE_TAG", tag, 1);
-    setenv("RUDA_CACHE_DIR", cache_dir, 1);
-    setenv("RUDA_LOG_COMPILATION", "basic", 1); /* the paths looked at, for a failure */
-    execl(g_self, g_self, "cache_child", (char *)NULL);
-    _exit(127);
-  }
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-static bool find_binary(const char *dir, char *out, size_t cap) {
-  char sub[4200];
-  snprintf(sub, sizeof sub, "%s/opencl", dir);
-  DIR *d = opendir(sub);
-  if (!d) return false;
-  struct dirent *e;
-  bool found = false;
-  while ((e = readdir(d)) != NULL) {
-    size_t len = strlen(e->d_name);
-    if (len > 6 && strcmp(e->d_name + len - 6, ".clbin") == 0) {
-      snprintf(out, cap, "%s/%s", sub, e->d_name);
-      found = true;
-      break;
-    }
-  }
-  closedir(d);
-  return found;
+  run_cached_kernel(c, tagged_kernel(tag));
 }
 
 /* Runs in a child process with its own cache directory (the settings are
@@ -237,18 +187,18 @@ TEST(disk_cache_hit_from_a_second_process) {
   char tag[64];
   snprintf(tag, sizeof tag, "%ld-%ld", (long)getpid(), (long)time(NULL));
   /* One process builds and writes the binary... */
-  ASSERT_EQ(run_child("first", tag, dir), 0);
+  ASSERT_EQ(run_cache_child("first", tag, dir), 0);
   char bin[4600];
-  ASSERT_TRUE(find_binary(dir, bin, sizeof bin));
+  ASSERT_TRUE(find_cached(dir, "opencl", ".clbin", bin, sizeof bin));
   /* ...a second one finds it on disk. */
-  ASSERT_EQ(run_child("hit", tag, dir), 0);
+  ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
   /* A corrupt entry is skipped with a warning and rebuilt. */
   FILE *f = fopen(bin, "r+b");
   ASSERT_NOT_NULL(f);
   fseek(f, 64, SEEK_SET);
   fputs("garbage garbage garbage", f);
   fclose(f);
-  ASSERT_EQ(run_child("corrupt", tag, dir), 0);
+  ASSERT_EQ(run_cache_child("corrupt", tag, dir), 0);
 }
 
 /* ---- Sub-buffers ---- */

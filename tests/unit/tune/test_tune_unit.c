@@ -11,6 +11,7 @@
 #include "base/alloc.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 #include "tune/tune_internal.h"
 
 TEST(tune_bucket_rounds_up_to_powers_or_keeps_exact) {
@@ -87,12 +88,7 @@ TEST(tune_entry_of_another_version_is_ignored_then_replaced) {
   ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
   ASSERT_OK(ruda_client_create(cpu, &c));
   ruda_kernel_code_t code = ruda_kernel_code_cpu(noop_kernel);
-  ruda_kernel_desc_t kd;
-  memset(&kd, 0, sizeof kd);
-  kd.name = "noop";
-  kd.ruda_dim = ruda_dim_new_3d(1, 1, 1);
-  kd.code = &code;
-  kd.num_code = 1;
+  ruda_kernel_desc_t kd = test_kernel_desc("noop", ruda_dim_new_3d(1, 1, 1), &code);
   ruda_kernel_t *k;
   ASSERT_OK(ruda_kernel_create(&kd, &k));
   ruda_tune_candidate_t cands[2] = {{"first", k, one, NULL, NULL, NULL},
