@@ -1,11 +1,12 @@
 /* Shared by the reuse cache's tests (test_memory_reuse.c: the shared sets;
  * test_memory_reuse_local.c: the threads' own ways): a manager on stream 0
- * of a group with its own cache, a take from the cache, and one round of
- * the race tests. */
+ * of a group with its own cache, a take from the cache, and the race
+ * tests' workers and rounds. */
 #ifndef RUDA_REUSE_TEST_UTIL_H
 #define RUDA_REUSE_TEST_UTIL_H
 
 #include <pthread.h>
+#include <sched.h>
 
 #include "memory/reuse_cache.h"
 #include "memory_test_util.h"
@@ -70,6 +71,44 @@ static inline bool reuse_round(fixture_t *f, pthread_mutex_t *mm_lock, uint32_t 
   for (uint64_t i = 0; i < size; i += 61)
     if (addr[i] != tag) return false;
   return true;
+}
+
+/* The race tests: THREADS workers run ROUNDS rounds each (reuse_round)
+ * while the test's thread, standing for the device thread, keeps asking
+ * the manager for its usage, which takes every cached slice back. */
+enum { THREADS = 3, ROUNDS = 20000 };
+
+typedef struct worker {
+  fixture_t *f;
+  uint32_t id;
+  uint64_t hits, misses;
+  pthread_mutex_t *mm_lock;
+  bool bad;
+} worker_t;
+
+/* Runs `churn` on THREADS workers against `f` and joins them; asserts
+ * that none went bad and returns their hits. */
+static inline uint64_t reuse_race(fixture_t *f, void *(*churn)(void *)) {
+  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+  worker_t w[THREADS];
+  pthread_t t[THREADS];
+  for (uint32_t i = 0; i < THREADS; i++) {
+    w[i] = (worker_t){f, i, 0, 0, &lock, false};
+    ASSERT_EQ(pthread_create(&t[i], NULL, churn, &w[i]), 0);
+  }
+  for (int i = 0; i < 200; i++) {
+    pthread_mutex_lock(&lock);
+    (void)ruda__memory_usage(f->mm); /* takes every cached slice back */
+    pthread_mutex_unlock(&lock);
+    sched_yield();
+  }
+  uint64_t hits = 0;
+  for (uint32_t i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    ASSERT_FALSE(w[i].bad);
+    hits += w[i].hits;
+  }
+  return hits;
 }
 
 #endif

@@ -337,16 +337,6 @@ TEST(managers_of_other_streams_keep_their_entries) {
  * reserving through the manager, asking for usage and taking slices back.
  * A slice handed to two owners at once shows as a wrong pattern; a slice
  * lost shows in the final usage. */
-enum { THREADS = 3, ROUNDS = 20000 };
-
-typedef struct worker {
-  fixture_t *f;
-  uint32_t id;
-  uint64_t hits, misses;
-  pthread_mutex_t *mm_lock;
-  bool bad;
-} worker_t;
-
 static void *churn(void *p) {
   worker_t *w = p;
   /* More sizes than ways: releases displace slices other threads use. */
@@ -364,25 +354,7 @@ static void *churn(void *p) {
 TEST(releases_and_takes_race_on_several_threads) {
   fixture_t f;
   setup(&f, NULL);
-  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-  worker_t w[THREADS];
-  pthread_t t[THREADS];
-  for (uint32_t i = 0; i < THREADS; i++) {
-    w[i] = (worker_t){&f, i, 0, 0, &lock, false};
-    ASSERT_EQ(pthread_create(&t[i], NULL, churn, &w[i]), 0);
-  }
-  for (int i = 0; i < 200; i++) {
-    pthread_mutex_lock(&lock);
-    (void)ruda__memory_usage(f.mm); /* takes every cached slice back */
-    pthread_mutex_unlock(&lock);
-    sched_yield();
-  }
-  uint64_t hits = 0;
-  for (uint32_t i = 0; i < THREADS; i++) {
-    pthread_join(t[i], NULL);
-    ASSERT_FALSE(w[i].bad);
-    hits += w[i].hits;
-  }
+  uint64_t hits = reuse_race(&f, churn);
   ASSERT_UGT(hits, 0);
   ruda_memory_usage_t u = ruda__memory_usage(f.mm);
   ASSERT_UEQ(u.number_allocs, 0);

@@ -344,16 +344,6 @@ TEST(ways_of_a_freed_cache_are_never_used_again) {
  * thread keeps asking the manager for usage, which takes every parked
  * slice back from every thread's ways. A slice handed to two owners at
  * once shows as a wrong pattern; a slice lost shows in the final usage. */
-enum { THREADS = 3, ROUNDS = 20000 };
-
-typedef struct worker {
-  fixture_t *f;
-  uint32_t id;
-  uint64_t hits, misses;
-  pthread_mutex_t *mm_lock;
-  bool bad;
-} worker_t;
-
 /* Worker i's mailbox: a memory id + 1 (0: empty) of handed[i], which the
  * previous worker left for it. */
 static _Atomic(uint64_t) mailboxes[THREADS];
@@ -394,26 +384,8 @@ TEST(threads_reserve_release_and_hand_over_while_the_manager_takes_back) {
   NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
-  pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-  worker_t w[THREADS];
-  pthread_t t[THREADS];
   for (uint32_t i = 0; i < THREADS; i++) atomic_store(&mailboxes[i], 0);
-  for (uint32_t i = 0; i < THREADS; i++) {
-    w[i] = (worker_t){&f, i, 0, 0, &lock, false};
-    ASSERT_EQ(pthread_create(&t[i], NULL, churn, &w[i]), 0);
-  }
-  for (int i = 0; i < 200; i++) {
-    pthread_mutex_lock(&lock);
-    (void)ruda__memory_usage(f.mm); /* takes every parked slice back */
-    pthread_mutex_unlock(&lock);
-    sched_yield();
-  }
-  uint64_t hits = 0;
-  for (uint32_t i = 0; i < THREADS; i++) {
-    pthread_join(t[i], NULL);
-    ASSERT_FALSE(w[i].bad);
-    hits += w[i].hits;
-  }
+  uint64_t hits = reuse_race(&f, churn);
   for (uint32_t i = 0; i < THREADS; i++)
     if (atomic_load(&mailboxes[i])) ruda_handle_release(&handed[i]);
   ASSERT_UGT(hits, ROUNDS); /* most from the ways */
