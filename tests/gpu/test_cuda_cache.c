@@ -11,21 +11,15 @@
 #include "cuda_test_util.h"
 #include "test_cache.h"
 
-/* A kernel whose source is unique to `tag`, so the first compile misses. */
-static ruda_kernel_t *tagged_kernel(const char *tag) {
-  static char src[1024];
-  snprintf(src, sizeof src,
-           "// cache test %s\n"
-           "extern \"C\" __global__ void cached(unsigned int *out, const unsigned long long *info) {\n"
-           "  out[threadIdx.x] = threadIdx.x + (unsigned int)info[0];\n"
-           "}\n",
-           tag);
-  return cuda_kernel("cached", src, ruda_dim_new_1d(32), 0);
-}
-
-/* Launches the tagged kernel and checks its output. */
+/* Launches a kernel whose source is unique to `tag` (so that the first
+ * compile misses) and checks its output. */
 static void run_tagged(ruda_client_t *c, const char *tag) {
-  run_cached_kernel(c, tagged_kernel(tag));
+  run_tagged_kernel(c, RUDA_KERNEL_FORMAT_CUDA_C,
+                    "extern \"C\" __global__ void cached(unsigned int *out,\n"
+                    "                                    const unsigned long long *info) {\n"
+                    "  out[threadIdx.x] = threadIdx.x + (unsigned int)info[0];\n"
+                    "}\n",
+                    tag);
 }
 
 TEST(cache_child) {

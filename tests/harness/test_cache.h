@@ -15,6 +15,7 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static char g_self[4096];
 
@@ -64,9 +65,16 @@ static __attribute__((unused)) bool find_cached(const char *dir, const char *sub
   return found;
 }
 
-/* Launches `k` (out[i] = i + info[0], 32 units, released here) on one
- * ruda and checks its output. */
-static __attribute__((unused)) void run_cached_kernel(ruda_client_t *c, ruda_kernel_t *k) {
+/* Launches the kernel `cached` of `format`, whose source is `body` after
+ * a comment naming `tag` (so that its first compile misses), on one ruda
+ * of 32 units that each write out[i] = i + info[0], and checks its
+ * output. */
+static __attribute__((unused)) void run_tagged_kernel(ruda_client_t *c,
+                                                      ruda_kernel_format_t format,
+                                                      const char *body, const char *tag) {
+  static char src[1024];
+  snprintf(src, sizeof src, "// cache test %s\n%s", tag, body);
+  ruda_kernel_t *k = test_kernel(format, "cached", src, ruda_dim_new_1d(32), 0);
   ruda_handle_t h;
   ASSERT_OK(ruda_client_empty(c, 32 * 4, &h));
   uint64_t info[1] = {1000};

@@ -131,20 +131,14 @@ TEST(wrong_parameter_list_is_explained) {
 
 /* ---- Program caches ---- */
 
-/* A kernel whose source is unique to `tag`, so its first build misses. */
-static ruda_kernel_t *tagged_kernel(const char *tag) {
-  static char src[1024];
-  snprintf(src, sizeof src,
-           "// cache test %s\n"
-           "__kernel void cached(__global uint *out, __global const ulong *info) {\n"
-           "  out[get_global_id(0)] = (uint)get_global_id(0) + (uint)info[0];\n"
-           "}\n",
-           tag);
-  return ocl_kernel("cached", src, ruda_dim_new_1d(32), 0);
-}
-
+/* Launches a kernel whose source is unique to `tag` (so that its first
+ * build misses) and checks its output. */
 static void run_tagged(ruda_client_t *c, const char *tag) {
-  run_cached_kernel(c, tagged_kernel(tag));
+  run_tagged_kernel(c, RUDA_KERNEL_FORMAT_OPENCL_C,
+                    "__kernel void cached(__global uint *out, __global const ulong *info) {\n"
+                    "  out[get_global_id(0)] = (uint)get_global_id(0) + (uint)info[0];\n"
+                    "}\n",
+                    tag);
 }
 
 /* Runs in a child process with its own cache directory (the settings are
