@@ -54,6 +54,15 @@ static ruda_status_t fill(ruda_client_t *c, ruda_kernel_t *k, const ruda_handle_
   return ruda_client_launch(c, k, ruda_count_static((uint32_t)((n + 63) / 64), 1, 1), &args);
 }
 
+/* Launches `k` on one ruda with one new 64-byte buffer (*h, the caller's)
+ * and returns the sync's status. */
+static ruda_status_t launch_on_new_buffer(ruda_client_t *c, ruda_kernel_t *k, ruda_handle_t *h) {
+  ASSERT_OK(ruda_client_empty(c, 64, h));
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
+                               &(ruda_kernel_args_t){.buffers = h, .num_buffers = 1}));
+  return ruda_client_sync(c);
+}
+
 /* ---- Build errors ---- */
 
 TEST(build_error_reaches_the_caller_with_log_and_source) {
@@ -64,10 +73,7 @@ TEST(build_error_reaches_the_caller_with_log_and_source) {
                                "}\n",
                                ruda_dim_new_1d(1), 0);
   ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 64, &h));
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
-                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
-  ruda_status_t s = ruda_client_sync(c);
+  ruda_status_t s = launch_on_new_buffer(c, k, &h);
   ASSERT_NOT_NULL(s);
   ASSERT_NOT_NULL(ruda_status_find(s, RUDA_ERR_LAUNCH_COMPILATION));
   ruda_status_t ce = ruda_status_find(s, RUDA_ERR_COMPILATION_GENERIC);
@@ -88,14 +94,9 @@ TEST(build_error_reaches_the_caller_with_log_and_source) {
 
 TEST(kernel_without_opencl_code_is_unsupported) {
   ruda_client_t *c = fresh();
-  ruda_kernel_desc_t d;
-  memset(&d, 0, sizeof d);
-  d.name = "cuda_only";
-  d.ruda_dim = ruda_dim_new_1d(1);
   ruda_kernel_code_t code = ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
                                                   "extern \"C\" __global__ void cuda_only() {}");
-  d.code = &code;
-  d.num_code = 1;
+  ruda_kernel_desc_t d = test_kernel_desc("cuda_only", ruda_dim_new_1d(1), &code);
   ruda_kernel_t *k = NULL;
   ASSERT_OK(ruda_kernel_create(&d, &k));
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
@@ -116,10 +117,7 @@ TEST(wrong_parameter_list_is_explained) {
                                "                          __global const ulong *info) {}\n",
                                ruda_dim_new_1d(1), 0);
   ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 64, &h));
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
-                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
-  ruda_status_t s = ruda_client_sync(c);
+  ruda_status_t s = launch_on_new_buffer(c, k, &h);
   ruda_status_t u = ruda_status_find(s, RUDA_ERR_LAUNCH_UNKNOWN);
   ASSERT_NOT_NULL(u);
   ASSERT_STR_CONTAINS(ruda_status_reason(u), "takes 3 parameters");
@@ -509,10 +507,7 @@ TEST(local_memory_beyond_the_device_is_a_limit_error_not_a_crash) {
            (unsigned long long)words);
   ruda_kernel_t *k = ocl_kernel("big_local", src, ruda_dim_new_1d(4), 0);
   ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 64, &h));
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1),
-                               &(ruda_kernel_args_t){.buffers = &h, .num_buffers = 1}));
-  ruda_status_t s = ruda_client_sync(c);
+  ruda_status_t s = launch_on_new_buffer(c, k, &h);
   ASSERT_NOT_NULL(s);
   /* Some compilers refuse the program; those that build it are stopped
    * before the launch. */
