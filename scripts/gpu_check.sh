@@ -19,29 +19,21 @@
 #   asan.txt     (--asan) the unit, GPU and conformance tests under ASan+UBSan
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
-QUICK=""
-BENCH=1
+source "$(dirname "$0")/gpu_common.sh"
+gpu_quick_args "$@"
 TESTS=""
 ASAN=0
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) QUICK="--quick" ;;
-    --no-bench) BENCH=0 ;;
     --tests) TESTS="$2"; shift ;;
     --asan) ASAN=1 ;;
   esac
   shift
 done
 
-# NVLink multicast stays off on these machines.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export RUDA_CTS_DEVICE="${RUDA_CTS_DEVICE:-cuda:0}"
 # An absent CUDA device fails the tests here instead of skipping them.
 export RUDA_REQUIRE_DEVICE="${RUDA_REQUIRE_DEVICE:-cuda}"
-export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
 
 {
   echo "== date"; date -u

@@ -16,21 +16,8 @@
 # bench_comm_blocking.json (blocking communicators, RUDA_NCCL_BLOCKING=1).
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
-QUICK=""
-BENCH=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) QUICK="--quick" ;;
-    --no-bench) BENCH=0 ;;
-  esac
-  shift
-done
-
-# NVLink multicast stays off on these machines.
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+source "$(dirname "$0")/gpu_common.sh"
+gpu_quick_args "$@"
 
 {
   echo "== date"; date -u

@@ -18,20 +18,8 @@
 #   bench_kernels_stderr.txt  progress lines and failures
 set -uo pipefail
 
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
-QUICK=""
-BENCH=1
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --quick) QUICK="--quick" ;;
-    --no-bench) BENCH=0 ;;
-  esac
-  shift
-done
-export NCCL_NVLS_ENABLE=0
-export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
+source "$(dirname "$0")/gpu_common.sh"
+gpu_quick_args "$@"
 
 {
   echo "== date"; date -u

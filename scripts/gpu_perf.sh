@@ -11,9 +11,7 @@
 #                     each block headed "## run N group G"
 #   perf_stderr.txt   progress lines (the parts table among them)
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
+source "$(dirname "$0")/gpu_common.sh"
 RUNS=3
 GROUPS_="launch memory copy compile graph"
 PARTS=0
@@ -25,12 +23,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
-if [ ! -x build-gpu/tools/ruda ]; then
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/perf_build.log" 2>&1 &&
-    ninja -C build-gpu -j "$(nproc)" >> "$OUT/perf_build.log" 2>&1 || { tail -30 "$OUT/perf_build.log"; exit 1; }
-fi
+gpu_build_tools perf_build.log
 for run in $(seq 1 "$RUNS"); do
   for g in $GROUPS_; do
     env_parts=()

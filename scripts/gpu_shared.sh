@@ -17,11 +17,7 @@
 #   shared_kernels.txt   `ruda kernels check --arch sm_90` of the tree's kernel files
 #   shared_summary.txt   what to look for, filled in
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
+source "$(dirname "$0")/gpu_common.sh"
 
 { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
   ninja -C build-gpu -j "$(nproc)"; } > "$OUT/shared_build.log" 2>&1 ||
