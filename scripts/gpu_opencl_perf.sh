@@ -3,7 +3,7 @@
 # each (after a build; reuses build-gpu/ when another gpu_*.sh script made
 # it):
 #
-#   scripts/gpu_opencl_perf.sh [--runs N] [--no-kernels]
+#   scripts/gpu_opencl_perf.sh [--runs N] [--no-kernels] [--mpi]
 #
 #  1. `ruda bench launch --device opencl:N` on the NVIDIA OpenCL device with
 #     RUDA_BENCH_PARTS=1 in every run: the round trip (launch + sync against
@@ -19,7 +19,12 @@
 #  3. `ruda bench copy --device cuda:0`: read_4B_latency (and the rest of
 #     the copy group);
 #  4. unless --no-kernels, `ruda bench kernels` on cuda:0 and on the NVIDIA
-#     OpenCL device (portable against CUDA C / against OpenCL C).
+#     OpenCL device (portable against CUDA C / against OpenCL C);
+#  5. with --mpi (and an mpirun), `mpirun -np 2 ruda bench comm` confined to
+#     two cores (taskset -c 0,1, like the 2-core CI machine), alternating
+#     RUDA_MPI_INLINE_BYTES=1048576 (large CPU operations queued on the
+#     device worker, as before) and unset (on the caller's thread): the
+#     all-reduce and broadcast of 64 MiB against MPI called directly.
 #
 # Writes to $OUT (or ./gpu-out):
 #   opencl_perf_env.txt      GPU, driver, OpenCL devices as ruda lists them
@@ -33,10 +38,12 @@ OUT="${OUT:-$PWD/gpu-out}"
 mkdir -p "$OUT"
 RUNS=3
 KERNELS=1
+MPI=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --runs) RUNS="$2"; shift ;;
     --no-kernels) KERNELS=0 ;;
+    --mpi) MPI=1 ;;
   esac
   shift
 done
@@ -87,6 +94,21 @@ for run in $(seq 1 "$RUNS"); do
     [ -n "$OCL" ] && bench "$run" kernels "$OCL"
   fi
 done
+if [ "$MPI" = 1 ] && command -v mpirun > /dev/null; then
+  root=()
+  [ "$(id -u)" = 0 ] && root=(--allow-run-as-root)
+  for run in $(seq 1 "$RUNS"); do
+    for mode in queued_above_1MiB caller_thread; do
+      inline=""
+      [ "$mode" = queued_above_1MiB ] && inline=1048576
+      echo "## run $run group comm device cpu-np2-$mode" >> "$OUT/opencl_perf_runs.txt"
+      RUDA_MPI_INLINE_BYTES="$inline" timeout 400 taskset -c 0,1 mpirun "${root[@]}" --oversubscribe \
+        -np 2 -x RUDA_MPI_INLINE_BYTES "$RUDA" bench comm --json \
+        >> "$OUT/opencl_perf_runs.txt" 2>> "$OUT/opencl_perf_stderr.txt"
+      echo "run $run comm $mode rc=$?"
+    done
+  done
+fi
 echo "== parts and compile breakdown (stderr)"
 grep -hE '^## |parts|per disk hit|disk hits' "$OUT/opencl_perf_stderr.txt" || true
 echo "== ratios over the runs (ruda / baseline; see 'better' for the direction)"

@@ -34,8 +34,13 @@ RUDA_KERNEL(reduce, RUDA_DIM(REDUCE_UNITS, 1, 1), RUDA_BUFFER(const float *restr
     RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) += in[b + u.x];
   }
   RUDA_UNITS(u) sh[u.x] = RUDA_PRIV(u, acc) + (full + u.x < end ? in[full + u.x] : 0.0f);
+  /* The tree as the hand-written kernels have it: unit x < s adds. (A
+   * RUDA_RANGE(uint32_t, i, 0, s) per level is the same on a CPU and a GPU,
+   * but on PoCL a loop per work-item, which it does not vectorise.) */
   for (uint32_t s = REDUCE_UNITS / 2; s > 0; s /= 2) {
-    RUDA_RANGE(uint32_t, i, 0, s) sh[i] += sh[i + s];
+    RUDA_UNITS(u) {
+      if (u.x < s) sh[u.x] += sh[u.x + s];
+    }
   }
   RUDA_SINGLE_NOWAIT partial[ruda_pos.x] = sh[0];
 }

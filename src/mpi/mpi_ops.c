@@ -342,10 +342,11 @@ static ruda_status_t run_on_caller(ruda_client_t *c, const ruda_handle_t *src,
  * which for small messages is a good part of MPI's own latency; and on the
  * 2-core machines queued jobs of 256 KiB to 64 MiB also ran 12-20% slower
  * than the same MPI call made directly (64 MiB all-reduce at np 2:
- * 0.81-0.84x), while the same sizes on the caller's thread ran as the
- * direct call: MPI polls for its peers on whichever thread calls it, and a
- * job on the worker has the caller's thread waking, spinning and yielding
- * next to it on the rank's cores. So when the device has nothing queued or
+ * 0.81-0.84x), while jobs on the caller's thread (up to 1 MiB then) ran as
+ * the direct call. MPI polls for its peers on whichever thread calls it,
+ * and a job on the worker has the caller's thread waking, spinning and
+ * yielding next to it on the rank's cores (the likely cost; no CPU time in
+ * ruda's own code explains it). So when the device has nothing queued or
  * running (ruda__client_run_if_idle) and the buffers are at most
  * RUDA_MPI_INLINE_BYTES (no limit when unset; 0: always queue), the caller
  * runs the job itself, over the host addresses the group remembers per
