@@ -22,6 +22,7 @@
  * (an older driver) or returns it too (580.x: the device is lost for the
  * process). */
 #include <cuda.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -70,6 +71,21 @@ void ruda_stand_in_fault(int code, int recovers);
 void ruda_stand_in_fault(int code, int recovers) {
   atomic_store(&reset_recovers, recovers);
   atomic_store(&pending_fault, code);
+}
+
+/* Loaded modules, in a list: a context reset frees them (as the driver's
+ * does), and those of a context that could not be reset stay reachable
+ * until exit (as the driver's do). */
+typedef struct module {
+  struct module *prev, *next;
+} module_t;
+static module_t modules = {&modules, &modules};
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void module_free_locked(module_t *n) {
+  n->prev->next = n->next;
+  n->next->prev = n->prev;
+  free(n);
 }
 
 /* Success, or the sticky error of a poisoned context. */
@@ -176,7 +192,11 @@ CUresult cuDevicePrimaryCtxRelease(CUdevice d) { return d == 0 ? ok() : CUDA_ERR
 CUresult cuDevicePrimaryCtxReset(CUdevice d) {
   if (d != 0) return CUDA_ERROR_INVALID_DEVICE;
   if (atomic_load(&reset_recovers)) atomic_store(&sticky_fault, 0);
-  return ok();
+  if (ok() != CUDA_SUCCESS) return ok();
+  pthread_mutex_lock(&modules_lock); /* the context took its modules */
+  while (modules.next != &modules) module_free_locked(modules.next);
+  pthread_mutex_unlock(&modules_lock);
+  return CUDA_SUCCESS;
 }
 CUresult cuCtxSetCurrent(CUcontext c) {
   current = c;
@@ -313,11 +333,21 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute a, CUdeviceptr p)
 
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
   if (image == NULL) return CUDA_ERROR_INVALID_IMAGE;
-  *m = malloc(16);
-  return *m ? ok() : CUDA_ERROR_OUT_OF_MEMORY;
+  module_t *n = malloc(sizeof *n);
+  *m = (CUmodule)(void *)n;
+  if (!n) return CUDA_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_lock(&modules_lock);
+  n->next = modules.next;
+  n->prev = &modules;
+  modules.next->prev = n;
+  modules.next = n;
+  pthread_mutex_unlock(&modules_lock);
+  return ok();
 }
 CUresult cuModuleUnload(CUmodule m) {
-  free(m);
+  pthread_mutex_lock(&modules_lock);
+  if (m) module_free_locked((module_t *)(void *)m);
+  pthread_mutex_unlock(&modules_lock);
   return ok();
 }
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *name) {
