@@ -173,6 +173,14 @@ ruda_log_level_t ruda_log_level(ruda_log_channel_t channel) {
   return (ruda_log_level_t)level_of(channel);
 }
 
+/* Where sink i writes (NULL: a file that could not be opened); under
+ * g_lock. */
+static FILE *sink_file(size_t i) {
+  return g_sinks[i].kind == SINK_STDOUT   ? stdout
+         : g_sinks[i].kind == SINK_STDERR ? stderr
+                                          : g_sinks[i].fp;
+}
+
 void ruda_logv(ruda_log_channel_t channel, ruda_log_level_t level, const char *fmt, va_list ap) {
   if (!fmt || !ruda_log_enabled(channel, level)) return;
   char stack[512];
@@ -201,9 +209,7 @@ void ruda_logv(ruda_log_channel_t channel, ruda_log_level_t level, const char *f
   unsigned mask = g_channel_sinks[channel];
   for (size_t i = 0; i < g_nsinks; i++) {
     if (!(mask & (1u << i))) continue;
-    FILE *fp = g_sinks[i].kind == SINK_STDOUT   ? stdout
-               : g_sinks[i].kind == SINK_STDERR ? stderr
-                                                : g_sinks[i].fp;
+    FILE *fp = sink_file(i);
     if (!fp) continue;
     fwrite(line, 1, len, fp);
     fflush(fp);
@@ -222,9 +228,7 @@ void ruda__log_always(ruda_log_channel_t channel, const char *text) {
   bool written = false;
   for (size_t i = 0; i < g_nsinks; i++) {
     if (!(mask & (1u << i))) continue;
-    FILE *fp = g_sinks[i].kind == SINK_STDOUT   ? stdout
-               : g_sinks[i].kind == SINK_STDERR ? stderr
-                                                : g_sinks[i].fp;
+    FILE *fp = sink_file(i);
     if (!fp) continue;
     fprintf(fp, "[ruda %s] %s%s", ruda_log_channel_name(channel), text, nl);
     fflush(fp);

@@ -33,18 +33,10 @@ ruda_status_t ruda__exclusive_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
   if (want > p->opt.max_alloc_size) want = p->opt.max_alloc_size;
   /* After a refusal of the storage, a page of the request's own size. */
   uint64_t alloc_size = ruda__round_up(ps->exact_pages ? size : want, p->alignment);
-  ruda__slice_t *s = ruda__slice_get(ps);
-  if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__slice_t *s;
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(ps, p, alloc_size, &pg);
-  if (st) {
-    ruda__slice_put(ps, s);
-    return st;
-  }
-  s->page = pg;
-  s->offset = 0;
-  s->memory = NULL;
-  s->prev = s->next = NULL;
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, alloc_size, size, &pg, &s);
+  if (st) return st;
   pg->slice = s;
   pg->free_count = 4;
   ruda__slice_mark_used(p, s, size);

@@ -110,14 +110,10 @@ ruda_status_t ruda__persistent_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
                                      uint64_t size, ruda__slice_t **out) {
   if (!ruda__persistent_fits(p, size)) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   uint64_t key = ruda__persistent_key(p, size);
-  ruda__slice_t *s = ruda__slice_get(ps);
-  if (!s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda__slice_t *s;
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(ps, p, key, &pg);
-  if (st) {
-    ruda__slice_put(ps, s);
-    return st;
-  }
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, key, size, &pg, &s);
+  if (st) return st;
   /* The bucket only exists once its first slice does. */
   ruda__bucket_t *b = ruda__bucket_get(p, key);
   if (!b) {
@@ -129,10 +125,6 @@ ruda_status_t ruda__persistent_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
   b->count++;
   pg->bucket_key = key;
   pg->slice = s;
-  s->page = pg;
-  s->offset = 0;
-  s->memory = NULL;
-  s->prev = s->next = NULL;
   ruda__slice_mark_used(p, s, size);
   *out = s;
   return NULL;

@@ -113,6 +113,24 @@ ruda_status_t ruda__pool_page_new(ruda__page_store_t *ps, ruda__pool_t *p, uint6
   return NULL;
 }
 
+ruda_status_t ruda__pool_page_with_slice(ruda__page_store_t *ps, ruda__pool_t *p,
+                                         uint64_t page_size, uint64_t size, ruda__page_t **pg,
+                                         ruda__slice_t **s) {
+  *s = ruda__slice_get(ps);
+  if (!*s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
+  ruda_status_t st = ruda__pool_page_new(ps, p, page_size, pg);
+  if (st) {
+    ruda__slice_put(ps, *s);
+    *s = NULL;
+    return st;
+  }
+  (*s)->page = *pg;
+  (*s)->offset = 0;
+  (*s)->memory = NULL;
+  (*s)->prev = (*s)->next = NULL;
+  return NULL;
+}
+
 void ruda__pool_page_free(ruda__page_store_t *ps, ruda__pool_t *p, ruda__page_t *pg) {
   for (ruda__slice_t *s = pg->first, *n; s; s = n) {
     n = s->next;

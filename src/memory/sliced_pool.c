@@ -99,22 +99,14 @@ static uint64_t ruda__sliced_page_size(const ruda__page_store_t *ps, const ruda_
 
 ruda_status_t ruda__sliced_alloc(ruda__page_store_t *ps, ruda__pool_t *p, uint64_t size,
                                  ruda__slice_t **out) {
-  ruda__slice_t *first = ruda__slice_get(ps);
-  if (!first) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   uint64_t page_size = ruda__sliced_page_size(ps, p, size);
+  ruda__slice_t *first;
   ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_new(ps, p, page_size, &pg);
-  if (st) {
-    ruda__slice_put(ps, first);
-    return st;
-  }
-  first->page = pg;
-  first->offset = 0;
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, page_size, size, &pg, &first);
+  if (st) return st;
   first->size = page_size;
   first->padding = 0;
   first->used = false;
-  first->memory = NULL;
-  first->prev = first->next = NULL;
   pg->first = first;
   pg->free_bytes = page_size;
   pg->root = ruda__free_tree_insert(NULL, first);

@@ -1120,10 +1120,14 @@ static ruda_status_t make_key(const ruda_tune_op_t *op, const ruda_tune_args_t *
   return NULL;
 }
 
-/* The decision of this call, or a fixed candidate (off, pinned): *fixed. */
-static ruda_status_t resolve(ruda_tune_op_t *op, const ruda_tune_args_t *args,
-                             ruda_tune_key_t *key, decision_t **d, int64_t *fixed) {
+/* Checks the call (`fn` names it), then finds its decision, or a fixed
+ * candidate (off, pinned): *fixed. */
+static ruda_status_t resolve(ruda_tune_op_t *op, ruda_client_t *client,
+                             const ruda_tune_args_t *args, const char *fn, ruda_tune_key_t *key,
+                             decision_t **d, int64_t *fixed) {
   *d = NULL;
+  ruda_status_t checked = check_call(op, client, args, fn);
+  if (checked) return checked;
   *fixed = -1;
   if (op->pinned >= 0) {
     *fixed = op->pinned;
@@ -1145,12 +1149,10 @@ static ruda_status_t resolve(ruda_tune_op_t *op, const ruda_tune_args_t *args,
 
 RUDA__HOT ruda_status_t ruda_tune_op_launch(ruda_tune_op_t *op, ruda_client_t *client,
                                             const ruda_tune_args_t *args) {
-  ruda_status_t st = check_call(op, client, args, "ruda_tune_op_launch");
-  if (st) return st;
   ruda_tune_key_t key;
   decision_t *d;
   int64_t fixed;
-  st = resolve(op, args, &key, &d, &fixed);
+  ruda_status_t st = resolve(op, client, args, "ruda_tune_op_launch", &key, &d, &fixed);
   if (st) return st;
   if (fixed >= 0) return launch_cand(op, client, (size_t)fixed, args);
   ruda_status_t last = NULL;
@@ -1182,12 +1184,10 @@ RUDA__HOT ruda_status_t ruda_tune_op_launch(ruda_tune_op_t *op, ruda_client_t *c
 ruda_status_t ruda_tune_op_select(ruda_tune_op_t *op, ruda_client_t *client,
                                   const ruda_tune_args_t *args, size_t *out_index,
                                   const char **out_name) {
-  ruda_status_t st = check_call(op, client, args, "ruda_tune_op_select");
-  if (st) return st;
   ruda_tune_key_t key;
   decision_t *d;
   int64_t fixed;
-  st = resolve(op, args, &key, &d, &fixed);
+  ruda_status_t st = resolve(op, client, args, "ruda_tune_op_select", &key, &d, &fixed);
   if (st) return st;
   size_t pick = SIZE_MAX;
   if (fixed >= 0) {
