@@ -67,12 +67,7 @@ TEST(disk_cache_hit_from_a_second_process) {
   ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
 
   /* A corrupt entry is skipped with a log line and recompiled. */
-  FILE *f = fopen(cubin, "r+b");
-  ASSERT_NOT_NULL(f);
-  fseek(f, 64, SEEK_SET);
-  fputs("garbage garbage garbage", f);
-  fclose(f);
-  ASSERT_EQ(run_cache_child("corrupt", tag, dir), 0);
+  corrupt_and_rerun(cubin, tag, dir);
 }
 
 /* The cache directory is part of the settings a device reads once, so the

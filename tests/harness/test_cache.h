@@ -65,6 +65,19 @@ static __attribute__((unused)) bool find_cached(const char *dir, const char *sub
   return found;
 }
 
+/* Corrupts the cache entry at `path` (bytes from offset 64 overwritten),
+ * then asserts that the child process in mode "corrupt" (which skips the
+ * entry and compiles again) passes. */
+static __attribute__((unused)) void corrupt_and_rerun(const char *path, const char *tag,
+                                                      const char *cache_dir) {
+  FILE *f = fopen(path, "r+b");
+  ASSERT_NOT_NULL(f);
+  fseek(f, 64, SEEK_SET);
+  fputs("garbage garbage garbage", f);
+  fclose(f);
+  ASSERT_EQ(run_cache_child("corrupt", tag, cache_dir), 0);
+}
+
 /* Launches the kernel `cached` of `format`, whose source is `body` after
  * a comment naming `tag` (so that its first compile misses), on one ruda
  * of 32 units that each write out[i] = i + info[0], and checks its

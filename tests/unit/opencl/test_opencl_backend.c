@@ -185,12 +185,7 @@ TEST(disk_cache_hit_from_a_second_process) {
   /* ...a second one finds it on disk. */
   ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
   /* A corrupt entry is skipped with a warning and rebuilt. */
-  FILE *f = fopen(bin, "r+b");
-  ASSERT_NOT_NULL(f);
-  fseek(f, 64, SEEK_SET);
-  fputs("garbage garbage garbage", f);
-  fclose(f);
-  ASSERT_EQ(run_cache_child("corrupt", tag, dir), 0);
+  corrupt_and_rerun(bin, tag, dir);
 }
 
 /* ---- Sub-buffers ---- */
