@@ -64,6 +64,17 @@ static void run_free(run_result_t *r) {
   r->out = NULL;
 }
 
+/* Runs `ruda args` and asserts its exit code and, unless `want` is NULL,
+ * that its output contains `want`. */
+static void expect_run(const char *env, const char *args, int code, const char *want) {
+  run_result_t r = run(env, args);
+  if (r.code != code || (want && !strstr(r.out, want)))
+    rt_fail_msg(__FILE__, __LINE__, "`ruda %s` exited %d:\n%s", args, r.code, r.out);
+  ASSERT_EQ(r.code, code);
+  if (want) ASSERT_STR_CONTAINS(r.out, want);
+  run_free(&r);
+}
+
 TEST(devices_lists_a_sane_cpu_device) {
   run_result_t r = run(NULL, "devices");
   ASSERT_EQ(r.code, 0);
@@ -354,18 +365,10 @@ TEST(help_and_usage_errors_use_the_documented_exit_codes) {
     ASSERT_STR_CONTAINS(r.out, "usage: ruda");
     run_free(&r);
   }
-  r = run(NULL, "frobnicate 2>/dev/null");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
-  r = run(NULL, "bench nosuchgroup 2>/dev/null");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
-  r = run(NULL, "demo --device potato 2>/dev/null");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
-  r = run(NULL, "devices --bogus 2>/dev/null");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
+  expect_run(NULL, "frobnicate 2>/dev/null", 2, NULL);
+  expect_run(NULL, "bench nosuchgroup 2>/dev/null", 2, NULL);
+  expect_run(NULL, "demo --device potato 2>/dev/null", 2, NULL);
+  expect_run(NULL, "devices --bogus 2>/dev/null", 2, NULL);
 }
 
 /* `ruda version` is `ruda --version`, as `help` is `--help`. */
@@ -426,10 +429,7 @@ TEST(tune_command_runs_lists_exports_clears_and_imports) {
   ASSERT_STR_CONTAINS(r.out, "n=131072");
   ASSERT_STR_CONTAINS(r.out, "2 entries in");
   run_free(&r);
-  r = run(env, "tune show sum_f32");
-  ASSERT_EQ(r.code, 0);
-  ASSERT_STR_CONTAINS(r.out, "scores: ");
-  run_free(&r);
+  expect_run(env, "tune show sum_f32", 0, "scores: ");
   char args[800];
   snprintf(args, sizeof args, "tune export '%s'", file);
   r = run(env, args);
@@ -447,14 +447,7 @@ TEST(tune_command_runs_lists_exports_clears_and_imports) {
   r = run(env, "tune list");
   ASSERT_STR_CONTAINS(r.out, "2 entries in");
   run_free(&r);
-  r = run(env, "tune run nope --sizes 4 2>&1");
-  ASSERT_EQ(r.code, 1);
-  ASSERT_STR_CONTAINS(r.out, "no tuned operation 'nope'");
-  run_free(&r);
-  r = run(env, "tune run matmul_f32 --sizes 4,x 2>&1");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
-  r = run(env, "tune frobnicate 2>&1");
-  ASSERT_EQ(r.code, 2);
-  run_free(&r);
+  expect_run(env, "tune run nope --sizes 4 2>&1", 1, "no tuned operation 'nope'");
+  expect_run(env, "tune run matmul_f32 --sizes 4,x 2>&1", 2, NULL);
+  expect_run(env, "tune frobnicate 2>&1", 2, NULL);
 }
