@@ -33,9 +33,7 @@
 #   opencl_perf_stderr.txt   progress lines (parts tables, compile breakdown)
 # and prints a summary: each case's ratios over the runs.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-OUT="${OUT:-$PWD/gpu-out}"
-mkdir -p "$OUT"
+source "$(dirname "$0")/gpu_common.sh"
 RUNS=3
 KERNELS=1
 MPI=0
@@ -47,15 +45,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-export RUDA_CACHE_DIR="${RUDA_CACHE_DIR:-$PWD/build-gpu/ruda-cache}"
-if [ ! -x build-gpu/tools/ruda ]; then
-  start=$(date +%s)
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > "$OUT/opencl_perf_build.log" 2>&1 &&
-    ninja -C build-gpu -j "$(nproc)" >> "$OUT/opencl_perf_build.log" 2>&1 ||
-    { tail -30 "$OUT/opencl_perf_build.log"; exit 1; }
-  echo "build in $(( $(date +%s) - start ))s"
-fi
+gpu_build_tools opencl_perf_build.log
 RUDA=build-gpu/tools/ruda
 {
   echo "== date"; date -u
