@@ -43,5 +43,13 @@ ruda_kernel_t *cts_kernel_unrunnable(void);
 /* Creates a kernel from `d`; the suite's own kernels must build (aborts
  * with the error otherwise). */
 ruda_kernel_t *cts_kernel_from(ruda_kernel_desc_t d);
+/* Launches fill_u32 with `count` over the first `n` u32 of `h` (out[i] =
+ * `value`); the launch's status. */
+ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n, uint32_t value,
+                           ruda_count_t count);
+/* A buffer of CTS_UNITS zeros filled with `value` by a launch of `count`
+ * and read back into `out`; fails the test on any error. */
+void cts_fill_and_read(ruda_client_t *c, ruda_count_t count, uint32_t value,
+                       uint32_t out[CTS_UNITS]);
 
 #endif

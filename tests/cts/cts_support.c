@@ -148,3 +148,23 @@ ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared) {
   d.shared_mem_bytes = shared;
   return cts_kernel_from(d);
 }
+
+ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n, uint32_t value,
+                           ruda_count_t count) {
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {n, value};
+  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 2}};
+  ruda_status_t s = ruda_client_launch(c, k, count, &args);
+  ruda_kernel_release(k);
+  return s;
+}
+
+void cts_fill_and_read(ruda_client_t *c, ruda_count_t count, uint32_t value,
+                       uint32_t out[CTS_UNITS]) {
+  memset(out, 0, CTS_UNITS * sizeof out[0]);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, out, CTS_UNITS * sizeof out[0], &h));
+  ASSERT_OK(cts_fill_u32(c, &h, CTS_UNITS, value, count));
+  ASSERT_OK(ruda_client_read(c, &h, out, CTS_UNITS * sizeof out[0]));
+  ruda_handle_release(&h);
+}

@@ -67,18 +67,9 @@ TEST(shared_memory_reduction) {
 }
 
 TEST(empty_count_launches_nothing) {
-  ruda_client_t *c = cts_client();
-  uint32_t v[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {CTS_UNITS, 5};
-  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(0, 1, 1), &args));
-  ASSERT_OK(ruda_client_read(c, &h, v, sizeof v));
+  uint32_t v[CTS_UNITS];
+  cts_fill_and_read(cts_client(), ruda_count_static(0, 1, 1), 5, v);
   ASSERT_UEQ(v[0], 0);
-  ruda_kernel_release(k);
-  ruda_handle_release(&h);
 }
 
 /* A launch that breaks a limit the device's properties decide: the launch

@@ -43,12 +43,7 @@ static void expect_errors(ruda_status_t s, size_t n, ruda_error_kind_t kind) {
 
 /* Launches fill_u32 over `h` (n elements) with `value`. */
 static ruda_status_t fill(ruda_client_t *c, ruda_handle_t *h, uint32_t n, uint32_t value) {
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {n, value};
-  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 2}};
-  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(n / CTS_UNITS, 1, 1), &args);
-  ruda_kernel_release(k);
-  return s;
+  return cts_fill_u32(c, h, n, value, ruda_count_static(n / CTS_UNITS, 1, 1));
 }
 
 TEST(a_good_launch_never_returns_an_earlier_error) {

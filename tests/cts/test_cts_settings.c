@@ -166,18 +166,9 @@ static void cache_scenario(bool off) {
   char want[4096];
   snprintf(want, sizeof want, "%s/ruda", getenv("XDG_CACHE_HOME"));
   if (!off) ASSERT_STR_EQ(dir, want);
-  ruda_client_t *c = cts_client();
-  uint32_t v[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {CTS_UNITS, 8};
-  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args));
-  ASSERT_OK(ruda_client_read(c, &h, v, sizeof v));
+  uint32_t v[CTS_UNITS];
+  cts_fill_and_read(cts_client(), ruda_count_static(1, 1, 1), 8, v);
   ASSERT_UEQ(v[0], 8);
-  ruda_kernel_release(k);
-  ruda_handle_release(&h);
   if (off) {
     ASSERT_FALSE(holds_a_file(want));
   } else {

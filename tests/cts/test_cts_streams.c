@@ -219,11 +219,7 @@ TEST(memory_returns_to_baseline_after_cross_stream_use) {
 /* ---- Dispatch counts that cannot run ---- */
 
 static ruda_status_t launch_and_sync(ruda_client_t *c, ruda_count_t count, ruda_handle_t *buf) {
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {CTS_UNITS, 9};
-  ruda_kernel_args_t args = {.buffers = buf, .num_buffers = 1, .info = {info, 2, 2}};
-  ruda_status_t s = ruda_client_launch(c, k, count, &args);
-  ruda_kernel_release(k);
+  ruda_status_t s = cts_fill_u32(c, buf, CTS_UNITS, 9, count);
   if (s) return s;
   return ruda_client_sync(c);
 }
