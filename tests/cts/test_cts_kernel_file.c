@@ -5,6 +5,7 @@
 #include <stdio.h>
 
 #include "cts.h"
+#include "test_kernel.h"
 
 #define KERNEL_FILE RUDA_TEST_SOURCE_DIR "/tests/cts/files/affine.rk.c"
 
@@ -77,13 +78,8 @@ TEST(kernel_text_with_an_include_folder) {
       "            RUDA_BUFFER(int32_t *restrict, out), RUDA_SCALAR(uint32_t, n)) {\n"
       "  RUDA_UNITS(u) { if (u.abs_x < n) out[u.abs_x] = in[u.abs_x] * SCALE + OFFSET; }\n"
       "}\n";
-  const char *opts[] = {"-I" RUDA_TEST_SOURCE_DIR "/tests/cts/files"};
-  ruda_kernel_source_t src;
-  memset(&src, 0, sizeof src);
-  src.options = opts;
-  src.num_options = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_from_text(text, 0, "inline_affine.c", &src, &k));
+  ruda_kernel_t *k =
+      test_kernel_from_text(text, "inline_affine.c", "-I" RUDA_TEST_SOURCE_DIR "/tests/cts/files");
   check_affine(k, -1, 7);
   ruda_kernel_release(k);
 }
@@ -94,12 +90,7 @@ TEST(compile_errors_name_the_users_file_and_line) {
   ruda_client_t *c = cts_client();
   ruda_handle_t h;
   ASSERT_OK(ruda_client_empty(c, 64 * 4, &h));
-  ruda_kernel_args_t args;
-  memset(&args, 0, sizeof args);
-  args.buffers = &h;
-  args.num_buffers = 1;
-  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args);
-  if (!s) s = ruda_client_sync(c);
+  ruda_status_t s = test_launch_and_sync(c, k, &h);
   ASSERT_NOT_NULL(s);
   char *text = ruda_status_to_string(s);
   /* file:line (gcc, clang) or file(line) (NVRTC). */

@@ -34,14 +34,7 @@ static ruda_client_t *client(void) {
 }
 
 static ruda_kernel_t *kernel(const char *factor_opt) {
-  const char *opts[] = {factor_opt};
-  ruda_kernel_source_t src;
-  memset(&src, 0, sizeof src);
-  src.options = opts;
-  src.num_options = 1;
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_from_text(k_text, 0, "triple.c", &src, &k));
-  return k;
+  return test_kernel_from_text(k_text, "triple.c", factor_opt);
 }
 
 static ruda_status_t run(ruda_kernel_t *k, uint32_t factor, bool check) {

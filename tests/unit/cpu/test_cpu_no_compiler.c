@@ -24,19 +24,11 @@ TEST(no_compiler_is_unavailable_and_names_what_was_looked_for) {
       "RUDA_KERNEL(k, RUDA_DIM(1, 1, 1), RUDA_BUFFER(uint32_t *, x)) {\n"
       "  RUDA_SINGLE x[0] = 1;\n"
       "}\n";
-  ruda_kernel_source_t src;
-  memset(&src, 0, sizeof src);
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_from_text(text, 0, NULL, &src, &k));
+  ruda_kernel_t *k = test_kernel_from_text(text, NULL, NULL);
   uint32_t x[4] = {0};
   ruda_handle_t h;
   ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &h));
-  ruda_kernel_args_t args;
-  memset(&args, 0, sizeof args);
-  args.buffers = &h;
-  args.num_buffers = 1;
-  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args);
-  if (!s) s = ruda_client_sync(c);
+  ruda_status_t s = test_launch_and_sync(c, k, &h);
   ASSERT_NOT_NULL(s);
   char *msg = ruda_status_to_string(s);
   ASSERT_STR_CONTAINS(msg, "A backend, library or device is unavailable");
@@ -49,6 +41,7 @@ TEST(no_compiler_is_unavailable_and_names_what_was_looked_for) {
   ruda_kernel_code_t code = ruda_kernel_code_cpu(add_one);
   ruda_kernel_desc_t d = test_kernel_desc("add_one", ruda_dim_new_1d(1), &code);
   ASSERT_OK(ruda_kernel_create(&d, &k));
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
   ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args));
   ASSERT_OK(ruda_client_read(c, &h, x, sizeof x));
   for (int i = 0; i < 4; i++) ASSERT_UEQ(x[i], 1);
