@@ -3,6 +3,7 @@
  * created on first use. */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tune/kernels/tuned_kernels.h"
@@ -111,7 +112,8 @@ typedef struct op_spec {
   ruda_status_t (*count)(const ruda_tune_args_t *args, const void *param, ruda_count_t *out);
   ruda_status_t (*launch)(ruda_client_t *client, ruda_kernel_t *kernel,
                           const ruda_tune_args_t *args, const void *param);
-  const void *params; /* candidate i's param: params + i * param_size */
+  const void *params; /* candidate i's param: params + i * param_size (unless
+                         create_op is given one pointer each) */
   size_t param_size;
   const ruda_tune_dim_t *dims;
   size_t num_dims;
@@ -119,12 +121,13 @@ typedef struct op_spec {
   double tol; /* check_rtol and check_atol, against candidate 0 */
 } op_spec_t;
 
-enum { MAX_CANDIDATES = 6 };
+enum { MAX_CANDIDATES = 8 };
 
 /* Creates the operation of `n` candidates (names[i] on kernels[i]); the
  * kernels stay the caller's. */
 static ruda_status_t create_op(ruda_client_t *c, const op_spec_t *s, const char *const *names,
-                               ruda_kernel_t *const *kernels, size_t n, ruda_tune_op_t **out) {
+                               ruda_kernel_t *const *kernels, const void *const *params, size_t n,
+                               ruda_tune_op_t **out) {
   ruda_tune_candidate_t cands[MAX_CANDIDATES];
   memset(cands, 0, sizeof cands);
   for (size_t i = 0; i < n; i++) {
@@ -132,7 +135,7 @@ static ruda_status_t create_op(ruda_client_t *c, const op_spec_t *s, const char 
     cands[i].kernel = kernels[i];
     cands[i].count = s->count;
     cands[i].launch = s->launch;
-    cands[i].param = (const char *)s->params + i * s->param_size;
+    cands[i].param = params ? params[i] : (const char *)s->params + i * s->param_size;
   }
   ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
   d.name = k_op_names[s->which];
@@ -149,43 +152,117 @@ static ruda_status_t create_op(ruda_client_t *c, const op_spec_t *s, const char 
   return ruda_tune_op_create(c, &d, out);
 }
 
+/* The register-blocked candidates (kernels/matmul_micro.h), built from
+ * the file's text with -D values: on cpu:N the backend compiles it at run
+ * time for this processor (compilation.cpu_flags, -O3 -march=native by
+ * default), so the tile's columns become the processor's widest vectors. */
+extern const char ruda_kernel_text__tuned_mm_micro[];
+
+typedef struct mu_shape {
+  const char *name;
+  uint32_t mr, nr, bx, by, kc;
+} mu_shape_t;
+
+/* For CPUs: a unit's tile two to four vectors of 16 wide, k in blocks
+ * (cache blocking). */
+static const mu_shape_t k_mu_cpu[] = {
+    {"mu_8x32_b1x16_kc256", 8, 32, 1, 16, 256},
+    {"mu_6x32_b1x16_kc256", 6, 32, 1, 16, 256},
+    {"mu_4x64_b1x16_kc128", 4, 64, 1, 16, 128},
+    {"mu_6x32_b2x8_k", 6, 32, 2, 8, 0},
+};
+/* For GPUs: a few elements per unit (registers), many units. */
+static const mu_shape_t k_mu_gpu[] = {
+    {"mu_4x4_b16x16_k", 4, 4, 16, 16, 0},
+    {"mu_8x4_b16x8_k", 8, 4, 16, 8, 0},
+};
+#define NUM_MU_CPU (sizeof k_mu_cpu / sizeof k_mu_cpu[0])
+#define NUM_MU_GPU (sizeof k_mu_gpu / sizeof k_mu_gpu[0])
+static const mm_param_t k_mu_cpu_param[NUM_MU_CPU] = {
+    {8 * 16, 32}, {6 * 16, 32}, {4 * 16, 64}, {6 * 8, 32 * 2}};
+static const mm_param_t k_mu_gpu_param[NUM_MU_GPU] = {{4 * 16, 4 * 16}, {8 * 8, 4 * 16}};
+
+static ruda_status_t make_micro(const mu_shape_t *sh, bool cpu, ruda_kernel_t **out) {
+  char d[5][32];
+  snprintf(d[0], sizeof d[0], "-DMU_MR=%u", sh->mr);
+  snprintf(d[1], sizeof d[1], "-DMU_NR=%u", sh->nr);
+  snprintf(d[2], sizeof d[2], "-DMU_BX=%u", sh->bx);
+  snprintf(d[3], sizeof d[3], "-DMU_BY=%u", sh->by);
+  snprintf(d[4], sizeof d[4], "-DMU_KC=%u", sh->kc);
+  /* GCC keeps to 256-bit vectors on most AVX-512 processors unless told:
+   * the tiles are 512-bit wide. */
+  const char *const opts[6] = {d[0], d[1], d[2], d[3], d[4], "-mprefer-vector-width=512"};
+  ruda_kernel_source_t src;
+  memset(&src, 0, sizeof src);
+  src.entry = "tuned_mm_micro";
+  src.options = opts;
+  src.num_options = cpu ? 6 : 5;
+  return ruda_kernel_from_text(ruda_kernel_text__tuned_mm_micro, 0, "tuned matmul (micro)", &src,
+                               out);
+}
+
 static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
-  enum { PORTABLE = 6, MAX = 12 };
-  ruda_kernel_t *k[MAX] = {0};
-  ruda_status_t st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w1_k16, &k[0]);
-  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w2_k16_v2, &k[1]);
-  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b32x8_w4_k16_v4, &k[2]);
-  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x1_w8_k64_v4, &k[3]);
-  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x4_w4_k32_v4, &k[4]);
-  if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b128x1_w4_k64_v4, &k[5]);
-  static const char *const names[MAX] = {
-      "b16x16_w1_k16",         "b16x16_w2_k16_v2",      "b32x8_w4_k16_v4",
-      "b64x1_w8_k64_v4",       "b64x4_w4_k32_v4",       "b128x1_w4_k64_v4",
-      "b16x16_w1_k16_avx2",    "b16x16_w2_k16_v2_avx2", "b32x8_w4_k16_v4_avx2",
-      "b64x1_w8_k64_v4_avx2",  "b64x4_w4_k32_v4_avx2",  "b128x1_w4_k64_v4_avx2"};
+  enum { PORTABLE = 6, MAX = MAX_CANDIDATES };
+  ruda_kernel_t *built[PORTABLE] = {0};
+  ruda_status_t st = NULL;
+  static const char *const names[2][PORTABLE] = {
+      {"b16x16_w1_k16", "b16x16_w2_k16_v2", "b32x8_w4_k16_v4", "b64x1_w8_k64_v4",
+       "b64x4_w4_k32_v4", "b128x1_w4_k64_v4"},
+      {"b16x16_w1_k16_avx2", "b16x16_w2_k16_v2_avx2", "b32x8_w4_k16_v4_avx2",
+       "b64x1_w8_k64_v4_avx2", "b64x4_w4_k32_v4_avx2", "b128x1_w4_k64_v4_avx2"}};
   /* On a CPU device with AVX2 and FMA, the same kernels built for them
    * (tune_builtin_avx2.c) replace the portable build's, which they beat
    * (wider vectors, fused multiply-adds): named apart, so that their kernel
    * ids, the candidate set and its cache entries differ. */
-  size_t first = 0, n = PORTABLE;
-  ruda_kernel_desc_t wide[PORTABLE];
-  if (!st && ruda_client_device(c).type_id == RUDA_DEVICE_TYPE_CPU && ruda__tune_have_avx2() &&
-      ruda__tune_matmul_avx2_descs(wide, PORTABLE) == PORTABLE) {
+  const bool cpu = ruda_client_device(c).type_id == RUDA_DEVICE_TYPE_CPU;
+  int wide = 0;
+  ruda_kernel_desc_t descs[PORTABLE];
+  if (cpu && ruda__tune_have_avx2() &&
+      ruda__tune_matmul_avx2_descs(descs, PORTABLE) == PORTABLE) {
+    wide = 1;
     for (size_t i = 0; i < PORTABLE && !st; i++) {
-      wide[i].name = names[PORTABLE + i];
-      st = ruda_kernel_create(&wide[i], &k[PORTABLE + i]);
+      descs[i].name = names[1][i];
+      st = ruda_kernel_create(&descs[i], &built[i]);
     }
-    first = PORTABLE;
+  } else {
+    st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w1_k16, &built[0]);
+    if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b16x16_w2_k16_v2, &built[1]);
+    if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b32x8_w4_k16_v4, &built[2]);
+    if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x1_w8_k64_v4, &built[3]);
+    if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x4_w4_k32_v4, &built[4]);
+    if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b128x1_w4_k64_v4, &built[5]);
   }
-  if (st) {
-    release_all(k, MAX);
-    return st;
+  /* The candidates: the default (candidate 0, the reference the others are
+   * checked against), then on a CPU the two tiled kernels with long rows
+   * (the others lose there and would only lengthen tuning), on other
+   * devices all six; then the register-blocked ones. */
+  static const size_t cpu_tiled[] = {0, 3, 5};
+  const char *cn[MAX];
+  ruda_kernel_t *ck[MAX] = {0};
+  const void *cp[MAX];
+  size_t n = 0;
+  for (size_t i = 0; i < (cpu ? 3 : PORTABLE) && !st; i++) {
+    size_t t = cpu ? cpu_tiled[i] : i;
+    cn[n] = names[wide][t];
+    ck[n] = built[t];
+    cp[n++] = &k_mm[t];
   }
-  static const ruda_tune_dim_t dims[3] = {{"m", 2}, {"n", 2}, {"k", 2}};
-  static const op_spec_t spec = {OP_MATMUL, mm_count, NULL, k_mm, sizeof k_mm[0], dims, 3,
-                                 {RUDA_TUNE_READ, RUDA_TUNE_READ, RUDA_TUNE_WRITE}, 1e-3};
-  st = create_op(c, &spec, names + first, k + first, n, out);
-  release_all(k, MAX);
+  const mu_shape_t *mu = cpu ? k_mu_cpu : k_mu_gpu;
+  const mm_param_t *mp = cpu ? k_mu_cpu_param : k_mu_gpu_param;
+  for (size_t i = 0; i < (cpu ? NUM_MU_CPU : NUM_MU_GPU) && !st; i++) {
+    st = make_micro(&mu[i], cpu, &ck[n]);
+    cn[n] = mu[i].name;
+    cp[n++] = &mp[i];
+  }
+  if (!st) {
+    static const ruda_tune_dim_t dims[3] = {{"m", 2}, {"n", 2}, {"k", 2}};
+    static const op_spec_t spec = {OP_MATMUL, mm_count, NULL, NULL, 0, dims, 3,
+                                   {RUDA_TUNE_READ, RUDA_TUNE_READ, RUDA_TUNE_WRITE}, 1e-3};
+    st = create_op(c, &spec, cn, ck, cp, n, out);
+  }
+  release_all(built, PORTABLE);
+  for (size_t i = 0; i < n; i++)
+    if (i >= (cpu ? 3 : PORTABLE)) ruda_kernel_release(ck[i]);
   return st;
 }
 
@@ -205,7 +282,7 @@ static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
   static const op_spec_t spec = {OP_SUM, NULL, sum_launch, k_sum, sizeof k_sum[0], dims, 1,
                                  {RUDA_TUNE_READ, RUDA_TUNE_WRITE, RUDA_TUNE_WORKSPACE}, 1e-3};
-  st = create_op(c, &spec, names, k, 5, out);
+  st = create_op(c, &spec, names, k, NULL, 5, out);
   release_all(k, 5);
   return st;
 }
@@ -225,7 +302,7 @@ static ruda_status_t make_triad(ruda_client_t *c, ruda_tune_op_t **out) {
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
   static const op_spec_t spec = {OP_TRIAD, NULL, triad_launch, k_triad, sizeof k_triad[0], dims,
                                  1, {RUDA_TUNE_WRITE, RUDA_TUNE_READ, RUDA_TUNE_READ}, 0};
-  st = create_op(c, &spec, names, ks, 5, out);
+  st = create_op(c, &spec, names, ks, NULL, 5, out);
   ruda_kernel_release(k64);
   ruda_kernel_release(k256);
   return st;
