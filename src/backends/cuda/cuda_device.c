@@ -1,5 +1,5 @@
 /* CUDA devices: enumeration and the properties ruda reports for them, read
- * from the driver (the choices are listed in docs/cuda.md). */
+ * from the driver (the choices are listed in docs/design/cuda.md). */
 #include <stdio.h>
 #include <string.h>
 

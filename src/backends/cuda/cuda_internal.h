@@ -115,7 +115,7 @@ bool ruda__cu_result_is_sticky(CUresult r);
 
 /* ---- Devices (cuda_device.c) ---- */
 
-/* Properties of `dev` as ruda reports them (docs/cuda.md: alignment 512,
+/* Properties of `dev` as ruda reports them (docs/design/cuda.md: alignment 512,
  * max_page_size = memory / 4, load width 128, features by architecture);
  * `info` receives "NVIDIA H200, sm_90, CUDA driver 13.0" (snprintf
  * semantics). */

@@ -418,7 +418,7 @@ static const ruda__server_vtable_t cuda_vtable = {
     .start_profile = cuda_start_profile,
     .end_profile = cuda_end_profile,
     /* A waiting caller may run the queue itself once cuda_thread_enter
-     * made the context current there (docs/cuda.md). */
+     * made the context current there (docs/design/cuda.md). */
     .any_thread = true,
     .launch_returns_early = true,
     .thread_enter = cuda_thread_enter,

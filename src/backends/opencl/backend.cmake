@@ -25,7 +25,7 @@ endif()
 # tree.
 set(RUDA_BACKEND_CTS_DEVICE opencl:0)
 # Once more as cts_opencl_no_kernel_events_*: kernels without events, syncs
-# fenced by clFinish on the waiting thread, as on GPUs (docs/opencl.md).
+# fenced by clFinish on the waiting thread, as on GPUs (docs/design/opencl.md).
 set(RUDA_BACKEND_CTS_VARIANTS "no_kernel_events=RUDA_OPENCL_KERNEL_EVENTS=0")
 set(RUDA_BACKEND_TEST_LABELS opencl)
 set(RUDA_BACKEND_TEST_ENVIRONMENT "RUDA_CACHE_DIR=${PROJECT_BINARY_DIR}/test-tmp/opencl-cache")

@@ -246,7 +246,7 @@ static ruda_status_t opencl_device_count(uint32_t *out) {
   return NULL;
 }
 
-/* Whether kernels are enqueued with an event (docs/opencl.md): on CPU
+/* Whether kernels are enqueued with an event (docs/design/opencl.md): on CPU
  * devices, where an event is free; not on GPUs, where it costs NVIDIA's
  * driver about 8 us and a sync after a kernel finishes the queue instead.
  * RUDA_OPENCL_KERNEL_EVENTS=0 or 1 chooses either on any device (the
