@@ -23,9 +23,8 @@ static void run_tagged(ruda_client_t *c, const char *tag) {
 }
 
 TEST(cache_child) {
-  const char *mode = getenv("RUDA_TEST_CACHE_MODE");
-  const char *tag = getenv("RUDA_TEST_CACHE_TAG");
-  if (!mode || !tag) SKIP("runs only as the child of disk_cache_hit_from_a_second_process");
+  const char *tag;
+  const char *mode = cache_child_mode(&tag);
   ruda_client_t *c = cuda_client();
   run_tagged(c, tag);
   ruda__cuda_compile_stats_t st = ruda__cuda_compile_stats();

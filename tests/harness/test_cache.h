@@ -24,6 +24,15 @@ __attribute__((constructor)) static void remember_self(void) {
   g_self[n > 0 ? n : 0] = '\0';
 }
 
+/* In the child process: its mode, and its tag in *tag. Elsewhere the test
+ * is skipped. */
+static __attribute__((unused)) const char *cache_child_mode(const char **tag) {
+  const char *mode = getenv("RUDA_TEST_CACHE_MODE");
+  *tag = getenv("RUDA_TEST_CACHE_TAG");
+  if (!mode || !*tag) SKIP("runs only as the child of disk_cache_hit_from_a_second_process");
+  return mode;
+}
+
 /* Runs this program's `cache_child` test in a child process with `mode`,
  * `tag` and the cache directory `cache_dir` (the settings are read once
  * per process); returns its exit status. */

@@ -33,6 +33,18 @@ static inline void reuse_setup(fixture_t *f, const ruda__memory_config_t *cfg,
   ruda__memory_manager_join(f->mm, &f->group, 0);
 }
 
+/* A configuration of one sliced pool of `page_size` pages whose slices up
+ * to `max_slice_size` share a page. */
+static inline ruda__memory_config_t one_sliced_pool(uint64_t page_size, uint64_t max_slice_size) {
+  ruda__memory_config_t cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.configuration = RUDA_MEMORY_CUSTOM;
+  cfg.num_custom = 1;
+  cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = page_size,
+                                         .max_slice_size = max_slice_size};
+  return cfg;
+}
+
 /* A take from the cache, as ruda_client_empty makes it (*hit: whether it
  * found one; else the handle is empty). */
 static inline ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, bool *hit) {

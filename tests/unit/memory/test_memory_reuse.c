@@ -82,12 +82,7 @@ TEST(cached_slices_come_back_before_a_new_page) {
   fixture_t f;
   /* One sliced pool of 8 MiB pages whose slices up to 2 MiB share a page;
    * a 7 MiB slice takes a page of its own. */
-  ruda__memory_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.configuration = RUDA_MEMORY_CUSTOM;
-  cfg.num_custom = 1;
-  cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = 8 * MIB,
-                                         .max_slice_size = 2 * MIB};
+  ruda__memory_config_t cfg = one_sliced_pool(8 * MIB, 2 * MIB);
   setup(&f, &cfg);
   ruda_handle_t a, b;
   ALLOC(f.mm, 7 * MIB, &a);

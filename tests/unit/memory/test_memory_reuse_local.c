@@ -38,6 +38,14 @@ static ruda__reuse_local_t *attach(fixture_t *f) {
   return my_ways(f);
 }
 
+/* setup, then attach: the calling thread's ways (asserted to exist). */
+static ruda__reuse_local_t *setup_attached(fixture_t *f, const ruda__memory_config_t *cfg) {
+  setup(f, cfg);
+  ruda__reuse_local_t *l = attach(f);
+  ASSERT_NOT_NULL(l);
+  return l;
+}
+
 static uint32_t count_in(ruda__reuse_local_t *l) {
   uint32_t n = 0;
   for (uint32_t w = 0; w < RUDA__LOCAL_WAYS; w++) n += atomic_load(&l->way[w]) != NULL;
@@ -131,9 +139,7 @@ TEST(a_release_parks_the_slice_in_the_threads_ways_and_the_next_take_gets_it) {
 TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
   NEED_HEAVY_FENCE();
   fixture_t f;
-  setup(&f, NULL);
-  ruda__reuse_local_t *l = attach(&f);
-  ASSERT_NOT_NULL(l);
+  ruda__reuse_local_t *l = setup_attached(&f, NULL);
   bool hit;
   ruda_handle_t a;
   ALLOC(f.mm, 1000, &a);
@@ -156,15 +162,8 @@ TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
 TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
   NEED_HEAVY_FENCE();
   fixture_t f;
-  ruda__memory_config_t cfg;
-  memset(&cfg, 0, sizeof cfg);
-  cfg.configuration = RUDA_MEMORY_CUSTOM;
-  cfg.num_custom = 1;
-  cfg.custom[0] = (ruda__pool_options_t){.kind = RUDA_POOL_SLICED, .page_size = 8 * MIB,
-                                         .max_slice_size = 2 * MIB};
-  setup(&f, &cfg);
-  ruda__reuse_local_t *l = attach(&f);
-  ASSERT_NOT_NULL(l);
+  ruda__memory_config_t cfg = one_sliced_pool(8 * MIB, 2 * MIB);
+  ruda__reuse_local_t *l = setup_attached(&f, &cfg);
   ruda_handle_t a, b;
   ALLOC(f.mm, 7 * MIB, &a);
   uint64_t reserved = ruda__memory_usage(f.mm).bytes_reserved;
@@ -186,9 +185,7 @@ TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
 TEST(full_ways_displace_one_slice_into_the_shared_sets) {
   NEED_HEAVY_FENCE();
   fixture_t f;
-  setup(&f, NULL);
-  ruda__reuse_local_t *l = attach(&f);
-  ASSERT_NOT_NULL(l);
+  ruda__reuse_local_t *l = setup_attached(&f, NULL);
   bool hit;
   enum { N = RUDA__LOCAL_WAYS + 1 };
   ruda_handle_t h[N];
@@ -317,9 +314,7 @@ TEST(ways_of_a_freed_cache_are_never_used_again) {
    * cache, perhaps at the same address, gives it new ways. ASan checks the
    * rest: no use after free, no leak. */
   fixture_t f;
-  setup(&f, NULL);
-  ruda__reuse_local_t *old = attach(&f);
-  ASSERT_NOT_NULL(old);
+  ruda__reuse_local_t *old = setup_attached(&f, NULL);
   bool hit;
   ruda_handle_t a;
   ALLOC(f.mm, 2048, &a);

@@ -142,9 +142,8 @@ static void run_tagged(ruda_client_t *c, const char *tag) {
 /* Runs in a child process with its own cache directory (the settings are
  * read once per process). */
 TEST(cache_child) {
-  const char *mode = getenv("RUDA_TEST_CACHE_MODE");
-  const char *tag = getenv("RUDA_TEST_CACHE_TAG");
-  if (!mode || !tag) SKIP("runs only as the child of disk_cache_hit_from_a_second_process");
+  const char *tag;
+  const char *mode = cache_child_mode(&tag);
   ruda_client_t *c = client();
   run_tagged(c, tag);
   ruda__opencl_compile_stats_t st = ruda__opencl_compile_stats();
