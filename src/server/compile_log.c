@@ -192,6 +192,14 @@ static void put_line(char *out, size_t cap, size_t *used, const char *line, size
   put(out, cap, used, "%.*s\n", (int)(end - p), p);
 }
 
+/* The line at `p`: its length without the newline in *len; returns where
+ * the next line starts (the terminating NUL after the last one). */
+static const char *line_at(const char *p, size_t *len) {
+  const char *nl = strchr(p, '\n');
+  *len = nl ? (size_t)(nl - p) : strlen(p);
+  return nl ? nl + 1 : p + *len;
+}
+
 enum { MAX_SHOWN_LINES = 60 };
 
 /* Writes the user's messages of `log` (or, with `prelude_too`, every
@@ -202,8 +210,8 @@ static size_t put_messages(char *out, size_t cap, size_t *used, const char *log,
   bool keep = true; /* the current message's lines are shown */
   const char *p = log;
   while (p && *p) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    size_t len;
+    const char *next = line_at(p, &len);
     const char *path = NULL;
     size_t path_len = 0;
     if (len == 0 || ruda__compile_log_is_summary(p, len)) {
@@ -215,7 +223,7 @@ static size_t put_messages(char *out, size_t cap, size_t *used, const char *log,
     } else if (keep && (*shown_lines)++ < MAX_SHOWN_LINES) {
       put_line(out, cap, used, p, len);
     }
-    p += len + (nl ? 1 : 0);
+    p = next;
   }
   return left_out;
 }
@@ -223,12 +231,12 @@ static size_t put_messages(char *out, size_t cap, size_t *used, const char *log,
 static bool has_user_message(const char *log) {
   const char *p = log;
   while (p && *p) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
+    size_t len;
+    const char *next = line_at(p, &len);
     const char *path = NULL;
     size_t path_len = 0;
     if (message_path(p, len, &path, &path_len) && !in_prelude(path, path_len)) return true;
-    p += len + (nl ? 1 : 0);
+    p = next;
   }
   return false;
 }
@@ -255,10 +263,10 @@ static size_t compose(const ruda__compile_failure_t *f, char *out, size_t cap) {
       ruda_kernel_text_hints(f->text, f->text_len, hints, hl + 1);
       const char *p = hints;
       while (*p) {
-        const char *nl = strchr(p, '\n');
-        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        size_t len;
+        const char *next = line_at(p, &len);
         put_line(out, cap, &used, p, len);
-        p += len + (nl ? 1 : 0);
+        p = next;
       }
       ruda__free(hints);
     }
