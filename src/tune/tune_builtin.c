@@ -96,6 +96,9 @@ static const sum_param_t k_sum[] = {
     {256 * 64, &g_sum_final},  /* u256, two passes, 64 per unit */
     {64 * 1024, NULL},         /* u64, one pass, 1024 per unit */
     {256 * 256, &g_sum_final}, /* u256, two passes, 256 per unit */
+    {16 * 4096, &g_sum_final}, /* u16, contiguous, 16 lanes, two passes, 4096 per unit */
+    {16 * 16384, &g_sum_final}, /* u16, contiguous, 16 lanes, two passes, 16384 per unit */
+    {64 * 1024, &g_sum_final}, /* u64, contiguous, 16 lanes, two passes, 1024 per unit */
 };
 /* The smallest chunk of a two-pass candidate: it sizes the work buffer. */
 #define SUM_MIN_TWO_PASS_CHUNK (64 * 64)
@@ -267,23 +270,28 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
 }
 
 static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
-  ruda_kernel_t *k[5] = {0};
+  enum { NUM = 8 };
+  ruda_kernel_t *k[NUM] = {0};
   ruda_status_t st = RUDA_KERNEL_CREATE(tuned_sum_u64_part, &k[0]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_atomic, &k[1]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &k[2]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u64_atomic, &k[3]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &k[4]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u16_l16_part, &k[5]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u16_l16_part, &k[6]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u64_l16_part, &k[7]);
   if (st) {
-    release_all(k, 5);
+    release_all(k, NUM);
     return st;
   }
-  static const char *const names[5] = {"u64_e64_2pass", "u256_e16_1pass", "u256_e64_2pass",
-                                       "u64_e1024_1pass", "u256_e256_2pass"};
+  static const char *const names[NUM] = {
+      "u64_e64_2pass",   "u256_e16_1pass",        "u256_e64_2pass",        "u64_e1024_1pass",
+      "u256_e256_2pass", "u16_l16_e4096_2pass", "u16_l16_e16384_2pass", "u64_l16_e1024_2pass"};
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
   static const op_spec_t spec = {OP_SUM, NULL, sum_launch, k_sum, sizeof k_sum[0], dims, 1,
                                  {RUDA_TUNE_READ, RUDA_TUNE_WRITE, RUDA_TUNE_WORKSPACE}, 1e-3};
-  st = create_op(c, &spec, names, k, NULL, 5, out);
-  release_all(k, 5);
+  st = create_op(c, &spec, names, k, NULL, NUM, out);
+  release_all(k, NUM);
   return st;
 }
 

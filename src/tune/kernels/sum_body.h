@@ -4,17 +4,38 @@
  * a GPU, one vector loop on a CPU), then a tree in shared memory. With
  * SUM_ATOMIC the ruda adds its sum to out[0] (one pass; out[0] was
  * zeroed before the launch), else it writes part[ruda] (the first of two
- * passes). */
+ * passes). SUM_LANES (when defined and not 0) changes how a unit reads:
+ * see below. */
 {
-  RUDA_PRIVATE(float, acc);
   const uint64_t begin = (uint64_t)ruda_pos.x * chunk;
   const uint64_t end = RUDA_MIN(begin + chunk, n);
+#if defined(SUM_LANES) && SUM_LANES
+  /* Each unit sums its own contiguous share of the chunk in SUM_LANES
+   * partial sums, one per element of a group of SUM_LANES consecutive
+   * ones: a loop a compiler vectorizes within the unit (on a CPU, and on
+   * OpenCL devices that run a work-item's loop as a vector loop). */
+  RUDA_UNITS(u) {
+    float lane[SUM_LANES];
+    for (uint32_t j = 0; j < SUM_LANES; j++) lane[j] = 0.0f;
+    const uint64_t per = chunk / SUM_UNITS;
+    const uint64_t ub = RUDA_MIN(begin + u.x * per, end), ue = RUDA_MIN(ub + per, end);
+    const uint64_t uf = ub + (ue - ub) / SUM_LANES * SUM_LANES;
+    for (uint64_t b = ub; b < uf; b += SUM_LANES)
+      for (uint32_t j = 0; j < SUM_LANES; j++) lane[j] += x[b + j];
+    for (uint64_t b = uf; b < ue; b++) lane[0] += x[b];
+    float t = 0.0f;
+    for (uint32_t j = 0; j < SUM_LANES; j++) t += lane[j];
+    sh[u.x] = t;
+  }
+#else
+  RUDA_PRIVATE(float, acc);
   const uint64_t full = begin + (end > begin ? (end - begin) / SUM_UNITS * SUM_UNITS : 0);
   RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) = 0.0f;
   for (uint64_t b = begin; b < full; b += SUM_UNITS) {
     RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) += x[b + u.x];
   }
   RUDA_UNITS(u) sh[u.x] = RUDA_PRIV(u, acc) + (full + u.x < end ? x[full + u.x] : 0.0f);
+#endif
   for (uint32_t s = SUM_UNITS / 2; s > 0; s /= 2) {
     RUDA_RANGE(uint32_t, i, 0, s) sh[i] += sh[i + s];
   }

@@ -161,6 +161,29 @@ RUDA_KERNEL(tuned_sum_u256_part, RUDA_DIM(256, 1, 1), RUDA_BUFFER(const float *r
 #undef SUM_UNITS
 #undef SUM_ATOMIC
 
+/* Units reading contiguous shares, 16 partial sums each (sum_body.h). */
+#define SUM_UNITS 16
+#define SUM_ATOMIC 0
+#define SUM_LANES 16
+RUDA_KERNEL(tuned_sum_u16_l16_part, RUDA_DIM(16, 1, 1), RUDA_BUFFER(const float *restrict, x),
+            RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
+            RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
+#include "sum_body.h"
+#undef SUM_UNITS
+#undef SUM_ATOMIC
+#undef SUM_LANES
+
+#define SUM_UNITS 64
+#define SUM_ATOMIC 0
+#define SUM_LANES 16
+RUDA_KERNEL(tuned_sum_u64_l16_part, RUDA_DIM(64, 1, 1), RUDA_BUFFER(const float *restrict, x),
+            RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
+            RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
+#include "sum_body.h"
+#undef SUM_UNITS
+#undef SUM_ATOMIC
+#undef SUM_LANES
+
 /* The second pass: one ruda sums the first pass's partial sums. */
 #define SUM_UNITS 256
 #define SUM_ATOMIC 0
