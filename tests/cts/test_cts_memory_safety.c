@@ -25,6 +25,21 @@ __attribute__((constructor)) static void two_cpu_devices(void) {
     ruda_status_free(s_);                                         \
   } while (0)
 
+/* A read, a write, a resource and a launch of `h` are each refused as an
+ * invalid handle whose reason contains `want` (`buf`: `len` bytes). */
+static void expect_refused_everywhere(ruda_client_t *c, const ruda_handle_t *h, void *buf,
+                                      size_t len, const char *want) {
+  expect_invalid_handle(ruda_client_read(c, h, buf, len), want);
+  expect_invalid_handle(ruda_client_write(c, h, buf, len), want);
+  ruda_resource_t r;
+  expect_invalid_handle(ruda_client_get_resource(c, h, &r), want);
+  ruda_kernel_t *k = cts_kernel_fill_u32();
+  uint64_t info[2] = {16, 9};
+  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 0}};
+  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), want);
+  ruda_kernel_release(k);
+}
+
 /* The client still round-trips data on its stream. */
 static void still_usable(ruda_client_t *c) {
   ASSERT_OK(ruda_client_sync(c));
@@ -50,16 +65,9 @@ TEST(stale_handle_copy_is_refused_everywhere) {
   uint32_t out[16];
   ruda_shape_t shape = ruda_shape_1d(16);
   ruda_strides_t strides = ruda_strides_contiguous(&shape);
-  expect_invalid_handle(ruda_client_read(c, &copy, out, sizeof out), released);
-  expect_invalid_handle(ruda_client_write(c, &copy, v, sizeof v), released);
+  expect_refused_everywhere(c, &copy, out, sizeof out, released);
   expect_invalid_handle(ruda_client_write_tensor(c, &copy, &shape, &strides, 4, v), released);
   expect_invalid_handle(ruda_client_read_tensor(c, &copy, &shape, &strides, 4, out), released);
-  ruda_resource_t r;
-  expect_invalid_handle(ruda_client_get_resource(c, &copy, &r), released);
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {16, 9};
-  ruda_kernel_args_t args = {.buffers = &copy, .num_buffers = 1, .info = {info, 2, 0}};
-  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), released);
   ruda_handle_t clone = ruda_handle_clone(&copy);
   ASSERT_TRUE(ruda_handle_is_empty(&clone));
   ASSERT_FALSE(ruda_handle_can_mut(&copy));
@@ -78,7 +86,6 @@ TEST(stale_handle_copy_is_refused_everywhere) {
     ASSERT_TRUE(ruda_handle_can_mut(&fresh[i]));
     ruda_handle_release(&fresh[i]);
   }
-  ruda_kernel_release(k);
   still_usable(c);
   ruda_client_release(c);
 }
@@ -101,14 +108,7 @@ TEST(handle_of_another_device_is_refused) {
   ruda_device_id_format(self, b, sizeof b);
   snprintf(want, sizeof want, "belongs to %s, not %s", a, b);
   uint32_t out[16];
-  expect_invalid_handle(ruda_client_read(c, &foreign, out, sizeof out), want);
-  expect_invalid_handle(ruda_client_write(c, &foreign, v, sizeof v), want);
-  ruda_resource_t r;
-  expect_invalid_handle(ruda_client_get_resource(c, &foreign, &r), want);
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {16, 9};
-  ruda_kernel_args_t args = {.buffers = &foreign, .num_buffers = 1, .info = {info, 2, 0}};
-  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), want);
+  expect_refused_everywhere(c, &foreign, out, sizeof out, want);
   /* Editing the struct's device field does not make it ours. */
   ruda_handle_t edited = foreign;
   edited.device = self;
@@ -117,7 +117,6 @@ TEST(handle_of_another_device_is_refused) {
   ASSERT_OK(ruda_client_read(oc, &foreign, out, sizeof out));
   ASSERT_MEM_EQ(out, v, sizeof v);
   ruda_handle_release(&foreign);
-  ruda_kernel_release(k);
   still_usable(c);
   ruda_client_release(oc);
   ruda_client_release(c);
@@ -133,14 +132,7 @@ TEST(handle_claiming_more_than_its_allocation_is_refused) {
   big.size = 1ull << 30;
   static uint8_t out[1 << 16];
   const char *want = "says its allocation holds 1073741824 bytes; it holds 64";
-  expect_invalid_handle(ruda_client_read(c, &big, out, sizeof out), want);
-  expect_invalid_handle(ruda_client_write(c, &big, out, sizeof out), want);
-  ruda_resource_t r;
-  expect_invalid_handle(ruda_client_get_resource(c, &big, &r), want);
-  ruda_kernel_t *k = cts_kernel_fill_u32();
-  uint64_t info[2] = {16, 9};
-  ruda_kernel_args_t args = {.buffers = &big, .num_buffers = 1, .info = {info, 2, 0}};
-  expect_invalid_handle(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args), want);
+  expect_refused_everywhere(c, &big, out, sizeof out, want);
   /* Offsets past the allocation, and offsets that wrap. */
   ruda_handle_t off = h;
   off.offset_start = 60;
@@ -150,6 +142,7 @@ TEST(handle_claiming_more_than_its_allocation_is_refused) {
   off.offset_end = 8;
   expect_invalid_handle(ruda_client_write(c, &off, v, 4), NULL);
   /* The real handle is untouched and exact. */
+  ruda_resource_t r;
   ASSERT_OK(ruda_client_get_resource(c, &h, &r));
   ASSERT_UEQ(r.size, 64);
   ruda_resource_release(&r);
@@ -157,7 +150,6 @@ TEST(handle_claiming_more_than_its_allocation_is_refused) {
   ASSERT_OK(ruda_client_read(c, &h, out, 64));
   ASSERT_MEM_EQ(out, v, 64);
   ruda_handle_release(&h);
-  ruda_kernel_release(k);
   still_usable(c);
   ruda_client_release(c);
 }
