@@ -22,6 +22,7 @@
 
 #include "comm/cpu_collective.h"
 #include "comm/rendezvous.h"
+#include "ruda/dialect/common.h"
 
 ruda_status_t ruda__cpu_comm_init(const ruda__comm_peers_t *peers) {
   if (!peers->ids) {
@@ -33,56 +34,23 @@ ruda_status_t ruda__cpu_comm_init(const ruda__comm_peers_t *peers) {
   return ruda__rendezvous_get(peers->id, peers->size, peers->ids, &rv);
 }
 
-/* ---- Half-precision conversions (round to nearest even) ---- */
+/* ---- Half-precision conversions (round to nearest even) ----
+ * The kernel dialect's own (ruda/dialect/common.h), so that a collective
+ * rounds as a kernel does. */
 
-static float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h >> 15) << 31;
-  uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t bits;
-  if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (man << 13);
-  } else if (exp == 0) {
-    float v = ldexpf((float)man, -24);
-    return sign ? -v : v;
-  } else {
-    bits = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  float f;
-  memcpy(&f, &bits, sizeof f);
-  return f;
-}
-
-static uint16_t f32_to_f16(float f) {
+typedef uint16_t ruda_f16;
+typedef uint16_t ruda_bf16;
+static inline uint32_t ruda__f32_bits(float f) {
   uint32_t x;
   memcpy(&x, &f, sizeof x);
-  uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
-  uint32_t ax = x & 0x7fffffffu;
-  if (ax >= 0x7f800000u) return (uint16_t)(sign | 0x7c00u | (ax > 0x7f800000u ? 0x200u : 0));
-  if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* rounds to infinity */
-  if (ax < 0x38800000u) { /* subnormal or zero in f16 */
-    float v;
-    memcpy(&v, &ax, sizeof v);
-    float m = nearbyintf(v * 16777216.0f); /* units of 2^-24, ties to even */
-    return (uint16_t)(sign | (uint16_t)m);
-  }
-  uint32_t r = ax + 0xfffu + ((ax >> 13) & 1u); /* round to nearest even */
-  return (uint16_t)(sign | (uint16_t)(((r >> 13) - (112u << 10)) & 0x7fffu));
+  return x;
 }
-
-static float bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
+static inline float ruda__bits_f32(uint32_t x) {
   float f;
-  memcpy(&f, &bits, sizeof f);
+  memcpy(&f, &x, sizeof f);
   return f;
 }
-
-static uint16_t f32_to_bf16(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40u); /* quiet NaN */
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return (uint16_t)(x >> 16);
-}
+RUDA__SOFT_HALF_CONVERSIONS(static inline)
 
 /* ---- Reductions of elements [lo, hi) ---- */
 
@@ -165,10 +133,10 @@ enum { BLOCK = 512 };
 
 DEFINE_REDUCE(reduce_f32, float, float, ID, ID, DIV_F, float, ID, ID)
 DEFINE_REDUCE(reduce_f64, double, double, ID, ID, DIV_D, double, ID, ID)
-DEFINE_REDUCE(reduce_f16, uint16_t, float, f16_to_f32, f32_to_f16, DIV_F, float, f16_to_f32,
-              f32_to_f16)
-DEFINE_REDUCE(reduce_bf16, uint16_t, float, bf16_to_f32, f32_to_bf16, DIV_F, float, bf16_to_f32,
-              f32_to_bf16)
+DEFINE_REDUCE(reduce_f16, uint16_t, float, ruda_f16_to_f32, ruda_f32_to_f16, DIV_F, float,
+              ruda_f16_to_f32, ruda_f32_to_f16)
+DEFINE_REDUCE(reduce_bf16, uint16_t, float, ruda_bf16_to_f32, ruda_f32_to_bf16, DIV_F, float,
+              ruda_bf16_to_f32, ruda_f32_to_bf16)
 DEFINE_REDUCE(reduce_i8, int8_t, int64_t, ID, STORE_I8, DIV_S64, int8_t, ID, ID)
 DEFINE_REDUCE(reduce_i16, int16_t, int64_t, ID, STORE_I16, DIV_S64, int16_t, ID, ID)
 DEFINE_REDUCE(reduce_i32, int32_t, int64_t, ID, STORE_I32, DIV_S64, int32_t, ID, ID)
@@ -226,10 +194,12 @@ void ruda__cpu_divide(ruda_elem_type_t dtype, void *data, size_t count, uint64_t
     case RUDA_ELEM_F32: divide_f32(data, count, n); break;
     case RUDA_ELEM_F64: divide_f64(data, count, n); break;
     case RUDA_ELEM_F16:
-      for (size_t e = 0; e < count; e++) h[e] = f32_to_f16(f16_to_f32(h[e]) / (float)n);
+      for (size_t e = 0; e < count; e++)
+        h[e] = ruda_f32_to_f16(ruda_f16_to_f32(h[e]) / (float)n);
       break;
     case RUDA_ELEM_BF16:
-      for (size_t e = 0; e < count; e++) h[e] = f32_to_bf16(bf16_to_f32(h[e]) / (float)n);
+      for (size_t e = 0; e < count; e++)
+        h[e] = ruda_f32_to_bf16(ruda_bf16_to_f32(h[e]) / (float)n);
       break;
     case RUDA_ELEM_I8: divide_i8(data, count, n); break;
     case RUDA_ELEM_I16: divide_i16(data, count, n); break;
