@@ -235,7 +235,8 @@ ruda_status_t ruda_client_get_resource(ruda_client_t *c, const ruda_handle_t *h,
 /* ---- Launching ---- */
 
 /* Launches `kernel` with Checked execution. Non-blocking: invalid arguments
- * (NULL kernel, too many buffers) return at once with
+ * (NULL kernel, too many buffers, a read-only DLPack import bound where
+ * the kernel may write it: ruda/dlpack.h) return at once with
  * RUDA_ERR_INVALID_ARGUMENT, a bad handle argument with
  * RUDA_ERR_INVALID_HANDLE ("launch of 'k', buffer 2: handle #12.3 was
  * released"), a dynamic count whose view holds under 12 bytes with

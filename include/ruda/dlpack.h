@@ -38,9 +38,17 @@
  *    stream to a producer with ruda_dlpack_stream.
  *  - Read-only: an import whose flags have DLPACK_FLAG_BITMASK_READ_ONLY is
  *    read-only: ruda_client_write and ruda_client_write_tensor into it fail
- *    with RUDA_ERR_INVALID_ARGUMENT (kernels are given its address like any
- *    buffer: the kernel's parameter should be const), and its export carries
- *    the flag again.
+ *    with RUDA_ERR_INVALID_ARGUMENT, and its export carries the flag again.
+ *    ruda_client_launch takes it only as a buffer that the kernel's
+ *    RUDA_KERNEL declaration (its one, portable, code entry) declares
+ *    pointing to const: RUDA_BUFFER(const float *restrict, x) or
+ *    RUDA_BUFFER(float const *, x). Any other binding fails with
+ *    RUDA_ERR_INVALID_ARGUMENT naming the kernel, the parameter and why,
+ *    before anything is queued: a buffer declared without const, any
+ *    buffer of a kernel whose declaration ruda cannot read (a CPU function,
+ *    CUDA C, PTX, CUBIN, OpenCL C, several code entries: ruda cannot tell
+ *    that it only reads), and a tensor map's buffer. A dynamic count's
+ *    buffer may be read-only.
  *
  * Supported dtypes (lanes 1): kDLInt and kDLUInt of 8, 16, 32 and 64 bits,
  * kDLFloat of 16, 32 and 64 bits, kDLBfloat of 16 bits, kDLBool of 8 bits.

@@ -43,6 +43,29 @@ static void run_launch(ruda__device_t *d, ruda__op_t *op) {
   launch_op_free(d, l);
 }
 
+/* Why a launch whose bindings include a read-only memory (a DLPack import
+ * the producer marked read-only) is refused, or NULL when the kernel's
+ * declaration says it only reads each such buffer
+ * (ruda__kernel_check_read_only). A tensor map's buffer is always refused:
+ * a kernel may store through a tensor map. */
+static ruda_status_t read_only_refused(const ruda_kernel_t *kernel,
+                                       const ruda_kernel_args_t *args) {
+  for (size_t i = 0; i < args->num_buffers; i++) {
+    if (!ruda__handle_read_only(&args->buffers[i])) continue;
+    ruda_status_t s = ruda__kernel_check_read_only(kernel, i);
+    if (s) return s;
+  }
+  for (size_t i = 0; i < args->num_tensor_maps; i++) {
+    if (ruda__handle_read_only(args->tensor_maps[i].buffer)) {
+      return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                                "launch of '%s': tensor map %zu's buffer is a read-only DLPack "
+                                "import, and a kernel may store through a tensor map",
+                                kernel->desc.name, i);
+    }
+  }
+  return NULL;
+}
+
 /* ---- Launches made by their caller: the thread's pace is device.h's
  * (ruda__device_launch_here_wanted) ---- */
 
@@ -90,19 +113,25 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   ruda_status_t hs = NULL;
   char what[48] = "";
   size_t bound_b = 0, bound_t = 0;
+  /* The memories' flags, or'ed: one branch per launch finds a read-only
+   * DLPack import among the buffers (read_only_refused, cold). */
+  uint32_t flags = 0, any_flags = 0;
   for (; bound_b < nb; bound_b++) {
-    hs = ruda__handle_bind(&args->buffers[bound_b], dev, NULL, &l->buffers[bound_b]);
+    hs = ruda__handle_bind_flags(&args->buffers[bound_b], dev, NULL, &l->buffers[bound_b], &flags);
     if (hs) {
       snprintf(what, sizeof what, "buffer %zu", bound_b);
       break;
     }
+    any_flags |= flags;
   }
   for (; !hs && bound_t < nt; bound_t++) {
-    hs = ruda__handle_bind(args->tensor_maps[bound_t].buffer, dev, NULL, &l->tm_buffers[bound_t]);
+    hs = ruda__handle_bind_flags(args->tensor_maps[bound_t].buffer, dev, NULL,
+                                 &l->tm_buffers[bound_t], &flags);
     if (hs) {
       snprintf(what, sizeof what, "tensor map %zu", bound_t);
       break;
     }
+    any_flags |= flags;
     l->tms[bound_t] = args->tensor_maps[bound_t].meta;
   }
   l->count.dynamic = count.dynamic;
@@ -114,6 +143,17 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
                               "a dynamic count needs 12 bytes (three uint32), the view holds %llu",
                               (unsigned long long)ruda_binding_size_in_used(&l->count.buffer));
     if (hs) snprintf(what, sizeof what, "the count buffer");
+  }
+  if (!hs && (any_flags & RUDA__MEMORY_READ_ONLY)) {
+    ruda_status_t ro = read_only_refused(kernel, args);
+    if (ro) {
+      for (size_t i = 0; i < bound_b; i++) ruda_binding_release(&l->buffers[i]);
+      for (size_t i = 0; i < bound_t; i++) ruda_binding_release(&l->tm_buffers[i]);
+      ruda_binding_release(&l->count.buffer);
+      ruda_kernel_release(l->kernel);
+      ruda__device_op_free(c->dev, l, l->block_size);
+      return ro;
+    }
   }
   if (hs) {
     ruda_status_t e = ruda_status_create(ruda_status_kind(hs), "launch of '%s', %s: %s",

@@ -469,8 +469,8 @@ ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device
 static ruda_binding_t ruda__binding_of(const ruda_handle_t *h);
 
 RUDA__HOT
-ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
-                                const char *who, ruda_binding_t *out) {
+ruda_status_t ruda__handle_bind_flags(const ruda_handle_t *h, ruda_device_id_t device,
+                                      const char *who, ruda_binding_t *out, uint32_t *flags) {
   /* The hot path (every handle argument of every launch): one lookup, the
    * checks, one CAS. Errors are worked out again on the cold path. */
   ruda_memory_t *m = NULL;
@@ -479,8 +479,10 @@ ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
                        &m) == RUDA__VIEW_OK &&
       ruda__memory_try_retain(m, ruda__id_gen(h->id))) {
     *out = ruda__binding_of(h);
+    *flags = atomic_load_explicit(&m->flags, memory_order_relaxed);
     return NULL;
   }
+  *flags = 0;
   memset(out, 0, sizeof *out);
   ruda_status_t st = ruda__handle_check(h, device, who);
   /* Released by another thread between the check and the retain. */
@@ -488,6 +490,13 @@ ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
     st = ruda__view_error(RUDA__VIEW_RELEASED, NULL, h->id, 0, 0, 0, h->stream, device, device,
                           who);
   return st;
+}
+
+RUDA__HOT
+ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,
+                                const char *who, ruda_binding_t *out) {
+  uint32_t flags;
+  return ruda__handle_bind_flags(h, device, who, out, &flags);
 }
 
 ruda_status_t ruda_handle_validate(const ruda_handle_t *h) {

@@ -76,6 +76,11 @@ bool ruda__handle_read_only(const ruda_handle_t *h);
  * cpu:0"). A table index and a few compares; thread-safe. */
 ruda_status_t ruda__handle_check(const ruda_handle_t *h, ruda_device_id_t device,
                                  const char *who);
+/* ruda__handle_bind, also giving the memory's flags (RUDA__MEMORY_READ_ONLY)
+ * in *flags (0 on error): the launch checks read-only imports without a
+ * second lookup. Thread-safe. */
+ruda_status_t ruda__handle_bind_flags(const ruda_handle_t *h, ruda_device_id_t device,
+                                      const char *who, ruda_binding_t *out, uint32_t *flags);
 /* ruda__handle_check, then a new binding of the view in *out (owned by the
  * caller). On error *out is empty. Thread-safe. */
 ruda_status_t ruda__handle_bind(const ruda_handle_t *h, ruda_device_id_t device,

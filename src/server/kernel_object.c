@@ -221,6 +221,20 @@ ruda_status_t ruda_kernel_create(const ruda_kernel_desc_t *desc, ruda_kernel_t *
   return NULL;
 }
 
+ruda_status_t ruda__kernel_check_read_only(const ruda_kernel_t *k, size_t buffer) {
+  const ruda__portable_params_t *p = &k->portable_params;
+  if (!p->known || buffer >= p->buffers) {
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "launch of '%s': buffer %zu is a read-only DLPack import, and ruda "
+                              "cannot read the kernel's declaration (only a kernel whose one "
+                              "entry is portable text declaring it RUDA_BUFFER(const T *, name) "
+                              "may be given one), so cannot tell that it only reads it",
+                              k->desc.name, buffer);
+  }
+  return ruda__portable_check_read_only(p, (const char *)k->code[0].data, k->code[0].size,
+                                        k->code[0].entry, buffer);
+}
+
 const ruda_kernel_code_t *ruda__kernel_code(const ruda_kernel_t *k, ruda_kernel_format_t format) {
   for (size_t i = 0; i < k->desc.num_code; i++) {
     if (k->code[i].format == format) return &k->code[i];

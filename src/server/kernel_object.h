@@ -60,6 +60,16 @@ static inline ruda_status_t ruda__kernel_check_args(const ruda_kernel_t *k, size
                                    k->code[0].entry, num_buffers, num_info);
 }
 
+/* NULL when a launch of `k` may bind a read-only memory (a DLPack import
+ * marked read-only) to its buffer `buffer`: the kernel's RUDA_KERNEL
+ * declaration, read from its one portable entry, declares that buffer
+ * pointing to const. Else RUDA_ERR_INVALID_ARGUMENT naming the kernel, the
+ * parameter and why; a kernel whose declaration ruda cannot read (a CPU
+ * function, CUDA C, PTX, CUBIN, OpenCL C, or several entries) is refused
+ * for every buffer, as ruda cannot tell that it only reads it. Out of line:
+ * only a launch given a read-only memory gets here. Thread-safe. */
+ruda_status_t ruda__kernel_check_read_only(const ruda_kernel_t *k, size_t buffer);
+
 /* "CPU", "CUDA C", "PTX", "CUBIN", "OpenCL C", "portable"; "unknown". */
 const char *ruda__kernel_format_name(ruda_kernel_format_t format);
 

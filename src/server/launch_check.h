@@ -25,7 +25,9 @@ ruda_status_t ruda__launch_check_features(ruda_device_id_t device,
  * the error the launch returns: InvalidArgument, a
  * LaunchError::CompilationError for a missing feature, or a ServerError
  * naming the kernel and `stream` around a limit. Nothing after it checks
- * these again: a new check of a launch belongs here. Thread-safe. */
+ * these again: a new check of a launch belongs here, except those that
+ * need the handles' memory, made as the client binds them (read-only
+ * memory: ruda__kernel_check_read_only). Thread-safe. */
 static inline ruda_status_t ruda__launch_validate(ruda_device_id_t device,
                                                   const ruda_device_properties_t *p,
                                                   ruda_stream_id_t stream,

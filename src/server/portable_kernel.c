@@ -333,7 +333,44 @@ typedef struct params_walk {
   param_kind_t want_kind;
   uint32_t want_index;
   char name[64];
+  char type[64];      /* a wanted buffer's pointer type, blanks folded */
+  bool const_pointee; /* a wanted buffer's type is `const T *` (T const *) */
 } params_walk_t;
+
+/* A buffer's pointer type, RUDA_BUFFER(ptr_type, name)'s first argument in
+ * [s, e) (from its '('): into w->type, and whether it points to const: a
+ * `const` before the first '*' of the argument (a typedef'd pointer, with
+ * no '*', is not). */
+static void note_buffer_type(params_walk_t *w, const char *s, const char *e) {
+  bool ls = false;
+  s = skip_blank(s, e, &ls);
+  if (s >= e || *s != '(') return;
+  s++;
+  bool saw_const = false, star = false, blank = false;
+  size_t n = 0;
+  int depth = 0;
+  for (const char *q = s; q < e; q++) {
+    char c = *q;
+    if (c == '(') depth++;
+    if (c == ')' && depth-- == 0) break;
+    if (c == ',' && depth == 0) break;
+    if (isspace((unsigned char)c)) {
+      blank = n > 0;
+      continue;
+    }
+    if (blank && n + 1 < sizeof w->type) w->type[n++] = ' ';
+    blank = false;
+    if (n + 1 < sizeof w->type) w->type[n++] = c;
+    if (c == '*' && !star) {
+      star = true;
+      w->const_pointee = saw_const;
+    }
+    if (!star && ident_char(c) && (q == s || !ident_char(q[-1])) && (size_t)(e - q) > 5 &&
+        memcmp(q, "const", 5) == 0 && !ident_char(q[5]))
+      saw_const = true;
+  }
+  w->type[n] = '\0';
+}
 
 /* One argument of RUDA_KERNEL, [s, e): its kind from its first identifier,
  * its name the last identifier inside it. */
@@ -348,6 +385,7 @@ static void note_param(params_walk_t *w, const char *s, const char *e) {
   if (kind == PARAM_OTHER) return;
   uint32_t index = kind == PARAM_BUFFER ? w->params.buffers++ : w->params.scalars++;
   if (kind != w->want_kind || index != w->want_index) return;
+  if (kind == PARAM_BUFFER) note_buffer_type(w, s, e);
   const char *last = NULL, *last_end = NULL;
   for (const char *q = s; q < e;) {
     if (ident_char(*q) && !isdigit((unsigned char)*q)) {
@@ -483,6 +521,21 @@ ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, c
                             entry, params->buffers, plural(params->buffers), params->scalars,
                             plural(params->scalars), num_buffers, plural(num_buffers), num_info,
                             plural(num_info), missing);
+}
+
+ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *params,
+                                             const char *text, size_t len, const char *entry,
+                                             size_t buffer) {
+  if (!params->known || buffer >= params->buffers) return NULL;
+  params_walk_t w = {.want_kind = PARAM_BUFFER, .want_index = (uint32_t)buffer};
+  walk_declaration(&w, text, len, entry);
+  if (w.const_pointee) return NULL;
+  return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                            "launch of '%s': buffer '%s' (buffer %zu) is a read-only DLPack "
+                            "import, and the kernel declares it RUDA_BUFFER(%s, %s), not const, "
+                            "so it may write into it (declare it RUDA_BUFFER(const T *, %s) if "
+                            "the kernel only reads it)",
+                            entry, w.name, buffer, w.type, w.name, w.name);
 }
 
 ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,

@@ -92,6 +92,15 @@ void ruda__portable_scan_params(const char *text, size_t len, const char *entry,
 ruda_status_t ruda__portable_check_args(const ruda__portable_params_t *params, const char *text,
                                         size_t len, const char *entry, size_t num_buffers,
                                         size_t num_info);
+/* NULL when the declaration's buffer `buffer` points to const
+ * (RUDA_BUFFER(const float *restrict, x): the kernel only reads it), or
+ * when the declaration is unknown or has no such buffer (the caller
+ * decides those); else RUDA_ERR_INVALID_ARGUMENT naming the kernel, the
+ * parameter and its type, and why: a read-only import is bound to it. The
+ * cold path of a launch (read again from `text`). */
+ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *params,
+                                             const char *text, size_t len, const char *entry,
+                                             size_t buffer);
 /* NULL when every option of a portable entry is one ruda's compilers may be
  * given: -DNAME[=VALUE] and -IDIR (every backend), -O..., -f... and -m...
  * (the CPU compiler only), each one argument with no blank in it (the GPU

@@ -7,8 +7,12 @@
  * pool's key wrap. Every case ends by checking that the client still
  * reads back what it writes. */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cts.h"
+#include "memory/memory_handle.h"
+#include "ruda/dlpack.h"
 
 /* A second CPU device, so that cpu:0 has a foreign device to refuse. Only
  * this program's environment; a variable already set wins. */
@@ -289,5 +293,104 @@ TEST(launch_sizes_that_wrap_are_refused) {
                   RUDA_ERR_INVALID_ARGUMENT);
   ruda_kernel_release(k);
   still_usable(c);
+  ruda_client_release(c);
+}
+
+/* Read-only memory (a DLPack import the producer marked read-only) binds
+ * to a buffer its kernel declares const, and to no other: a launch that
+ * would let the kernel write into it fails at once, naming the kernel, the
+ * parameter and why, the memory keeps its bytes, and the stream goes on.
+ * On cpu:N the memory is a real read-only import; other backends import
+ * no host tensors, so the flag is set on an allocation of the device (the
+ * check is the same client code on every backend). */
+static void producer_free(struct DLManagedTensorVersioned *t) { free(t->dl_tensor.data); }
+
+TEST(read_only_memory_binds_only_to_buffers_declared_const) {
+  ruda_client_t *c = cts_fresh_stream_client();
+  enum { N = 64 };
+  float av[N], bv[N];
+  for (int i = 0; i < N; i++) {
+    av[i] = (float)i;
+    bv[i] = 100.0f;
+  }
+  ruda_handle_t ro, b, out;
+  struct DLManagedTensorVersioned t;
+  int64_t shape[1] = {N};
+  if (cts_is_cpu()) {
+    memset(&t, 0, sizeof t);
+    float *data = malloc(sizeof av);
+    ASSERT_NOT_NULL(data);
+    memcpy(data, av, sizeof av);
+    t.version.major = DLPACK_MAJOR_VERSION;
+    t.version.minor = DLPACK_MINOR_VERSION;
+    t.deleter = producer_free;
+    t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    t.dl_tensor.data = data;
+    t.dl_tensor.device.device_type = kDLCPU;
+    t.dl_tensor.ndim = 1;
+    t.dl_tensor.dtype = (DLDataType){kDLFloat, 32, 1};
+    t.dl_tensor.shape = shape;
+    ruda_dlpack_tensor_t rt;
+    ASSERT_OK(ruda_dlpack_import(c, &t, &rt));
+    ASSERT_TRUE(rt.read_only);
+    ro = rt.handle;
+  } else {
+    ASSERT_OK(ruda_client_create_buffer(c, av, sizeof av, &ro));
+    ASSERT_OK(ruda_client_sync(c));
+    ruda__memory_set_read_only(ruda__handle_memory(&ro));
+  }
+  ASSERT_OK(ruda_client_create_buffer(c, bv, sizeof bv, &b));
+  ASSERT_OK(ruda_client_create_buffer(c, bv, sizeof bv, &out));
+  ruda_kernel_t *k = cts_kernel_add_f32();
+  uint64_t info[1] = {N};
+  ruda_kernel_args_t args;
+  memset(&args, 0, sizeof args);
+  args.num_buffers = 3;
+  args.info.data = info;
+  args.info.len = 1;
+
+  /* add_f32(const float *a, const float *b, float *c): as `a` it is read. */
+  ruda_handle_t reads[3] = {ro, b, out};
+  args.buffers = reads;
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(N, 1, 1), &args));
+  float got[N];
+  ASSERT_OK(ruda_client_read(c, &out, got, sizeof got));
+  for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(got[i], (double)i + 100.0, 0);
+
+  /* As `c`, the kernel would write into it: refused before it runs. */
+  ruda_handle_t writes[3] = {b, b, ro};
+  args.buffers = writes;
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(N, 1, 1), &args);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "launch of 'add_f32': buffer 'c' (buffer 2) is a "
+                                             "read-only DLPack import");
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "RUDA_BUFFER(float *restrict, c), not const");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_OK(ruda_client_read(c, &ro, got, sizeof got));
+  ASSERT_MEM_EQ(got, av, sizeof av);
+
+  /* inc_u32(uint32_t *x) writes its one buffer: refused too. */
+  ruda_kernel_t *inc = cts_kernel_inc_u32();
+  uint64_t n_info[1] = {N};
+  ruda_kernel_args_t inc_args;
+  memset(&inc_args, 0, sizeof inc_args);
+  inc_args.buffers = &ro;
+  inc_args.num_buffers = 1;
+  inc_args.info.data = n_info;
+  inc_args.info.len = 1;
+  s = ruda_client_launch(c, inc, ruda_count_static(N, 1, 1), &inc_args);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "'x' (buffer 0) is a read-only DLPack import");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_read(c, &ro, got, sizeof got));
+  ASSERT_MEM_EQ(got, av, sizeof av);
+  ruda_kernel_release(inc);
+
+  still_usable(c);
+  ruda_kernel_release(k);
+  ruda_handle_release(&ro);
+  ruda_handle_release(&b);
+  ruda_handle_release(&out);
   ruda_client_release(c);
 }

@@ -175,6 +175,33 @@ TEST(read_only_imports_refuse_writes_and_export_read_only) {
   ASSERT_EQ(p.deleted, 1);
 }
 
+/* A raw CPU function declares nothing ruda can read: it may write any
+ * buffer, so a read-only import is refused to it, before it runs. */
+TEST(read_only_imports_are_refused_to_kernels_without_a_declaration) {
+  ruda_client_t *c = client();
+  producer_t p;
+  producer_init(&p, 2, 2);
+  p.t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  ruda_dlpack_tensor_t rt;
+  ASSERT_OK(ruda_dlpack_import(c, &p.t, &rt));
+  ruda_kernel_t *k = doubler_kernel();
+  ruda_kernel_args_t args;
+  memset(&args, 0, sizeof args);
+  args.buffers = &rt.handle;
+  args.num_buffers = 1;
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s),
+                      "launch of 'doubler': buffer 0 is a read-only DLPack import, and ruda "
+                      "cannot read the kernel's declaration");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_DBL_NEAR(p.data[3], 1.5, 0);
+  ruda_kernel_release(k);
+  ruda_handle_release(&rt.handle);
+  ASSERT_EQ(p.deleted, 1);
+}
+
 /* Imports `p`, expecting `kind`, and checks that the deleter ran once and
  * nothing was handed out. */
 static void expect_refused(producer_t *p, ruda_error_kind_t kind, const char *text) {

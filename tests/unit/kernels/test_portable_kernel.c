@@ -237,3 +237,33 @@ TEST(a_declaration_gives_the_kernel_buffers_and_scalars) {
   ASSERT_STR_CONTAINS(ruda_status_reason(s), "1 buffer too many");
   ruda_status_free(s);
 }
+
+/* A buffer whose type points to const may be given read-only memory; the
+ * const must come before the first '*' (`float *const` is a const pointer
+ * to floats it may write), and a typedef'd pointer shows no '*'. */
+TEST(only_a_buffer_declared_pointing_to_const_takes_read_only_memory) {
+  static const char text[] =
+      "RUDA_KERNEL(k, RUDA_DIM_ANY, RUDA_BUFFER(const float *restrict, a),\n"
+      "  RUDA_BUFFER(float const *, b), RUDA_BUFFER(float *const, c),\n"
+      "  RUDA_BUFFER(my_ptr, d), RUDA_BUFFER(const_ish_t *, e),\n"
+      "  RUDA_BUFFER(  volatile   const int  *, f)) {}\n";
+  ruda__portable_params_t p;
+  ruda__portable_scan_params(text, sizeof text - 1, "k", &p);
+  ASSERT_TRUE(p.known);
+  ASSERT_UEQ(p.buffers, 6);
+  ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 0));
+  ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 1));
+  ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 5));
+  ruda_status_t s = ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 2);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s),
+                      "launch of 'k': buffer 'c' (buffer 2) is a read-only DLPack import, and "
+                      "the kernel declares it RUDA_BUFFER(float *const, c), not const");
+  ruda_status_free(s);
+  s = ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 3);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "RUDA_BUFFER(my_ptr, d)");
+  ruda_status_free(s);
+  s = ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 4);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "buffer 'e'");
+  ruda_status_free(s);
+}
