@@ -235,16 +235,21 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
     if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b64x4_w4_k32_v4, &built[4]);
     if (!st) st = RUDA_KERNEL_CREATE(tuned_mm_b128x1_w4_k64_v4, &built[5]);
   }
-  /* The candidates: the default (candidate 0, the reference the others are
-   * checked against), then on a CPU the two tiled kernels with long rows
-   * (the others lose there and would only lengthen tuning), on other
-   * devices all six; then the register-blocked ones. */
-  static const size_t cpu_tiled[] = {0, 3, 5};
+  /* The candidates: first the default (candidate 0, run when autotuning
+   * is off, and the reference the others are checked against), then the
+   * others. On other devices the six tiled kernels, the 16 x 16 tile the
+   * default. On a CPU one tiled kernel, the one with long rows, as the
+   * default: of the six it is the fastest there, and it is what remains
+   * should the register-blocked ones not compile (no C compiler). Every
+   * candidate, the reference first, runs once when a key is tuned: a CPU
+   * keeps none that only loses. Then the register-blocked ones. */
+  enum { CPU_TILED = 1 };
+  static const size_t cpu_tiled[CPU_TILED] = {3};
   const char *cn[MAX];
   ruda_kernel_t *ck[MAX] = {0};
   const void *cp[MAX];
   size_t n = 0;
-  for (size_t i = 0; i < (cpu ? 3 : PORTABLE) && !st; i++) {
+  for (size_t i = 0; i < (cpu ? CPU_TILED : PORTABLE) && !st; i++) {
     size_t t = cpu ? cpu_tiled[i] : i;
     cn[n] = names[wide][t];
     ck[n] = built[t];
@@ -265,7 +270,7 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
   }
   release_all(built, PORTABLE);
   for (size_t i = 0; i < n; i++)
-    if (i >= (cpu ? 3 : PORTABLE)) ruda_kernel_release(ck[i]);
+    if (i >= (cpu ? CPU_TILED : PORTABLE)) ruda_kernel_release(ck[i]);
   return st;
 }
 
