@@ -147,3 +147,55 @@ TEST(cumemalloc_buffer_imported_written_by_ruda_exported_to_a_consumer_stream) {
   ruda_kernel_release(k);
   free(host);
 }
+
+/* A read-only import on cuda:0 is refused to a CUDA C kernel (ruda cannot
+ * read its declaration, so cannot tell it only reads), at once and before
+ * the device sees it: the producer's bytes stay, the stream goes on. */
+TEST(read_only_cuda_import_is_refused_to_a_cuda_c_kernel) {
+  ruda_client_t *c = cuda_client();
+  load_driver();
+  enum { N = 1024 };
+  cuda_producer_t p;
+  memset(&p, 0, sizeof p);
+  ASSERT_EQ(cu.cuMemAlloc(&p.ptr, N * sizeof(uint32_t)), 0);
+  uint32_t host[N];
+  for (uint32_t i = 0; i < N; i++) host[i] = 7;
+  ASSERT_EQ(cu.cuMemcpyHtoD(p.ptr, host, sizeof host), 0);
+  p.shape[0] = N;
+  p.t.version.major = DLPACK_MAJOR_VERSION;
+  p.t.manager_ctx = &p;
+  p.t.deleter = cuda_producer_delete;
+  p.t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  p.t.dl_tensor.data = (void *)(uintptr_t)p.ptr;
+  p.t.dl_tensor.device.device_type = kDLCUDA;
+  p.t.dl_tensor.ndim = 1;
+  p.t.dl_tensor.dtype = (DLDataType){kDLUInt, 32, 1};
+  p.t.dl_tensor.shape = p.shape;
+  int deleted_before = g_deleted;
+  ruda_dlpack_tensor_t rt;
+  ASSERT_OK(ruda_dlpack_import(c, &p.t, &rt));
+  ASSERT_TRUE(rt.read_only);
+  ruda_kernel_t *k = cuda_kernel("fill", cuda_fill_src, ruda_dim_new_1d(256), 0);
+  uint64_t info[2] = {N, 42};
+  ruda_kernel_args_t args;
+  memset(&args, 0, sizeof args);
+  args.buffers = &rt.handle;
+  args.num_buffers = 1;
+  args.info.data = info;
+  args.info.len = 2;
+  args.info.dynamic_metadata_offset = 2;
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(N / 256, 1, 1), &args);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "launch of 'fill': buffer 0 is a read-only DLPack "
+                                             "import, and ruda cannot read the kernel's declaration");
+  ruda_status_free(s);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_EQ(cu.cuMemcpyDtoH(host, p.ptr, sizeof host), 0);
+  for (uint32_t i = 0; i < N; i += 97) ASSERT_UEQ(host[i], 7);
+  ruda_handle_release(&rt.handle);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_client_memory_cleanup(c);
+  ASSERT_OK(ruda_client_sync(c));
+  ASSERT_EQ(g_deleted, deleted_before + 1);
+  ruda_kernel_release(k);
+}
