@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "cts.h"
@@ -360,6 +361,74 @@ TEST(tune_builtin_operations_compute_right_results) {
   ruda_status_free(st);
   ruda_handle_t hs_[] = {ha, hb, hc, hx, hy, hz, hs};
   for (size_t i = 0; i < sizeof hs_ / sizeof hs_[0]; i++) ruda_handle_release(&hs_[i]);
+}
+
+/* Every candidate of the built-in matmul and sum, launched directly: the
+ * tuner checks each against the default and never picks a wrong one, so a
+ * wrong candidate would otherwise only go unused. The sizes cross the tiles'
+ * edges and the register-blocked kernels' k blocks (128 and 256). */
+TEST(tune_builtin_every_candidate_computes_right_results) {
+  ruda_client_t *c = cts_client();
+  enum { M = 70, K = 300, NN = 45 };
+  static float a[M * K], b[K * NN], cc[M * NN], want[M * NN];
+  for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
+  for (int i = 0; i < K * NN; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
+  for (int i = 0; i < M; i++)
+    for (int j = 0; j < NN; j++) {
+      float s = 0;
+      for (int p = 0; p < K; p++) s += a[i * K + p] * b[p * NN + j];
+      want[i * NN + j] = s;
+    }
+  ruda_handle_t mm[3];
+  ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &mm[0]));
+  ASSERT_OK(ruda_client_create_buffer(c, b, sizeof b, &mm[1]));
+  ASSERT_OK(ruda_client_empty(c, sizeof cc, &mm[2]));
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_builtin_op(c, "matmul_f32", &op));
+  uint64_t w[3] = {M, NN, K};
+  ruda_tune_args_t args = {mm, 3, w, 3, w, 3};
+  size_t micro = 0;
+  for (size_t i = 0; i < ruda_tune_op_num_candidates(op); i++) {
+    const char *name = ruda_tune_op_candidate_name(op, i);
+    if (strncmp(name, "mu_", 3) == 0) micro++;
+    memset(cc, 0, sizeof cc);
+    ASSERT_OK(ruda_client_write(c, &mm[2], cc, sizeof cc));
+    ruda_status_t st = ruda_tune_op_launch_candidate(op, c, &args, i);
+    if (st) fprintf(stderr, "matmul_f32 candidate %s: %s\n", name, ruda_status_reason(st));
+    ASSERT_OK(st);
+    ASSERT_OK(ruda_client_read(c, &mm[2], cc, sizeof cc));
+    for (int e = 0; e < M * NN; e++) {
+      if (fabs(cc[e] - want[e]) > 1e-3) fprintf(stderr, "matmul_f32 candidate %s\n", name);
+      ASSERT_DBL_NEAR(cc[e], want[e], 1e-3);
+    }
+  }
+  ASSERT_TRUE(micro >= 2); /* the register-blocked ones are among them */
+  enum { S = 300001 };
+  static float x[S];
+  double sum = 0;
+  for (int i = 0; i < S; i++) {
+    x[i] = (float)(i % 10) * 0.25f;
+    sum += x[i];
+  }
+  ruda_handle_t sb[3];
+  ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &sb[0]));
+  ASSERT_OK(ruda_client_empty(c, 4, &sb[1]));
+  ASSERT_OK(ruda_client_empty(c, (S / 4096 + 1) * 4, &sb[2]));
+  ASSERT_OK(ruda_tune_builtin_op(c, "sum_f32", &op));
+  uint64_t n = S;
+  ruda_tune_args_t sargs = {sb, 3, NULL, 0, &n, 1};
+  for (size_t i = 0; i < ruda_tune_op_num_candidates(op); i++) {
+    const char *name = ruda_tune_op_candidate_name(op, i);
+    ASSERT_OK(ruda_tune_op_launch_candidate(op, c, &sargs, i));
+    float got;
+    ASSERT_OK(ruda_client_read(c, &sb[1], &got, 4));
+    if (fabs(got - sum) > sum * 1e-4) fprintf(stderr, "sum_f32 candidate %s: %g\n", name, got);
+    ASSERT_DBL_NEAR(got, sum, sum * 1e-4);
+  }
+  for (size_t i = 0; i < 3; i++) {
+    ruda_handle_release(&mm[i]);
+    ruda_handle_release(&sb[i]);
+  }
 }
 
 /* u128's launch is refused at odd sizes, as a device limit would refuse a
