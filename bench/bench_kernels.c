@@ -1,4 +1,4 @@
-/* kernels: portable kernels (bench/kernels/bench_kernels.c, one source)
+/* kernels: portable kernels (bench/kernels/bench_kernels.h, one source)
  * against the same computations written by hand for the device.
  *
  *  triad      a = b + s*c over three f32 arrays (64 MiB each; 16 MiB with
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "kernels/bench_kernels.c"
+#include "kernels/bench_kernels.h"
 #include "ruda/client.h"
 
 #ifdef RUDA_HAVE_OPENMP

@@ -15,6 +15,9 @@ under a second). Run by .ci/run; exits 1 with one line per finding.
    in src/ is named somewhere else than its definition and its
    declarations (comments do not count) - in src/, tools/, bench/, tests/
    or examples/.
+5. No file includes a .c file: code shared between programs is a library
+   (tools/parts.cmake), and a kernel file that a program compiles natively
+   is a header (name_kernels.h, the way the guide writes them).
 
 Usage: scripts/check_structure.py [ROOT]   (ROOT: the repository, default
 the folder above this script)."""
@@ -175,6 +178,14 @@ for name, (path, line) in sorted(defs.items(), key=lambda kv: kv[1]):
     if name not in used:
         findings.append(f"{rel(path)}:{line}: {name} is defined but never used (remove it, "
                         "or make it static if only its file needs it)")
+
+# ---- 5. no included .c file ----
+for top in ("src", "include", "tools", "bench", "tests", "examples", "docs"):
+    for path in files_under(top):
+        for line, target in includes(path):
+            if target.endswith(".c"):
+                findings.append(f"{rel(path)}:{line}: includes the .c file {target} (build it "
+                                "as its own object or library, or name a kernel file .h)")
 
 for f in findings:
     print(f)

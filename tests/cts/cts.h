@@ -26,7 +26,7 @@ ruda_client_t *cts_fresh_stream_client(void);
 void cts_require(const char *feature);
 bool cts_is_cpu(void);
 
-/* Kernels written once in the kernel dialect (cts_kernels.c), except
+/* Kernels written once in the kernel dialect (cts_kernels.h), except
  * cts_kernel_fail, a raw CPU function. info[0] = element count. */
 ruda_kernel_t *cts_kernel_add_f32(void);     /* c = a + b */
 ruda_kernel_t *cts_kernel_fill_u32(void);    /* out[i] = info[1] */

@@ -97,7 +97,7 @@ void cts_require(const char *feature) {
 
 /* ---- Kernels ---- */
 
-#include "cts_kernels.c"
+#include "cts_kernels.h"
 
 
 static void fail_cpu(const ruda_cpu_kernel_ctx_t *k) {

@@ -1,11 +1,11 @@
 /* Conformance: the kernel dialect (ruda/kernel_dialect.h). Each kernel of
- * cts_dialect_kernels.c is one source, compiled natively here for cpu:N and
+ * cts_dialect_kernels.h is one source, compiled natively here for cpu:N and
  * from its embedded text for cuda:N and opencl:N; the same checks run on
  * every backend. */
 #include <math.h>
 
 #include "cts.h"
-#include "cts_dialect_kernels.c"
+#include "cts_dialect_kernels.h"
 
 static ruda_kernel_t *create(ruda_kernel_desc_t d) { return cts_kernel_from(d); }
 

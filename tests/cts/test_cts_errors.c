@@ -3,7 +3,7 @@
 #include <unistd.h>
 
 #include "cts.h"
-#include "cts_errors_kernels.c"
+#include "cts_errors_kernels.h"
 
 /* The text of `s`, formatted (freed by the caller). */
 static char *text_of(ruda_status_t s) {
@@ -143,8 +143,8 @@ TEST(a_compile_error_shows_the_users_lines_and_a_hint) {
      * left out (the whole log goes to the compilation log channel). */
     ASSERT_STR_CONTAINS(r, "[Compilation Error] portable kernel 'keyword_scalar'");
     /* PoCL writes FILE:LINE:COL, NVRTC FILE(LINE); line 8 uses the name. */
-    if (!strstr(r, "cts_errors_kernels.c:8:") && !strstr(r, "cts_errors_kernels.c(8)"))
-      rt_fail_msg(__FILE__, __LINE__, "no message at cts_errors_kernels.c line 8 in:\n%s", r);
+    if (!strstr(r, "cts_errors_kernels.h:8:") && !strstr(r, "cts_errors_kernels.h(8)"))
+      rt_fail_msg(__FILE__, __LINE__, "no message at cts_errors_kernels.h line 8 in:\n%s", r);
     ASSERT_STR_CONTAINS(r, "hint: 'private' is a keyword");
     ASSERT_TRUE(strstr(r, "ruda/dialect/") == NULL);
     ASSERT_TRUE(strlen(r) < 4096);

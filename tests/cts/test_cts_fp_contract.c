@@ -10,7 +10,7 @@
 #include <stdlib.h>
 
 #include "cts.h"
-#include "cts_fp_contract_kernels.c"
+#include "cts_fp_contract_kernels.h"
 
 enum { N = 4096, ROWS = 256, LEN = 64 };
 

@@ -12,7 +12,7 @@
 
 #include "cts.h"
 #include "test_kernel.h"
-#include "cts_tune_kernels.c"
+#include "cts_tune_kernels.h"
 #include "tune/tune_internal.h"
 
 /* A tune cache of this program's own, unless the backend's run names a
