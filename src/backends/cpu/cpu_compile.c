@@ -1,11 +1,11 @@
 /* Run-time compilation of portable kernel text for cpu:N (cpu_compile.h). */
 #include "backends/cpu/cpu_compile.h"
+#include "backends/cpu/cpu_toolchain.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/alloc.h"
@@ -26,7 +25,6 @@
 #include "server/portable_kernel.h"
 #include "types/hasher.h"
 
-extern char **environ;
 
 /* Generated at build time (backend.cmake). */
 extern const char ruda__prelude_cpu[];
@@ -51,16 +49,6 @@ ruda__cpu_compile_stats_t ruda__cpu_compile_stats(void) {
   return s;
 }
 
-static void warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void warn(const char *fmt, ...) {
-  char line[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "ruda[cpu] warning: %s\n", line);
-}
-
 static void log_basic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void log_basic(const char *fmt, ...) {
   if (!ruda_log_enabled(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC)) return;
@@ -74,168 +62,17 @@ static void log_basic(const char *fmt, ...) {
 
 /* ---- The compiler and the machine, found once per process ---- */
 
-typedef struct toolchain {
-  bool ready;
-  char path[RUDA_CONFIG_PATH_MAX]; /* "" when none was found */
-  char looked_for[2 * RUDA_CONFIG_PATH_MAX];
-  char version[256];               /* first line of `cc --version` */
-  char flags[RUDA_CONFIG_PATH_MAX + 32]; /* the fp_contract option, then cpu_flags */
-  ruda_hash128_t cpu_flags;        /* of /proc/cpuinfo's flags line */
-  ruda__hasher_t key_prefix;       /* the disk key after its machine part */
-  char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cpu; "" : no disk cache */
-} toolchain_t;
+typedef ruda__cpu_toolchain_t toolchain_t;
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static toolchain_t g_tc;
 
-static bool find_on_path(const char *name, char *out, size_t cap) {
-  if (strchr(name, '/')) {
-    if (access(name, X_OK) != 0) return false;
-    return (size_t)snprintf(out, cap, "%s", name) < cap;
-  }
-  const char *path = getenv("PATH");
-  if (!path || !*path) path = "/usr/local/bin:/usr/bin:/bin";
-  for (const char *p = path; *p;) {
-    const char *colon = strchr(p, ':');
-    size_t n = colon ? (size_t)(colon - p) : strlen(p);
-    if (n > 0 && (size_t)snprintf(out, cap, "%.*s/%s", (int)n, p, name) < cap &&
-        access(out, X_OK) == 0) {
-      struct stat st;
-      if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return true;
-    }
-    p += n + (colon ? 1 : 0);
-  }
-  return false;
-}
-
-/* Runs argv with stdout and stderr into *out (ruda__malloc'ed, NUL-terminated,
- * at most 1 MiB kept). Returns the exit status, -1 when it could not run. */
-static int run_capture(char *const *argv, char **out) {
-  *out = NULL;
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
-  posix_spawn_file_actions_destroy(&fa);
-  close(fds[1]);
-  if (rc != 0) {
-    close(fds[0]);
-    errno = rc;
-    return -1;
-  }
-  size_t cap = 4096, len = 0;
-  char *buf = ruda__malloc(cap);
-  for (;;) {
-    char chunk[4096];
-    ssize_t r = read(fds[0], chunk, sizeof chunk);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    if (!buf || len + (size_t)r + 1 > (1u << 20)) continue; /* drain, keep the start */
-    if (len + (size_t)r + 1 > cap) {
-      size_t ncap = cap * 2 > len + (size_t)r + 1 ? cap * 2 : len + (size_t)r + 1;
-      char *nb = ruda__realloc(buf, ncap);
-      if (!nb) continue;
-      buf = nb;
-      cap = ncap;
-    }
-    memcpy(buf + len, chunk, (size_t)r);
-    len += (size_t)r;
-  }
-  close(fds[0]);
-  if (buf) buf[len] = '\0';
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-}
-
-static ruda_hash128_t cpu_flags_hash(void) {
-  ruda__hasher_t h;
-  ruda__hasher_init(&h, CACHE_SEED);
-  FILE *f = fopen("/proc/cpuinfo", "re");
-  if (f) {
-    char line[8192];
-    while (fgets(line, sizeof line, f)) {
-      /* x86 "flags", arm64 "Features", and the model, once each. */
-      if (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0 ||
-          strncmp(line, "model name", 10) == 0 || strncmp(line, "CPU part", 8) == 0) {
-        ruda__hasher_bytes(&h, line, strlen(line));
-      }
-      if (line[0] == '\n') break; /* the first processor is enough */
-    }
-    fclose(f);
-  }
-  return ruda__hasher_final(&h);
-}
-
-/* A directory for the cache: created 0700, used only when it is ours and
- * closed to others. */
-static bool private_dir(const char *dir) {
-  char tmp[RUDA_CONFIG_PATH_MAX + 8];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
-  struct stat st;
-  if (lstat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    warn("the CPU kernel cache %s is not private (owner %u, mode %03o; it must be the user's "
-         "with mode 0700); compiling without it",
-         dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-    return false;
-  }
-  return true;
-}
-
-/* Fills g_tc once (under g_lock). */
+/* Fills g_tc once (under g_lock): the toolchain, then the disk key's
+ * prefix over the prelude and everything found. */
 static void toolchain_init(void) {
   if (g_tc.ready) return;
   toolchain_t *t = &g_tc;
-  memset(t, 0, sizeof *t);
-  const ruda_config_t *cfg = ruda_config_get();
-  const char *cc = cfg->compilation.cpu_compiler[0] ? cfg->compilation.cpu_compiler : "cc";
-  /* compilation.fp_contract first, so that -ffp-contract in the user's
-   * cpu_flags still wins; part of the cache key with the flags. */
-  snprintf(t->flags, sizeof t->flags, "%s %s",
-           ruda__fp_contract_cc_option(ruda__device_settings()->fp_contract),
-           cfg->compilation.cpu_flags);
-  if (strchr(cc, '/')) {
-    snprintf(t->looked_for, sizeof t->looked_for, "'%s'", cc);
-  } else {
-    const char *path = getenv("PATH");
-    snprintf(t->looked_for, sizeof t->looked_for, "'%s' on PATH (%.900s)", cc,
-             path && *path ? path : "unset");
-  }
-  if (find_on_path(cc, t->path, sizeof t->path)) {
-    char *argv[] = {t->path, (char *)"--version", NULL};
-    char *out = NULL;
-    int rc = run_capture(argv, &out);
-    if (rc == 0 && out) {
-      size_t n = strcspn(out, "\n");
-      snprintf(t->version, sizeof t->version, "%.*s", (int)(n < 255 ? n : 255), out);
-    }
-    ruda__free(out);
-    if (rc != 0) t->path[0] = '\0';
-  } else {
-    t->path[0] = '\0';
-  }
-  t->cpu_flags = cpu_flags_hash();
-  const char *root = ruda__device_settings()->cache_dir;
-  if (root[0] && (size_t)snprintf(t->dir, sizeof t->dir, "%s/cpu", root) < sizeof t->dir) {
-    if (!private_dir(t->dir)) t->dir[0] = '\0';
-  } else {
-    t->dir[0] = '\0';
-  }
+  ruda__cpu_toolchain_find(t, CACHE_SEED);
   ruda__hasher_t *h = &t->key_prefix;
   ruda__hasher_init(h, CACHE_SEED);
   ruda__hasher_u32(h, CACHE_FORMAT);
@@ -345,7 +182,7 @@ static void *disk_read(const char *path, size_t *size) {
   if (lstat(path, &st) != 0) return NULL;
   if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 022) != 0) {
     atomic_fetch_add(&g_disk_skips, 1);
-    warn("CPU kernel cache entry %s is not the user's own file; not loading it", path);
+    ruda__cpu_warn("CPU kernel cache entry %s is not the user's own file; not loading it", path);
     return NULL;
   }
   void *bin = NULL;
@@ -354,7 +191,7 @@ static void *disk_read(const char *path, size_t *size) {
   ruda__binary_read_t r = ruda__binary_cache_read(&so_kind, path, &bin, size, &word, &why);
   if (r == RUDA__BINARY_READ_UNUSABLE) {
     atomic_fetch_add(&g_disk_skips, 1);
-    warn("CPU kernel cache entry %s is unusable (%s); compiling again", path, why);
+    ruda__cpu_warn("CPU kernel cache entry %s is unusable (%s); compiling again", path, why);
   }
   return r == RUDA__BINARY_READ_OK ? bin : NULL;
 }
@@ -427,7 +264,7 @@ static ruda_status_t compile_object(const toolchain_t *t, const char *kernel,
     argv[n++] = src;
     argv[n] = NULL;
     atomic_fetch_add(&g_compiles, 1);
-    rc = run_capture(argv, &log);
+    rc = ruda__cpu_run_capture(argv, &log);
     if (rc < 0) {
       err = ruda_status_create(RUDA_ERR_UNAVAILABLE, "kernel '%s': cannot run %s: %s", kernel,
                                t->path, strerror(errno));
@@ -597,7 +434,7 @@ ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kern
       if (w != RUDA__BINARY_WRITE_OK) {
         char why[2600];
         ruda__binary_cache_write_problem(w, t->dir, path, why, sizeof why);
-        warn("%s", why);
+        ruda__cpu_warn("%s", why);
       } else {
         chmod(path, 0600);
       }
