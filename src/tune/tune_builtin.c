@@ -193,13 +193,19 @@ static ruda_status_t make_micro(const mu_shape_t *sh, bool cpu, ruda_kernel_t **
   snprintf(d[3], sizeof d[3], "-DMU_BY=%u", sh->by);
   snprintf(d[4], sizeof d[4], "-DMU_KC=%u", sh->kc);
   /* GCC keeps to 256-bit vectors on most AVX-512 processors unless told:
-   * the tiles are 512-bit wide. */
+   * the tiles are 512-bit wide. An x86 option: other processors' compilers
+   * would refuse it. */
   const char *const opts[6] = {d[0], d[1], d[2], d[3], d[4], "-mprefer-vector-width=512"};
   ruda_kernel_source_t src;
   memset(&src, 0, sizeof src);
   src.entry = "tuned_mm_micro";
   src.options = opts;
+#if defined(__x86_64__)
   src.num_options = cpu ? 6 : 5;
+#else
+  (void)cpu;
+  src.num_options = 5;
+#endif
   return ruda_kernel_from_text(ruda_kernel_text__tuned_mm_micro, 0, "tuned matmul (micro)", &src,
                                out);
 }
