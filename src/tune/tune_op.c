@@ -798,6 +798,21 @@ static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *
   }
 }
 
+/* Whether the CPU backend runs `k` without compiling it first: a CPU
+ * function, or a portable entry with its natively compiled function. A
+ * kernel of text alone (ruda_kernel_from_text, _from_file) is compiled at
+ * its first launch, and that run says nothing of its speed. */
+static bool cpu_code_ready(const ruda_kernel_t *k) {
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(k);
+  for (size_t j = 0; j < d->num_code; j++) {
+    const ruda_kernel_code_t *c = &d->code[j];
+    if (c->format == RUDA_KERNEL_FORMAT_CPU ||
+        (c->format == RUDA_KERNEL_FORMAT_PORTABLE && c->cpu_fn != NULL))
+      return true;
+  }
+  return false;
+}
+
 /* Tunes `key` (bucket `bucket`): fills r[] and the decision's ranking. */
 static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
                               const ruda_tune_key_t *key, ruda__tune_result_t *r,
@@ -815,8 +830,9 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   sargs.buffers = s.bufs;
   memset(r, 0, op->num_cands * sizeof *r);
   bool have_ref = false;
-  /* On the CPU nothing is compiled at a first launch: at one warm-up, the
-   * first run is measured and is the first sample. */
+  /* On the CPU, at one warm-up, the first run of a candidate with compiled-in
+   * code is measured and is its first sample; a candidate compiled at run
+   * time gets an unmeasured first run (its compile) like on a GPU. */
   bool try_is_sample = op->device.type_id == RUDA_DEVICE_TYPE_CPU && op->plan.warmups == 1 &&
                        !g_timer;
   /* The reference first, so every other candidate can be checked. */
@@ -830,7 +846,8 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
       r[i].state = RUDA__TUNE_NOT_APPLICABLE;
       continue;
     }
-    try_candidate(op, i, &sargs, &s, check, try_is_sample, &have_ref, &r[i]);
+    try_candidate(op, i, &sargs, &s, check,
+                  try_is_sample && cpu_code_ready(op->cands[i].kernel), &have_ref, &r[i]);
     for (uint32_t w = 1; w < op->plan.warmups && r[i].state == RUDA__TUNE_MEASURED; w++) {
       st = launch_cand(op, tc, i, &sargs);
       if (!st) st = ruda_client_sync(tc);

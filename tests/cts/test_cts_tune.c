@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cts.h"
@@ -685,4 +686,80 @@ TEST(tune_candidates_from_one_text_with_different_constants) {
   ruda_handle_release(&x);
   ruda_tune_op_release(op);
   for (int i = 0; i < 3; i++) ruda_kernel_release(k[i]);
+}
+
+/* A candidate compiled at run time (kernel text) is compiled by its first
+ * launch: that run is not one of its samples. Here the fast candidate is
+ * text with a constant no other run used (so it is compiled, not loaded
+ * from the disk cache, which takes far longer than the slow candidate's
+ * run), the slow one a compiled-in kernel of 2^21 dependent steps (a few ms): the
+ * fast one must win, and its result is what the launch leaves. */
+static ruda_status_t one_ruda_count(const ruda_tune_args_t *args, const void *param,
+                                    ruda_count_t *out) {
+  (void)args;
+  (void)param;
+  *out = ruda_count_static(1, 1, 1);
+  return NULL;
+}
+
+TEST(tune_a_first_launch_that_compiles_is_not_a_sample) {
+  ruda_client_t *c = cts_client();
+  const ruda_config_t *cfg = ruda_config_get();
+  if (cfg->autotune.level == RUDA_AUTOTUNE_OFF || cfg->autotune.pin[0])
+    SKIP("the default candidate or the pin decides in this run");
+  static const char text[] =
+      "#include <ruda/kernel_dialect.h>\n"
+      "RUDA_KERNEL(scale_fresh, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *restrict, x),\n"
+      "            RUDA_SCALAR(uint64_t, n)) {\n"
+      "  const uint64_t begin = (uint64_t)ruda_pos.x * 1024, end = RUDA_MIN(begin + 1024, n);\n"
+      "  RUDA_RANGE_NOWAIT(uint64_t, i, begin, end) x[i] *= 2.0f;\n"
+      "}\n";
+  char salt[64];
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(salt, sizeof salt, "-DRUDA_TEST_SALT=%ld_%ld", (long)getpid(), (long)ts.tv_nsec);
+  const char *opts[1] = {salt};
+  ruda_kernel_source_t src;
+  memset(&src, 0, sizeof src);
+  src.options = opts;
+  src.num_options = 1;
+  ruda_kernel_t *fast = NULL, *slow = NULL;
+  ruda_status_t st = ruda_kernel_from_text(text, 0, "scale_fresh.c", &src, &fast);
+  if (ruda_status_kind(st) == RUDA_ERR_UNAVAILABLE) {
+    ruda_status_free(st);
+    SKIP("no run-time compiler for kernel text on this device");
+  }
+  ASSERT_OK(st);
+  ASSERT_OK(RUDA_KERNEL_CREATE(tune_spin, &slow));
+  static const chunk_param_t chunk = {1024};
+  ruda_tune_candidate_t cands[2] = {{"spin", slow, one_ruda_count, NULL, NULL, NULL},
+                                    {"fresh_text", fast, chunk_count, NULL, NULL, &chunk}};
+  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
+  d.name = op_name("cts_fresh");
+  d.candidates = cands;
+  d.num_candidates = 2;
+  d.dims = k_dims;
+  d.num_dims = 1;
+  d.access = k_rw;
+  d.num_access = 1;
+  d.check_reference = RUDA_TUNE_NO_CHECK;
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_op_create(c, &d, &op));
+  enum { N = 4096 };
+  static float host[N], back[N];
+  ruda_handle_t x = make_input(c, host, N);
+  uint64_t n = N;
+  ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
+  size_t idx = 99;
+  const char *name = NULL;
+  ASSERT_OK(ruda_tune_op_select(op, c, &args, &idx, &name));
+  ASSERT_EQ(idx, 1);
+  ASSERT_STR_EQ(name, "fresh_text");
+  ASSERT_OK(ruda_tune_op_launch(op, c, &args));
+  ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
+  for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);
+  ruda_handle_release(&x);
+  ruda_tune_op_release(op);
+  ruda_kernel_release(fast);
+  ruda_kernel_release(slow);
 }
