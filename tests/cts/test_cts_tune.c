@@ -130,10 +130,13 @@ __attribute__((destructor)) static void remove_our_entries(void) {
   if (g_num_names) ruda_status_free(ruda_tune_cache_list(remove_ours, NULL));
 }
 
-static ruda_tune_op_desc_t desc_of(fixture_t *f, const char *name, size_t n) {
+/* An operation over one f32 buffer x (dim "n"), read and written, its
+ * candidates checked exactly against the first. */
+static ruda_tune_op_desc_t desc_for(const char *name, const ruda_tune_candidate_t *cands,
+                                    size_t n) {
   ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
   d.name = op_name(name);
-  d.candidates = f->c;
+  d.candidates = cands;
   d.num_candidates = n;
   d.dims = k_dims;
   d.num_dims = 1;
@@ -144,6 +147,10 @@ static ruda_tune_op_desc_t desc_of(fixture_t *f, const char *name, size_t n) {
   d.check_rtol = 0;
   d.check_atol = 0;
   return d;
+}
+
+static ruda_tune_op_desc_t desc_of(fixture_t *f, const char *name, size_t n) {
+  return desc_for(name, f->c, n);
 }
 
 static ruda_handle_t make_input(ruda_client_t *c, float *host, uint64_t n) {
@@ -662,17 +669,7 @@ TEST(tune_candidates_from_one_text_with_different_constants) {
   }
   ruda_hash128_t h0 = ruda_kernel_hash(k[0]), h1 = ruda_kernel_hash(k[1]);
   ASSERT_TRUE(h0.lo != h1.lo || h0.hi != h1.hi);
-  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
-  d.name = op_name("cts_constants");
-  d.candidates = cands;
-  d.num_candidates = 3;
-  d.dims = k_dims;
-  d.num_dims = 1;
-  d.access = k_rw;
-  d.num_access = 1;
-  d.check_reference = 0;
-  d.check_rtol = 0;
-  d.check_atol = 0;
+  ruda_tune_op_desc_t d = desc_for("cts_constants", cands, 3);
   ruda_tune_op_t *op;
   ASSERT_OK(ruda_tune_op_create(c, &d, &op));
   enum { N = 10000 };
@@ -734,15 +731,8 @@ TEST(tune_a_first_launch_that_compiles_is_not_a_sample) {
   static const chunk_param_t chunk = {1024};
   ruda_tune_candidate_t cands[2] = {{"spin", slow, one_ruda_count, NULL, NULL, NULL},
                                     {"fresh_text", fast, chunk_count, NULL, NULL, &chunk}};
-  ruda_tune_op_desc_t d = ruda_tune_op_desc_default();
-  d.name = op_name("cts_fresh");
-  d.candidates = cands;
-  d.num_candidates = 2;
-  d.dims = k_dims;
-  d.num_dims = 1;
-  d.access = k_rw;
-  d.num_access = 1;
-  d.check_reference = RUDA_TUNE_NO_CHECK;
+  ruda_tune_op_desc_t d = desc_for("cts_fresh", cands, 2);
+  d.check_reference = RUDA_TUNE_NO_CHECK; /* the spin leaves x as it was */
   ruda_tune_op_t *op;
   ASSERT_OK(ruda_tune_op_create(c, &d, &op));
   enum { N = 4096 };
