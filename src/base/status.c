@@ -261,34 +261,44 @@ static ruda_status_t restate(ruda_error_kind_t kind, ruda_status_t s) {
   return out;
 }
 
+/* The variant of `family` that holds an error of family `have` as its
+ * cause, or 0 where none holds it directly. */
+static ruda_error_kind_t holder_of(ruda_error_family_t family, ruda_error_family_t have) {
+  switch (family) {
+    case RUDA_FAMILY_SERVER:
+      return have == RUDA_FAMILY_LAUNCH    ? RUDA_ERR_SERVER_LAUNCH
+             : have == RUDA_FAMILY_PROFILE ? RUDA_ERR_SERVER_PROFILE
+             : have == RUDA_FAMILY_IO      ? RUDA_ERR_SERVER_IO
+                                           : 0;
+    case RUDA_FAMILY_LAUNCH:
+      return have == RUDA_FAMILY_RESOURCE      ? RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES
+             : have == RUDA_FAMILY_COMPILATION ? RUDA_ERR_LAUNCH_COMPILATION
+             : have == RUDA_FAMILY_IO          ? RUDA_ERR_LAUNCH_IO
+                                               : 0;
+    case RUDA_FAMILY_PROFILE:
+      return have == RUDA_FAMILY_SERVER ? RUDA_ERR_PROFILE_SERVER : 0;
+    default:
+      return 0;
+  }
+}
+
 /* Makes `s` (owned) an error of `family`, inserting the variant that holds
- * it in that family. Never NULL for a non-NULL `s`. */
+ * it in that family (through the variants of another family where none
+ * holds it directly). Never NULL for a non-NULL `s`. */
 static ruda_status_t coerce(ruda_error_family_t family, ruda_status_t s) {
   ruda_error_family_t have = ruda_status_family(s);
   if (have == family) return s;
+  ruda_error_kind_t holder = holder_of(family, have);
+  if (holder) return ruda_status_wrap(holder, s);
   switch (family) {
     case RUDA_FAMILY_SERVER:
-      return ruda_status_into_server(s);
-    case RUDA_FAMILY_LAUNCH:
-      switch (have) {
-        case RUDA_FAMILY_RESOURCE:
-          return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, s);
-        case RUDA_FAMILY_COMPILATION:
-          return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, s);
-        case RUDA_FAMILY_IO:
-          return ruda_status_wrap(RUDA_ERR_LAUNCH_IO, s);
-        default:
-          break;
-      }
+      if (have == RUDA_FAMILY_RESOURCE || have == RUDA_FAMILY_COMPILATION)
+        return ruda_status_wrap(RUDA_ERR_SERVER_LAUNCH, coerce(RUDA_FAMILY_LAUNCH, s));
       break;
     case RUDA_FAMILY_PROFILE:
-      if (have == RUDA_FAMILY_SERVER)
-        return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, s);
-      return ruda_status_wrap(RUDA_ERR_PROFILE_LAUNCH,
-                              coerce(RUDA_FAMILY_LAUNCH, s));
+      return ruda_status_wrap(RUDA_ERR_PROFILE_LAUNCH, coerce(RUDA_FAMILY_LAUNCH, s));
     case RUDA_FAMILY_IO:
-      return ruda_status_wrap(RUDA_ERR_IO_EXECUTION,
-                              ruda_status_into_server(s));
+      return ruda_status_wrap(RUDA_ERR_IO_EXECUTION, coerce(RUDA_FAMILY_SERVER, s));
     default:
       break;
   }
@@ -350,29 +360,8 @@ ruda_status_t ruda_status_wrap(ruda_error_kind_t kind, ruda_status_t cause) {
 }
 
 ruda_status_t ruda_status_into_server(ruda_status_t s) {
-  if (!s) return NULL;
-  switch (ruda_status_family(s)) {
-    case RUDA_FAMILY_SERVER:
-      return s;
-    case RUDA_FAMILY_LAUNCH:
-      return ruda_status_wrap(RUDA_ERR_SERVER_LAUNCH, s);
-    case RUDA_FAMILY_PROFILE:
-      return ruda_status_wrap(RUDA_ERR_SERVER_PROFILE, s);
-    case RUDA_FAMILY_IO:
-      return ruda_status_wrap(RUDA_ERR_SERVER_IO, s);
-    case RUDA_FAMILY_RESOURCE:
-      return ruda_status_wrap(
-          RUDA_ERR_SERVER_LAUNCH,
-          ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, s));
-    case RUDA_FAMILY_COMPILATION:
-      return ruda_status_wrap(
-          RUDA_ERR_SERVER_LAUNCH,
-          ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION, s));
-    default:
-      break;
-  }
-  /* ruda's own kinds: a Generic restating it. */
-  return restate(RUDA_ERR_SERVER_GENERIC, s);
+  /* ruda's own kinds: a Generic restating it (coerce's catch-all). */
+  return s ? coerce(RUDA_FAMILY_SERVER, s) : NULL;
 }
 
 ruda_status_t ruda_status_unhealthy(ruda_status_t *errors, size_t count) {
@@ -652,6 +641,17 @@ static void sb_finish(sb_t *b) {
   b->buf[b->len < b->cap ? b->len : b->cap - 1] = '\0';
 }
 
+/* The grown text of `b` (sb_t.grow), NUL-terminated, for the caller to
+ * free; NULL when growing failed (the buffer is then freed). */
+static char *sb_take(sb_t *b) {
+  if (b->failed || !b->buf) {
+    ruda__free(b->buf);
+    return NULL;
+  }
+  sb_finish(b);
+  return b->buf;
+}
+
 static void render(sb_t *b, ruda_status_t s, bool with_backtrace);
 
 static void render_field(sb_t *b, ruda_status_t s, const char *name,
@@ -759,12 +759,7 @@ static char *render_alloc(ruda_status_t s, bool with_backtrace) {
     sb_str(&b, "OK");
   else
     render(&b, s, with_backtrace);
-  if (b.failed || !b.buf) {
-    ruda__free(b.buf);
-    return NULL;
-  }
-  sb_finish(&b);
-  return b.buf;
+  return sb_take(&b);
 }
 
 static char *text_of(ruda_status_t s) { return render_alloc(s, false); }
@@ -781,85 +776,92 @@ static void json_str(sb_t *b, const char *s) {
   b->len += n;
 }
 
+/* Opens the next field of a JSON object: {"key": for the first one (*first
+ * then false), ,"key": after it. */
+static void json_key(sb_t *b, bool *first, const char *key) {
+  sb_str(b, *first ? "{\"" : ",\"");
+  sb_str(b, key);
+  sb_str(b, "\":");
+  *first = false;
+}
+
+static void json_str_or_null(sb_t *b, const char *s) {
+  if (s)
+    json_str(b, s);
+  else
+    sb_str(b, "null");
+}
+
 static void json(sb_t *b, ruda_status_t s) {
   const kind_info_t *ki = info_of(s->kind);
   const char *reason = s->reason ? s->reason : missing_reason(s);
   sb_str(b, "{");
   json_str(b, ki->variant);
   sb_str(b, ":");
+  if (ki->shape == SH_CAUSE) {
+    if (s->cause)
+      json(b, s->cause);
+    else
+      sb_str(b, "null");
+    sb_str(b, "}");
+    return;
+  }
+  /* Every other payload is an object, its fields in the order shape_t
+   * lists them. */
+  bool first = true;
   switch (ki->shape) {
     case SH_NONE:
-      sb_str(b, "{}");
+    case SH_CAUSE:
       break;
     case SH_REASON:
-      sb_str(b, "{\"reason\":");
+      json_key(b, &first, "reason");
       json_str(b, reason);
-      sb_str(b, "}");
       break;
     case SH_DESC:
-      sb_str(b, "{\"description\":");
+      json_key(b, &first, "description");
       json_str(b, reason);
-      sb_str(b, "}");
-      break;
-    case SH_CAUSE:
-      if (s->cause)
-        json(b, s->cause);
-      else
-        sb_str(b, "null");
       break;
     case SH_LIMIT:
-      sb_str(b, "{\"requested\":");
+      json_key(b, &first, "requested");
       sb_u64(b, s->requested);
-      sb_str(b, ",\"max\":");
+      json_key(b, &first, "max");
       sb_u64(b, s->max);
-      sb_str(b, "}");
       break;
     case SH_DIM:
-      sb_str(b, "{\"requested\":");
+      json_key(b, &first, "requested");
       sb_dims(b, s->dims_requested, "[", ",", "]");
-      sb_str(b, ",\"max\":");
+      json_key(b, &first, "max");
       sb_dims(b, s->dims_max, "[", ",", "]");
-      sb_str(b, "}");
       break;
     case SH_SIZE:
-      sb_str(b, "{\"size\":");
-      sb_u64(b, s->size);
-      sb_str(b, "}");
-      break;
     case SH_SIZE_REASON:
-      sb_str(b, "{\"size\":");
+      json_key(b, &first, "size");
       sb_u64(b, s->size);
-      sb_str(b, ",\"reason\":");
+      if (ki->shape == SH_SIZE) break;
+      json_key(b, &first, "reason");
       json_str(b, reason);
-      sb_str(b, "}");
       break;
     case SH_LIST:
-      sb_str(b, "{\"errors\":[");
+      json_key(b, &first, "errors");
+      sb_str(b, "[");
       for (size_t i = 0; i < s->count; i++) {
         if (i) sb_str(b, ",");
         json(b, s->errors[i]);
       }
-      sb_str(b, "]}");
+      sb_str(b, "]");
       break;
     case SH_CONFIG:
-      sb_str(b, "{\"reason\":");
+      json_key(b, &first, "reason");
       json_str(b, reason);
-      sb_str(b, ",\"file\":");
-      if (s->file)
-        json_str(b, s->file);
-      else
-        sb_str(b, "null");
-      sb_str(b, ",\"line\":");
+      json_key(b, &first, "file");
+      json_str_or_null(b, s->file);
+      json_key(b, &first, "line");
       sb_u64(b, s->line);
-      sb_str(b, ",\"key\":");
-      if (s->key)
-        json_str(b, s->key);
-      else
-        sb_str(b, "null");
-      sb_str(b, "}");
+      json_key(b, &first, "key");
+      json_str_or_null(b, s->key);
       break;
   }
-  sb_str(b, "}");
+  sb_str(b, first ? "{}}" : "}}");
 }
 
 char *ruda_status_to_json(ruda_status_t s) {
@@ -868,10 +870,5 @@ char *ruda_status_to_json(ruda_status_t s) {
     sb_str(&b, "null");
   else
     json(&b, s);
-  if (b.failed || !b.buf) {
-    ruda__free(b.buf);
-    return NULL;
-  }
-  sb_finish(&b);
-  return b.buf;
+  return sb_take(&b);
 }

@@ -144,27 +144,20 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
                               (unsigned long long)ruda_binding_size_in_used(&l->count.buffer));
     if (hs) snprintf(what, sizeof what, "the count buffer");
   }
-  if (!hs && (any_flags & RUDA__MEMORY_READ_ONLY)) {
-    ruda_status_t ro = read_only_refused(kernel, args);
-    if (ro) {
-      for (size_t i = 0; i < bound_b; i++) ruda_binding_release(&l->buffers[i]);
-      for (size_t i = 0; i < bound_t; i++) ruda_binding_release(&l->tm_buffers[i]);
-      ruda_binding_release(&l->count.buffer);
-      ruda_kernel_release(l->kernel);
-      ruda__device_op_free(c->dev, l, l->block_size);
-      return ro;
-    }
-  }
+  ruda_status_t refused = NULL;
   if (hs) {
-    ruda_status_t e = ruda_status_create(ruda_status_kind(hs), "launch of '%s', %s: %s",
-                                         kernel->desc.name, what, ruda_status_reason(hs));
+    refused = ruda_status_create(ruda_status_kind(hs), "launch of '%s', %s: %s", kernel->desc.name,
+                                 what, ruda_status_reason(hs));
     ruda_status_free(hs);
-    for (size_t i = 0; i < bound_b; i++) ruda_binding_release(&l->buffers[i]);
-    for (size_t i = 0; i < bound_t; i++) ruda_binding_release(&l->tm_buffers[i]);
-    ruda_binding_release(&l->count.buffer);
-    ruda_kernel_release(l->kernel);
-    ruda__device_op_free(c->dev, l, l->block_size);
-    return e;
+  } else if (any_flags & RUDA__MEMORY_READ_ONLY) {
+    refused = read_only_refused(kernel, args);
+  }
+  if (refused) {
+    /* Undo the bindings taken so far: launch_op_free releases these. */
+    l->args.num_buffers = bound_b;
+    l->args.num_tensor_maps = bound_t;
+    launch_op_free(c->dev, l);
+    return refused;
   }
   if (ni) memcpy(l->info, args->info.data, ni * sizeof(uint64_t));
   l->args.buffers = l->buffers;

@@ -586,6 +586,13 @@ ruda_status_t ruda_client_sync_collective(ruda_client_t *c) {
 
 /* ---- The MPI transport's entry points (client/collective.h) ---- */
 
+/* RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION: the backend of `d` lacks what
+ * the call needs (`lacks` completes "the <backend> backend ..."). */
+static ruda_status_t unsupported(const ruda__device_t *d, const char *lacks) {
+  return ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION, "the %s backend %s",
+                            d->backend->name, lacks);
+}
+
 /* The device of `c`, entered (ruda__device_begin: its server stays alive
  * until the caller's ruda__device_end). On error nothing is entered. */
 static ruda_status_t usable_device(ruda_client_t *c, const char *who, ruda__device_t **out) {
@@ -617,46 +624,41 @@ ruda_status_t ruda__client_comm_caps(ruda_client_t *c, ruda__comm_caps_t *out) {
   return NULL;
 }
 
-ruda_status_t ruda__client_comm_token(ruda_client_t *c, void *out, size_t cap, size_t *out_len) {
+static bool has_comm_token(const ruda__server_vtable_t *vt) { return vt->comm_token != NULL; }
+static bool has_comm_init(const ruda__server_vtable_t *vt) { return vt->comm_init != NULL; }
+static bool has_comm_destroy(const ruda__server_vtable_t *vt) { return vt->comm_destroy != NULL; }
+
+/* Runs fn(ctx) on the stream of `c`, queued after its work, when the
+ * backend has what `has` asks for; otherwise nothing runs and the result
+ * is RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION ("the <backend> backend
+ * <lacks>"), or NULL where `lacks` is NULL (nothing to do). */
+static ruda_status_t transport_call(ruda_client_t *c, bool (*has)(const ruda__server_vtable_t *),
+                                    const char *lacks, ruda__call_fn fn, void *ctx) {
   ruda__device_t *d;
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
-  if (!d->server->vt->comm_token) {
-    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                           "the %s backend has no communicators across processes",
-                           d->backend->name);
-  } else {
-    comm_token_call_t call = {out, cap, out_len};
-    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_token, &call);
-  }
+  if (has(d->server->vt))
+    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), fn, ctx);
+  else if (lacks)
+    s = unsupported(d, lacks);
   ruda__device_end(d);
   return s;
+}
+
+ruda_status_t ruda__client_comm_token(ruda_client_t *c, void *out, size_t cap, size_t *out_len) {
+  comm_token_call_t call = {out, cap, out_len};
+  return transport_call(c, has_comm_token, "has no communicators across processes", do_comm_token,
+                        &call);
 }
 
 ruda_status_t ruda__client_comm_init(ruda_client_t *c, const ruda__comm_peers_t *peers,
                                      const void *token, size_t token_len) {
-  ruda__device_t *d;
-  ruda_status_t s = usable_device(c, "collective", &d);
-  if (s) return s;
-  if (!d->server->vt->comm_init) {
-    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                           "the %s backend has no collectives", d->backend->name);
-  } else {
-    comm_init_call_t call = {peers, token, token_len};
-    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_init, &call);
-  }
-  ruda__device_end(d);
-  return s;
+  comm_init_call_t call = {peers, token, token_len};
+  return transport_call(c, has_comm_init, "has no collectives", do_comm_init, &call);
 }
 
 ruda_status_t ruda__client_comm_destroy(ruda_client_t *c, uint64_t id) {
-  ruda__device_t *d;
-  ruda_status_t s = usable_device(c, "collective", &d);
-  if (s) return s;
-  if (d->server->vt->comm_destroy)
-    s = ruda__device_call(d, RUDA__CALL_QUEUED, ruda__client_stream(c), do_comm_destroy, &id);
-  ruda__device_end(d);
-  return s;
+  return transport_call(c, has_comm_destroy, NULL, do_comm_destroy, &id);
 }
 
 ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t *coll) {
@@ -664,8 +666,7 @@ ruda_status_t ruda__client_collective_queue(ruda_client_t *c, const ruda__coll_t
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->collective) {
-    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                           "the %s backend has no collectives", d->backend->name);
+    s = unsupported(d, "has no collectives");
     ruda__device_end(d);
     return s;
   }
@@ -715,9 +716,7 @@ ruda_status_t ruda__client_host_call(ruda_client_t *c, const ruda_handle_t *src,
   ruda_status_t s = usable_device(c, "collective", &d);
   if (s) return s;
   if (!d->server->vt->host_call) {
-    s = ruda_status_create(RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION,
-                           "the %s backend cannot hand its buffers to host code",
-                           d->backend->name);
+    s = unsupported(d, "cannot hand its buffers to host code");
   } else if (!handle_empty(src)) {
     s = ruda__handle_check(src, d->id, "collective, src");
   }

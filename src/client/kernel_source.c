@@ -170,47 +170,39 @@ static ruda_status_t prepare(const char *what, const ruda_kernel_source_t *src,
   return NULL;
 }
 
-ruda_status_t ruda_kernel_from_file(const char *path, const ruda_kernel_source_t *src,
-                                    ruda_kernel_t **out) {
-  if (!path) {
+/* The kernel of the file at path `from` (from_file), or of the text
+ * `from` of `len` bytes named `origin`: the body of ruda_kernel_from_file
+ * and ruda_kernel_from_text, `what` naming the call. */
+static ruda_status_t from_file_or_text(const char *what, bool from_file, const char *from,
+                                       size_t len, const char *origin,
+                                       const ruda_kernel_source_t *src, ruda_kernel_t **out) {
+  if (!from) {
     if (out) *out = NULL;
-    return invalid("%s: NULL %s", "ruda_kernel_from_file", "path");
+    return invalid("%s: NULL %s", what, from_file ? "path" : "text");
   }
   const char **dirs = NULL;
   size_t nd = 0;
-  ruda_status_t err = prepare("ruda_kernel_from_file", src, out, &dirs, &nd);
+  ruda_status_t err = prepare(what, src, out, &dirs, &nd);
   if (err) return err;
   ruda_tools_kernel_text_t t;
   char msg[1024];
-  if (!ruda_tools_kernel_text_load(path, dirs, nd, &t, msg, sizeof msg)) {
-    free(dirs);
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_kernel_from_file: %s", msg);
-  }
+  bool loaded = from_file ? ruda_tools_kernel_text_load(from, dirs, nd, &t, msg, sizeof msg)
+                          : ruda_tools_kernel_text_from_memory(from, len ? len : strlen(from),
+                                                               origin, dirs, nd, &t, msg,
+                                                               sizeof msg);
   free(dirs);
+  if (!loaded) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: %s", what, msg);
   err = create(&t, src, out);
   ruda_tools_kernel_text_free(&t);
   return err;
 }
 
+ruda_status_t ruda_kernel_from_file(const char *path, const ruda_kernel_source_t *src,
+                                    ruda_kernel_t **out) {
+  return from_file_or_text("ruda_kernel_from_file", true, path, 0, NULL, src, out);
+}
+
 ruda_status_t ruda_kernel_from_text(const char *text, size_t len, const char *origin,
                                     const ruda_kernel_source_t *src, ruda_kernel_t **out) {
-  if (!text) {
-    if (out) *out = NULL;
-    return invalid("%s: NULL %s", "ruda_kernel_from_text", "text");
-  }
-  const char **dirs = NULL;
-  size_t nd = 0;
-  ruda_status_t err = prepare("ruda_kernel_from_text", src, out, &dirs, &nd);
-  if (err) return err;
-  ruda_tools_kernel_text_t t;
-  char msg[1024];
-  if (!ruda_tools_kernel_text_from_memory(text, len ? len : strlen(text), origin, dirs, nd, &t,
-                                          msg, sizeof msg)) {
-    free(dirs);
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_kernel_from_text: %s", msg);
-  }
-  free(dirs);
-  err = create(&t, src, out);
-  ruda_tools_kernel_text_free(&t);
-  return err;
+  return from_file_or_text("ruda_kernel_from_text", false, text, len, origin, src, out);
 }

@@ -200,6 +200,28 @@ static const char *line_at(const char *p, size_t *len) {
   return nl ? nl + 1 : p + *len;
 }
 
+/* One line of a compiler's log, and the path of the message it opens. */
+typedef struct log_line {
+  const char *text;
+  size_t len;      /* without the newline */
+  bool message;    /* the line opens a message about `path` */
+  const char *path;
+  size_t path_len;
+} log_line_t;
+
+/* Reads the line at *at into *l and steps *at past it; false at the end of
+ * the log (or for a NULL log). */
+static bool next_log_line(const char **at, log_line_t *l) {
+  const char *p = *at;
+  if (!p || !*p) return false;
+  l->text = p;
+  *at = line_at(p, &l->len);
+  l->path = NULL;
+  l->path_len = 0;
+  l->message = message_path(p, l->len, &l->path, &l->path_len);
+  return true;
+}
+
 enum { MAX_SHOWN_LINES = 60 };
 
 /* Writes the user's messages of `log` (or, with `prelude_too`, every
@@ -208,36 +230,25 @@ static size_t put_messages(char *out, size_t cap, size_t *used, const char *log,
                            bool prelude_too, size_t *shown_lines) {
   size_t left_out = 0;
   bool keep = true; /* the current message's lines are shown */
-  const char *p = log;
-  while (p && *p) {
-    size_t len;
-    const char *next = line_at(p, &len);
-    const char *path = NULL;
-    size_t path_len = 0;
-    if (len == 0 || ruda__compile_log_is_summary(p, len)) {
+  log_line_t l;
+  for (const char *at = log; next_log_line(&at, &l);) {
+    if (l.len == 0 || ruda__compile_log_is_summary(l.text, l.len)) {
       /* blank, or the closing count */
-    } else if (message_path(p, len, &path, &path_len)) {
-      keep = prelude_too || !in_prelude(path, path_len);
-      if (!keep && !starts_with(p, len, "In file included from ")) left_out++;
-      if (keep && (*shown_lines)++ < MAX_SHOWN_LINES) put_line(out, cap, used, p, len);
+    } else if (l.message) {
+      keep = prelude_too || !in_prelude(l.path, l.path_len);
+      if (!keep && !starts_with(l.text, l.len, "In file included from ")) left_out++;
+      if (keep && (*shown_lines)++ < MAX_SHOWN_LINES) put_line(out, cap, used, l.text, l.len);
     } else if (keep && (*shown_lines)++ < MAX_SHOWN_LINES) {
-      put_line(out, cap, used, p, len);
+      put_line(out, cap, used, l.text, l.len);
     }
-    p = next;
   }
   return left_out;
 }
 
 static bool has_user_message(const char *log) {
-  const char *p = log;
-  while (p && *p) {
-    size_t len;
-    const char *next = line_at(p, &len);
-    const char *path = NULL;
-    size_t path_len = 0;
-    if (message_path(p, len, &path, &path_len) && !in_prelude(path, path_len)) return true;
-    p = next;
-  }
+  log_line_t l;
+  for (const char *at = log; next_log_line(&at, &l);)
+    if (l.message && !in_prelude(l.path, l.path_len)) return true;
   return false;
 }
 

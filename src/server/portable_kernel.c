@@ -320,6 +320,26 @@ static const char *skip_blank(const char *p, const char *end, bool *line_start) 
   return p;
 }
 
+/* Skips what is not code from p: blanks, comments, directives
+ * (skip_blank) and string or character literals. Returns where code starts
+ * (*line_start then false), or a place at or past `end`. */
+static const char *skip_noise(const char *p, const char *end, bool *line_start) {
+  while (p < end) {
+    const char *q = skip_blank(p, end, line_start);
+    if (q != p) {
+      p = q;
+      continue;
+    }
+    char c = *p;
+    *line_start = false;
+    if (c != '"' && c != '\'') break;
+    p++;
+    while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
+    if (p < end) p++;
+  }
+  return p;
+}
+
 static bool ident_is(const char *s, size_t n, const char *word) {
   return strlen(word) == n && memcmp(s, word, n) == 0;
 }
@@ -412,20 +432,8 @@ static bool walk_args(params_walk_t *w, const char *p, const char *end) {
   uint32_t arg = 1; /* 0 is the name, 1 the dims */
   const char *arg_start = p;
   bool ls = false;
-  while (p < end) {
-    const char *q = skip_blank(p, end, &ls);
-    if (q != p) {
-      p = q;
-      continue;
-    }
+  while ((p = skip_noise(p, end, &ls)) < end) {
     char c = *p;
-    ls = false;
-    if (c == '"' || c == '\'') {
-      p++;
-      while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
-      if (p < end) p++;
-      continue;
-    }
     if (c == '(') {
       depth++;
     } else if (c == ')' || (c == ',' && depth == 1)) {
@@ -449,20 +457,8 @@ static void walk_declaration(params_walk_t *w, const char *text, size_t len, con
   const char *p = text, *end = text + len;
   size_t entry_len = strlen(entry);
   bool line_start = true;
-  while (p < end) {
-    const char *q = skip_blank(p, end, &line_start);
-    if (q != p) {
-      p = q;
-      continue;
-    }
+  while ((p = skip_noise(p, end, &line_start)) < end) {
     char c = *p;
-    line_start = false;
-    if (c == '"' || c == '\'') {
-      p++;
-      while (p < end && *p != c && *p != '\n') p += *p == '\\' ? 2 : 1;
-      if (p < end) p++;
-      continue;
-    }
     if (!ident_char(c)) {
       p++;
       continue;
