@@ -35,6 +35,19 @@ const char *rt_tmpdir(void);
 /* The whole file at `path`, NUL-terminated (the caller frees it), or NULL
  * where it cannot be opened or read to its end. */
 char *rt_read_file(const char *path);
+/* Writes `text` to the file at `path` (replacing it); fails the test where
+ * it cannot. */
+void rt_write_file(const char *path, const char *text);
+/* Runs the shell command `cmd` and keeps up to `cap` - 1 bytes of what it
+ * writes to stdout, NUL-terminated, in `out`; returns its exit status (128
+ * where it did not exit). Fails the test where it cannot be started. */
+int rt_run_command(const char *cmd, char *out, size_t cap);
+/* Checks that the snprintf-like `format` writes `want` for `in` into a
+ * buffer of 256 bytes and returns its length. */
+void rt_expect_text_format(size_t (*format)(const char *, char *, size_t), const char *in,
+                           const char *want);
+void rt_expect_u64_format(size_t (*format)(uint64_t, char *, size_t), uint64_t in,
+                          const char *want);
 
 #define TEST(name)                                                      \
   static void rt_test_##name(void);                                     \

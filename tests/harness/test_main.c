@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -103,6 +104,39 @@ char *rt_read_file(const char *path) {
   if (buf) buf[n] = '\0';
   fclose(f);
   return buf;
+}
+
+void rt_write_file(const char *path, const char *text) {
+  FILE *f = fopen(path, "wb");
+  RT_CHECK_(f != NULL, "cannot write %s", path);
+  fputs(text, f);
+  fclose(f);
+}
+
+int rt_run_command(const char *cmd, char *out, size_t cap) {
+  FILE *p = popen(cmd, "r");
+  RT_CHECK_(p != NULL, "cannot run %s", cmd);
+  size_t n = fread(out, 1, cap - 1, p);
+  out[n] = '\0';
+  int status = pclose(p);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void rt_expect_formatted(const char *buf, size_t n, const char *want) {
+  ASSERT_STR_EQ(buf, want);
+  ASSERT_UEQ(n, strlen(want));
+}
+
+void rt_expect_text_format(size_t (*format)(const char *, char *, size_t), const char *in,
+                           const char *want) {
+  char buf[256];
+  rt_expect_formatted(buf, format(in, buf, sizeof buf), want);
+}
+
+void rt_expect_u64_format(size_t (*format)(uint64_t, char *, size_t), uint64_t in,
+                          const char *want) {
+  char buf[256];
+  rt_expect_formatted(buf, format(in, buf, sizeof buf), want);
 }
 
 static double rt_now(void) {

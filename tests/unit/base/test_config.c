@@ -179,55 +179,58 @@ TEST(enum_values) {
 }
 
 TEST(schema_errors) {
-  expect_error("[gpu]\n", 1, "gpu", "unknown section");
-  expect_error("\nverbose = true\n", 2, "verbose", "unknown section");
-  expect_error("profiling = 1\n", 1, "profiling", "expected a table, found an integer");
-  expect_error("[profiling]\nlevel = \"full\"\n", 2, "profiling.level", "unknown key (expected logger)");
-  expect_error("[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache, check_mode, fp_contract, cpu_compiler or cpu_flags)");
-  expect_error("[streaming]\nfoo = 1\n", 2, "streaming.foo", "unknown key");
-  expect_error("[memory]\nfoo = 1\n", 2, "memory.foo", "unknown key");
-  expect_error("[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads, devices, spin or memory_limit)");
-  expect_error("[trace]\nfoo = 1\n", 2, "trace.foo", "unknown key (expected file)");
-  expect_error("[memory]\nlogger = { level = \"full\", color = true }\n", 2, "memory.logger.color",
-               "unknown key (expected level, file, append, stdout or stderr)");
-  expect_error("[memory]\nlogger = \"full\"\n", 2, "memory.logger", "expected a table, found a string");
-  expect_error("[compilation]\nlogger = { level = \"medium\" }\n", 2, "compilation.logger.level",
-               "expected \"disabled\", \"basic\" or \"full\", found \"medium\"");
-  expect_error("[streaming.logger]\nlevel = \"minimal\"\n", 2, "streaming.logger.level", "found \"minimal\"");
-  expect_error("[profiling.logger]\nlevel = \"loud\"\n", 2, "profiling.logger.level",
-               "expected \"disabled\", \"minimal\", \"basic\", \"medium\" or \"full\"");
-  expect_error("[profiling.logger]\nlevel = 3\n", 2, "profiling.logger.level", "expected a string, found an integer");
-  expect_error("[memory.logger]\nstdout = \"yes\"\n", 2, "memory.logger.stdout", "expected a boolean, found a string");
-  expect_error("[memory.logger]\nstderr = 1\n", 2, "memory.logger.stderr", "expected a boolean");
-  expect_error("[memory.logger]\nappend = {}\n", 2, "memory.logger.append", "expected a boolean, found a table");
-  expect_error("[memory.logger]\nfile = \"\"\n", 2, "memory.logger.file", "empty string");
-  expect_error("[memory.logger]\nfile = true\n", 2, "memory.logger.file", "expected a string");
-  expect_error("[compilation]\ncheck_mode = \"strict\"\n", 2, "compilation.check_mode",
-               "expected \"enforce\", \"validate\" or \"auto\", found \"strict\"");
-  expect_error("[compilation]\ncache = \"remote\"\n", 2, "compilation.cache", "found \"remote\"");
+  static const struct {
+    const char *text;
+    uint32_t line;
+    const char *key, *why;
+  } cases[] = {
+      {"[gpu]\n", 1, "gpu", "unknown section"},
+      {"\nverbose = true\n", 2, "verbose", "unknown section"},
+      {"profiling = 1\n", 1, "profiling", "expected a table, found an integer"},
+      {"[profiling]\nlevel = \"full\"\n", 2, "profiling.level", "unknown key (expected logger)"},
+      {"[compilation]\nfoo = 1\n", 2, "compilation.foo", "unknown key (expected logger, cache, check_mode, fp_contract, cpu_compiler or cpu_flags)"},
+      {"[streaming]\nfoo = 1\n", 2, "streaming.foo", "unknown key"},
+      {"[memory]\nfoo = 1\n", 2, "memory.foo", "unknown key"},
+      {"[cpu]\nfoo = 1\n", 2, "cpu.foo", "unknown key (expected threads, devices, spin or memory_limit)"},
+      {"[trace]\nfoo = 1\n", 2, "trace.foo", "unknown key (expected file)"},
+      {"[memory]\nlogger = { level = \"full\", color = true }\n", 2, "memory.logger.color", "unknown key (expected level, file, append, stdout or stderr)"},
+      {"[memory]\nlogger = \"full\"\n", 2, "memory.logger", "expected a table, found a string"},
+      {"[compilation]\nlogger = { level = \"medium\" }\n", 2, "compilation.logger.level", "expected \"disabled\", \"basic\" or \"full\", found \"medium\""},
+      {"[streaming.logger]\nlevel = \"minimal\"\n", 2, "streaming.logger.level", "found \"minimal\""},
+      {"[profiling.logger]\nlevel = \"loud\"\n", 2, "profiling.logger.level", "expected \"disabled\", \"minimal\", \"basic\", \"medium\" or \"full\""},
+      {"[profiling.logger]\nlevel = 3\n", 2, "profiling.logger.level", "expected a string, found an integer"},
+      {"[memory.logger]\nstdout = \"yes\"\n", 2, "memory.logger.stdout", "expected a boolean, found a string"},
+      {"[memory.logger]\nstderr = 1\n", 2, "memory.logger.stderr", "expected a boolean"},
+      {"[memory.logger]\nappend = {}\n", 2, "memory.logger.append", "expected a boolean, found a table"},
+      {"[memory.logger]\nfile = \"\"\n", 2, "memory.logger.file", "empty string"},
+      {"[memory.logger]\nfile = true\n", 2, "memory.logger.file", "expected a string"},
+      {"[compilation]\ncheck_mode = \"strict\"\n", 2, "compilation.check_mode", "expected \"enforce\", \"validate\" or \"auto\", found \"strict\""},
+      {"[compilation]\ncache = \"remote\"\n", 2, "compilation.cache", "found \"remote\""},
+      {"[compilation]\ncache = 5\n", 2, "compilation.cache", "or { file = \"path\" }, found an integer"},
+      {"[compilation]\ncache = {}\n", 2, "compilation.cache", "needs a `file` key"},
+      {"[compilation]\ncache = { dir = \"x\" }\n", 2, "compilation.cache.dir", "unknown key (expected file)"},
+      {"[compilation]\ncache = { file = 1 }\n", 2, "compilation.cache.file", "expected a string"},
+      {"[streaming]\nmax_streams = 0\n", 2, "streaming.max_streams", "expected an integer from 1 to 255, found 0"},
+      {"[streaming]\nmax_streams = 256\n", 2, "streaming.max_streams", "found 256"},
+      {"[streaming]\nmax_streams = -1\n", 2, "streaming.max_streams", "found -1"},
+      {"[streaming]\nmax_streams = \"8\"\n", 2, "streaming.max_streams", "expected an integer, found a string"},
+      {"[streaming]\npriority = \"urgent\"\n", 2, "streaming.priority", "\"default\", \"low\" or \"high\""},
+      {"[memory]\npersistent_memory = true\n", 2, "memory.persistent_memory", "expected a string, found a boolean"},
+      {"[memory]\npersistent_memory = \"on\"\n", 2, "memory.persistent_memory", "\"enabled\", \"disabled\" or \"enforced\""},
+      {"[cpu]\nthreads = 65536\n", 2, "cpu.threads", "from 0 to 65535"},
+      {"[trace]\nfile = 0\n", 2, "trace.file", "expected a string"},
+      /* Syntax errors come through with the file's location too. */
+      {"[streaming]\nmax_streams = 1.5\n", 2, "streaming.max_streams", "floats"},
+      {"[streaming]\nmax_streams = 1\nmax_streams = 2\n", 3, "streaming.max_streams", "duplicate key"},
+      /* The first error wins. */
+      {"[cpu]\nthreads = -1\n[gpu]\n", 2, "cpu.threads", "from 0 to 65535"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    expect_error(cases[i].text, cases[i].line, cases[i].key, cases[i].why);
   ASSERT_EQ(parse_ok("[compilation]\ncache = \"none\"").compilation.cache.location,
             RUDA_CACHE_LOCATION_NONE);
   ASSERT_EQ(parse_ok("[compilation]\ncache = \"user\"").compilation.cache.location,
             RUDA_CACHE_LOCATION_USER);
-  expect_error("[compilation]\ncache = 5\n", 2, "compilation.cache", "or { file = \"path\" }, found an integer");
-  expect_error("[compilation]\ncache = {}\n", 2, "compilation.cache", "needs a `file` key");
-  expect_error("[compilation]\ncache = { dir = \"x\" }\n", 2, "compilation.cache.dir", "unknown key (expected file)");
-  expect_error("[compilation]\ncache = { file = 1 }\n", 2, "compilation.cache.file", "expected a string");
-  expect_error("[streaming]\nmax_streams = 0\n", 2, "streaming.max_streams",
-               "expected an integer from 1 to 255, found 0");
-  expect_error("[streaming]\nmax_streams = 256\n", 2, "streaming.max_streams", "found 256");
-  expect_error("[streaming]\nmax_streams = -1\n", 2, "streaming.max_streams", "found -1");
-  expect_error("[streaming]\nmax_streams = \"8\"\n", 2, "streaming.max_streams", "expected an integer, found a string");
-  expect_error("[streaming]\npriority = \"urgent\"\n", 2, "streaming.priority", "\"default\", \"low\" or \"high\"");
-  expect_error("[memory]\npersistent_memory = true\n", 2, "memory.persistent_memory", "expected a string, found a boolean");
-  expect_error("[memory]\npersistent_memory = \"on\"\n", 2, "memory.persistent_memory", "\"enabled\", \"disabled\" or \"enforced\"");
-  expect_error("[cpu]\nthreads = 65536\n", 2, "cpu.threads", "from 0 to 65535");
-  expect_error("[trace]\nfile = 0\n", 2, "trace.file", "expected a string");
-  /* Syntax errors come through with the file's location too. */
-  expect_error("[streaming]\nmax_streams = 1.5\n", 2, "streaming.max_streams", "floats");
-  expect_error("[streaming]\nmax_streams = 1\nmax_streams = 2\n", 3, "streaming.max_streams", "duplicate key");
-  /* The first error wins. */
-  expect_error("[cpu]\nthreads = -1\n[gpu]\n", 2, "cpu.threads", "from 0 to 65535");
 }
 
 TEST(long_paths_are_rejected) {
@@ -257,23 +260,16 @@ TEST(parse_arguments) {
   ASSERT_EQ(c.cpu.threads, 4);
 }
 
-static void write_file(const char *path, const char *text) {
-  FILE *f = fopen(path, "wb");
-  RT_CHECK_(f != NULL, "cannot write %s", path);
-  fputs(text, f);
-  fclose(f);
-}
-
 TEST(load_file) {
   char path[600];
   snprintf(path, sizeof path, "%s/load_file.toml", rt_tmpdir());
-  write_file(path, "[streaming]\nmax_streams = 7\n");
+  rt_write_file(path, "[streaming]\nmax_streams = 7\n");
   ruda_config_t c;
   ASSERT_OK(ruda_config_load_file(path, &c));
   ASSERT_EQ(c.streaming.max_streams, 7);
   ASSERT_STR_EQ(c.source, path);
 
-  write_file(path, "[streaming]\n\n\nmax_streams = \"x\"\n");
+  rt_write_file(path, "[streaming]\n\n\nmax_streams = \"x\"\n");
   ruda_status_t st = ruda_config_load_file(path, &c);
   ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_CONFIG);
   ASSERT_STR_EQ(ruda_status_file(st), path);
@@ -318,11 +314,11 @@ static void make_tree(char *root, size_t cap) {
   snprintf(p, sizeof p, "%s/a", root);
   mkdir(p, 0777);
   snprintf(p, sizeof p, "%s/a/ruda.toml", root);
-  write_file(p, "[cpu]\nthreads = 1\n");
+  rt_write_file(p, "[cpu]\nthreads = 1\n");
   snprintf(p, sizeof p, "%s/a/b", root);
   mkdir(p, 0777);
   snprintf(p, sizeof p, "%s/a/b/ruda.toml", root);
-  write_file(p, "[cpu]\nthreads = 2\n");
+  rt_write_file(p, "[cpu]\nthreads = 2\n");
   snprintf(p, sizeof p, "%s/a/b/c", root);
   mkdir(p, 0777);
   snprintf(p, sizeof p, "%s/a/b/c/d", root);
@@ -381,18 +377,15 @@ TEST(environment_overrides) {
   clear_env();
   ruda_config_t c;
   ruda_config_default(&c);
-  setenv("RUDA_LOG_COMPILATION", "full", 1);
-  setenv("RUDA_LOG_MEMORY", "basic:stdout", 1);
-  setenv("RUDA_LOG_STREAMING", "full:/tmp/ruda-streams.log", 1);
-  setenv("RUDA_LOG_PROFILING", "medium:stderr", 1);
-  setenv("RUDA_CHECK_MODE", "enforce", 1);
-  setenv("RUDA_FP_CONTRACT", "off", 1);
-  setenv("RUDA_MAX_STREAMS", "32", 1);
-  setenv("RUDA_STREAM_PRIORITY", "low", 1);
-  setenv("RUDA_PERSISTENT_MEMORY", "disabled", 1);
-  setenv("RUDA_COMPILATION_CACHE", "target", 1);
-  setenv("RUDA_CPU_THREADS", "3", 1);
-  setenv("RUDA_TRACE", "/tmp/t.json", 1);
+  static const char *const env[][2] = {
+      {"RUDA_LOG_COMPILATION", "full"},      {"RUDA_LOG_MEMORY", "basic:stdout"},
+      {"RUDA_LOG_STREAMING", "full:/tmp/ruda-streams.log"},
+      {"RUDA_LOG_PROFILING", "medium:stderr"}, {"RUDA_CHECK_MODE", "enforce"},
+      {"RUDA_FP_CONTRACT", "off"},           {"RUDA_MAX_STREAMS", "32"},
+      {"RUDA_STREAM_PRIORITY", "low"},       {"RUDA_PERSISTENT_MEMORY", "disabled"},
+      {"RUDA_COMPILATION_CACHE", "target"},  {"RUDA_CPU_THREADS", "3"},
+      {"RUDA_TRACE", "/tmp/t.json"}};
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++) setenv(env[i][0], env[i][1], 1);
   c.compilation.logger.to_stdout = true; /* kept: no sink given */
   ASSERT_OK(ruda_config_apply_env(&c));
   ASSERT_EQ(c.compilation.logger.level, RUDA_LOG_LEVEL_FULL);
@@ -644,7 +637,7 @@ TEST(get_survives_a_bad_file_and_bad_variables) {
   clear_env();
   char path[600];
   snprintf(path, sizeof path, "%s/bad_for_get.toml", rt_tmpdir());
-  write_file(path, "[streaming]\nmax_streams = 1000\n");
+  rt_write_file(path, "[streaming]\nmax_streams = 1000\n");
   setenv("RUDA_CONFIG", path, 1);
   setenv("RUDA_CPU_THREADS", "5", 1);
   setenv("RUDA_CHECK_MODE", "bogus", 1);

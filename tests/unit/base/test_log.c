@@ -23,13 +23,40 @@ static void tmp_path(char *buf, size_t cap, const char *name) {
   snprintf(buf, cap, "%s/%s", rt_tmpdir(), name);
 }
 
+/* The file at `path` holds exactly `want`. */
+static void expect_file(const char *path, const char *want) {
+  char *text = rt_read_file(path);
+  ASSERT_STR_EQ(text, want);
+  free(text);
+}
+
+/* Points `l` at the file `path` with `level`, truncating it. */
+static void to_file(ruda_logger_config_t *l, ruda_log_level_t level, const char *path) {
+  l->level = level;
+  l->append = false;
+  snprintf(l->file, sizeof l->file, "%s", path);
+}
+
+/* Configures logging from the defaults with only channel `ch` on, at
+ * `level`, into the new file `name` of the temporary directory, whose path
+ * goes to `path`. */
+static void configure_file(ruda_log_channel_t ch, ruda_log_level_t level, const char *name,
+                           char *path, size_t cap) {
+  tmp_path(path, cap, name);
+  ruda_config_t c;
+  ruda_config_default(&c);
+  ruda_logger_config_t *l = ch == RUDA_LOG_CHANNEL_MEMORY      ? &c.memory.logger
+                            : ch == RUDA_LOG_CHANNEL_STREAMING ? &c.streaming.logger
+                            : ch == RUDA_LOG_CHANNEL_PROFILING ? &c.profiling.logger
+                                                               : &c.compilation.logger;
+  to_file(l, level, path);
+  ASSERT_OK(ruda_log_configure(&c));
+}
+
 /* ---- balanced names ------------------------------------------------------ */
 
 static void expect_balanced(const char *name, const char *want) {
-  char buf[256];
-  size_t n = ruda_name_balanced(name, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, want);
-  ASSERT_UEQ(n, strlen(want));
+  rt_expect_text_format(ruda_name_balanced, name, want);
 }
 
 TEST(balanced_reference_example) {
@@ -94,11 +121,8 @@ TEST(levels_follow_the_configuration) {
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "reserved %d bytes\n", 64);
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "not written either");
   ruda_log_shutdown();
-  char *text = rt_read_file(path);
-  ASSERT_STR_EQ(text,
-                "[ruda profiling] kernel fill took 12 us\n"
-                "[ruda memory] reserved 64 bytes\n");
-  free(text);
+  expect_file(path, "[ruda profiling] kernel fill took 12 us\n"
+              "[ruda memory] reserved 64 bytes\n");
 }
 
 TEST(file_sinks_append_truncate_and_parent_dirs) {
@@ -107,32 +131,24 @@ TEST(file_sinks_append_truncate_and_parent_dirs) {
   snprintf(path, sizeof path, "%s/deeper/still/c.log", dir);
   ruda_config_t c;
   ruda_config_default(&c);
-  c.compilation.logger.level = RUDA_LOG_LEVEL_FULL;
-  snprintf(c.compilation.logger.file, sizeof c.compilation.logger.file, "%s", path);
-  c.compilation.logger.append = false;
+  to_file(&c.compilation.logger, RUDA_LOG_LEVEL_FULL, path);
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "one");
   /* Flushed per line: visible before the sink is closed. */
-  char *text = rt_read_file(path);
-  ASSERT_STR_EQ(text, "[ruda compilation] one\n");
-  free(text);
+  expect_file(path, "[ruda compilation] one\n");
   ruda_log_shutdown();
   /* append = true keeps what is there. */
   c.compilation.logger.append = true;
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_FULL, "two");
   ruda_log_shutdown();
-  text = rt_read_file(path);
-  ASSERT_STR_EQ(text, "[ruda compilation] one\n[ruda compilation] two\n");
-  free(text);
+  expect_file(path, "[ruda compilation] one\n[ruda compilation] two\n");
   /* append = false truncates. */
   c.compilation.logger.append = false;
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_FULL, "three");
   ruda_log_shutdown();
-  text = rt_read_file(path);
-  ASSERT_STR_EQ(text, "[ruda compilation] three\n");
-  free(text);
+  expect_file(path, "[ruda compilation] three\n");
 }
 
 TEST(same_file_is_one_sink) {
@@ -145,20 +161,14 @@ TEST(same_file_is_one_sink) {
   fclose(f);
   ruda_config_t c;
   ruda_config_default(&c);
-  c.streaming.logger.level = RUDA_LOG_LEVEL_FULL;
-  c.streaming.logger.append = false;
-  snprintf(c.streaming.logger.file, sizeof c.streaming.logger.file, "%s", path);
-  c.memory.logger.level = RUDA_LOG_LEVEL_FULL;
-  c.memory.logger.append = false;
-  snprintf(c.memory.logger.file, sizeof c.memory.logger.file, "%s", alias);
+  to_file(&c.streaming.logger, RUDA_LOG_LEVEL_FULL, path);
+  to_file(&c.memory.logger, RUDA_LOG_LEVEL_FULL, alias);
   ASSERT_OK(ruda_log_configure(&c));
   ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_FULL, "s");
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_FULL, "m");
   ruda_log(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_FULL, "s2");
   ruda_log_shutdown();
-  char *text = rt_read_file(path);
-  ASSERT_STR_EQ(text, "[ruda streaming] s\n[ruda memory] m\n[ruda streaming] s2\n");
-  free(text);
+  expect_file(path, "[ruda streaming] s\n[ruda memory] m\n[ruda streaming] s2\n");
 }
 
 /* Runs `fn` with fd 2 pointing at a file and returns what was written. */
@@ -209,9 +219,7 @@ TEST(unopenable_file_is_reported_and_skipped) {
   ruda_config_default(&c);
   c.compilation.logger.level = RUDA_LOG_LEVEL_BASIC;
   snprintf(c.compilation.logger.file, sizeof c.compilation.logger.file, "%s", bad);
-  c.memory.logger.level = RUDA_LOG_LEVEL_BASIC;
-  c.memory.logger.append = false;
-  snprintf(c.memory.logger.file, sizeof c.memory.logger.file, "%s", good);
+  to_file(&c.memory.logger, RUDA_LOG_LEVEL_BASIC, good);
   ruda_status_t st = ruda_log_configure(&c);
   ASSERT_EQ(ruda_status_kind(st), RUDA_ERR_CONFIG);
   ASSERT_STR_EQ(ruda_status_file(st), bad);
@@ -220,20 +228,12 @@ TEST(unopenable_file_is_reported_and_skipped) {
   ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "goes nowhere, no crash");
   ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "still written");
   ruda_log_shutdown();
-  char *text = rt_read_file(good);
-  ASSERT_STR_EQ(text, "[ruda memory] still written\n");
-  free(text);
+  expect_file(good, "[ruda memory] still written\n");
 }
 
 TEST(long_messages) {
   char path[600];
-  tmp_path(path, sizeof path, "long.log");
-  ruda_config_t c;
-  ruda_config_default(&c);
-  c.memory.logger.level = RUDA_LOG_LEVEL_FULL;
-  c.memory.logger.append = false;
-  snprintf(c.memory.logger.file, sizeof c.memory.logger.file, "%s", path);
-  ASSERT_OK(ruda_log_configure(&c));
+  configure_file(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_FULL, "long.log", path, sizeof path);
   char *big = malloc(5000);
   memset(big, 'y', 4999);
   big[4999] = '\0';
@@ -261,13 +261,7 @@ static void *log_thread(void *arg) {
 
 TEST(threads_never_interleave) {
   char path[600];
-  tmp_path(path, sizeof path, "threads.log");
-  ruda_config_t c;
-  ruda_config_default(&c);
-  c.streaming.logger.level = RUDA_LOG_LEVEL_BASIC;
-  c.streaming.logger.append = false;
-  snprintf(c.streaming.logger.file, sizeof c.streaming.logger.file, "%s", path);
-  ASSERT_OK(ruda_log_configure(&c));
+  configure_file(RUDA_LOG_CHANNEL_STREAMING, RUDA_LOG_LEVEL_BASIC, "threads.log", path, sizeof path);
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, log_thread, (void *)(intptr_t)i);
   for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
@@ -294,17 +288,13 @@ TEST(lazy_setup_from_the_process_configuration) {
   ruda__config_reset_for_test();
   ruda_config_t c;
   ruda_config_default(&c);
-  c.profiling.logger.level = RUDA_LOG_LEVEL_BASIC;
-  c.profiling.logger.append = false;
-  snprintf(c.profiling.logger.file, sizeof c.profiling.logger.file, "%s", path);
+  to_file(&c.profiling.logger, RUDA_LOG_LEVEL_BASIC, path);
   ASSERT_OK(ruda_config_set(&c));
   ruda_log_shutdown(); /* forget any earlier setup */
   ASSERT_TRUE(ruda_log_enabled(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC));
   ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_BASIC, "lazy");
   ruda_log_shutdown();
-  char *text = rt_read_file(path);
-  ASSERT_STR_EQ(text, "[ruda profiling] lazy\n");
-  free(text);
+  expect_file(path, "[ruda profiling] lazy\n");
   /* configure(NULL) uses the process configuration too. */
   ASSERT_OK(ruda_log_configure(NULL));
   ASSERT_EQ(ruda_log_level(RUDA_LOG_CHANNEL_PROFILING), RUDA_LOG_LEVEL_BASIC);

@@ -180,7 +180,6 @@ TEST(syntax_errors) {
   EXPECT_ERROR("a = { b = 1 }\na.c = 2", 2, "a", "cannot add to a table defined elsewhere");
   EXPECT_ERROR("[a.b]\n[a]\nb.c = 1", 3, "a.b", "cannot add to a table defined elsewhere");
   EXPECT_ERROR("a = [1, 2]", 1, "a", "arrays are not supported");
-  EXPECT_ERROR("[[a]]", 1, NULL, "arrays of tables are not supported");
   EXPECT_ERROR("a = 1.5", 1, "a", "floats, dates and times are not supported");
   EXPECT_ERROR("a = 1e5", 1, "a", "floats, dates and times are not supported");
   EXPECT_ERROR("a = inf", 1, "a", "floats, dates and times are not supported");
@@ -205,18 +204,20 @@ TEST(syntax_errors) {
   EXPECT_ERROR("a =", 1, "a", "expected a value");
   EXPECT_ERROR("a = # c", 1, "a", "expected a value");
   EXPECT_ERROR("a 1", 1, "a", "expected '='");
-  EXPECT_ERROR("a = 1 b = 2", 1, NULL, "expected the end of the line after a value");
   EXPECT_ERROR("[t] x", 1, "t", "expected the end of the line after a table header");
   EXPECT_ERROR("[t", 1, "t", "expected ']'");
-  EXPECT_ERROR("[]", 1, NULL, "unexpected character ']'");
-  EXPECT_ERROR("= 1", 1, NULL, "unexpected character '='");
-  EXPECT_ERROR("a.", 1, NULL, "expected a key");
   EXPECT_ERROR("a = { b = 1, }", 1, "a", "without a trailing comma");
   EXPECT_ERROR("a = { b = 1\n}", 1, "a", "inline tables must be on one line");
   EXPECT_ERROR("a = { b = 1 c = 2 }", 1, "a", "expected ',' or '}'");
   EXPECT_ERROR("a = { b = 1, b = 2 }", 1, "a.b", "duplicate key");
   EXPECT_ERROR("[t]\na = { b = { c = \"\\q\" } }", 2, "t.a.b.c", "invalid escape");
   EXPECT_ERROR("a = {{}}", 1, "a", "unexpected character '{'");
+  /* Errors at no key. */
+  EXPECT_ERROR("[[a]]", 1, NULL, "arrays of tables are not supported");
+  EXPECT_ERROR("a = 1 b = 2", 1, NULL, "expected the end of the line after a value");
+  EXPECT_ERROR("[]", 1, NULL, "unexpected character ']'");
+  EXPECT_ERROR("= 1", 1, NULL, "unexpected character '='");
+  EXPECT_ERROR("a.", 1, NULL, "expected a key");
   EXPECT_ERROR("a = 1\r", 1, NULL, "expected the end of the line");
   EXPECT_ERROR("\r", 1, NULL, "carriage return without a line feed");
   EXPECT_ERROR("# bad \x01 comment", 1, NULL, "control character in a comment");

@@ -15,10 +15,7 @@
 static void write_file(const char *dir, const char *name, const char *text) {
   char path[1024];
   snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ASSERT_NOT_NULL(f);
-  fputs(text, f);
-  fclose(f);
+  rt_write_file(path, text);
 }
 
 static void mkdirs(const char *path) {

@@ -8,21 +8,16 @@
 #include "kernel_text.h"
 #include "test.h"
 
-static void write_file(const char *dir, const char *name, const char *text) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s", dir, name);
-  FILE *f = fopen(path, "w");
-  ASSERT_NOT_NULL(f);
-  fputs(text, f);
-  fclose(f);
-}
-
 static const char *path_in(const char *dir, const char *name) {
   static char path[4][1024];
   static int next;
   char *p = path[next++ % 4];
   snprintf(p, sizeof path[0], "%s/%s", dir, name);
   return p;
+}
+
+static void write_file(const char *dir, const char *name, const char *text) {
+  rt_write_file(path_in(dir, name), text);
 }
 
 static bool load(const char *dir, const char *name, ruda_tools_kernel_text_t *t, char *err,

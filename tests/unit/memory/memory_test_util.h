@@ -84,6 +84,38 @@ static inline ruda__memory_manager_t *mk_manager(counting_storage_t *cs, uint64_
   return mm;
 }
 
+/* The manager most tests use: pages up to 128 MiB, 256-byte alignment, no
+ * limit, the default config. */
+static inline ruda__memory_manager_t *default_manager(counting_storage_t *cs) {
+  return mk_manager(cs, 128 * MIB, 256, 0, NULL);
+}
+
+/* A default manager holding one slice of 64 bytes, whose handle goes to
+ * `h`. */
+#define MANAGER_WITH_SLICE(cs, mm, h)                 \
+  counting_storage_t cs;                              \
+  ruda__memory_manager_t *mm = default_manager(&cs); \
+  ruda_handle_t h;                                    \
+  ALLOC(mm, 64, &h)
+
+/* Checks that the only handle `h` of its slice can mutate it, that a clone
+ * takes that away from both, and that releasing the clone gives it back. */
+static inline void expect_clone_blocks_mut(ruda_handle_t *h) {
+  ASSERT_TRUE(ruda_handle_can_mut(h));
+  ruda_handle_t c = ruda_handle_clone(h);
+  ASSERT_FALSE(ruda_handle_can_mut(h));
+  ASSERT_FALSE(ruda_handle_can_mut(&c));
+  ruda_handle_release(&c);
+  ASSERT_TRUE(ruda_handle_is_empty(&c));
+  ASSERT_TRUE(ruda_handle_can_mut(h));
+}
+
+/* Checks that `mm` holds no allocation any more, then destroys it. */
+static inline void destroy_empty(ruda__memory_manager_t *mm) {
+  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
+  ruda__memory_manager_destroy(mm);
+}
+
 /* Creates a descriptor and binds it; returns the status, fills *out. */
 static inline ruda_status_t try_alloc(ruda__memory_manager_t *mm, uint64_t size,
                                       ruda_handle_t *out) {
@@ -97,6 +129,13 @@ static inline ruda_status_t try_alloc(ruda__memory_manager_t *mm, uint64_t size,
 }
 
 #define ALLOC(mm, size, h) ASSERT_OK(try_alloc((mm), (size), (h)))
+
+/* A new handle of `size` bytes (the test fails where it cannot be made). */
+static inline ruda_handle_t alloc_handle(ruda__memory_manager_t *mm, uint64_t size) {
+  ruda_handle_t h;
+  ALLOC(mm, size, &h);
+  return h;
+}
 
 /* The descriptor of a live handle (NULL when stale or empty). */
 #define MEM(h) ruda__handle_memory(&(h))

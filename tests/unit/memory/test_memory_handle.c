@@ -90,30 +90,19 @@ TEST(offsets_add_and_size_in_used) {
 }
 
 TEST(bound_handle_can_mut_and_is_bound) {
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
-  ruda_handle_t h;
-  ALLOC(mm, 64, &h);
+  MANAGER_WITH_SLICE(cs, mm, h);
   /* The pool's reference is not a handle. */
   ASSERT_UEQ(atomic_load(&MEM(h)->handle_refs), 1);
   ASSERT_TRUE(ruda_handle_is_bound(&h));
-  ASSERT_TRUE(ruda_handle_can_mut(&h));
-  ruda_handle_t c = ruda_handle_clone(&h);
-  ASSERT_FALSE(ruda_handle_can_mut(&h));
-  ruda_handle_release(&c);
-  ASSERT_TRUE(ruda_handle_can_mut(&h));
+  expect_clone_blocks_mut(&h);
   ruda_handle_release(&h);
-  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
-  ruda__memory_manager_destroy(mm);
+  destroy_empty(mm);
 }
 
 /* ---- Stale, forged and edited handles ---- */
 
 TEST(stale_copy_is_refused_and_never_retains) {
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
-  ruda_handle_t h;
-  ALLOC(mm, 64, &h);
+  MANAGER_WITH_SLICE(cs, mm, h);
   ruda_handle_t copy = h; /* a plain struct copy: no reference */
   ruda_handle_release(&h);
   /* Released, slice not yet taken back by the device: already stale. */
@@ -151,8 +140,7 @@ TEST(stale_copy_is_refused_and_never_retains) {
   ASSERT_ERR_KIND(ruda__memory_resolve_binding(mm, &sb, &sh), RUDA_ERR_IO_NOT_FOUND);
   ASSERT_OK(ruda_handle_validate(&n));
   ruda_handle_release(&n);
-  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
-  ruda__memory_manager_destroy(mm);
+  destroy_empty(mm);
 }
 
 TEST(copy_of_the_last_handle_is_stale_while_bindings_remain) {
@@ -179,10 +167,7 @@ TEST(released_but_not_drained_cannot_be_revived) {
   /* The race the state word closes: the last user reference is gone (only
    * the pool's is left) but the device has not taken the slice back. A
    * stale clone must not bring it back to life. */
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
-  ruda_handle_t h;
-  ALLOC(mm, 64, &h);
+  MANAGER_WITH_SLICE(cs, mm, h);
   ruda_memory_t *m = MEM(h);
   ruda_handle_t copy = h;
   ruda_handle_release(&h);
@@ -192,15 +177,11 @@ TEST(released_but_not_drained_cannot_be_revived) {
   ruda_handle_t c = ruda_handle_clone(&copy);
   ASSERT_TRUE(ruda_handle_is_empty(&c));
   ASSERT_UEQ(state_count(m), 1);
-  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
-  ruda__memory_manager_destroy(mm);
+  destroy_empty(mm);
 }
 
 TEST(forged_and_edited_handles) {
-  counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
-  ruda_handle_t h;
-  ALLOC(mm, 64, &h);
+  MANAGER_WITH_SLICE(cs, mm, h);
   ASSERT_OK(ruda_handle_validate(&h));
   ruda_handle_t e = h;
   e.id = (uint64_t)7 << 32 | 0xfffffff0u; /* a slot no slab holds */
@@ -330,7 +311,7 @@ static void *worker_main(void *arg) {
 
 TEST(threads_clone_and_release_while_device_drains) {
   counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__memory_manager_t *mm = default_manager(&cs);
   static worker_t workers[N_THREADS];
   ruda_handle_t shared[N_HANDLES];
   for (int i = 0; i < N_HANDLES; i++) ALLOC(mm, 64 + (uint64_t)i * 100, &shared[i]);
@@ -370,7 +351,7 @@ static void *release_half(void *arg) {
 TEST(threads_release_unbound_and_bound) {
   /* Handles released on another thread, some before the bind happens. */
   counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__memory_manager_t *mm = default_manager(&cs);
   for (int round = 0; round < 50; round++) {
     ruda_handle_t hs[N_HANDLES];
     ruda_binding_t task[N_HANDLES];

@@ -17,15 +17,23 @@ static void release_all(ruda_handle_t *base, ruda_memory_layout_t *l, size_t n) 
   ruda_handle_release(base);
 }
 
-TEST(pitched_2d_f32_align_512) {
+/* Lays out one optimized tensor of `rank` dims `dims` and `elem`-byte
+ * elements with the pitched policy of alignment 512 on `dev`, stream
+ * `stream`: its base handle goes to `base`, its view to `l`. */
+static void apply_pitched(ruda_device_id_t dev, uint64_t stream, uint32_t rank,
+                          const uint64_t *dims, size_t elem, ruda_handle_t *base,
+                          ruda_memory_layout_t *l) {
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
+  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, rank, dims, elem);
+  ASSERT_OK(ruda__layout_apply(&pol, dev, (ruda_stream_id_t){stream}, &d, 1, base, l));
+}
+
+TEST(pitched_2d_f32_align_512) {
   uint64_t dims[] = {3, 5};
-  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 2, dims, 4);
   ruda_handle_t base;
   ruda_memory_layout_t l;
-  ruda_stream_id_t stream = {9};
   ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CUDA, 1};
-  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l));
+  apply_pitched(dev, 9, 2, dims, 4, &base, &l);
   ASSERT_EQ(l.strides.rank, 2);
   ASSERT_UEQ(l.strides.values[0], 8);
   ASSERT_UEQ(l.strides.values[1], 1);
@@ -49,14 +57,10 @@ TEST(pitched_2d_f32_align_512) {
 }
 
 TEST(pitched_3d_strides) {
-  ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   uint64_t dims[] = {2, 3, 5};
-  ruda_memory_layout_descriptor_t d = desc(RUDA_LAYOUT_OPTIMIZED, 3, dims, 4);
   ruda_handle_t base;
   ruda_memory_layout_t l;
-  ruda_stream_id_t stream = {0};
-  ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
-  ASSERT_OK(ruda__layout_apply(&pol, dev, stream, &d, 1, &base, &l));
+  apply_pitched((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, 0, 3, dims, 4, &base, &l);
   ASSERT_UEQ(l.strides.values[0], 24);
   ASSERT_UEQ(l.strides.values[1], 8);
   ASSERT_UEQ(l.strides.values[2], 1);
@@ -121,7 +125,7 @@ TEST(contiguous_policy) {
 
 TEST(layout_views_resolve_into_one_allocation) {
   counting_storage_t cs;
-  ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, NULL);
+  ruda__memory_manager_t *mm = default_manager(&cs);
   ruda__layout_policy_t pol = {RUDA_LAYOUT_POLICY_PITCHED, 512};
   ruda_stream_id_t stream = {0};
   ruda_device_id_t dev = {RUDA_DEVICE_TYPE_CPU, 0};
@@ -141,8 +145,7 @@ TEST(layout_views_resolve_into_one_allocation) {
   ruda_handle_release(&l[0].memory);
   ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 1);
   ruda_handle_release(&l[1].memory);
-  ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);
-  ruda__memory_manager_destroy(mm);
+  destroy_empty(mm);
 }
 
 TEST(pitched_usage_counts_used_bytes_and_padding_apart) {

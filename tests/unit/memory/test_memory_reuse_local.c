@@ -11,13 +11,13 @@
 #include "memory/reuse_cache.h"
 #include "reuse_test_util.h"
 
-#define NEED_HEAVY_FENCE()                                                             \
-  do {                                                                                 \
-    if (!ruda__fence_heavy_ready())                                                    \
-      SKIP("no membarrier (private expedited) here: threads get no ways of their own"); \
-  } while (0)
-
-static void setup(fixture_t *f, const ruda__memory_config_t *cfg) { reuse_setup(f, cfg, true); }
+/* Every test needs the heavy fence (threads get ways of their own only
+ * with it): setup skips the test without it. */
+static void setup(fixture_t *f, const ruda__memory_config_t *cfg) {
+  if (!ruda__fence_heavy_ready())
+    SKIP("no membarrier (private expedited) here: threads get no ways of their own");
+  reuse_setup(f, cfg, true);
+}
 
 static void teardown(fixture_t *f) {
   ruda__memory_manager_destroy(f->mm);
@@ -74,7 +74,6 @@ static bool shared_sets_empty(fixture_t *f) {
 }
 
 TEST(a_release_parks_the_slice_in_the_threads_ways_and_the_next_take_gets_it) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
   ruda_handle_t a;
@@ -137,12 +136,9 @@ TEST(a_release_parks_the_slice_in_the_threads_ways_and_the_next_take_gets_it) {
 }
 
 TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   ruda__reuse_local_t *l = setup_attached(&f, NULL);
-  bool hit;
-  ruda_handle_t a;
-  ALLOC(f.mm, 1000, &a);
+  ruda_handle_t a = alloc_handle(f.mm, 1000);
   ruda_handle_t clone = ruda_handle_clone(&a);
   ruda_binding_t bind = ruda_handle_binding(&a);
   ruda_handle_release(&a);
@@ -152,6 +148,7 @@ TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
   ASSERT_NOT_NULL(ruda__binding_memory(&bind));
   ruda_binding_release(&bind);
   ASSERT_UEQ(count_in(l), 1);
+  bool hit;
   ruda_handle_t b = reuse(&f, 1000, 0, &hit);
   ASSERT_TRUE(hit);
   ASSERT_NULL(ruda__binding_memory(&bind));
@@ -160,7 +157,6 @@ TEST(a_handle_with_a_clone_or_binding_is_parked_only_at_its_last_release) {
 }
 
 TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   ruda__memory_config_t cfg = one_sliced_pool(8 * MIB, 2 * MIB);
   ruda__reuse_local_t *l = setup_attached(&f, &cfg);
@@ -183,7 +179,6 @@ TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
 }
 
 TEST(full_ways_displace_one_slice_into_the_shared_sets) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   ruda__reuse_local_t *l = setup_attached(&f, NULL);
   bool hit;
@@ -221,6 +216,7 @@ typedef struct parker {
   int stage; /* 1: parked; 2: told to go on */
   bool ok;
   ruda__reuse_local_t *ways;
+  pthread_t thread;
 } parker_t;
 
 static void *park(void *p) {
@@ -239,37 +235,34 @@ static void *park(void *p) {
   return NULL;
 }
 
-static void parker_start(parker_t *k, fixture_t *f, uint32_t count, bool exit_at_once,
-                         pthread_t *t) {
+static void parker_start(parker_t *k, fixture_t *f, uint32_t count, bool exit_at_once) {
   memset(k, 0, sizeof *k);
   k->f = f;
   k->count = count;
   k->exit_at_once = exit_at_once;
   pthread_mutex_init(&k->lock, NULL);
   pthread_cond_init(&k->cond, NULL);
-  pthread_create(t, NULL, park, k);
+  pthread_create(&k->thread, NULL, park, k);
   pthread_mutex_lock(&k->lock);
   while (k->stage != 1) pthread_cond_wait(&k->cond, &k->lock);
   pthread_mutex_unlock(&k->lock);
 }
 
-static void parker_finish(parker_t *k, pthread_t t) {
+static void parker_finish(parker_t *k) {
   pthread_mutex_lock(&k->lock);
   k->stage = 2;
   pthread_cond_broadcast(&k->cond);
   pthread_mutex_unlock(&k->lock);
-  pthread_join(t, NULL);
+  pthread_join(k->thread, NULL);
   pthread_mutex_destroy(&k->lock);
   pthread_cond_destroy(&k->cond);
 }
 
 TEST(usage_and_cleanup_take_slices_back_from_an_idle_threads_ways) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
   parker_t k;
-  pthread_t t;
-  parker_start(&k, &f, 5, false, &t);
+  parker_start(&k, &f, 5, false);
   ASSERT_TRUE(k.ok);
   ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
   ruda_memory_usage_t u = ruda__memory_usage(f.mm);
@@ -281,18 +274,16 @@ TEST(usage_and_cleanup_take_slices_back_from_an_idle_threads_ways) {
   ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
   ASSERT_UEQ(f.cs.outstanding, 0);
   /* The thread goes on using its ways afterwards. */
-  parker_finish(&k, t);
+  parker_finish(&k);
   teardown(&f);
 }
 
 TEST(ways_of_an_exited_thread_are_emptied_by_the_manager_and_adopted) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
   parker_t k;
-  pthread_t t;
-  parker_start(&k, &f, 3, true, &t);
-  pthread_join(t, NULL);
+  parker_start(&k, &f, 3, true);
+  pthread_join(k.thread, NULL);
   ASSERT_TRUE(k.ok);
   ASSERT_UEQ(count_lists(&f), 1);
   ASSERT_UEQ(atomic_load(&k.ways->refs), 1); /* the list's alone */
@@ -309,21 +300,19 @@ TEST(ways_of_an_exited_thread_are_emptied_by_the_manager_and_adopted) {
 }
 
 TEST(ways_of_a_freed_cache_are_never_used_again) {
-  NEED_HEAVY_FENCE();
   /* The thread stays attached to a cache that is freed under it; a new
    * cache, perhaps at the same address, gives it new ways. ASan checks the
    * rest: no use after free, no leak. */
   fixture_t f;
   ruda__reuse_local_t *old = setup_attached(&f, NULL);
-  bool hit;
-  ruda_handle_t a;
-  ALLOC(f.mm, 2048, &a);
+  ruda_handle_t a = alloc_handle(f.mm, 2048);
   ruda_handle_release(&a);
   ASSERT_UEQ(count_in(old), 1);
   teardown(&f); /* the manager takes its slice back first */
   for (int round = 0; round < 3; round++) {
     setup(&f, NULL);
     ASSERT_NULL(my_ways(&f));
+    bool hit;
     ruda_handle_t b = reuse(&f, 2048, 0, &hit);
     ASSERT_FALSE(hit);
     ASSERT_NOT_NULL(my_ways(&f));
@@ -376,7 +365,6 @@ static void *churn(void *p) {
 }
 
 TEST(threads_reserve_release_and_hand_over_while_the_manager_takes_back) {
-  NEED_HEAVY_FENCE();
   fixture_t f;
   setup(&f, NULL);
   for (uint32_t i = 0; i < THREADS; i++) atomic_store(&mailboxes[i], 0);

@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -26,12 +25,7 @@ static void run_child(const char *name, const char *env, child_t *r) {
            "env -u RUDA_REQUIRE_DEVICE RUDA_OPENCL_LIBRARY=/nonexistent/libruda-no-OpenCL.so.1 "
            "%s '%s' 2>&1",
            env, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_NOT_NULL(p);
-  size_t len = fread(r->out, 1, sizeof r->out - 1, p);
-  r->out[len] = '\0';
-  int status = pclose(p);
-  r->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  r->code = rt_run_command(cmd, r->out, sizeof r->out);
 }
 
 static child_t g_child;

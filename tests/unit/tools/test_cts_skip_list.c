@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -16,12 +15,7 @@ static int run_suite(const char *env, char *out, size_t cap) {
   snprintf(path, sizeof path, "%s/tests/cts_test_cts_memory_io", RUDA_TEST_BINARY_DIR);
   if (access(path, X_OK) != 0) SKIP("the conformance programs are not built");
   snprintf(cmd, sizeof cmd, "env -u RUDA_CTS_DEVICE %s '%s' 2>&1", env, path);
-  FILE *p = popen(cmd, "r");
-  ASSERT_NOT_NULL(p);
-  size_t len = fread(out, 1, cap - 1, p);
-  out[len] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return rt_run_command(cmd, out, cap);
 }
 
 static char g_out[1 << 17];

@@ -4,7 +4,6 @@
  * OpenCL halves skip when NVRTC or an OpenCL driver is not installed. */
 #include <limits.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -20,12 +19,7 @@ static const char *binary(void) {
 static int run(const char *args, char *out, size_t cap) {
   char cmd[4096];
   snprintf(cmd, sizeof cmd, "%s %s 2>&1", binary(), args);
-  FILE *p = popen(cmd, "r");
-  ASSERT_NOT_NULL(p);
-  size_t n = fread(out, 1, cap - 1, p);
-  out[n] = '\0';
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+  return rt_run_command(cmd, out, cap);
 }
 
 static const char *write_kernel(const char *name, const char *text) {
@@ -33,10 +27,7 @@ static const char *write_kernel(const char *name, const char *text) {
   static int next;
   char *p = path[next++ % 4];
   snprintf(p, sizeof path[0], "%s/%s", rt_tmpdir(), name);
-  FILE *f = fopen(p, "w");
-  ASSERT_NOT_NULL(f);
-  fputs(text, f);
-  fclose(f);
+  rt_write_file(p, text);
   return p;
 }
 

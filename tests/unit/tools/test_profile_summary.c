@@ -6,10 +6,7 @@
 #include "test.h"
 
 static void balanced(const char *in, const char *want) {
-  char buf[256];
-  size_t n = ruda__profile_name_balanced(in, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, want);
-  ASSERT_UEQ(n, strlen(want));
+  rt_expect_text_format(ruda__profile_name_balanced, in, want);
 }
 
 TEST(balanced_names_follow_the_reference) {
@@ -32,17 +29,11 @@ TEST(balanced_name_truncates_like_snprintf) {
 }
 
 TEST(durations_print_like_rust_debug) {
-  char buf[32];
-  ruda__profile_duration_format(950, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "950ns");
-  ruda__profile_duration_format(12345, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "12.345\xC2\xB5s");
-  ruda__profile_duration_format(3200000, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "3.2ms");
-  ruda__profile_duration_format(1500000000, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "1.5s");
-  ruda__profile_duration_format(2000000, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "2ms");
+  rt_expect_u64_format(ruda__profile_duration_format, 950, "950ns");
+  rt_expect_u64_format(ruda__profile_duration_format, 12345, "12.345\xC2\xB5s");
+  rt_expect_u64_format(ruda__profile_duration_format, 3200000, "3.2ms");
+  rt_expect_u64_format(ruda__profile_duration_format, 1500000000, "1.5s");
+  rt_expect_u64_format(ruda__profile_duration_format, 2000000, "2ms");
 }
 
 /* Row i of the table (0 = header), without the trailing newline. */

@@ -1,5 +1,6 @@
 /* Device ids and per-thread stream ids. */
 #include <pthread.h>
+#include <string.h>
 
 #include "ruda/types.h"
 #include "test.h"
@@ -106,16 +107,20 @@ TEST(stream_id_differs_between_threads) {
   ASSERT_ULT(s.swapped_prev, ruda_stream_id_next().value);
 }
 
-TEST(device_id_format) {
+/* ruda_device_id_format writes `want` for type `type`, index `index` and
+ * returns its length. */
+static void expect_id(uint16_t type, uint16_t index, const char *want) {
   char buf[32];
-  ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, buf, sizeof buf), 5);
-  ASSERT_STR_EQ(buf, "cpu:0");
-  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 3}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "cuda:3");
-  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_OPENCL, 1}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "opencl:1");
-  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "device-type-77:2");
+  size_t n = ruda_device_id_format((ruda_device_id_t){type, index}, buf, sizeof buf);
+  ASSERT_STR_EQ(buf, want);
+  ASSERT_UEQ(n, strlen(want));
+}
+
+TEST(device_id_format) {
+  expect_id(RUDA_DEVICE_TYPE_CPU, 0, "cpu:0");
+  expect_id(RUDA_DEVICE_TYPE_CUDA, 3, "cuda:3");
+  expect_id(RUDA_DEVICE_TYPE_OPENCL, 1, "opencl:1");
+  expect_id(77, 2, "device-type-77:2");
   char tiny[4];
   ASSERT_UEQ(ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 12}, tiny, sizeof tiny), 7);
   ASSERT_STR_EQ(tiny, "cud");
@@ -136,19 +141,13 @@ TEST(device_id_format_asks_the_installed_lookup_first) {
   ASSERT_NULL(ruda__device_type_known_name(77));
   ASSERT_TRUE(ruda__device_type_names_install(fourth_names) == NULL);
   ASSERT_TRUE(ruda__device_type_names_installed() == fourth_names);
-  char buf[32];
-  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "fourth:2");
-  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, 1}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "renamed:1");
+  expect_id(77, 2, "fourth:2");
+  expect_id(RUDA_DEVICE_TYPE_CUDA, 1, "renamed:1");
   /* A type the lookup does not know keeps its built-in name. */
-  ruda_device_id_format((ruda_device_id_t){RUDA_DEVICE_TYPE_OPENCL, 0}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "opencl:0");
-  ruda_device_id_format((ruda_device_id_t){78, 0}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "device-type-78:0");
+  expect_id(RUDA_DEVICE_TYPE_OPENCL, 0, "opencl:0");
+  expect_id(78, 0, "device-type-78:0");
   ASSERT_TRUE(ruda__device_type_names_install(NULL) == fourth_names);
-  ruda_device_id_format((ruda_device_id_t){77, 2}, buf, sizeof buf);
-  ASSERT_STR_EQ(buf, "device-type-77:2");
+  expect_id(77, 2, "device-type-77:2");
 }
 
 TEST(builtin_types_have_names_and_ids) {

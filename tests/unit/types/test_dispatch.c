@@ -152,42 +152,47 @@ TEST(dim_basics) {
   ASSERT_FALSE(ruda_dim_can_contain(ruda_dim_new_3d(4, 4, 4), ruda_dim_new_3d(8, 1, 1)));
 }
 
+/* ruda_dim_for_units on `p` with a unit limit, a core count and a widest
+ * plane of its own, for `units` working units, gives (x, y, 1). */
+typedef struct {
+  uint32_t max_units, cores, plane_max, units, x, y;
+} units_case_t;
+
+static void expect_dims_for_units(ruda_device_properties_t p, const units_case_t *c, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    p.hardware.max_units_per_ruda = c[i].max_units;
+    p.hardware.num_cpu_cores = c[i].cores;
+    p.hardware.plane_size_max = c[i].plane_max;
+    ruda_dim_t d = ruda_dim_for_units(&p, c[i].units);
+    RT_CHECK_(d.x == c[i].x && d.y == c[i].y && d.z == 1,
+              "case %zu: %u units give (%u, %u, %u), expected (%u, %u, 1)", i, c[i].units, d.x,
+              d.y, d.z, c[i].x, c[i].y);
+  }
+}
+
 /* A GPU-like device: planes (warps) of 32, 1024 units per ruda. */
 TEST(dim_for_units_gpu) {
-  ruda_device_properties_t p = gpu_props();
-  ASSERT_DIM(ruda_dim_for_units(&p, 1000000), 32, 8, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 100), 32, 2, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 10), 32, 1, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 0), 32, 1, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 128), 32, 4, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 255), 32, 4, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 256), 32, 8, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, UINT32_MAX), 32, 8, 1);
-  /* The unit limit caps the planes: 128 units allow 4 planes of 32. */
-  p.hardware.max_units_per_ruda = 128;
-  ASSERT_DIM(ruda_dim_for_units(&p, 1000000), 32, 4, 1);
-  /* ...and never below one plane. */
-  p.hardware.max_units_per_ruda = 16;
-  ASSERT_DIM(ruda_dim_for_units(&p, 1000000), 32, 1, 1);
+  static const units_case_t cases[] = {
+      {1024, 0, 32, 1000000, 32, 8}, {1024, 0, 32, 100, 32, 2}, {1024, 0, 32, 10, 32, 1},
+      {1024, 0, 32, 0, 32, 1},       {1024, 0, 32, 128, 32, 4}, {1024, 0, 32, 255, 32, 4},
+      {1024, 0, 32, 256, 32, 8},     {1024, 0, 32, UINT32_MAX, 32, 8},
+      /* The unit limit caps the planes: 128 units allow 4 planes of 32... */
+      {128, 0, 32, 1000000, 32, 4},
+      /* ...and never below one plane. */
+      {16, 0, 32, 1000000, 32, 1}};
+  expect_dims_for_units(gpu_props(), cases, sizeof cases / sizeof cases[0]);
 }
 
 TEST(dim_for_units_cpu) {
   ruda_device_properties_t p;
   memset(&p, 0, sizeof(p));
   p.hardware.plane_size_min = 1;
-  p.hardware.plane_size_max = 1;
-  p.hardware.max_units_per_ruda = 1024;
-  p.hardware.num_cpu_cores = 8;
-  /* planes = min(cores, working units). */
-  ASSERT_DIM(ruda_dim_for_units(&p, 100), 1, 8, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 3), 1, 3, 1);
-  ASSERT_DIM(ruda_dim_for_units(&p, 0), 1, 1, 1);
-  p.hardware.num_cpu_cores = 64;
-  p.hardware.max_units_per_ruda = 16;
-  ASSERT_DIM(ruda_dim_for_units(&p, 1000), 1, 16, 1);
-  /* A CPU with SIMD planes of 4: the limit is 16 / 4. */
-  p.hardware.plane_size_max = 4;
-  ASSERT_DIM(ruda_dim_for_units(&p, 1000), 4, 4, 1);
+  /* planes = min(cores, working units); a CPU with SIMD planes of 4 under a
+   * limit of 16 units: 16 / 4. */
+  static const units_case_t cases[] = {
+      {1024, 8, 1, 100, 1, 8}, {1024, 8, 1, 3, 1, 3},  {1024, 8, 1, 0, 1, 1},
+      {16, 64, 1, 1000, 1, 16}, {16, 64, 4, 1000, 4, 4}};
+  expect_dims_for_units(p, cases, sizeof cases / sizeof cases[0]);
 }
 
 TEST(dim_for_units_degenerate_properties) {

@@ -2,41 +2,39 @@
 #include "ruda/types.h"
 #include "test.h"
 
+/* Every element type with its size in bytes and in bits. */
+static const struct {
+  ruda_elem_type_t type;
+  size_t bytes, bits;
+} k_sizes[] = {
+    {RUDA_ELEM_F64, 8, 64},   {RUDA_ELEM_F32, 4, 32},    {RUDA_ELEM_TF32, 4, 32},
+    {RUDA_ELEM_FLEX32, 4, 32}, {RUDA_ELEM_F16, 2, 16},   {RUDA_ELEM_BF16, 2, 16},
+    {RUDA_ELEM_E4M3, 1, 8},   {RUDA_ELEM_E5M2, 1, 8},    {RUDA_ELEM_E2M3, 1, 6},
+    {RUDA_ELEM_E3M2, 1, 6},   {RUDA_ELEM_E2M1, 1, 4},    {RUDA_ELEM_E2M1X2, 1, 8},
+    {RUDA_ELEM_UE8M0, 1, 8},  {RUDA_ELEM_I8, 1, 8},      {RUDA_ELEM_I16, 2, 16},
+    {RUDA_ELEM_I32, 4, 32},   {RUDA_ELEM_I64, 8, 64},    {RUDA_ELEM_U8, 1, 8},
+    {RUDA_ELEM_U16, 2, 16},   {RUDA_ELEM_U32, 4, 32},    {RUDA_ELEM_U64, 8, 64},
+    {RUDA_ELEM_BOOL, 4, 32}};
+enum { N_SIZES = sizeof k_sizes / sizeof k_sizes[0] };
+
 TEST(elem_sizes) {
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_F64), 8);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_F32), 4);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_TF32), 4);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_FLEX32), 4);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_F16), 2);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_BF16), 2);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E4M3), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E5M2), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E2M3), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E3M2), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E2M1), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_E2M1X2), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_UE8M0), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_I8), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_I16), 2);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_I32), 4);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_I64), 8);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_U8), 1);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_U16), 2);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_U32), 4);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_U64), 8);
-  ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_BOOL), 4);
+  ASSERT_UEQ(N_SIZES, RUDA_ELEM_COUNT_);
+  for (size_t i = 0; i < N_SIZES; i++) {
+    size_t got = ruda_elem_type_size(k_sizes[i].type);
+    RT_CHECK_(got == k_sizes[i].bytes, "size of %s: %zu, expected %zu",
+              ruda_elem_type_name(k_sizes[i].type), got, k_sizes[i].bytes);
+  }
   ASSERT_UEQ(ruda_elem_type_size(RUDA_ELEM_COUNT_), 0);
   ASSERT_UEQ(ruda_elem_type_size((ruda_elem_type_t)-1), 0);
   ASSERT_UEQ(ruda_elem_type_size((ruda_elem_type_t)1000), 0);
 }
 
 TEST(elem_size_bits) {
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_E2M1), 4);
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_E2M3), 6);
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_E3M2), 6);
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_E2M1X2), 8);
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_BF16), 16);
-  ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_BOOL), 32);
+  for (size_t i = 0; i < N_SIZES; i++) {
+    size_t got = ruda_elem_type_size_bits(k_sizes[i].type);
+    RT_CHECK_(got == k_sizes[i].bits, "bits of %s: %zu, expected %zu",
+              ruda_elem_type_name(k_sizes[i].type), got, k_sizes[i].bits);
+  }
   ASSERT_UEQ(ruda_elem_type_size_bits(RUDA_ELEM_COUNT_), 0);
   /* Every byte-sized-or-larger type stores exactly its bits. */
   for (int i = 0; i < RUDA_ELEM_COUNT_; i++) {

@@ -113,31 +113,31 @@ TEST(strides_is_pitched_cases) {
   const uint64_t dims[3] = {2, 3, 5};
   ruda_shape_t s;
   ASSERT_OK(ruda_shape_init(&s, 3, dims));
-  /* Rows of 5 padded to 8: planes are 3 * 8 = 24. */
-  const uint64_t pitched[3] = {24, 8, 1};
-  ruda_strides_t st = strides_of(3, pitched);
-  ASSERT_TRUE(ruda_strides_is_pitched(&s, &st));
+  static const struct {
+    uint64_t strides[3];
+    bool pitched;
+  } cases[] = {
+      /* Rows of 5 padded to 8: planes are 3 * 8 = 24. */
+      {{24, 8, 1}, true},
+      /* Exactly the row length is also pitched (pitch == width). */
+      {{15, 5, 1}, true},
+      /* Padding between planes is not allowed. */
+      {{32, 8, 1}, false},
+      /* A pitch shorter than a row overlaps rows. */
+      {{12, 4, 1}, false},
+      /* The innermost stride must be 1. */
+      {{48, 16, 2}, false},
+      /* Column-major. */
+      {{1, 2, 6}, false}};
+  ruda_strides_t st;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    st = strides_of(3, cases[i].strides);
+    RT_CHECK_(ruda_strides_is_pitched(&s, &st) == cases[i].pitched, "case %zu: pitched is not %d",
+              i, cases[i].pitched);
+  }
+  const uint64_t *pitched = cases[0].strides;
+  st = strides_of(3, pitched);
   ASSERT_FALSE(ruda_strides_is_contiguous(&s, &st));
-  /* Exactly the row length is also pitched (pitch == width). */
-  const uint64_t tight[3] = {15, 5, 1};
-  st = strides_of(3, tight);
-  ASSERT_TRUE(ruda_strides_is_pitched(&s, &st));
-  /* Padding between planes is not allowed. */
-  const uint64_t plane_pad[3] = {32, 8, 1};
-  st = strides_of(3, plane_pad);
-  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
-  /* A pitch shorter than a row overlaps rows. */
-  const uint64_t short_pitch[3] = {12, 4, 1};
-  st = strides_of(3, short_pitch);
-  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
-  /* The innermost stride must be 1. */
-  const uint64_t inner2[3] = {48, 16, 2};
-  st = strides_of(3, inner2);
-  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
-  /* Column-major. */
-  const uint64_t colmajor[3] = {1, 2, 6};
-  st = strides_of(3, colmajor);
-  ASSERT_FALSE(ruda_strides_is_pitched(&s, &st));
   /* Rank 1: only stride 1. */
   ruda_shape_t v = ruda_shape_1d(9);
   const uint64_t one = 1, two = 2;
