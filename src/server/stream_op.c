@@ -1,11 +1,14 @@
 /* The operation pipeline of the device backends: stream resolution,
- * cross-stream ordering, kept bindings and their fences (stream_op.h). */
+ * cross-stream ordering, kept bindings and their fences, copies prepared,
+ * the timeline trace (stream_op.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/alloc.h"
 #include "ruda/log.h"
 #include "server/server.h"
 #include "server/stream_op.h"
+#include "server/trace.h"
 
 RUDA__HOT
 void *ruda__stream_pipe_get(ruda__stream_pipeline_t *p, ruda_stream_id_t id) {
@@ -99,6 +102,91 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
   return ruda__memory_resolve_binding(origin->memory, b, out);
 }
 
+RUDA__HOT
+ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
+                                     const ruda__copy_desc_t *d, const char *what,
+                                     ruda__copy_ctx_t *out) {
+  out->rs = stream ? ruda__stream_of_ext(stream) : NULL;
+  out->stream = stream;
+  out->desc = d;
+  out->bytes = 0;
+  if (!ruda__copy_geometry(d, &out->width, &out->height, &out->pitch))
+    return ruda__copy_strides_error(what);
+  out->bytes = out->width * out->height;
+  ruda_status_t e = ruda__stream_resolve(p, stream, &d->binding, &out->target);
+  if (e) return e;
+  uint64_t need = 0;
+  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
+  if (need > out->target.size)
+    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
+                              "%s: the copy reaches %llu bytes, the view holds %llu", what,
+                              (unsigned long long)need, (unsigned long long)out->target.size);
+  return NULL;
+}
+
+/* ---- The timeline trace ---- */
+
+long ruda__stream_trace_open(ruda__stream_pipeline_t *p, void *stream, const char *category,
+                             const char *name, uint64_t bytes) {
+  ruda__stream_pipe_t *pipe = stream;
+  if (pipe->nspans == pipe->capspans) {
+    size_t cap = pipe->capspans ? pipe->capspans * 2 : 64;
+    ruda__trace_span_t *ns = ruda__realloc(pipe->spans, cap * sizeof *ns);
+    if (ns == NULL) return -1;
+    pipe->spans = ns;
+    pipe->capspans = cap;
+  }
+  ruda__trace_span_t *t = &pipe->spans[pipe->nspans];
+  memset(t, 0, sizeof *t);
+  if (p->timer != NULL && (t->start = p->timer->mark(p->backend, stream)) == NULL) return -1;
+  t->enqueued_ns = ruda__now_ns();
+  t->bytes = bytes;
+  t->category = category;
+  snprintf(t->name, sizeof t->name, "%s", name);
+  return (long)pipe->nspans++;
+}
+
+void ruda__stream_trace_close(ruda__stream_pipeline_t *p, void *stream, long idx) {
+  ruda__stream_pipe_t *pipe = stream;
+  ruda__trace_span_t *t = &pipe->spans[idx];
+  if (p->timer == NULL) {
+    /* Timed on the host: emitted now (nothing waits before it). */
+    ruda__trace_slice(p->server->device, ruda__stream_of_ext(stream)->id, t->category, t->name,
+                      t->enqueued_ns, ruda__now_ns(), t->bytes);
+    pipe->nspans--;
+    return;
+  }
+  t->end = p->timer->mark(p->backend, stream);
+  if (t->end == NULL) {
+    p->timer->release(p->backend, t->start);
+    pipe->nspans--;
+  }
+}
+
+/* Emits the finished slices of `pipe` in order. */
+static void spans_poll(ruda__stream_pipeline_t *p, ruda__stream_pipe_t *pipe, bool wait) {
+  size_t done = 0;
+  for (; done < pipe->nspans; done++) {
+    ruda__trace_span_t *t = &pipe->spans[done];
+    uint64_t ns = 0;
+    int r = p->timer->elapsed(p->backend, t->start, t->end, wait, &ns);
+    if (r < 0) break;
+    if (r > 0) {
+      uint64_t start = t->enqueued_ns > pipe->spans_last_end ? t->enqueued_ns : pipe->spans_last_end;
+      ruda__trace_slice(p->server->device, ruda__stream_of_ext(pipe)->id, t->category, t->name,
+                        start, start + ns, t->bytes);
+      pipe->spans_last_end = start + ns;
+    }
+    p->timer->release(p->backend, t->start);
+    p->timer->release(p->backend, t->end);
+  }
+  if (done > 0) {
+    memmove(pipe->spans, pipe->spans + done, (pipe->nspans - done) * sizeof *pipe->spans);
+    pipe->nspans -= done;
+  }
+}
+
 /* ---- Kept bindings ---- */
 
 static void keep_release(ruda_binding_t *items, size_t n) {
@@ -135,6 +223,7 @@ void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_li
 
 void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait) {
   ruda__stream_pipe_t *pipe = stream;
+  if (pipe->nspans) spans_poll(p, pipe, wait);
   if (pipe->nkept == 0) return;
   size_t w = 0;
   for (size_t i = 0; i < pipe->nkept; i++) {
@@ -152,7 +241,7 @@ void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait)
 
 static void poll_one(void *ctx, ruda__stream_t *rs) {
   ruda__stream_pipe_t *pipe = ruda__stream_ext(rs);
-  if (pipe->ready && pipe->nkept) ruda__stream_pipe_poll(ctx, pipe, false);
+  if (pipe->ready && (pipe->nkept || pipe->nspans)) ruda__stream_pipe_poll(ctx, pipe, false);
 }
 
 /* Kept bindings pin memory of their origin stream: a report, a sync or a
@@ -168,11 +257,18 @@ void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fen
   ruda__stream_pipe_t *pipe = stream;
   if (fences_alive) {
     ruda__stream_pipe_poll(p, pipe, true);
-  } else if (pipe->nkept) {
-    for (size_t i = 0; i < pipe->nkept; i++) keep_release(pipe->kept[i].bindings, pipe->kept[i].n);
-    pipe->nkept = 0;
-    p->busy--;
+  } else {
+    if (pipe->nkept) {
+      for (size_t i = 0; i < pipe->nkept; i++)
+        keep_release(pipe->kept[i].bindings, pipe->kept[i].n);
+      pipe->nkept = 0;
+      p->busy--;
+    }
+    pipe->nspans = 0; /* the marks went with the device */
   }
+  ruda__free(pipe->spans);
+  pipe->spans = NULL;
+  pipe->capspans = 0;
   ruda__free(pipe->kept);
   ruda__free(pipe->last_synced);
   pipe->kept = NULL;

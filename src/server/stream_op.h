@@ -7,17 +7,21 @@
  *   3. order the stream after the stream that produced each binding it
  *      uses, and keep each such binding alive (ruda__stream_order);
  *   4. resolve the bindings' storage (ruda__stream_resolve);
- *   5. the backend's device calls;
+ *   5. the backend's device calls, bracketed for the timeline trace
+ *      (ruda__stream_trace_begin/end: a host span, timed on the device
+ *      where the backend supplies a timer, ruda__stream_timer_t);
  *   6. end the operation: advance the stream's cursor and fence the kept
  *      bindings (ruda__stream_op_end).
  *
  * A backend supplies its device calls and a fence (ruda__stream_fence_t):
- * record, wait on, query, synchronize, release. Everything about ordering
- * and lifetime is here. A launch runs the whole pipeline here
- * (ruda__stream_launch): the backend's launch function receives the operation
- * prepared (ruda__launch_ctx_t: the stream, its extension, the resolved
- * storage of every binding) and makes only its device calls. Copies and
- * the backends' other operations call the steps themselves.
+ * record, wait on, query, synchronize, release; optionally a timer for the
+ * trace. Everything about ordering, lifetime and the trace is here.
+ * Launches, writes and reads run the whole pipeline here
+ * (ruda__stream_launch, ruda__stream_write, ruda__stream_read): the
+ * backend's function receives the operation prepared (ruda__launch_ctx_t,
+ * ruda__copy_ctx_t: the stream, its extension, the resolved storage) and
+ * makes only its device calls. The backends' other operations (graphs,
+ * collectives) call the steps themselves.
  *
  * The backend's extension of a stream's state (stream_table.h) starts with
  * a ruda__stream_pipe_t, so that the extension and the pipe have one
@@ -37,6 +41,7 @@
 #include "memory/memory_manager.h"
 #include "server/server.h"
 #include "server/stream_table.h"
+#include "server/trace.h"
 
 /* The bindings an operation uses from other streams, cloned to keep their
  * memory alive until the operation's work has completed. Zeroed before the
@@ -73,6 +78,29 @@ typedef struct ruda__stream_fence {
   void (*release)(void *backend, void *fence);
 } ruda__stream_fence_t;
 
+/* A backend's device timer for the trace (optional: without one a slice
+ * is the host's time around the device calls). `backend` and `stream` as
+ * for the fence. Worker thread. */
+typedef struct ruda__stream_timer {
+  /* A timed mark after everything enqueued on `stream` so far; NULL when
+   * none can be made (the slice is then dropped). */
+  void *(*mark)(void *backend, void *stream);
+  /* -1 while `end` has not completed (`wait`: waits for it first); else 1
+   * with *ns the device time from `start` to `end`, or 0 when it cannot
+   * be measured (no slice). */
+  int (*elapsed)(void *backend, void *start, void *end, bool wait, uint64_t *ns);
+  /* Gives a mark back. */
+  void (*release)(void *backend, void *mark);
+} ruda__stream_timer_t;
+
+/* A slice of the trace waiting for its device time. */
+typedef struct ruda__trace_span {
+  void *start, *end; /* the timer's marks */
+  uint64_t enqueued_ns, bytes;
+  const char *category; /* static */
+  char name[64];
+} ruda__trace_span_t;
+
 /* A batch of kept bindings and the fence after the work that uses them. */
 typedef struct ruda__kept_batch {
   void *fence;
@@ -96,6 +124,12 @@ typedef struct ruda__stream_pipe {
   uint32_t nlast_synced;
   ruda__kept_batch_t *kept;
   size_t nkept, capkept;
+  /* Trace slices waiting for their device time, in order; a slice is
+   * placed at the later of its enqueue time and the end of the one before
+   * (the device clock has no exact mapping to the host's). */
+  ruda__trace_span_t *spans;
+  size_t nspans, capspans;
+  uint64_t spans_last_end;
 } ruda__stream_pipe_t;
 
 /* A launch prepared for the backend's device calls: its stream set up,
@@ -116,6 +150,7 @@ typedef struct ruda__launch_ctx {
 typedef struct ruda__stream_pipeline {
   ruda__server_t *server; /* its stream table, device and reuse cache */
   const ruda__stream_fence_t *fence;
+  const ruda__stream_timer_t *timer; /* NULL: slices are timed on the host */
   /* Sets up the backend part of `rs` on its first use (the extension is
    * zeroed, `memory` to set); false when it cannot, the reason queued on
    * `rs` (or nowhere, when the device is lost and every operation reports
@@ -151,18 +186,156 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
  * `keep` (taken) stays alive until the work enqueued so far completes. */
 void ruda__stream_op_end(ruda__stream_pipeline_t *p, void *stream, ruda__keep_list_t *keep);
 
-/* Releases the kept bindings of finished work on `stream` (`wait`: waits
- * for all of it first). */
+/* Releases the kept bindings of finished work on `stream` and emits its
+ * finished trace slices (`wait`: waits for all of it first). */
 void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait);
 /* ruda__stream_pipe_poll without waiting, on every stream holding kept
  * bindings (one load when none does). */
 void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p);
-/* Frees the pipe of `stream`: waits for its kept bindings, or releases
- * them at once when `fences_alive` is false (the device took the fences
- * with it). */
+/* Frees the pipe of `stream`: waits for its kept bindings and trace
+ * slices, or releases them at once when `fences_alive` is false (the
+ * device took the fences and marks with it). */
 void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive);
 
 static inline ruda__stream_pipe_t *ruda__stream_pipe(void *stream) { return stream; }
+
+/* ---- The timeline trace ---- */
+
+/* A slice of `category` ("kernel", "copy", static) named `name` around the
+ * device calls enqueued on `stream` between begin and end: begin returns
+ * its index, or -1 when the trace is off (one relaxed load, no call) or
+ * no mark could be made. */
+long ruda__stream_trace_open(ruda__stream_pipeline_t *p, void *stream, const char *category,
+                             const char *name, uint64_t bytes);
+void ruda__stream_trace_close(ruda__stream_pipeline_t *p, void *stream, long idx);
+static inline long ruda__stream_trace_begin(ruda__stream_pipeline_t *p, void *stream,
+                                            const char *category, const char *name,
+                                            uint64_t bytes) {
+  return ruda__trace_on() ? ruda__stream_trace_open(p, stream, category, name, bytes) : -1;
+}
+static inline void ruda__stream_trace_end(ruda__stream_pipeline_t *p, void *stream, long idx) {
+  if (idx >= 0) ruda__stream_trace_close(p, stream, idx);
+}
+
+/* ---- Copies ---- */
+
+/* One view of a copy prepared for the backend's device calls: `height`
+ * rows of `width` bytes (`bytes` in all, more than 0), packed on the host
+ * and `pitch` bytes apart on the device, at `target` (the storage of the
+ * view), which holds all of them. */
+typedef struct ruda__copy_ctx {
+  ruda__stream_t *rs; /* the stream's state */
+  void *stream;       /* its backend extension */
+  const ruda__copy_desc_t *desc;
+  ruda__storage_handle_t target;
+  uint64_t width, height, pitch, bytes;
+} ruda__copy_ctx_t;
+
+/* Prepares `d` (one side of a `what` copy, "read" or "write") on
+ * `stream` (an extension; NULL outside a stream's operation): its
+ * geometry (IoError::UnsupportedStrides), its storage
+ * (ruda__stream_resolve) and the copy bounded by what the device holds
+ * there, not by what the binding claims (IoError::Unknown). out->bytes
+ * may be 0 (nothing to copy). */
+ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
+                                     const ruda__copy_desc_t *d, const char *what,
+                                     ruda__copy_ctx_t *out);
+
+/* The device calls of one view of a write: `src` (packed, at least
+ * c->bytes) is the backend's to release, now or once the copy has read
+ * it. Errors are returned (queued on the stream). */
+typedef ruda_status_t (*ruda__write_fn)(void *backend, const ruda__copy_ctx_t *c,
+                                        ruda_bytes_t *src);
+
+/* A write (server.h's vtable `write`) through the whole pipeline: the
+ * stream, each binding ordered and kept, then for each view its
+ * preparation (ruda__stream_copy_part, the size of its source checked),
+ * `write` bracketed for the trace ("copy", "write"), the operation's end.
+ * Every source is released; errors are queued on the stream. Returns the
+ * stream's extension (NULL when it could not be set up) for the
+ * backend's submission. Inline, so that `write` is a direct call. */
+static inline void *ruda__stream_write(ruda__stream_pipeline_t *p, const ruda__copy_desc_t *descs,
+                                       ruda_bytes_t *srcs, size_t count, ruda_stream_id_t stream,
+                                       ruda__write_fn write) {
+  void *st = ruda__stream_pipe_get(p, stream);
+  if (st == NULL) {
+    for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
+    return NULL;
+  }
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, &keep);
+  for (size_t i = 0; i < count; i++) {
+    ruda__copy_ctx_t c;
+    ruda_status_t e = ruda__stream_copy_part(p, st, &descs[i], "write", &c);
+    if (e == NULL && srcs[i].size < c.bytes)
+      e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
+                             (unsigned long long)srcs[i].size, (unsigned long long)c.bytes);
+    if (e == NULL && c.bytes > 0) {
+      long tr = ruda__stream_trace_begin(p, st, "copy", "write", c.bytes);
+      e = write(p->backend, &c, &srcs[i]);
+      ruda__stream_trace_end(p, st, tr);
+    }
+    ruda_bytes_release(&srcs[i]); /* a no-op when `write` took it */
+    if (e) ruda__stream_push_error(ruda__stream_of_ext(st), e);
+  }
+  ruda__stream_op_end(p, st, &keep);
+  return st;
+}
+
+/* A read's device calls, in three steps (`backend` is the pipeline's,
+ * `stream` the extension):
+ *   start: before any ordering; may serve the whole read itself (returns
+ *     true, its error in *err), else sets up the backend's operation in
+ *     *op (its future) and returns false (with *err set on failure: the
+ *     read fails with it);
+ *   part: the device calls of one prepared view into `dst`; its error ends
+ *     the read (no later view is read);
+ *   end: after the operation's end (ruda__stream_op_end): the future of
+ *     the read in *out, carrying `early` (taken: the first error). */
+typedef bool (*ruda__read_start_fn)(void *backend, void *stream, const ruda__copy_desc_t *descs,
+                                    void *const *dsts, size_t count, void **op,
+                                    ruda_status_t *err);
+typedef ruda_status_t (*ruda__read_part_fn)(void *backend, const ruda__copy_ctx_t *c, void *dst,
+                                            void *op);
+typedef ruda_status_t (*ruda__read_end_fn)(void *backend, void *stream, void *op,
+                                           ruda_status_t early, ruda__future_t **out);
+
+/* A read (server.h's vtable `read`) through the whole pipeline: the
+ * stream (its queued errors returned first), finished work released,
+ * `start`, each binding ordered and kept, each view prepared and read
+ * (`part`, bracketed for the trace: "copy", "read") until one fails, the
+ * operation's end, then `end`. Inline, so that the steps are direct
+ * calls. */
+static inline ruda_status_t ruda__stream_read(ruda__stream_pipeline_t *p,
+                                              const ruda__copy_desc_t *descs, void *const *dsts,
+                                              size_t count, ruda_stream_id_t stream,
+                                              ruda__future_t **out, ruda__read_start_fn start,
+                                              ruda__read_part_fn part, ruda__read_end_fn end) {
+  *out = NULL;
+  void *st = ruda__stream_pipe_get(p, stream);
+  /* Without its backend part the stream may still hold the reason. */
+  ruda__stream_t *rs = st ? ruda__stream_of_ext(st) : ruda__stream_find(&p->server->streams, stream);
+  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
+  if (e) return e;
+  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+  if (ruda__stream_pipe(st)->nkept || ruda__stream_pipe(st)->nspans)
+    ruda__stream_pipe_poll(p, st, false);
+  void *op = NULL;
+  if (start(p->backend, st, descs, dsts, count, &op, &e) || e) return e;
+  ruda__keep_list_t keep = {0};
+  for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, &keep);
+  ruda_status_t early = NULL;
+  for (size_t i = 0; i < count && early == NULL; i++) {
+    ruda__copy_ctx_t c;
+    early = ruda__stream_copy_part(p, st, &descs[i], "read", &c);
+    if (early || c.bytes == 0) continue;
+    long tr = ruda__stream_trace_begin(p, st, "copy", "read", c.bytes);
+    early = part(p->backend, &c, dsts[i], op);
+    ruda__stream_trace_end(p, st, tr);
+  }
+  ruda__stream_op_end(p, st, &keep);
+  return end(p->backend, st, op, early, out);
+}
 
 /* The device calls of a launch (`backend` is ruda__stream_pipeline_t's):
  * its error is returned, and queued on the stream as the kernel's launch
@@ -172,8 +345,9 @@ typedef ruda_status_t (*ruda__launch_fn)(void *backend, const ruda__launch_ctx_t
 /* A backend's launch (server.h's vtable `launch`, validated before it was
  * queued) through the whole pipeline: the stream of `stream`, its finished
  * work released, every binding ordered, kept and resolved (a binding not
- * bound here fails the launch with LaunchError::IoError), then `launch`,
- * then the operation's end. Errors are queued on the stream. Inline, so
+ * bound here fails the launch with LaunchError::IoError), then `launch`
+ * bracketed for the trace ("kernel", the kernel's name), then the
+ * operation's end. Errors are queued on the stream. Inline, so
  * that the backend's device call is a direct call. */
 #define RUDA__LAUNCH_INLINE 16 /* bindings resolved without an allocation */
 
@@ -183,7 +357,8 @@ static inline void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t
                                        ruda__launch_fn launch) {
   void *st = ruda__stream_pipe_get(p, stream);
   if (st == NULL) return;
-  if (ruda__stream_pipe(st)->nkept) ruda__stream_pipe_poll(p, st, false);
+  if (ruda__stream_pipe(st)->nkept || ruda__stream_pipe(st)->nspans)
+    ruda__stream_pipe_poll(p, st, false);
   size_t nb = args->num_buffers, nt = args->num_tensor_maps;
   ruda__keep_list_t keep = {0};
   for (size_t i = 0; i < nb; i++) ruda__stream_order(p, st, &args->buffers[i], &keep);
@@ -203,7 +378,13 @@ static inline void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t
     for (size_t i = 0; i < nt && !e; i++)
       e = ruda__stream_resolve(p, st, &args->tensor_map_buffers[i], &h[nb + i]);
     if (!e && count->dynamic) e = ruda__stream_resolve(p, st, &count->buffer, &ctx.count_buffer);
-    e = e ? ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e) : launch(p->backend, &ctx);
+    if (e) {
+      e = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
+    } else {
+      long tr = ruda__stream_trace_begin(p, st, "kernel", ruda_kernel_desc(kernel)->name, 0);
+      e = launch(p->backend, &ctx);
+      ruda__stream_trace_end(p, st, tr);
+    }
   }
   if (e) ruda__stream_push_launch_error(ctx.rs, e, ruda_kernel_desc(kernel)->name);
   if (h != small) ruda__free(h);

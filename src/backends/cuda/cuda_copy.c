@@ -1,7 +1,10 @@
-/* Copies of the CUDA server: writes (pinned, small pageable, pipelined
- * through pinned staging), reads into event-fenced futures, sync and flush.
- * The vtable entries (cuda_server.c) settle faults and NCCL work before
- * calling them. See cuda_server.c for the design. */
+/* Copies of the CUDA server: the device calls of the server layer's copy
+ * pipeline (ruda__stream_write, ruda__stream_read: the stream set up, the
+ * bindings ordered, kept and resolved, the trace bracketed): writes
+ * (pinned, small pageable, pipelined through pinned staging), reads into
+ * event-fenced futures; and sync and flush. The vtable entries
+ * (cuda_server.c) settle faults and NCCL work before calling them. See
+ * cuda_server.c for the design. */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,29 +15,10 @@
 #include "backends/cuda/cuda_future.h"
 #include "backends/cuda/cuda_stream.h"
 #include "base/sync.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
 /* ---- Copies ---- */
-
-/* The device address of a copy's view, with the copy bounded by what the
- * device allocated for it (not by what the binding claims): the furthest
- * byte the shape and strides reach, overflow-checked, must lie inside. */
-RUDA__HOT
-static ruda_status_t copy_target(cuda_server_t *s, cuda_stream_t *st, const ruda__copy_desc_t *d,
-                                 const char *what, CUdeviceptr *out) {
-  uint64_t view = 0, need = 0;
-  ruda_status_t e = ruda__cuda_resolve(s, st, &d->binding, out, &view);
-  if (e) return e;
-  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
-    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
-  if (need > view)
-    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
-                              "%s: the copy reaches %llu bytes, the view holds %llu", what,
-                              (unsigned long long)need, (unsigned long long)view);
-  return NULL;
-}
 
 /* Copies `height` rows of `width` bytes between host memory, where the rows
  * are packed, and device memory, where they are `pitch` bytes apart. */
@@ -71,18 +55,14 @@ static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_
 
 ruda_status_t ruda__cuda_copy_in_on(cuda_server_t *s, CUstream cu, const ruda__copy_desc_t *d,
                                     void *host) {
-  uint64_t width, height, pitch;
-  if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
-    return ruda__copy_strides_error("write");
-  }
-  CUdeviceptr dst = 0;
-  ruda_status_t e = copy_target(s, NULL, d, "write", &dst);
-  if (e) return e;
-  if (width * height == 0) return NULL;
-  CUresult r = copy_rows(s->api, cu, true, host, dst, width, height, pitch);
+  ruda__copy_ctx_t c;
+  ruda_status_t e = ruda__stream_copy_part(&s->pipeline, NULL, d, "write", &c);
+  if (e || c.bytes == 0) return e;
+  CUdeviceptr dst = (CUdeviceptr)ruda__storage_handle_addr(&c.target);
+  CUresult r = copy_rows(s->api, cu, true, host, dst, c.width, c.height, c.pitch);
   if (r != CUDA_SUCCESS) {
     return ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync", "writing %llu bytes",
-                          (unsigned long long)(width * height));
+                          (unsigned long long)c.bytes);
   }
   return NULL;
 }
@@ -167,103 +147,76 @@ static CUresult pipelined_write(cuda_server_t *s, cuda_stream_t *st, CUdeviceptr
   return r;
 }
 
+/* The device calls of one view of a write (the pipeline's `write`,
+ * server/stream_op.h): `src` is released once the copy has read it. */
+RUDA__HOT
+static ruda_status_t write_part(void *backend, const ruda__copy_ctx_t *c, ruda_bytes_t *src) {
+  cuda_server_t *s = backend;
+  cuda_stream_t *st = c->stream;
+  const ruda__cuda_api_t *api = s->api;
+  uint64_t width = c->width, height = c->height, pitch = c->pitch, bytes = c->bytes;
+  CUdeviceptr dst = (CUdeviceptr)ruda__storage_handle_addr(&c->target);
+  CUresult r;
+  if (src->property == RUDA_BYTES_PINNED) {
+    r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
+    ruda_bytes_t *held = ruda__malloc(sizeof *held);
+    if (held != NULL && r == CUDA_SUCCESS) {
+      *held = *src;
+      memset(src, 0, sizeof *src);
+      ruda__cuda_drop_when_done(s, st, held, bytes, ruda__cuda_drop_bytes);
+    } else {
+      ruda__free(held);
+      api->cuStreamSynchronize(st->cu);
+      ruda_bytes_release(src);
+    }
+  } else {
+    ruda_memory_t *stage = NULL;
+    void *sp = NULL;
+    /* A contiguous copy larger than the staging ring goes through it
+     * when the stream has nothing unfinished: slots come back as the
+     * DMA completes, so on a busy stream the write would wait for the
+     * work before it. */
+    size_t slots = 0;
+    uint64_t stage_bytes = bytes;
+    size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
+    if (s->stage_slots > 0 && (height == 1 || pitch == width) &&
+        bytes / s->stage_slots > chunk &&
+        (ruda__cuda_stream_idle(st) || api->cuStreamQuery(st->cu) == CUDA_SUCCESS)) {
+      slots = s->stage_slots;
+      stage_bytes = (uint64_t)chunk * slots;
+    }
+    ruda_status_t pe =
+        bytes < SMALL_COPY ? NULL : ruda__cuda_pinned_reserve(st, stage_bytes, &stage, &sp);
+    if (stage == NULL) {
+      /* Small copies (or no pinned memory): the driver stages pageable
+       * memory itself before the call returns. */
+      ruda_status_free(pe);
+      r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
+      ruda_bytes_release(src);
+    } else if (height > 1 && pitch != width) {
+      ruda__copy_parallel(s->copies, sp, src->data, (size_t)bytes, STAGE_CHUNK);
+      ruda_bytes_release(src);
+      r = copy_rows(api, st->cu, true, sp, dst, width, height, pitch);
+      ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
+    } else {
+      /* Pipelined: chunks are copied into pinned memory by the copy pool
+       * while the DMA of the chunks before them runs. */
+      r = pipelined_write(s, st, dst, sp, src->data, bytes, slots);
+      ruda_bytes_release(src);
+      ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
+    }
+  }
+  if (r == CUDA_SUCCESS) return NULL;
+  if (ruda__cu_result_is_sticky(r))
+    ruda__cuda_poison(&s->fault, r, "a copy failed after a device fault", true);
+  return ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync", "writing %llu bytes",
+                        (unsigned long long)bytes);
+}
+
 void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                       size_t count, ruda_stream_id_t stream) {
-  const ruda__cuda_api_t *api = s->api;
-  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
-  if (st == NULL) {
-    for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
-    return;
-  }
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
-  for (size_t i = 0; i < count; i++) {
-    const ruda__copy_desc_t *d = &descs[i];
-    ruda_bytes_t *src = &srcs[i];
-    uint64_t width, height, pitch;
-    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
-      ruda__stream_push_error(cuda_rs(st),
-                              ruda__copy_strides_error("write"));
-      ruda_bytes_release(src);
-      continue;
-    }
-    uint64_t bytes = width * height;
-    CUdeviceptr dst = 0;
-    ruda_status_t e = copy_target(s, st, d, "write", &dst);
-    if (e == NULL && src->size < bytes)
-      e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
-                             (unsigned long long)src->size, (unsigned long long)bytes);
-    if (e) {
-      ruda__stream_push_error(cuda_rs(st), e);
-      ruda_bytes_release(src);
-      continue;
-    }
-    if (bytes == 0) {
-      ruda_bytes_release(src);
-      continue;
-    }
-    CUresult r;
-    long tr = ruda__cuda_trace_begin(s, st, "copy", "write", bytes);
-    if (src->property == RUDA_BYTES_PINNED) {
-      r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
-      ruda_bytes_t *held = ruda__malloc(sizeof *held);
-      if (held != NULL && r == CUDA_SUCCESS) {
-        *held = *src;
-        memset(src, 0, sizeof *src);
-        ruda__cuda_drop_when_done(s, st, held, bytes, ruda__cuda_drop_bytes);
-      } else {
-        ruda__free(held);
-        api->cuStreamSynchronize(st->cu);
-        ruda_bytes_release(src);
-      }
-    } else {
-      ruda_memory_t *stage = NULL;
-      void *sp = NULL;
-      /* A contiguous copy larger than the staging ring goes through it
-       * when the stream has nothing unfinished: slots come back as the
-       * DMA completes, so on a busy stream the write would wait for the
-       * work before it. */
-      size_t slots = 0;
-      uint64_t stage_bytes = bytes;
-      size_t chunk = ruda__copy_chunk_size((size_t)bytes, s->stage_chunk);
-      if (s->stage_slots > 0 && (height == 1 || pitch == width) &&
-          bytes / s->stage_slots > chunk &&
-          (ruda__cuda_stream_idle(st) || api->cuStreamQuery(st->cu) == CUDA_SUCCESS)) {
-        slots = s->stage_slots;
-        stage_bytes = (uint64_t)chunk * slots;
-      }
-      ruda_status_t pe =
-          bytes < SMALL_COPY ? NULL : ruda__cuda_pinned_reserve(st, stage_bytes, &stage, &sp);
-      if (stage == NULL) {
-        /* Small copies (or no pinned memory): the driver stages pageable
-         * memory itself before the call returns. */
-        ruda_status_free(pe);
-        r = copy_rows(api, st->cu, true, src->data, dst, width, height, pitch);
-        ruda_bytes_release(src);
-      } else if (height > 1 && pitch != width) {
-        ruda__copy_parallel(s->copies, sp, src->data, (size_t)bytes, STAGE_CHUNK);
-        ruda_bytes_release(src);
-        r = copy_rows(api, st->cu, true, sp, dst, width, height, pitch);
-        ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
-      } else {
-        /* Pipelined: chunks are copied into pinned memory by the copy pool
-         * while the DMA of the chunks before them runs. */
-        r = pipelined_write(s, st, dst, sp, src->data, bytes, slots);
-        ruda_bytes_release(src);
-        ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
-      }
-    }
-    ruda__cuda_trace_end(s, st, tr);
-    if (r != CUDA_SUCCESS) {
-      if (ruda__cu_result_is_sticky(r))
-        ruda__cuda_poison(&s->fault, r, "a copy failed after a device fault", true);
-      ruda__stream_push_error(cuda_rs(st),
-                              ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync",
-                                             "writing %llu bytes", (unsigned long long)bytes));
-    }
-  }
-  if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
-  ruda__stream_op_end(&s->pipeline, st, &keep);
+  cuda_stream_t *st = ruda__stream_write(&s->pipeline, descs, srcs, count, stream, write_part);
+  if (st != NULL && ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
 }
 
 /* ---- Reads, sync, flush ---- */
@@ -276,19 +229,20 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
  * long. False when the read does not qualify (nothing done); otherwise
  * *out is the read's error or NULL. */
 RUDA__HOT
-static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_t stream,
-                            const ruda__copy_desc_t *d, void *dst, ruda_status_t *out) {
+static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, const ruda__copy_desc_t *d,
+                            void *dst, ruda_status_t *out) {
   ruda__stream_t *rs = cuda_rs(st);
   uint64_t width, height, pitch;
-  if (ruda__trace_on() || d->binding.stream.value != stream.value || !ruda__cuda_stream_idle(st) ||
+  if (ruda__trace_on() || d->binding.stream.value != rs->id || !ruda__cuda_stream_idle(st) ||
       !ruda__copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
       width * height == 0) {
     return false;
   }
-  uint64_t bytes = width * height;
-  CUdeviceptr src = 0;
-  *out = copy_target(s, st, d, "read", &src);
+  ruda__copy_ctx_t c;
+  *out = ruda__stream_copy_part(&s->pipeline, st, d, "read", &c);
   if (*out) return true;
+  uint64_t bytes = c.bytes;
+  CUdeviceptr src = (CUdeviceptr)ruda__storage_handle_addr(&c.target);
   /* Tiny reads use the stream's own pinned scratch: no pool, no lock. */
   bool scratch = bytes <= SCRATCH_BYTES && st->count_host != NULL;
   void *block = scratch ? (void *)st->count_host : ruda__cuda_block_get(s);
@@ -317,101 +271,106 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, ruda_stream_id_
  * the device itself (no second hand-off from the worker after the copy),
  * then the future copies staged parts into the destinations. Reads of at
  * most SMALL_READ bytes in all are staged in one pooled pinned block; larger
- * ones go straight into pinned destinations, else through pinned staging. */
-RUDA__HOT
-ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
-                              void *const *dsts, size_t count, ruda_stream_id_t stream,
-                              ruda__future_t **out) {
-  const ruda__cuda_api_t *api = s->api;
-  *out = NULL;
-  cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
-  /* Without its CUDA part the stream may still hold the reason. */
-  ruda__stream_t *rs = st ? cuda_rs(st) : ruda__stream_find(&s->base.streams, stream);
-  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
-  if (e) return e;
-  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  if (st->pipe.nkept || st->ntrace) ruda__cuda_gc_poll(s, st, false);
-  if (count == 1 && read_idle_small(s, st, stream, &descs[0], dsts[0], &e)) return e;
-  cuda_future_t *f = ruda__cuda_future_new(s, st, count);
-  if (f == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
+ * ones go straight into pinned destinations, else through pinned staging.
+ * The pipeline's three steps (server/stream_op.h): */
 
+/* The small read of an idle stream, or the read's future. */
+RUDA__HOT
+static bool read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
+                       void *const *dsts, size_t count, void **op, ruda_status_t *err) {
+  cuda_server_t *s = backend;
+  cuda_stream_t *st = stream;
+  if (count == 1 && read_idle_small(s, st, &descs[0], dsts[0], err)) return true;
+  cuda_future_t *f = ruda__cuda_future_new(s, st, count);
+  if (f == NULL) {
+    *err = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
+    return false;
+  }
   uint64_t total = 0;
   for (size_t i = 0; i < count && total <= SMALL_READ; i++) {
     uint64_t width, height, pitch;
     total += ruda__copy_geometry(&descs[i], &width, &height, &pitch) ? width * height : SMALL_READ + 1;
   }
   if (total <= SMALL_READ) f->block = ruda__cuda_block_get(s);
-  uint64_t block_off = 0;
+  *op = f;
+  return false;
+}
 
-  for (size_t i = 0; i < count && f->early == NULL; i++) {
-    const ruda__copy_desc_t *d = &descs[i];
-    uint64_t width, height, pitch;
-    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
-      f->early = ruda__copy_strides_error("read");
-      break;
-    }
-    uint64_t bytes = width * height;
-    if (bytes == 0) continue;
-    CUdeviceptr src = 0;
-    e = copy_target(s, st, d, "read", &src);
-    if (e) {
-      f->early = e;
-      break;
-    }
-    read_part_t *p = &f->parts[f->nparts++];
-    p->dst = dsts[i];
-    p->size = bytes;
-    CUresult r;
-    long tr = ruda__cuda_trace_begin(s, st, "copy", "read", bytes);
-    if (f->block != NULL) {
-      void *sp = (char *)f->block + block_off;
-      block_off += (bytes + 15) & ~(uint64_t)15;
+/* The copy of one prepared view, staged in the block (after the parts
+ * before it), straight into a pinned destination, or through staging. */
+RUDA__HOT
+static ruda_status_t read_part(void *backend, const ruda__copy_ctx_t *c, void *dst, void *op) {
+  cuda_server_t *s = backend;
+  cuda_stream_t *st = c->stream;
+  cuda_future_t *f = op;
+  const ruda__cuda_api_t *api = s->api;
+  uint64_t width = c->width, height = c->height, pitch = c->pitch, bytes = c->bytes;
+  CUdeviceptr src = (CUdeviceptr)ruda__storage_handle_addr(&c->target);
+  uint64_t block_off = 0;
+  if (f->block != NULL && f->nparts > 0) {
+    const read_part_t *prev = &f->parts[f->nparts - 1];
+    block_off = (uint64_t)((const char *)prev->staged - (const char *)f->block) +
+                ((prev->size + 15) & ~(uint64_t)15);
+  }
+  read_part_t *p = &f->parts[f->nparts++];
+  p->dst = dst;
+  p->size = bytes;
+  CUresult r;
+  if (f->block != NULL) {
+    void *sp = (char *)f->block + block_off;
+    p->staged = sp;
+    r = copy_rows(api, st->cu, false, sp, src, width, height, pitch);
+  } else if (host_is_pinned(api, dst)) {
+    r = copy_rows(api, st->cu, false, dst, src, width, height, pitch);
+  } else {
+    void *sp = NULL;
+    ruda_status_t pe = ruda__cuda_pinned_reserve(st, bytes, &p->stage, &sp);
+    if (pe == NULL) {
       p->staged = sp;
       r = copy_rows(api, st->cu, false, sp, src, width, height, pitch);
-    } else if (host_is_pinned(api, dsts[i])) {
-      r = copy_rows(api, st->cu, false, dsts[i], src, width, height, pitch);
     } else {
-      void *sp = NULL;
-      ruda_status_t pe = ruda__cuda_pinned_reserve(st, bytes, &p->stage, &sp);
-      if (pe == NULL) {
-        p->staged = sp;
-        r = copy_rows(api, st->cu, false, sp, src, width, height, pitch);
-      } else {
-        /* No pinned memory: copy synchronously into the pageable dst. */
-        ruda_status_free(pe);
-        r = api->cuStreamSynchronize(st->cu);
-        if (r == CUDA_SUCCESS) r = copy_rows(api, st->cu, false, dsts[i], src, width, height, pitch);
-        if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
-      }
-    }
-    ruda__cuda_trace_end(s, st, tr);
-    if (r != CUDA_SUCCESS) {
-      if (ruda__cu_result_is_sticky(r)) {
-        char kernels[300];
-        ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
-        f->early = ruda__cuda_stream_fault(&s->fault, r, "cuMemcpyDtoHAsync", kernels);
-      } else {
-        f->early = ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync",
-                                  "reading %llu bytes", (unsigned long long)bytes);
-      }
+      /* No pinned memory: copy synchronously into the pageable dst. */
+      ruda_status_free(pe);
+      r = api->cuStreamSynchronize(st->cu);
+      if (r == CUDA_SUCCESS) r = copy_rows(api, st->cu, false, dst, src, width, height, pitch);
+      if (r == CUDA_SUCCESS) r = api->cuStreamSynchronize(st->cu);
     }
   }
-  /* Always fenced: copies enqueued before an early error still write into
-   * staging that the future releases. */
+  if (r == CUDA_SUCCESS) return NULL;
+  if (ruda__cu_result_is_sticky(r)) {
+    char kernels[300];
+    ruda__recent_kernels_format(&f->recent, kernels, sizeof kernels);
+    return ruda__cuda_stream_fault(&s->fault, r, "cuMemcpyDtoHAsync", kernels);
+  }
+  return ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyDtoHAsync", "reading %llu bytes",
+                        (unsigned long long)bytes);
+}
+
+/* The future's event, recorded whatever happened: copies enqueued before
+ * an early error still write into staging that the future releases. */
+RUDA__HOT
+static ruda_status_t read_end(void *backend, void *stream, void *op, ruda_status_t early,
+                              ruda__future_t **out) {
+  cuda_server_t *s = backend;
+  cuda_stream_t *st = stream;
+  cuda_future_t *f = op;
   ruda_status_t fe = ruda__cuda_future_record(s, st, f);
-  if (f->early == NULL)
-    f->early = fe;
-  else
-    ruda_status_free(fe);
+  f->early = early ? early : fe;
+  if (early) ruda_status_free(fe);
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
   ruda__recent_kernels_clear(&st->recent);
-  ruda__stream_op_end(&s->pipeline, st, &keep);
   ruda__cuda_future_covers(st, f, cuda_rs(st)->cursor);
   *out = &f->base;
   return NULL;
+}
+
+RUDA__HOT
+ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
+                              void *const *dsts, size_t count, ruda_stream_id_t stream,
+                              ruda__future_t **out) {
+  return ruda__stream_read(&s->pipeline, descs, dsts, count, stream, out, read_start, read_part,
+                           read_end);
 }
 
 RUDA__HOT
@@ -428,7 +387,7 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
     *out = ruda__future_ready(NULL);
     return NULL;
   }
-  if (st->ntrace) ruda__cuda_gc_poll(s, st, false);
+  if (st->pipe.nspans) ruda__stream_pipe_poll(&s->pipeline, st, false);
   /* Nothing enqueued since the last completed wait: nothing to wait for. */
   if (!ruda__trace_on() && ruda__cuda_stream_idle(st)) return NULL;
   cuda_future_t *f = ruda__cuda_future_new(s, st, 0);

@@ -228,7 +228,7 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
   cuda_graph_t *cg = native;
   cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return;
-  if (st->pipe.nkept) ruda__cuda_gc_poll(s, st, false);
+  if (st->pipe.nkept || st->pipe.nspans) ruda__stream_pipe_poll(&s->pipeline, st, false);
   ruda__keep_list_t keep = {0};
   for (size_t i = 0; i < g->num_nodes; i++) {
     const ruda__graph_node_t *n = &g->nodes[i];
@@ -251,9 +251,9 @@ void ruda__cuda_graph_launch(cuda_server_t *s, const ruda__graph_t *g, void *nat
     ruda__stream_op_end(&s->pipeline, st, &keep);
     return;
   }
-  long tr = ruda__cuda_trace_begin(s, st, "kernel", "graph replay", 0);
+  long tr = ruda__stream_trace_begin(&s->pipeline, st, "kernel", "graph replay", 0);
   CUresult r = s->api->cuGraphLaunch(cg->exec, st->cu);
-  ruda__cuda_trace_end(s, st, tr);
+  ruda__stream_trace_end(&s->pipeline, st, tr);
   if (r != CUDA_SUCCESS) {
     if (ruda__cu_result_is_sticky(r)) ruda__cuda_poison(&s->fault, r, cg->first_kernel, true);
     ruda__stream_push_launch_error(

@@ -187,9 +187,7 @@ ruda_status_t ruda__cuda_launch(void *backend, const ruda__launch_ctx_t *c) {
     e = upload_info(s, st, &c->args->info, &info);
     if (e) return e;
   }
-  long tr = ruda__cuda_trace_begin(s, st, "kernel", d->name, 0);
   e = ruda__cuda_launch_on(s, st->cu, fn, d, grid, c->args, c->buffers, info);
-  ruda__cuda_trace_end(s, st, tr);
   if (e) return e;
   ruda__recent_kernels_note(&st->recent, d->name);
   if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);

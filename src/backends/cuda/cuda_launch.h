@@ -13,7 +13,8 @@
 /* The device calls of a launch the pipeline prepared (the pipeline's
  * `launch`, server/stream_op.h; `backend` is the server): the module, a
  * dynamic count read and checked, the info words uploaded, the driver
- * call traced. Errors are returned (the pipeline queues them). */
+ * call. Errors are returned (the pipeline queues them and brackets the
+ * call for the trace). */
 ruda_status_t ruda__cuda_launch(void *backend, const ruda__launch_ctx_t *ctx);
 
 /* The driver call of a launch: passes the buffers and tensor maps of

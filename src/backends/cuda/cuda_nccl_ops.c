@@ -167,8 +167,9 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
   if (c->kind == RUDA__COLL_BROADCAST) part.send = part.recv;
   const char *own_reason = own ? (ruda_status_reason(own) ? ruda_status_reason(own) : "error") : NULL;
 
-  long tr = st ? ruda__cuda_trace_begin(s, st, "collective", ruda__coll_kind_name(c->kind),
-                                        c->count * ruda_elem_type_size(c->dtype))
+  long tr = st ? ruda__stream_trace_begin(&s->pipeline, st, "collective",
+                                          ruda__coll_kind_name(c->kind),
+                                          c->count * ruda_elem_type_size(c->dtype))
                : -1;
   ruda_status_t err = NULL;
   if (c->peers.ids) {
@@ -215,7 +216,7 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
       cu->cuMemFree(scratch);
     }
   }
-  if (st) ruda__cuda_trace_end(s, st, tr);
+  if (st) ruda__stream_trace_end(&s->pipeline, st, tr);
   if (entry && st) {
     entry->used = true;
     ruda__nccl_note_pending(comms, stream);

@@ -2,8 +2,8 @@
  * server layer's stream table): the device and pinned storages under its
  * memory managers, its creation, reclaim and teardown; the pools of events
  * and small-read blocks; cross-stream ordering and the deferred releases
- * that go with it (gc batches, the drop queue); and the timeline trace.
- * See cuda_server.c for the design. */
+ * that go with it (the drop queue); the fence and the timer of the
+ * server layer's operation pipeline. See cuda_server.c for the design. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -14,7 +14,6 @@
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_stream.h"
 #include "base/env.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -335,13 +334,6 @@ bool ruda__cuda_stream_setup(void *backend, ruda__stream_t *rs) {
   return e == NULL;
 }
 
-static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
-
-void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
-  if (st->ntrace) trace_poll(s, st, wait);
-  ruda__stream_pipe_poll(&s->pipeline, st, wait);
-}
-
 /* Kept bindings pin memory of their origin stream; a report or a cleanup
  * of any stream should not count memory that only finished work holds. */
 RUDA__HOT
@@ -350,71 +342,31 @@ void ruda__cuda_gc_poll_all(cuda_server_t *s) {
   ruda__stream_pipe_poll_all(&s->pipeline);
 }
 
-/* ---- Timeline trace ---- */
+/* ---- The pipeline's timer: events with timing ---- */
 
-typedef struct trace_item {
-  CUevent start, end;
-  uint64_t enqueued_ns, bytes;
-  const char *category;
-  char name[64];
-} trace_item_t;
-
-/* Starts a device-timed slice (the trace is on): returns its index, or -1
- * when events are unavailable. */
-long ruda__cuda_trace_open(cuda_server_t *s, cuda_stream_t *st, const char *category,
-                           const char *name, uint64_t bytes) {
-  if (st->ntrace == st->captrace) {
-    size_t cap = st->captrace ? st->captrace * 2 : 64;
-    trace_item_t *nt = ruda__realloc(st->trace, cap * sizeof *nt);
-    if (nt == NULL) return -1;
-    st->trace = nt;
-    st->captrace = cap;
-  }
-  trace_item_t *t = &st->trace[st->ntrace];
-  memset(t, 0, sizeof *t);
-  if (s->api->cuEventCreate(&t->start, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return -1;
-  if (s->api->cuEventCreate(&t->end, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
-    s->api->cuEventDestroy(t->start);
-    return -1;
-  }
-  s->api->cuEventRecord(t->start, st->cu);
-  t->enqueued_ns = ruda__now_ns();
-  t->bytes = bytes;
-  t->category = category;
-  snprintf(t->name, sizeof t->name, "%s", name);
-  return (long)st->ntrace++;
+static void *timing_mark(void *backend, void *stream) {
+  cuda_server_t *s = backend;
+  CUevent ev = NULL;
+  if (s->api->cuEventCreate(&ev, CU_EVENT_DEFAULT) != CUDA_SUCCESS) return NULL;
+  s->api->cuEventRecord(ev, ((cuda_stream_t *)stream)->cu);
+  return ev;
 }
 
-void ruda__cuda_trace_close(cuda_server_t *s, cuda_stream_t *st, long idx) {
-  s->api->cuEventRecord(st->trace[idx].end, st->cu);
+static int timing_elapsed(void *backend, void *start, void *end, bool wait, uint64_t *ns) {
+  cuda_server_t *s = backend;
+  CUresult r = wait ? s->api->cuEventSynchronize(end) : s->api->cuEventQuery(end);
+  if (r == CUDA_ERROR_NOT_READY) return -1;
+  float ms = 0.0f;
+  if (r != CUDA_SUCCESS || s->api->cuEventElapsedTime(&ms, start, end) != CUDA_SUCCESS) return 0;
+  *ns = (uint64_t)((double)ms * 1e6);
+  return 1;
 }
 
-/* Emits the finished slices of `st` in order. Durations come from the
- * device; a slice is placed at the later of its enqueue time and the end
- * of the slice before it on the stream (the device clock has no exact
- * mapping to the host's). */
-static void trace_poll(cuda_server_t *s, cuda_stream_t *st, bool wait) {
-  size_t done = 0;
-  for (; done < st->ntrace; done++) {
-    trace_item_t *t = &st->trace[done];
-    CUresult r = wait ? s->api->cuEventSynchronize(t->end) : s->api->cuEventQuery(t->end);
-    if (r == CUDA_ERROR_NOT_READY) break;
-    float ms = 0.0f;
-    if (r == CUDA_SUCCESS && s->api->cuEventElapsedTime(&ms, t->start, t->end) == CUDA_SUCCESS) {
-      uint64_t start = t->enqueued_ns > st->trace_last_end ? t->enqueued_ns : st->trace_last_end;
-      uint64_t end = start + (uint64_t)((double)ms * 1e6);
-      ruda__trace_slice(s->base.device, cuda_rs(st)->id, t->category, t->name, start, end,
-                        t->bytes);
-      st->trace_last_end = end;
-    }
-    s->api->cuEventDestroy(t->start);
-    s->api->cuEventDestroy(t->end);
-  }
-  if (done > 0) {
-    memmove(st->trace, st->trace + done, (st->ntrace - done) * sizeof *st->trace);
-    st->ntrace -= done;
-  }
+static void timing_release(void *backend, void *mark) {
+  ((cuda_server_t *)backend)->api->cuEventDestroy(mark);
 }
+
+const ruda__stream_timer_t ruda__cuda_event_timer = {timing_mark, timing_elapsed, timing_release};
 
 /* ---- The pipeline's fence: pooled events ---- */
 
@@ -498,15 +450,7 @@ void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, 
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive) {
   const ruda__cuda_api_t *api = s->api;
   if (st->cu != NULL && context_alive) api->cuStreamSynchronize(st->cu);
-  if (context_alive) {
-    ruda__cuda_gc_poll(s, st, true);
-  } else {
-    /* The events went with the context. */
-    for (size_t i = 0; i < st->ntrace; i++) st->trace[i].start = st->trace[i].end = NULL;
-    st->ntrace = 0;
-  }
   ruda__stream_pipe_deinit(&s->pipeline, st, context_alive);
-  ruda__free(st->trace);
   ruda__drop_queue_destroy(st->drops);
   /* Nothing is in flight any more: cuMemAlloc pages go to the stash. */
   if (st->gpu_store != NULL) st->gpu_store->to_stash = context_alive;
@@ -533,8 +477,8 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;
   /* Everything enqueued has completed: these do not wait. */
-  ruda__cuda_gc_poll(s, st, false);
-  if (st->pipe.nkept != 0 || st->ntrace != 0) return false;
+  ruda__stream_pipe_poll(&s->pipeline, st, false);
+  if (st->pipe.nkept != 0 || st->pipe.nspans != 0) return false;
   ruda__drop_queue_flush(st->drops);
   ruda__drop_queue_flush(st->drops);
   return ruda__memory_usage(st->gpu).number_allocs == 0 &&

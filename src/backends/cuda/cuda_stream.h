@@ -1,9 +1,9 @@
 /* Streams of the CUDA server (cuda_stream.c): the CUDA part of each
  * stream's state in the server layer's stream table, the storages under its
  * memory managers, the server's event and small-read block pools, the
- * event fence of the operation pipeline (server/stream_op.h: ordering and
- * kept bindings), deferred releases (the drop queue), and the timeline
- * trace.
+ * event fence and timer of the operation pipeline (server/stream_op.h:
+ * ordering, kept bindings, the timeline trace), and deferred releases
+ * (the drop queue).
  *
  * Below the memory methods, futures, copies, launches, profiles and
  * collectives; above the fault state only. Only built with the CUDA
@@ -13,7 +13,6 @@
 #define RUDA_CUDA_STREAM_H
 
 #include "backends/cuda/cuda_types.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -52,6 +51,9 @@ void ruda__cuda_block_put(cuda_server_t *s, void *block);
  * the device is lost), and pooled events recorded on the streams. */
 bool ruda__cuda_stream_setup(void *backend, ruda__stream_t *rs);
 extern const ruda__stream_fence_t ruda__cuda_event_fence;
+/* The pipeline's timer for the trace: events with timing, created per
+ * slice. */
+extern const ruda__stream_timer_t ruda__cuda_event_timer;
 /* Frees what `st` holds, whether fully or partly initialised, and leaves it
  * uninitialised (the stream's state, errors and profiles, stays). */
 void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_alive);
@@ -82,9 +84,6 @@ static inline bool ruda__cuda_stream_idle(cuda_stream_t *st) {
 
 /* Releases the kept bindings of finished work on every stream (no wait). */
 void ruda__cuda_gc_poll_all(cuda_server_t *s);
-/* Releases the kept bindings of finished work on `st` and emits its
- * finished trace slices (`wait`: waits for all of it). */
-void ruda__cuda_gc_poll(cuda_server_t *s, cuda_stream_t *st, bool wait);
 /* The device address of a binding's view (ruda__stream_resolve);
  * *out_size (may be NULL) receives the bytes the device really holds from
  * that address on, whatever the view says. IoError::NotFound when the
@@ -110,23 +109,6 @@ void ruda__cuda_drop_bytes(void *item);
 /* Drops `item` once the copies enqueued so far on `st` have completed. */
 void ruda__cuda_drop_when_done(cuda_server_t *s, cuda_stream_t *st, void *item, uint64_t bytes,
                                ruda__drop_fn drop);
-
-/* ---- Timeline trace ---- */
-
-/* A device-timed slice around the calls between begin and end: begin
- * returns its index, or -1 when the trace is off (one relaxed load, no
- * call) or events are unavailable. */
-long ruda__cuda_trace_open(cuda_server_t *s, cuda_stream_t *st, const char *category,
-                           const char *name, uint64_t bytes);
-void ruda__cuda_trace_close(cuda_server_t *s, cuda_stream_t *st, long idx);
-static inline long ruda__cuda_trace_begin(cuda_server_t *s, cuda_stream_t *st,
-                                          const char *category, const char *name,
-                                          uint64_t bytes) {
-  return ruda__trace_on() ? ruda__cuda_trace_open(s, st, category, name, bytes) : -1;
-}
-static inline void ruda__cuda_trace_end(cuda_server_t *s, cuda_stream_t *st, long idx) {
-  if (idx >= 0) ruda__cuda_trace_close(s, st, idx);
-}
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */
 

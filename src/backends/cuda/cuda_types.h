@@ -17,9 +17,9 @@
  *   cuda_fault.c        the poison state (poison, text, generation, dead)
  *                       and the fault errors; calls nothing above it
  *   cuda_stream.c       the CUDA part of a stream's state (storages, event
- *                       and block pools, the pipeline's event fence,
- *                       deferred releases, the timeline trace); ordering
- *                       and kept bindings are server/stream_op.c's
+ *                       and block pools, the pipeline's event fence and
+ *                       timer, deferred releases); ordering, kept
+ *                       bindings and the trace are server/stream_op.c's
  *   cuda_memory.c       the memory methods (allocation, staging, resources,
  *                       usage, cleanup, allocation mode)
  *   cuda_future.c       the event-fenced futures and their home
@@ -159,11 +159,6 @@ typedef struct cuda_stream {
   /* Pinned scratch (SCRATCH_BYTES) for dynamic counts and tiny reads of an
    * idle stream; NULL when it could not be allocated. */
   uint32_t *count_host;
-  /* Timeline trace (RUDA_TRACE): device-timed slices waiting for their
-   * end event (trace_item_t is cuda_stream.c's). */
-  struct trace_item *trace;
-  size_t ntrace, captrace;
-  uint64_t trace_last_end; /* host ns where the previous slice ended */
   ruda__recent_kernels_t recent;
   /* How far the stream's work is known to have completed (cuda_synced_t);
    * shared with its futures. */

@@ -1,5 +1,8 @@
-/* Copies of the OpenCL server: writes, reads into event-fenced futures,
- * sync and flush. See opencl_server.c for the design. */
+/* Copies of the OpenCL server: the device calls of the server layer's copy
+ * pipeline (ruda__stream_write, ruda__stream_read: the stream set up, the
+ * bindings ordered, kept and resolved, the trace bracketed): writes, reads
+ * into event-fenced futures; and sync and flush. See opencl_server.c for
+ * the design. */
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -12,18 +15,6 @@
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
 /* ---- Copies ---- */
-
-/* The copy of `d` against a view of `view_size` bytes: NULL when it fits. */
-static ruda_status_t check_extent(uint64_t width, uint64_t height, uint64_t pitch,
-                                  uint64_t view_size) {
-  if (height == 0 || width == 0) return NULL;
-  uint64_t need = (height - 1) * pitch + width;
-  if (need > view_size)
-    return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
-                              "copy of %llu bytes exceeds the view of %llu bytes",
-                              (unsigned long long)need, (unsigned long long)view_size);
-  return NULL;
-}
 
 /* Transfers of at least this many bytes between device memory and
  * pageable host memory are enqueued blocking. The caller waits for them
@@ -101,7 +92,7 @@ static bool stage_get(ocl_stream_t *st, uint64_t bytes, ruda_bytes_t *held) {
 /* False, having done nothing, when no pinned staging could be had (the
  * caller writes the plain way); else true, with *err the error, if any. */
 static bool staged_write(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t offset,
-                         const void *src, uint64_t bytes, bool trace, ruda_status_t *err) {
+                         const void *src, uint64_t bytes, ruda_status_t *err) {
   const ruda__opencl_api_t *api = s->api;
   *err = NULL;
   ruda_bytes_t held;
@@ -133,82 +124,51 @@ static bool staged_write(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t
     ruda_bytes_release(&held);
     return true;
   }
-  if (trace && api->clRetainEvent(last) == CL_SUCCESS)
-    ruda__ocl_trace_add(s, st, last, "copy", "write", bytes);
   ruda__ocl_note_event(s, st, last);
   ruda__ocl_release_when_done(s, st, last, &held);
   return true;
 }
 
+/* The device calls of one view of a write (the pipeline's `write`,
+ * server/stream_op.h): staged, blocking, or released from the driver's
+ * callback once the copy has read it. */
+RUDA__HOT
+static ruda_status_t write_part(void *backend, const ruda__copy_ctx_t *c, ruda_bytes_t *src) {
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = c->stream;
+  page_t *p = (page_t *)(uintptr_t)c->target.base;
+  uint64_t off = c->target.offset, bytes = c->bytes;
+  ruda_status_t e = NULL;
+  if (s->stage_min > 0 && bytes >= s->stage_min && src->property != RUDA_BYTES_PINNED &&
+      (c->height == 1 || c->pitch == c->width) &&
+      staged_write(s, st, p->mem, off, src->data, bytes, &e)) {
+    return e; /* copied: the pipeline releases `src`, a borrowing caller returns now */
+  }
+  cl_event ev = NULL;
+  const char *call = "";
+  bool blocking = src->property != RUDA_BYTES_PINNED && bytes >= BLOCKING_COPY;
+  cl_int r = copy_rows(s->api, st->queue, true, blocking, src->data, p->mem, off, c->width,
+                       c->height, c->pitch, &ev, &call);
+  if (r != CL_SUCCESS)
+    return ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "writing %llu bytes",
+                          (unsigned long long)bytes);
+  st->dirty = !blocking;
+  if (blocking) {
+    ruda__ocl_note_command(s, st, ev);
+    return NULL; /* read already: the pipeline releases `src` */
+  }
+  ruda__ocl_note_event(s, st, ev);
+  /* The copy reads `src` until it completes; it is released then (a
+   * caller may be waiting for that: large inputs are borrowed). */
+  ruda__ocl_release_when_done(s, st, ev, src);
+  return NULL;
+}
+
 void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                      size_t count, ruda_stream_id_t stream) {
   ocl_server_t *s = as_ocl(base);
-  const ruda__opencl_api_t *api = s->api;
-  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
-  if (st == NULL) {
-    for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
-    return;
-  }
-  ruda_status_t e = NULL;
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
-  bool trace = ruda__ocl_trace_wanted();
-  for (size_t i = 0; i < count; i++) {
-    const ruda__copy_desc_t *d = &descs[i];
-    ruda_bytes_t *src = &srcs[i];
-    uint64_t width, height, pitch;
-    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
-      ruda__stream_push_error(ocl_rs(st),
-                               ruda__copy_strides_error("write"));
-      ruda_bytes_release(src);
-      continue;
-    }
-    uint64_t bytes = width * height;
-    page_t *p = NULL;
-    uint64_t off = 0, view = 0;
-    e = ruda__ocl_resolve(s, &d->binding, &p, &off, &view);
-    if (e == NULL) e = check_extent(width, height, pitch, view);
-    if (e == NULL && src->size < bytes)
-      e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
-                             (unsigned long long)src->size, (unsigned long long)bytes);
-    if (e || bytes == 0) {
-      if (e) ruda__stream_push_error(ocl_rs(st), e);
-      ruda_bytes_release(src);
-      continue;
-    }
-    if (s->stage_min > 0 && bytes >= s->stage_min && src->property != RUDA_BYTES_PINNED &&
-        (height == 1 || pitch == width) &&
-        staged_write(s, st, p->mem, off, src->data, bytes, trace, &e)) {
-      if (e) ruda__stream_push_error(ocl_rs(st), e);
-      ruda_bytes_release(src); /* copied: a borrowing caller returns now */
-      continue;
-    }
-    cl_event ev = NULL;
-    const char *call = "";
-    bool blocking = src->property != RUDA_BYTES_PINNED && bytes >= BLOCKING_COPY;
-    cl_int r = copy_rows(api, st->queue, true, blocking, src->data, p->mem, off, width, height,
-                         pitch, &ev, &call);
-    if (r != CL_SUCCESS) {
-      ruda__stream_push_error(ocl_rs(st),
-                               ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "writing %llu bytes",
-                                              (unsigned long long)bytes));
-      ruda_bytes_release(src);
-      continue;
-    }
-    st->dirty = !blocking;
-    if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
-      ruda__ocl_trace_add(s, st, ev, "copy", "write", bytes);
-    if (blocking) {
-      ruda__ocl_note_command(s, st, ev);
-      ruda_bytes_release(src); /* read already: a borrowing caller returns now */
-      continue;
-    }
-    ruda__ocl_note_event(s, st, ev);
-    /* The copy reads `src` until it completes; it is released then (a
-     * caller may be waiting for that: large inputs are borrowed). */
-    ruda__ocl_release_when_done(s, st, ev, src);
-  }
-  ruda__ocl_op_end(s, st, &keep);
+  ocl_stream_t *st = ruda__stream_write(&s->pipeline, descs, srcs, count, stream, write_part);
+  if (st != NULL) ruda__ocl_submit(s, st);
 }
 
 /* ---- Reads, sync, flush ---- */
@@ -222,7 +182,7 @@ void ruda__ocl_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_
  * 55 GB/s. Waits on this thread, as the blocking read it replaces.
  * False, having done nothing, when no staging could be had. */
 static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t offset,
-                        void *dst, uint64_t bytes, bool trace, ruda_status_t *err) {
+                        void *dst, uint64_t bytes, ruda_status_t *err) {
   const ruda__opencl_api_t *api = s->api;
   *err = NULL;
   /* An event per chunk, the job's chunks (allocated first: without them
@@ -262,10 +222,7 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
   ruda__copy_job_finish(s->copies, &job);
   atomic_fetch_add_explicit(&g_staged_reads, 1, memory_order_relaxed);
   if (enqueued > 0) {
-    cl_event last = evs[enqueued - 1];
-    if (trace && api->clRetainEvent(last) == CL_SUCCESS)
-      ruda__ocl_trace_add(s, st, last, "copy", "read", bytes);
-    ruda__ocl_note_event(s, st, last);
+    ruda__ocl_note_event(s, st, evs[enqueued - 1]);
     st->dirty = false; /* the queue is in order: all before it has completed */
   }
   for (size_t c = 0; c < enqueued; c++) api->clReleaseEvent(evs[c]);
@@ -280,67 +237,64 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
 /* Reads land straight in the destinations (the caller keeps them valid until
  * the future completes), through clEnqueueRead{Buffer,BufferRect}:
  * non-blocking, except large reads into pageable memory (BLOCKING_COPY);
- * the future waits on the last one's event (none when they are done). */
+ * the future waits on the last one's event (none when they are done).
+ * The pipeline's three steps (server/stream_op.h): nothing to start, */
+static bool read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
+                       void *const *dsts, size_t count, void **op, ruda_status_t *err) {
+  (void)backend, (void)stream, (void)descs, (void)dsts, (void)count, (void)op, (void)err;
+  return false;
+}
+
+/* the copy of one prepared view (staged, or straight into `dst`), */
 RUDA__HOT
-ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
-                             void *const *dsts, size_t count, ruda_stream_id_t stream,
-                             ruda__future_t **out) {
-  ocl_server_t *s = as_ocl(base);
-  const ruda__opencl_api_t *api = s->api;
-  *out = NULL;
-  ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
-  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
-  ruda_status_t e = rs != NULL ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
-  if (e) return e;
-  if (st == NULL)
-    return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  if (st->pipe.nkept || st->ntrace) ruda__ocl_gc_poll(s, st, false);
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(&s->pipeline, st, &descs[i].binding, &keep);
-  bool trace = ruda__ocl_trace_wanted();
-  ruda_status_t early = NULL;
-  for (size_t i = 0; i < count && early == NULL; i++) {
-    const ruda__copy_desc_t *d = &descs[i];
-    uint64_t width, height, pitch;
-    if (!ruda__copy_geometry(d, &width, &height, &pitch)) {
-      early = ruda__copy_strides_error("read");
-      break;
-    }
-    uint64_t bytes = width * height;
-    if (bytes == 0) continue;
-    page_t *p = NULL;
-    uint64_t off = 0, view = 0;
-    early = ruda__ocl_resolve(s, &d->binding, &p, &off, &view);
-    if (early == NULL) early = check_extent(width, height, pitch, view);
-    if (early) break;
-    bool pinned_dst = ruda__ocl_host_is_pinned(s, dsts[i], bytes);
-    if (s->stage_min > 0 && bytes >= s->stage_min && !pinned_dst &&
-        (height == 1 || pitch == width) &&
-        staged_read(s, st, p->mem, off, dsts[i], bytes, trace, &early)) {
-      continue; /* done, or `early` says why not */
-    }
-    cl_event ev = NULL;
-    const char *call = "";
-    bool blocking = bytes >= BLOCKING_COPY && !pinned_dst;
-    cl_int r = copy_rows(api, st->queue, false, blocking, dsts[i], p->mem, off, width, height,
-                         pitch, &ev, &call);
-    if (r != CL_SUCCESS) {
-      early = ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "reading %llu bytes",
-                             (unsigned long long)bytes);
-      break;
-    }
-    st->dirty = !blocking;
-    if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
-      ruda__ocl_trace_add(s, st, ev, "copy", "read", bytes);
-    ruda__ocl_note_command(s, st, ev);
+static ruda_status_t read_part(void *backend, const ruda__copy_ctx_t *c, void *dst, void *op) {
+  (void)op;
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = c->stream;
+  page_t *p = (page_t *)(uintptr_t)c->target.base;
+  uint64_t off = c->target.offset, bytes = c->bytes;
+  ruda_status_t e = NULL;
+  bool pinned_dst = ruda__ocl_host_is_pinned(s, dst, bytes);
+  if (s->stage_min > 0 && bytes >= s->stage_min && !pinned_dst &&
+      (c->height == 1 || c->pitch == c->width) &&
+      staged_read(s, st, p->mem, off, dst, bytes, &e)) {
+    return e; /* done, or `e` says why not */
   }
-  e = ruda__ocl_future_make(s, st, early, out);
+  cl_event ev = NULL;
+  const char *call = "";
+  bool blocking = bytes >= BLOCKING_COPY && !pinned_dst;
+  cl_int r = copy_rows(s->api, st->queue, false, blocking, dst, p->mem, off, c->width, c->height,
+                       c->pitch, &ev, &call);
+  if (r != CL_SUCCESS)
+    return ruda__cl_error(RUDA_ERR_IO_UNKNOWN, r, call, "reading %llu bytes",
+                          (unsigned long long)bytes);
+  st->dirty = !blocking;
+  ruda__ocl_note_command(s, st, ev);
+  return NULL;
+}
+
+/* and the future, on the last command's event, carrying `early`. */
+RUDA__HOT
+static ruda_status_t read_end(void *backend, void *stream, void *op, ruda_status_t early,
+                              ruda__future_t **out) {
+  (void)op;
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = stream;
+  ruda_status_t e = ruda__ocl_future_make(s, st, early, out);
   /* The read waits for all work before it: a later fault is in later
    * kernels. */
   st->recent.n = 0;
   st->recent.total = 0;
-  ruda__ocl_op_end(s, st, &keep);
+  ruda__ocl_submit(s, st);
   return e;
+}
+
+RUDA__HOT
+ruda_status_t ruda__ocl_read(ruda__server_t *base, const ruda__copy_desc_t *descs,
+                             void *const *dsts, size_t count, ruda_stream_id_t stream,
+                             ruda__future_t **out) {
+  return ruda__stream_read(&as_ocl(base)->pipeline, descs, dsts, count, stream, out, read_start,
+                           read_part, read_end);
 }
 
 ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,

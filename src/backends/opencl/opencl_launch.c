@@ -273,10 +273,9 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
   size_t localsz[3] = {d->ruda_dim.x, d->ruda_dim.y, d->ruda_dim.z};
   cl_uint work_dim = 3;
   if (global[2] == 1 && localsz[2] == 1) work_dim = (global[1] == 1 && localsz[1] == 1) ? 1 : 2;
-  bool trace = ruda__ocl_trace_wanted();
   cl_event ev = NULL;
   r = api->clEnqueueNDRangeKernel(st->queue, k, work_dim, NULL, global, localsz, 0, NULL,
-                                  s->kernel_events || trace ? &ev : NULL);
+                                  s->kernel_events ? &ev : NULL);
   if (r != CL_SUCCESS)
     return ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r, "clEnqueueNDRangeKernel",
                           "kernel %s, count (%u, %u, %u), dim (%u, %u, %u), %llu bytes of "
@@ -284,12 +283,6 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
                           d->name, grid.x, grid.y, grid.z, d->ruda_dim.x, d->ruda_dim.y,
                           d->ruda_dim.z, (unsigned long long)local);
   st->dirty = true;
-  if (trace && api->clRetainEvent(ev) == CL_SUCCESS)
-    ruda__ocl_trace_add(s, st, ev, "kernel", d->name, 0);
-  if (!s->kernel_events && ev != NULL) {
-    api->clReleaseEvent(ev); /* the trace's; the next fence is a marker */
-    ev = NULL;
-  }
   ruda__ocl_note_command(s, st, ev);
   ruda__recent_kernels_note(&st->recent, d->name);
   return NULL;

@@ -11,7 +11,7 @@
 
 /* The pipeline's `launch` (`backend` is the server): the program, checks
  * against the built kernel, a dynamic count read and checked, the
- * arguments and info words set, the kernel enqueued (and traced). Errors
+ * arguments and info words set, the kernel enqueued. Errors
  * are returned (the pipeline queues them). */
 ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *ctx);
 

@@ -1,8 +1,8 @@
 /* Streams of the OpenCL server: the per-stream state (its in-order command
  * queue, memory managers, errors), the cl_mem storages under the memory
- * managers and the sub-buffers of their pages, the fence of the operation
- * pipeline (server/stream_op.h: ordering and kept bindings), deferred
- * releases of host buffers, and the timeline trace. See
+ * managers and the sub-buffers of their pages, the fence and the timer of
+ * the operation pipeline (server/stream_op.h: ordering, kept bindings, the
+ * timeline trace), and deferred releases of host buffers. See
  * opencl_server.c for the design. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,7 +10,6 @@
 
 #include "backends/opencl/opencl_stream.h"
 #include "server/device_settings.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -337,8 +336,6 @@ void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st) {
   st->dirty = false;
 }
 
-static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
-
 static bool event_done(const ruda__opencl_api_t *api, cl_event ev, bool wait) {
   if (wait) {
     api->clWaitForEvents(1, &ev);
@@ -349,11 +346,6 @@ static bool event_done(const ruda__opencl_api_t *api, cl_event ev, bool wait) {
       CL_SUCCESS)
     return true;
   return status <= CL_COMPLETE; /* complete or failed */
-}
-
-void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
-  if (st->ntrace) trace_poll(s, st, wait);
-  ruda__stream_pipe_poll(&s->pipeline, st, wait);
 }
 
 /* ---- The pipeline's fence: the stream's newest command ---- */
@@ -412,8 +404,10 @@ const ruda__stream_fence_t ruda__ocl_event_fence = {event_record, event_wait_on,
                                                      queue_finish, event_release};
 
 static void gc_poll_one(void *ctx, ruda__stream_t *rs) {
+  ocl_server_t *s = ctx;
   ocl_stream_t *st = ocl_ext(rs);
-  if (st->pipe.ready && (st->pipe.nkept || st->ntrace)) ruda__ocl_gc_poll(ctx, st, false);
+  if (st->pipe.ready && (st->pipe.nkept || st->pipe.nspans))
+    ruda__stream_pipe_poll(&s->pipeline, st, false);
 }
 
 /* Kept bindings pin memory of their origin stream: a report, a sync or a
@@ -463,61 +457,35 @@ void ruda__ocl_release_when_done(ocl_server_t *s, ocl_stream_t *st, cl_event ev,
   ruda_bytes_release(bytes);
 }
 
-/* ---- Timeline trace ---- */
+/* ---- The pipeline's timer: markers ---- */
 
-RUDA__HOT
-bool ruda__ocl_trace_wanted(void) { return ruda__trace_on(); }
-
-void ruda__ocl_trace_add(ocl_server_t *s, ocl_stream_t *st, cl_event ev, const char *category,
-                         const char *name, uint64_t bytes) {
-  if (ev == NULL) return;
-  if (st->ntrace == st->captrace) {
-    size_t cap = st->captrace ? st->captrace * 2 : 64;
-    trace_item_t *nt = ruda__realloc(st->trace, cap * sizeof *nt);
-    if (nt == NULL) {
-      s->api->clReleaseEvent(ev);
-      return;
-    }
-    st->trace = nt;
-    st->captrace = cap;
-  }
-  trace_item_t *t = &st->trace[st->ntrace++];
-  t->event = ev;
-  t->enqueued_ns = ruda__now_ns();
-  t->bytes = bytes;
-  t->category = category;
-  snprintf(t->name, sizeof t->name, "%s", name);
+/* A marker after everything enqueued so far (the queue is in order): the
+ * time between two markers' ends is that of the commands between them.
+ * Not noted as the stream's newest command: it orders nothing. */
+static void *marker_mark(void *backend, void *stream) {
+  ocl_server_t *s = backend;
+  ocl_stream_t *st = stream;
+  cl_event ev = NULL;
+  if (s->api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &ev) != CL_SUCCESS) return NULL;
+  st->dirty = true;
+  return ev;
 }
 
-/* Emits the finished slices of `st` in order. Durations come from the
- * events' device timestamps; a slice is placed at the later of its enqueue
- * time and the end of the slice before it on the stream (the device clock
- * has no exact mapping to the host's). */
-static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
-  const ruda__opencl_api_t *api = s->api;
-  size_t done = 0;
-  for (; done < st->ntrace; done++) {
-    trace_item_t *t = &st->trace[done];
-    if (!event_done(api, t->event, wait)) break;
-    cl_ulong t0 = 0, t1 = 0;
-    if (api->clGetEventProfilingInfo(t->event, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL) ==
-            CL_SUCCESS &&
-        api->clGetEventProfilingInfo(t->event, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) ==
-            CL_SUCCESS &&
-        t1 >= t0) {
-      uint64_t start = t->enqueued_ns > st->trace_last_end ? t->enqueued_ns : st->trace_last_end;
-      uint64_t end = start + (uint64_t)(t1 - t0);
-      ruda__trace_slice(s->base.device, ocl_rs(st)->id, t->category, t->name, start, end,
-                        t->bytes);
-      st->trace_last_end = end;
-    }
-    api->clReleaseEvent(t->event);
-  }
-  if (done > 0) {
-    memmove(st->trace, st->trace + done, (st->ntrace - done) * sizeof *st->trace);
-    st->ntrace -= done;
-  }
+static int marker_elapsed(void *backend, void *start, void *end, bool wait, uint64_t *ns) {
+  const ruda__opencl_api_t *api = ((ocl_server_t *)backend)->api;
+  if (!event_done(api, end, wait)) return -1;
+  cl_ulong t0 = 0, t1 = 0;
+  if (api->clGetEventProfilingInfo(start, CL_PROFILING_COMMAND_END, sizeof t0, &t0, NULL) !=
+          CL_SUCCESS ||
+      api->clGetEventProfilingInfo(end, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL) !=
+          CL_SUCCESS ||
+      t1 < t0)
+    return 0;
+  *ns = (uint64_t)(t1 - t0);
+  return 1;
 }
+
+const ruda__stream_timer_t ruda__ocl_marker_timer = {marker_mark, marker_elapsed, event_release};
 
 /* ---- Teardown and reclaim ---- */
 
@@ -526,10 +494,8 @@ static void trace_poll(ocl_server_t *s, ocl_stream_t *st, bool wait) {
 static void stream_free(ocl_server_t *s, ocl_stream_t *st) {
   const ruda__opencl_api_t *api = s->api;
   if (st->queue != NULL) api->clFinish(st->queue);
-  ruda__ocl_gc_poll(s, st, true);
   ruda__stream_pipe_deinit(&s->pipeline, st, true);
   if (st->last != NULL) api->clReleaseEvent(st->last);
-  ruda__free(st->trace);
   for (int i = 0; i < INFO_RING; i++) {
     if (st->ring[i].done) api->clReleaseEvent(st->ring[i].done);
     ruda__free(st->ring[i].host);
@@ -560,8 +526,8 @@ static bool ocl_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   ocl_server_t *s = ctx;
   ocl_stream_t *st = ocl_ext(rs);
   if (!st->pipe.ready) return true;
-  ruda__ocl_gc_poll(s, st, false);
-  if (st->pipe.nkept != 0 || st->ntrace != 0) return false;
+  ruda__stream_pipe_poll(&s->pipeline, st, false);
+  if (st->pipe.nkept != 0 || st->pipe.nspans != 0) return false;
   for (int i = 0; i < INFO_RING; i++)
     if (!event_complete(s->api, st->ring[i].done)) return false;
   return ruda__memory_usage(st->dev).number_allocs == 0 &&

@@ -1,9 +1,9 @@
 /* Streams of the OpenCL server (opencl_stream.c): the OpenCL part of each
  * stream's state in the server layer's stream table (its in-order queue,
  * memory managers over cl_mem storages, the sub-buffers of their pages),
- * the event fence of the operation pipeline (server/stream_op.h: ordering
- * and kept bindings), deferred releases of host buffers, and the timeline
- * trace.
+ * the event fence and marker timer of the operation pipeline
+ * (server/stream_op.h: ordering, kept bindings, the timeline trace), and
+ * deferred releases of host buffers.
  *
  * Below the memory methods, futures, copies, launches and profiles; above
  * the fault reports only. Only built with the OpenCL headers.
@@ -24,6 +24,9 @@
  * none) waited on with a barrier. */
 bool ruda__ocl_stream_setup(void *backend, ruda__stream_t *rs);
 extern const ruda__stream_fence_t ruda__ocl_event_fence;
+/* The pipeline's timer for the trace: markers (profiling is on for every
+ * queue). */
+extern const ruda__stream_timer_t ruda__ocl_marker_timer;
 /* The stream table's hooks for the OpenCL part (ctx: the server). */
 extern const ruda__stream_table_ops_t ruda__ocl_stream_ops;
 
@@ -53,9 +56,8 @@ bool ruda__ocl_host_is_pinned(const ocl_server_t *s, const void *p, uint64_t byt
 ruda_status_t ruda__ocl_pinned_reserve(ocl_stream_t *st, uint64_t size, ruda_memory_t **out_mem,
                                        void **out_ptr);
 
-/* Releases what completed work kept alive; `wait`: waits for all of it. */
-void ruda__ocl_gc_poll(ocl_server_t *s, ocl_stream_t *st, bool wait);
-/* ruda__ocl_gc_poll(s, st, false) for every stream with kept bindings. */
+/* ruda__stream_pipe_poll without waiting, on every stream with kept
+ * bindings or trace slices. */
 void ruda__ocl_gc_poll_all(ocl_server_t *s);
 /* The stream's newest command (st->last): ruda__ocl_note_command takes
  * `ev` (the stream's reference now; NULL for a command enqueued without
@@ -78,25 +80,12 @@ void ruda__ocl_finish_mark_release(ocl_finish_mark_t *m);
 cl_event ruda__ocl_last_event(ocl_server_t *s, ocl_stream_t *st, cl_int *status);
 /* Submits the stream's enqueued work (clFlush) when there is any. */
 void ruda__ocl_submit(ocl_server_t *s, ocl_stream_t *st);
-/* Ends an operation on `st` (ruda__stream_op_end: `keep` taken) and
- * submits its commands. */
-static inline void ruda__ocl_op_end(ocl_server_t *s, ocl_stream_t *st, ruda__keep_list_t *keep) {
-  ruda__stream_op_end(&s->pipeline, st, keep);
-  ruda__ocl_submit(s, st);
-}
 
 /* Releases `bytes` (taken) when `ev` (taken) completes, from the
  * driver's callback; when no callback can be set, waits for the stream
  * and releases it now. */
 void ruda__ocl_release_when_done(ocl_server_t *s, ocl_stream_t *st, cl_event ev,
                                  ruda_bytes_t *bytes);
-
-/* The timeline trace: the event of a traced command (NULL: the trace is
- * off, one relaxed load) to pass to the enqueue, then ruda__ocl_trace_add
- * with the event it filled in. */
-bool ruda__ocl_trace_wanted(void);
-void ruda__ocl_trace_add(ocl_server_t *s, ocl_stream_t *st, cl_event ev, const char *category,
-                         const char *name, uint64_t bytes);
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
 

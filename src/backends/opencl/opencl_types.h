@@ -17,9 +17,9 @@
  *                       command that failed on the device, waiting for an
  *                       event and reporting its failure
  *   opencl_stream.c     the OpenCL part of a stream's state (queue, pools,
- *                       sub-buffers, the pipeline's event fence, deferred
- *                       releases, the timeline trace); ordering and kept
- *                       bindings are server/stream_op.c's
+ *                       sub-buffers, the pipeline's event fence and
+ *                       marker timer, deferred releases); ordering, kept
+ *                       bindings and the trace are server/stream_op.c's
  *   opencl_memory.c     the memory methods (allocation, staging, resources,
  *                       usage, cleanup, allocation mode)
  *   opencl_future.c     the event-fenced futures of reads and syncs
@@ -93,13 +93,6 @@ typedef struct info_slot {
   cl_event done;
 } info_slot_t;
 
-typedef struct trace_item {
-  cl_event event;
-  uint64_t enqueued_ns, bytes;
-  const char *category;
-  char name[64];
-} trace_item_t;
-
 /* How far clFinish has covered a stream's commands enqueued without an
  * event: shared by the stream and the futures that fence such commands by
  * finishing the queue (which may outlive the stream), counted. The mark
@@ -151,9 +144,6 @@ typedef struct ocl_stream {
    * that reaches unknown_seq, nothing of the stream is in flight. */
   uint64_t unknown_seq;
   ocl_finish_mark_t *mark;
-  trace_item_t *trace;
-  size_t ntrace, captrace;
-  uint64_t trace_last_end;
   ruda__recent_kernels_t recent;
 } ocl_stream_t;
 

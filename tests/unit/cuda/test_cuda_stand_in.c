@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tools/json_check.h"
 #include "backends/cuda/cuda_internal.h"
 #include "ruda/ruda.h"
 #include "test.h"
@@ -564,4 +565,75 @@ TEST(stand_in_a_launch_on_another_stream_waits_for_its_buffer_once) {
   ruda_handle_release(&h);
   ruda_kernel_release(k);
   ruda_client_release(other);
+}
+
+/* ---- The trace, bracketed by the server layer's pipeline ---- */
+
+/* The "X" slice of category `cat` named `name`, NULL if none. */
+static const jv_t *trace_slice(const jv_t *events, const char *cat, const char *name) {
+  for (size_t i = 0; i < events->len; ++i) {
+    const jv_t *e = events->items[i];
+    const char *p = jv_str(e, "ph"), *c = jv_str(e, "cat"), *n = jv_str(e, "name");
+    if (p && c && n && !strcmp(p, "X") && !strcmp(c, cat) && !strcmp(n, name)) return e;
+  }
+  return NULL;
+}
+
+static double trace_bytes(const jv_t *e) {
+  const jv_t *b = jv_get(jv_get(e, "args"), "bytes");
+  return b && b->type == JV_NUM ? b->num : -1;
+}
+
+/* Last in this file: the trace is the process's, and stopped here. */
+TEST(stand_in_launches_and_copies_are_traced_with_device_times) {
+  ruda_client_t *c = stand_in_client();
+  char path[512];
+  snprintf(path, sizeof path, "%s/stand_in_trace.json", rt_tmpdir());
+  ruda_status_t started = ruda_trace_start(path);
+  if (!started && !ruda_trace_active()) SKIP("no trace");
+  ASSERT_OK(started);
+  ruda_status_t s = ruda__cuda_nvrtc_probe();
+  bool nvrtc = s == NULL;
+  ruda_status_free(s);
+  uint32_t v[64] = {7};
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h)); /* copy: write */
+  ruda_kernel_t *k = NULL;
+  if (nvrtc) {
+    k = test_kernel(RUDA_KERNEL_FORMAT_CUDA_C, "stand_in_one", one_buffer_src,
+                    ruda_dim_new_1d(32), 0);
+    ruda_kernel_args_t a = {0};
+    a.buffers = &h;
+    a.num_buffers = 1;
+    ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a)); /* kernel */
+  }
+  ASSERT_OK(ruda_client_sync(c));
+  uint32_t got[64] = {0};
+  ASSERT_OK(ruda_client_read(c, &h, got, sizeof got)); /* copy: read */
+  ASSERT_UEQ(got[0], 7);
+  ASSERT_OK(ruda_client_sync(c));
+  ruda_handle_release(&h);
+  if (k) ruda_kernel_release(k);
+  ruda_trace_stop();
+
+  char *text = rt_read_file(path);
+  ASSERT_NOT_NULL(text);
+  char err[128];
+  jv_t *root = jv_parse(text, err, sizeof err);
+  free(text);
+  ASSERT_NOT_NULL(root);
+  const jv_t *events = jv_get(root, "traceEvents");
+  ASSERT_NOT_NULL(events);
+  const jv_t *w = trace_slice(events, "copy", "write");
+  const jv_t *r = trace_slice(events, "copy", "read");
+  ASSERT_NOT_NULL(w);
+  ASSERT_NOT_NULL(r);
+  ASSERT_TRUE(trace_bytes(w) == (double)sizeof v);
+  ASSERT_TRUE(trace_bytes(r) == (double)sizeof got);
+  /* The stand-in's events time everything at 1 us. */
+  const jv_t *dur = jv_get(r, "dur");
+  ASSERT_NOT_NULL(dur);
+  ASSERT_TRUE(dur->num > 0.5 && dur->num < 1.5);
+  if (nvrtc) ASSERT_NOT_NULL(trace_slice(events, "kernel", "stand_in_one"));
+  jv_free(root);
 }
