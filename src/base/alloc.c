@@ -50,6 +50,16 @@ void *ruda__realloc(void *ptr, size_t size) {
 
 void ruda__free(void *ptr) { free(ptr); }
 
+void *ruda__grow(void *items, size_t *cap, size_t len, size_t size, size_t first) {
+  if (len < *cap) return items;
+  size_t n = *cap ? *cap : first, bytes;
+  if (*cap && __builtin_mul_overflow(n, (size_t)2, &n)) return NULL;
+  if (__builtin_mul_overflow(n, size, &bytes)) return NULL;
+  void *grown = ruda__realloc(items, bytes);
+  if (grown) *cap = n;
+  return grown;
+}
+
 void *ruda__aligned_alloc(size_t align, size_t size) {
   if (align == 0 || (align & (align - 1)) != 0) return NULL;
   if (should_fail()) return NULL;

@@ -36,6 +36,12 @@ void *ruda__aligned_alloc(size_t align, size_t size);
  * size 0. Give them back with ruda__unmap(p, size) (the same size). */
 void *ruda__map_zeroed(size_t size);
 void ruda__unmap(void *ptr, size_t size);
+/* Room for one more item in a growable array of `size`-byte items, `len`
+ * of *cap in use: returns `items` itself while len < *cap, else `items`
+ * reallocated to twice *cap items (`first` when *cap is 0) with *cap
+ * updated. NULL, leaving `items` and *cap as they were, when memory is
+ * exhausted (or injection says so) or the new size would overflow. */
+void *ruda__grow(void *items, size_t *cap, size_t len, size_t size, size_t first);
 /* Copies of a string; NULL gives NULL (not a failure). */
 char *ruda__strdup(const char *s);
 char *ruda__strndup(const char *s, size_t n);

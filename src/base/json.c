@@ -1,6 +1,8 @@
 /* JSON string escaping; see json.h. */
 #include "base/json.h"
 
+#include <string.h>
+
 /* Appends one byte, counting what does not fit (the last byte of `cap` is
  * kept for the terminator). */
 static void put(char *buf, size_t cap, size_t *pos, char c) {
@@ -8,22 +10,26 @@ static void put(char *buf, size_t cap, size_t *pos, char c) {
   ++*pos;
 }
 
+/* The short escapes, byte and letter at the same index. */
+static const char k_escaped_bytes[] = "\"\\\b\f\n\r\t";
+static const char k_escape_letters[] = "\"\\bfnrt";
+
+char ruda__short_escape_letter(unsigned char c) {
+  const char *at = c ? strchr(k_escaped_bytes, c) : NULL;
+  return at ? k_escape_letters[at - k_escaped_bytes] : 0;
+}
+
+char ruda__short_escape_byte(int letter) {
+  const char *at = letter > 0 && letter <= 0x7f ? strchr(k_escape_letters, letter) : NULL;
+  return at ? k_escaped_bytes[at - k_escape_letters] : 0;
+}
+
 size_t ruda__json_escape(const char *s, char *buf, size_t cap) {
   static const char hex[] = "0123456789abcdef";
   size_t pos = 0;
   put(buf, cap, &pos, '"');
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    char short_esc = 0;
-    switch (*p) {
-      case '"': short_esc = '"'; break;
-      case '\\': short_esc = '\\'; break;
-      case '\b': short_esc = 'b'; break;
-      case '\f': short_esc = 'f'; break;
-      case '\n': short_esc = 'n'; break;
-      case '\r': short_esc = 'r'; break;
-      case '\t': short_esc = 't'; break;
-      default: break;
-    }
+    char short_esc = ruda__short_escape_letter(*p);
     if (short_esc) {
       put(buf, cap, &pos, '\\');
       put(buf, cap, &pos, short_esc);

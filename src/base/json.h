@@ -19,4 +19,13 @@
  * writes "". Allocates nothing, cannot fail; thread-safe. */
 size_t ruda__json_escape(const char *s, char *buf, size_t cap);
 
+/* The short escapes that JSON and TOML basic strings share: \" \\ \b \f
+ * \n \r \t. The letter after the backslash for byte `c` ('n' for '\n',
+ * '"' for '"'), or 0 where `c` has no short escape. Pure. */
+char ruda__short_escape_letter(unsigned char c);
+
+/* The byte that the short escape `letter` stands for ('\n' for 'n'), or 0
+ * where `letter` is no short escape. Pure. */
+char ruda__short_escape_byte(int letter);
+
 #endif /* RUDA_BASE_JSON_H */

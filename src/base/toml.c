@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/json.h"
 
 /* How a table came to exist, which decides whether it may be extended. */
 enum {
@@ -125,13 +126,9 @@ static ruda__toml_value_t *lookup(ruda__toml_value_t *t, const char *key) {
 /* Adds `key` (copied) to table `t`; NULL when memory is exhausted. */
 static ruda__toml_value_t *add(ruda__toml_value_t *t, const char *key,
                                uint32_t line) {
-  if (t->count == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 4;
-    ruda__toml_entry_t *e = ruda__realloc(t->entries, cap * sizeof *e);
-    if (!e) return NULL;
-    t->entries = e;
-    t->cap = cap;
-  }
+  ruda__toml_entry_t *grown = ruda__grow(t->entries, &t->cap, t->count, sizeof *grown, 4);
+  if (!grown) return NULL;
+  t->entries = grown;
   char *k = ruda__strdup(key);
   if (!k) return NULL;
   ruda__toml_entry_t *e = &t->entries[t->count++];
@@ -318,15 +315,13 @@ static char *parse_string(parser_t *ps) {
     }
     if (c == '\\' && quote == '"') {
       int e = peek_at(ps, 1);
-      const char *rep = NULL;
+      char rep = ruda__short_escape_byte(e);
+      if (rep) {
+        if (!buf_put(&b, &rep, 1)) goto oom;
+        ps->p += 2;
+        continue;
+      }
       switch (e) {
-        case 'b': rep = "\b"; break;
-        case 't': rep = "\t"; break;
-        case 'n': rep = "\n"; break;
-        case 'f': rep = "\f"; break;
-        case 'r': rep = "\r"; break;
-        case '"': rep = "\""; break;
-        case '\\': rep = "\\"; break;
         case 'u':
         case 'U': {
           size_t nd = e == 'u' ? 4 : 8;
@@ -355,9 +350,6 @@ static char *parse_string(parser_t *ps) {
             fail(ps, "invalid escape sequence");
           goto fail;
       }
-      if (!buf_put(&b, rep, 1)) goto oom;
-      ps->p += 2;
-      continue;
     }
     if (!buf_put(&b, ps->p, 1)) goto oom;
     ps->p++;

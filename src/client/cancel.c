@@ -125,18 +125,15 @@ ruda_status_t ruda_client_cancel(ruda_client_t *c) {
   if (r) {
     r->ticket = ticket; /* a later request covers the earlier one's ops */
   } else {
-    if (d->cancel_len == d->cancel_cap) {
-      size_t cap = d->cancel_cap ? d->cancel_cap * 2 : 4;
-      cancel_req_t *reqs = ruda__realloc(d->cancel_reqs, cap * sizeof *reqs);
-      if (!reqs) {
-        pthread_mutex_unlock(&d->cancel_lock);
-        ruda__device_leave(d);
-        return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory cancelling stream %llu",
-                                  (unsigned long long)stream);
-      }
-      d->cancel_reqs = reqs;
-      d->cancel_cap = cap;
+    cancel_req_t *reqs =
+        ruda__grow(d->cancel_reqs, &d->cancel_cap, d->cancel_len, sizeof *reqs, 4);
+    if (!reqs) {
+      pthread_mutex_unlock(&d->cancel_lock);
+      ruda__device_leave(d);
+      return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory cancelling stream %llu",
+                                (unsigned long long)stream);
     }
+    d->cancel_reqs = reqs;
     d->cancel_reqs[d->cancel_len++] = (cancel_req_t){stream, ticket, 0};
     atomic_fetch_add_explicit(&d->cancels, 1, memory_order_relaxed);
   }

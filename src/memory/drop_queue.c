@@ -74,20 +74,22 @@ static void ruda__drop_queue_sync_fence(ruda__drop_queue_t *q, void *fence) {
   q->fence_ops.destroy(q->fence_ops.ctx, fence);
 }
 
+/* Drops the items of `l` once the device work queued before them is done:
+ * waits on `fence` and destroys it, or (NULL) on a fence made now where `l`
+ * holds items. */
+static void ruda__drop_list_run_after(ruda__drop_queue_t *q, void *fence, ruda__drop_list_t *l) {
+  if (!fence && l->len) fence = q->fence_ops.make(q->fence_ops.ctx);
+  if (fence) ruda__drop_queue_sync_fence(q, fence);
+  ruda__drop_list_run(l);
+}
+
 void ruda__drop_queue_flush(ruda__drop_queue_t *q) {
-  /* 1. The previous fence covers the pending items: wait, then drop them. */
-  if (q->fence) {
-    ruda__drop_queue_sync_fence(q, q->fence);
-    q->fence = NULL;
-    ruda__drop_list_run(&q->pending);
-  }
-  /* 2. Pending items without a fence (cannot happen through this API; kept
-   *    so that no item is dropped before a fence has covered it): fence
-   *    them synchronously. */
-  if (q->pending.len) {
-    ruda__drop_queue_sync_fence(q, q->fence_ops.make(q->fence_ops.ctx));
-    ruda__drop_list_run(&q->pending);
-  }
+  /* 1. The previous fence covers the pending items: wait, then drop them.
+   * 2. Pending items without a fence (cannot happen through this API; kept
+   *    so that no item is dropped before a fence has covered it) get one
+   *    now, waited on synchronously. */
+  ruda__drop_list_run_after(q, q->fence, &q->pending);
+  q->fence = NULL;
   /* 3. Staged becomes pending (swap the buffers, both are empty-able). */
   ruda__drop_list_t t = q->pending;
   q->pending = q->staged;
@@ -104,15 +106,9 @@ void ruda__drop_queue_flush(ruda__drop_queue_t *q) {
 
 void ruda__drop_queue_destroy(ruda__drop_queue_t *q) {
   if (!q) return;
-  if (q->fence) {
-    ruda__drop_queue_sync_fence(q, q->fence);
-    q->fence = NULL;
-  }
-  ruda__drop_list_run(&q->pending);
-  if (q->staged.len) {
-    ruda__drop_queue_sync_fence(q, q->fence_ops.make(q->fence_ops.ctx));
-    ruda__drop_list_run(&q->staged);
-  }
+  ruda__drop_list_run_after(q, q->fence, &q->pending);
+  q->fence = NULL;
+  ruda__drop_list_run_after(q, NULL, &q->staged);
   ruda__free(q->pending.items);
   ruda__free(q->staged.items);
   ruda__free(q);

@@ -5,13 +5,9 @@
 #include "server/graph.h"
 
 static ruda__graph_node_t *graph_push(ruda__graph_t *g) {
-  if (g->num_nodes == g->cap) {
-    size_t cap = g->cap ? g->cap * 2 : 16;
-    ruda__graph_node_t *n = ruda__realloc(g->nodes, cap * sizeof *n);
-    if (!n) return NULL;
-    g->nodes = n;
-    g->cap = cap;
-  }
+  ruda__graph_node_t *grown = ruda__grow(g->nodes, &g->cap, g->num_nodes, sizeof *grown, 16);
+  if (!grown) return NULL;
+  g->nodes = grown;
   ruda__graph_node_t *node = &g->nodes[g->num_nodes];
   memset(node, 0, sizeof *node);
   return node;

@@ -133,13 +133,9 @@ void ruda__profile_summary_record(const char *name, uint64_t duration_ns) {
     row->count += 1;
     goto out_unlock;
   }
-  if (g_len == g_cap) {
-    size_t cap = g_cap ? g_cap * 2 : 16;
-    summary_row_t *rows = ruda__realloc(g_rows, cap * sizeof *rows);
-    if (!rows) goto out_unlock;
-    g_rows = rows;
-    g_cap = cap;
-  }
+  summary_row_t *rows = ruda__grow(g_rows, &g_cap, g_len, sizeof *rows, 16);
+  if (!rows) goto out_unlock;
+  g_rows = rows;
   char *copy = dup_text(short_name), *raw = dup_text(name);
   if (!copy || !raw) {
     ruda__free(copy);

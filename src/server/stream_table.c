@@ -72,16 +72,10 @@ void ruda__stream_errors_deinit(ruda__stream_errors_t *e) {
 
 ruda_status_t ruda__profiler_start(ruda__profiler_t *p, uint64_t token, uint64_t start_ns,
                                    void *mark) {
-  if (p->len == p->cap) {
-    size_t cap = p->cap ? p->cap * 2 : 4;
-    ruda__profiler_entry_t *e = ruda__realloc(p->entries, cap * sizeof *e);
-    if (!e) {
-      return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN,
-                                "out of host memory starting a profile");
-    }
-    p->entries = e;
-    p->cap = cap;
-  }
+  ruda__profiler_entry_t *grown = ruda__grow(p->entries, &p->cap, p->len, sizeof *grown, 4);
+  if (!grown)
+    return ruda_status_create(RUDA_ERR_PROFILE_UNKNOWN, "out of host memory starting a profile");
+  p->entries = grown;
   p->entries[p->len++] = (ruda__profiler_entry_t){token, start_ns, mark, NULL};
   return NULL;
 }
