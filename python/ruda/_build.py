@@ -2,7 +2,9 @@
 
 cffi compiles the declarations below against ruda's own headers, so every
 struct layout and constant comes from them (the `...` parts are filled in
-by the C compiler): nothing of the API is restated by hand in Python.
+by the C compiler), and the prototypes of the functions it calls are read
+from those headers at build time: nothing of the API is restated by hand
+in Python.
 
 Where ruda is, in this order:
   RUDA_INCLUDE_DIR and RUDA_LIBRARY_DIR  the headers' and libruda.so's folders
@@ -13,50 +15,29 @@ The library's folder is recorded as the extension's run path, so importing
 needs no LD_LIBRARY_PATH.
 """
 import os
+import re
 import shlex
 import subprocess
 
 from cffi import FFI
 
-CDEF = r"""
+# The types the package uses, declared as cffi takes them: the `...` parts
+# (fields the package does not touch, sizes) are filled in by the C
+# compiler from ruda's headers.
+TYPES = r"""
 typedef struct ruda_status *ruda_status_t;
 typedef enum { RUDA_OK = 0, RUDA_ERR_INVALID_ARGUMENT = 60, RUDA_ERR_UNAVAILABLE = 61, ... } ruda_error_kind_t;
-ruda_error_kind_t ruda_status_kind(ruda_status_t s);
-ruda_status_t ruda_status_root(ruda_status_t s);
-const char *ruda_error_kind_name(ruda_error_kind_t kind);
-char *ruda_status_to_string(ruda_status_t s);
-void ruda_status_free(ruda_status_t s);
-void free(void *);
 
 typedef struct { uint16_t type_id; uint16_t index_id; } ruda_device_id_t;
 typedef struct { uint64_t value; } ruda_stream_id_t;
 enum { RUDA_DEVICE_TYPE_CPU = 0, RUDA_DEVICE_TYPE_CUDA = 1, RUDA_DEVICE_TYPE_OPENCL = 2 };
-ruda_status_t ruda_device_parse(const char *text, ruda_device_id_t *out);
-size_t ruda_device_id_format(ruda_device_id_t id, char *buf, size_t cap);
-ruda_status_t ruda_device_count(uint16_t type_id, uint32_t *out);
-size_t ruda_device_types(uint16_t *out, size_t cap);
-const char *ruda_device_type_name(uint16_t type_id);
 
 typedef struct {
   uint64_t id;
   ...;
 } ruda_handle_t;
-uint64_t ruda_handle_size_in_used(const ruda_handle_t *h);
-void ruda_handle_release(ruda_handle_t *h);
 
 typedef struct ruda_client ruda_client_t;
-ruda_status_t ruda_client_create(ruda_device_id_t device, ruda_client_t **out);
-void ruda_client_release(ruda_client_t *c);
-const char *ruda_client_info(const ruda_client_t *c);
-ruda_status_t ruda_client_empty(ruda_client_t *c, uint64_t size, ruda_handle_t *out);
-ruda_status_t ruda_client_create_buffer(ruda_client_t *c, const void *data, uint64_t size,
-                                        ruda_handle_t *out);
-ruda_status_t ruda_client_write(ruda_client_t *c, const ruda_handle_t *h, const void *data,
-                                uint64_t size);
-ruda_status_t ruda_client_read(ruda_client_t *c, const ruda_handle_t *h, void *dst,
-                               uint64_t size);
-ruda_status_t ruda_client_sync(ruda_client_t *c);
-ruda_status_t ruda_client_flush(ruda_client_t *c);
 
 typedef struct {
   uint64_t number_allocs;
@@ -64,15 +45,9 @@ typedef struct {
   uint64_t bytes_padding;
   uint64_t bytes_reserved;
 } ruda_memory_usage_t;
-ruda_status_t ruda_client_memory_usage(ruda_client_t *c, ruda_memory_usage_t *out);
-ruda_status_t ruda_client_memory_usage_device(ruda_client_t *c, ruda_memory_usage_t *out);
-ruda_status_t ruda_client_memory_cleanup(ruda_client_t *c);
 
 typedef struct { uint64_t id; } ruda_profiling_token_t;
 typedef struct { uint64_t start_ns; uint64_t end_ns; ...; } ruda_profile_duration_t;
-ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out);
-ruda_status_t ruda_client_profile_end(ruda_client_t *c, ruda_profiling_token_t token,
-                                      ruda_profile_duration_t *out);
 
 typedef struct { uint32_t x, y, z; } ruda_dim_t;
 typedef struct { uint32_t x, y, z; } ruda_count3_t;
@@ -94,12 +69,6 @@ typedef struct {
   ruda_dim_t ruda_dim;
   uint64_t shared_mem_bytes;
 } ruda_kernel_source_t;
-ruda_status_t ruda_kernel_from_file(const char *path, const ruda_kernel_source_t *src,
-                                    ruda_kernel_t **out);
-ruda_status_t ruda_kernel_from_text(const char *text, size_t len, const char *origin,
-                                    const ruda_kernel_source_t *src, ruda_kernel_t **out);
-void ruda_kernel_release(ruda_kernel_t *k);
-const ruda_kernel_desc_t *ruda_kernel_desc(const ruda_kernel_t *k);
 typedef struct {
   bool dynamic;
   ruda_count3_t fixed;
@@ -111,28 +80,11 @@ typedef struct {
   ruda_info_t info;
   ...;
 } ruda_kernel_args_t;
-ruda_status_t ruda_client_launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
-                                 const ruda_kernel_args_t *args);
 
 typedef struct { uint8_t code; uint8_t bits; uint16_t lanes; } DLDataType;
-typedef struct { int device_type; int32_t device_id; } DLDevice;
-typedef struct {
-  void *data;
-  DLDevice device;
-  int32_t ndim;
-  DLDataType dtype;
-  int64_t *shape;
-  int64_t *strides;
-  uint64_t byte_offset;
-} DLTensor;
-typedef struct { uint32_t major; uint32_t minor; } DLPackVersion;
-struct DLManagedTensorVersioned {
-  DLPackVersion version;
-  void *manager_ctx;
-  void (*deleter)(struct DLManagedTensorVersioned *self);
-  uint64_t flags;
-  DLTensor dl_tensor;
-};
+/* Opaque here: the package hands these to ruda and to its consumers, and
+ * reads no field of them. */
+struct DLManagedTensorVersioned;
 #define DLPACK_FLAG_BITMASK_READ_ONLY ...
 #define RUDA_DLPACK_MAX_DIMS ...
 typedef struct {
@@ -143,13 +95,8 @@ typedef struct {
   int64_t strides[...];
   bool read_only;
 } ruda_dlpack_tensor_t;
-ruda_status_t ruda_dlpack_export(ruda_client_t *c, const ruda_handle_t *h, DLDataType dtype,
-                                 int32_t ndim, const int64_t *shape, const int64_t *strides,
-                                 int64_t stream, struct DLManagedTensorVersioned **out);
-ruda_status_t ruda_dlpack_import(ruda_client_t *c, struct DLManagedTensorVersioned *t,
-                                 ruda_dlpack_tensor_t *out);
-ruda_status_t ruda_dlpack_stream(ruda_client_t *c, int64_t *out);
-const char *ruda_dlpack_dtype_name(DLDataType dtype);
+
+void free(void *);
 
 /* The package's own C helpers (below): DLPack capsules. */
 void ruda_py_capsule_destructor(void *capsule);
@@ -158,6 +105,23 @@ void *ruda_py_to_legacy(struct DLManagedTensorVersioned *t);
 struct DLManagedTensorVersioned *ruda_py_from_legacy(void *legacy);
 void ruda_py_delete(struct DLManagedTensorVersioned *t);
 """
+
+# The functions of ruda the package calls. Their prototypes are read from
+# ruda's headers when the extension is built (declarations()), so that no
+# signature is restated here.
+FUNCTIONS = (
+    "ruda_status_kind", "ruda_status_root", "ruda_error_kind_name", "ruda_status_to_string",
+    "ruda_status_free", "ruda_device_parse", "ruda_device_id_format", "ruda_device_count",
+    "ruda_device_types", "ruda_device_type_name", "ruda_handle_size_in_used",
+    "ruda_handle_release", "ruda_client_create", "ruda_client_release", "ruda_client_info",
+    "ruda_client_empty", "ruda_client_create_buffer", "ruda_client_write", "ruda_client_read",
+    "ruda_client_sync", "ruda_client_flush", "ruda_client_memory_usage",
+    "ruda_client_memory_usage_device", "ruda_client_memory_cleanup", "ruda_client_profile_start",
+    "ruda_client_profile_end", "ruda_kernel_from_file", "ruda_kernel_from_text",
+    "ruda_kernel_release", "ruda_kernel_desc", "ruda_client_launch", "ruda_dlpack_export",
+    "ruda_dlpack_import", "ruda_dlpack_stream", "ruda_dlpack_dtype_name",
+)
+
 
 # C helpers built into the extension: the destructors of DLPack capsules
 # (they run when a capsule is dropped without being consumed) and the
@@ -267,9 +231,35 @@ def find_ruda():
                      "RUDA_LIBRARY_DIR")
 
 
+# What a prototype may carry that cffi does not parse: ruda's visibility and
+# hot/cold markers, and GCC attributes.
+_MARKERS = re.compile(r"\b(?:RUDA_API|RUDA__COLD|RUDA__HOT)\b"
+                      r"|__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)")
+
+
+def declarations(inc, names):
+    """The prototypes of the functions `names`, as ruda's headers under
+    inc/ruda declare them, one a line; SystemExit naming one not found."""
+    folder = os.path.join(inc, "ruda")
+    texts = []
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".h"):
+            with open(os.path.join(folder, name), encoding="utf-8") as f:
+                texts.append(f.read())
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", "\n".join(texts), flags=re.S)
+    text = _MARKERS.sub(" ", text)
+    found = []
+    for fn in names:
+        m = re.search(r"^[ \t]*([A-Za-z_][\w \t*]*?\b%s\s*\([^;{}#]*\))\s*;" % fn, text, re.M)
+        if not m:
+            raise SystemExit("ruda: no declaration of %s in %s" % (fn, folder))
+        found.append(" ".join(m.group(1).split()) + ";")
+    return "\n".join(found)
+
+
 ffibuilder = FFI()
-ffibuilder.cdef(CDEF)
 _inc, _lib = find_ruda()
+ffibuilder.cdef(TYPES + declarations(_inc, FUNCTIONS))
 ffibuilder.set_source(
     "ruda._ruda", SOURCE, include_dirs=[_inc], library_dirs=[_lib], libraries=["ruda"],
     extra_link_args=["-Wl,-rpath," + os.path.abspath(_lib)])

@@ -241,6 +241,14 @@ void ruda__log_always(ruda_log_channel_t channel, const char *text) {
   pthread_mutex_unlock(&g_lock);
 }
 
+void ruda__log_taggedv(ruda_log_channel_t channel, ruda_log_level_t level, const char *tag,
+                       const char *fmt, va_list ap) {
+  if (!ruda_log_enabled(channel, level)) return;
+  char text[1200];
+  vsnprintf(text, sizeof text, fmt, ap);
+  ruda_log(channel, level, "[%s] %s", tag, text);
+}
+
 void ruda_log(ruda_log_channel_t channel, ruda_log_level_t level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/alloc.h"
+#include "base/log_internal.h"
 #include "base/status_internal.h"
 #include "memory/exclusive_pool.h"
 #include "memory/memory_internal.h"
@@ -27,13 +28,10 @@
 static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void ruda__mm_log(const ruda__memory_manager_t *mm, const char *fmt, ...) {
-  if (!ruda_log_enabled(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC)) return;
-  char text[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(text, sizeof text, fmt, ap);
+  ruda__log_taggedv(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, mm->name, fmt, ap);
   va_end(ap);
-  ruda_log(RUDA_LOG_CHANNEL_MEMORY, RUDA_LOG_LEVEL_BASIC, "[%s] %s", mm->name, text);
 }
 
 /* ---- Presets ---- */
