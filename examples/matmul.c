@@ -13,9 +13,7 @@
 
 int main(void) {
   const char *name;
-  ruda_client_t *client = NULL;
-  int rc = example_open(&name, &client);
-  if (rc) return rc;
+  ruda_client_t *client = example_open(&name);
   ruda_status_t s;
   const uint64_t M = 200, N = 150, K = 77;
   float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4);
@@ -32,7 +30,7 @@ int main(void) {
       (s = RUDA_LAUNCH(matmul, client, k, count, &buf[0], &buf[1], &buf[2], (uint32_t)M,
                        (uint32_t)N, (uint32_t)K)) ||
       (s = ruda_client_read(client, &buf[2], C, M * N * 4))) {
-    return example_fail(s);
+    return example_fail("the tiled matmul", s);
   }
   size_t bad = 0;
   for (uint64_t r = 0; r < M; r++)
@@ -47,7 +45,7 @@ int main(void) {
   float *T = malloc(M * N * 4);
   if ((s = ruda_tune_matmul_f32(client, &buf[0], &buf[1], &buf[2], M, N, K)) ||
       (s = ruda_client_read(client, &buf[2], T, M * N * 4)))
-    return example_fail(s);
+    return example_fail("the tuned matmul", s);
   size_t tuned_bad = 0;
   for (uint64_t i = 0; i < M * N; i++)
     if (fabsf(T[i] - C[i]) > 1e-3f * (1.0f + fabsf(C[i]))) tuned_bad++;

@@ -21,6 +21,7 @@
 #include <ruda/mpi.h>
 #include <ruda/ruda.h>
 
+#include "example_common.h"
 #include "kernels/mpi_data_parallel.h"
 
 enum { FEATURES = DP_FEATURES, SAMPLES = 8192, STEPS = 60 };
@@ -50,14 +51,6 @@ static void make_sample(uint64_t i, float *x, float *y) {
 
 /* ---- The program ---- */
 
-static int fail(const char *what, ruda_status_t s) {
-  char *t = ruda_status_to_string(s);
-  fprintf(stderr, "error: %s: %s\n", what, t ? t : "(no memory)");
-  free(t);
-  ruda_status_free(s);
-  return 1;
-}
-
 /* The mean squared error of this rank's shard (host side). */
 static double shard_loss(const float *x, const float *y, const float *w, uint64_t n) {
   double loss = 0;
@@ -82,7 +75,7 @@ static ruda_status_t mean_loss(ruda_group_t *g, ruda_client_t *c, double local, 
 int main(int argc, char **argv) {
   ruda_group_t *world = NULL;
   ruda_status_t s = ruda_world_init(&argc, &argv, &world);
-  if (s) return fail("ruda_world_init", s);
+  if (s) return example_fail("ruda_world_init", s);
   uint32_t rank = ruda_group_rank(world), size = ruda_group_size(world);
   if (SAMPLES % size) {
     if (rank == 0) fprintf(stderr, "error: %u ranks do not divide %d samples\n", size, SAMPLES);
@@ -94,7 +87,7 @@ int main(int argc, char **argv) {
   ruda_client_t *c = NULL;
   if ((s = ruda_group_device(world, getenv("RUDA_DEVICE") ? NULL : "cpu", &dev)) ||
       (s = ruda_client_create(dev, &c))) {
-    if (ruda_status_kind(s) != RUDA_ERR_UNAVAILABLE) return fail("opening the device", s);
+    if (ruda_status_kind(s) != RUDA_ERR_UNAVAILABLE) return example_fail("opening the device", s);
     fprintf(stderr, "skip: rank %u: the device is unavailable here\n", rank);
     ruda_status_free(s);
     return 77; /* as the other examples (and CTest's skip) */
@@ -104,7 +97,7 @@ int main(int argc, char **argv) {
   uint64_t n = SAMPLES / size, first = rank * n;
   float *x = malloc(n * FEATURES * sizeof *x), *y = malloc(n * sizeof *y);
   float w[FEATURES] = {0};
-  if (!x || !y) return fail("shard", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n));
+  if (!x || !y) return example_fail("shard", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, n));
   for (uint64_t i = 0; i < n; i++) make_sample(first + i, &x[i * FEATURES], &y[i]);
 
   ruda_handle_t buf[4];
@@ -115,10 +108,10 @@ int main(int argc, char **argv) {
       (s = ruda_client_create_buffer(c, y, n * sizeof *y, &buf[1])) ||
       (s = ruda_client_create_buffer(c, w, sizeof w, &buf[2])) ||
       (s = ruda_client_empty(c, sizeof w, &buf[3]))) {
-    return fail("setting up", s);
+    return example_fail("setting up", s);
   }
   double loss0 = 0, loss1 = 0;
-  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss0))) return fail("loss", s);
+  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss0))) return example_fail("loss", s);
 
   for (int step = 0; step < STEPS; step++) {
     /* grad of the shard; the group's mean; the same update everywhere */
@@ -127,20 +120,22 @@ int main(int argc, char **argv) {
                          n)) ||
         (s = ruda_group_all_reduce(world, c, &buf[3], &buf[3], RUDA_ELEM_F32, RUDA_REDUCE_MEAN)) ||
         (s = RUDA_LAUNCH(update, c, k_update, per_feature, &buf[2], &buf[3], LEARNING_RATE))) {
-      return fail("a training step", s);
+      return example_fail("a training step", s);
     }
   }
-  if ((s = ruda_client_read(c, &buf[2], w, sizeof w))) return fail("reading the weights", s);
-  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss1))) return fail("loss", s);
+  if ((s = ruda_client_read(c, &buf[2], w, sizeof w)))
+    return example_fail("reading the weights", s);
+  if ((s = mean_loss(world, c, shard_loss(x, y, w, n), &loss1))) return example_fail("loss", s);
 
   /* Every rank's weights, next to each other. */
   ruda_handle_t all;
   float *gathered = malloc(size * sizeof w);
-  if (!gathered) return fail("gather", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size * sizeof w));
+  if (!gathered)
+    return example_fail("gather", ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size * sizeof w));
   if ((s = ruda_client_empty(c, size * sizeof w, &all)) ||
       (s = ruda_group_all_gather(world, c, &buf[2], &all)) ||
       (s = ruda_client_read(c, &all, gathered, size * sizeof w))) {
-    return fail("gathering the weights", s);
+    return example_fail("gathering the weights", s);
   }
   int bad = 0;
   for (uint32_t r = 0; r < size; r++) bad += memcmp(&gathered[r * FEATURES], w, sizeof w) != 0;
@@ -164,6 +159,6 @@ int main(int argc, char **argv) {
   free(x);
   free(y);
   s = ruda_world_finalize();
-  if (s) return fail("ruda_world_finalize", s);
+  if (s) return example_fail("ruda_world_finalize", s);
   return ok ? 0 : 1;
 }

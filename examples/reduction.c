@@ -12,9 +12,7 @@
 
 int main(void) {
   const char *name;
-  ruda_client_t *client = NULL;
-  int rc = example_open(&name, &client);
-  if (rc) return rc;
+  ruda_client_t *client = example_open(&name);
   ruda_status_t s;
   const uint64_t n = 1 << 20, per = 4096;
   double *in = malloc(n * sizeof *in), want = 0;
@@ -35,7 +33,7 @@ int main(void) {
       (s = RUDA_LAUNCH(partial_sum, client, k, ruda_count_static(1, 1, 1), &partial, &total,
                        (uint64_t)rudas, (uint64_t)rudas)) ||
       (s = ruda_client_read(client, &total, &got, sizeof got))) {
-    return example_fail(s);
+    return example_fail("the partial sums", s);
   }
   printf("reduction on %s: sum %.1f, expected %.1f\n", name, got, want);
   /* The tuned f32 sum: the first call of this size tunes it. */
@@ -46,7 +44,7 @@ int main(void) {
       (s = ruda_client_empty(client, sizeof got32, &total32)) ||
       (s = ruda_tune_sum_f32(client, &data32, &total32, n)) ||
       (s = ruda_client_read(client, &total32, &got32, sizeof got32)))
-    return example_fail(s);
+    return example_fail("the tuned sum", s);
   bool tuned_ok = fabs((double)got32 - want) <= 1e-4 * want;
   printf("tuned f32 sum: %.1f (%s)\n", got32, tuned_ok ? "within 1e-4" : "WRONG");
   ruda_handle_release(&data32);

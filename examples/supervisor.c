@@ -77,9 +77,7 @@ static ruda_status_t fault_job(ruda_client_t *c) {
 
 static int worker(int first, const char *mode) {
   const char *name;
-  ruda_client_t *c = NULL;
-  int rc = example_open(&name, &c);
-  if (rc) return rc;
+  ruda_client_t *c = example_open(&name);
   for (int job = first; job < JOBS; job++) {
     ruda_status_t s = NULL;
     if (job == 3 && strcmp(mode, "first") == 0) {
@@ -110,7 +108,7 @@ static int worker(int first, const char *mode) {
         ruda_client_release(c);
         return EXIT_LOST + job;
       }
-      return example_fail(s);
+      return example_fail("a job", s);
     }
     printf("worker %d: job %d done on %s\n", (int)getpid(), job, name);
     fflush(stdout);

@@ -9,9 +9,7 @@
 
 int main(void) {
   const char *name;
-  ruda_client_t *client = NULL;
-  int rc = example_open(&name, &client);
-  if (rc) return rc;
+  ruda_client_t *client = example_open(&name);
   ruda_status_t s;
 
   const size_t n = 1000003;
@@ -30,7 +28,7 @@ int main(void) {
       (s = RUDA_LAUNCH(vector_add, client, kernel, ruda_count_static(rudas, 1, 1), &buf[0], &buf[1],
                        &buf[2], (uint64_t)n)) ||
       (s = ruda_client_read(client, &buf[2], c, n * sizeof *c))) {
-    return example_fail(s);
+    return example_fail("vector_add", s);
   }
   size_t bad = 0;
   for (size_t i = 0; i < n; i++) bad += c[i] != a[i] + b[i];

@@ -142,34 +142,6 @@ RUDA_KERNEL(private_sums, RUDA_DIM(32, 1, 1), RUDA_BUFFER(const float *restrict,
   }
 }
 
-/* C = A x B, 16 x 16 tiles through shared memory, one private accumulator
- * per unit across the tile loop's barriers. */
-#define CTS_TILE 16
-RUDA_KERNEL(matmul, RUDA_DIM(CTS_TILE, CTS_TILE, 1), RUDA_BUFFER(const float *restrict, A),
-            RUDA_BUFFER(const float *restrict, B), RUDA_BUFFER(float *restrict, C),
-            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
-            RUDA_SHARED(float, As, CTS_TILE * CTS_TILE), RUDA_SHARED(float, Bs, CTS_TILE * CTS_TILE)) {
-  RUDA_PRIVATE(float, acc);
-  RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) = 0.0f;
-  for (uint32_t t = 0; t < K; t += CTS_TILE) {
-    RUDA_UNITS(u) {
-      uint32_t r = u.abs_y, c = t + u.x;
-      As[u.y * CTS_TILE + u.x] = r < M && c < K ? A[(size_t)r * K + c] : 0.0f;
-      r = t + u.y;
-      c = u.abs_x;
-      Bs[u.y * CTS_TILE + u.x] = r < K && c < N ? B[(size_t)r * N + c] : 0.0f;
-    }
-    RUDA_UNITS(u) {
-      float s = RUDA_PRIV(u, acc);
-      for (int p = 0; p < CTS_TILE; p++) s += As[u.y * CTS_TILE + p] * Bs[p * CTS_TILE + u.x];
-      RUDA_PRIV(u, acc) = s;
-    }
-  }
-  RUDA_UNITS_NOWAIT(u) {
-    if (u.abs_y < M && u.abs_x < N) C[(size_t)u.abs_y * N + u.abs_x] = RUDA_PRIV(u, acc);
-  }
-}
-
 /* Dynamic shared memory: each unit stages `per` values, then sums them. */
 RUDA_KERNEL(dynamic_sums, RUDA_DIM(64, 1, 1), RUDA_BUFFER(const uint32_t *restrict, in),
             RUDA_BUFFER(uint32_t *restrict, out), RUDA_SCALAR(uint32_t, per),

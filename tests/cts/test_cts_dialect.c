@@ -6,6 +6,10 @@
 
 #include "cts.h"
 #include "cts_dialect_kernels.h"
+/* The tiled matmul of examples/matmul.c (tests/CMakeLists.txt embeds its
+ * text here too): C = A x B through shared memory, one private accumulator
+ * per unit across the tile loop's barriers. */
+#include "../../examples/kernels/matmul.h"
 
 static ruda_kernel_t *create(ruda_kernel_desc_t d) { return cts_kernel_from(d); }
 
@@ -251,8 +255,9 @@ TEST(tiled_matmul_with_shared_memory_and_privates) {
   for (uint32_t i = 0; i < K * N; i++) B[i] = (float)(i % 5) * 0.5f;
   ruda_handle_t ha = upload(c, A, M * K * 4), hb = upload(c, B, K * N * 4),
                 hc = upload(c, C, M * N * 4);
-  ASSERT_OK(RUDA_LAUNCH(matmul, c, k, ruda_count_static((N + 15) / 16, (M + 15) / 16, 1), &ha, &hb,
-                        &hc, M, N, K));
+  ruda_count_t count = ruda_count_static((N + MATMUL_TILE - 1) / MATMUL_TILE,
+                                         (M + MATMUL_TILE - 1) / MATMUL_TILE, 1);
+  ASSERT_OK(RUDA_LAUNCH(matmul, c, k, count, &ha, &hb, &hc, M, N, K));
   ASSERT_OK(ruda_client_read(c, &hc, C, M * N * 4));
   for (uint32_t r = 0; r < M; r++)
     for (uint32_t q = 0; q < N; q++) {

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "consumer_fail.h"
+
 #define N 1000
 
 /* x[i] = 2 * x[i] + 1 over this ruda's units. */
@@ -17,12 +19,9 @@ static void scale(const ruda_cpu_kernel_ctx_t *k) {
   for (uint64_t i = first; i < first + k->ruda_dim.x && i < n; ++i) x[i] = 2.0f * x[i] + 1.0f;
 }
 
+/* This program's error report (consumer_fail.h). */
 static int fail(const char *what, ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "consumer: %s: %s\n", what, text ? text : "?");
-  free(text);
-  ruda_status_free(s);
-  return 1;
+  return consumer_fail("consumer", what, s);
 }
 
 int main(void) {

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "consumer_fail.h"
 #include "scale_kernel.h" /* compiles the kernel for cpu:N */
 
 #define N 1000
@@ -33,11 +34,7 @@ static int run(ruda_device_id_t dev) {
       (s = RUDA_LAUNCH(consumer_scale, client, kernel, ruda_count_static((N + 127) / 128, 1, 1),
                        &x, (uint32_t)N)) ||
       (s = ruda_client_read(client, &x, data, sizeof data))) {
-    char *text = ruda_status_to_string(s);
-    fprintf(stderr, "consumer kernels on %s: %s\n", name, text ? text : "?");
-    free(text);
-    ruda_status_free(s);
-    return 1;
+    return consumer_fail("consumer kernels", name, s);
   }
   ruda_handle_release(&x);
   ruda_kernel_release(kernel);

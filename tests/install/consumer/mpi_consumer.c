@@ -8,14 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "consumer_fail.h"
+
 #define N 64
 
+/* This program's error report (consumer_fail.h). */
 static int fail(const char *what, ruda_status_t s) {
-  char *text = ruda_status_to_string(s);
-  fprintf(stderr, "mpi consumer: %s: %s\n", what, text ? text : "?");
-  free(text);
-  ruda_status_free(s);
-  return 1;
+  return consumer_fail("mpi consumer", what, s);
 }
 
 int main(int argc, char **argv) {
