@@ -25,6 +25,26 @@ ruda_client_t *cts_fresh_stream_client(void);
  * unsupported. */
 void cts_require(const char *feature);
 bool cts_is_cpu(void);
+/* The client's stream syncs without an error and still round-trips data
+ * (a buffer created from 16 words reads back equal); fails the test
+ * otherwise. */
+void cts_still_usable(ruda_client_t *c);
+/* Fails the test unless `s` holds an error of `kind` whose reason contains
+ * `reason` (any reason where NULL); returns that error (part of `s`, which
+ * the caller still frees). */
+ruda_status_t cts_expect_error(ruda_status_t s, ruda_error_kind_t kind, const char *reason);
+/* Fails the test unless `s` is an error whose text (ruda_status_to_string)
+ * contains `has` and does not contain `lacks` (either may be NULL). */
+void cts_expect_text(ruda_status_t s, const char *has, const char *lacks);
+/* Queues into *h a buffer of a size the device cannot give: four times its
+ * memory (2^50 bytes where it does not say how much it has), which
+ * ruda_client_empty accepts and the device's allocation then refuses.
+ * Returns that size. */
+uint64_t cts_empty_unallocatable(ruda_client_t *c, ruda_handle_t *h);
+/* Runs fn(id) on `n` threads at once (id 0 .. n-1, n at most 16; each
+ * thread's cts_client() is on its own default stream) and fails the test
+ * unless every call returns 0: fn returns how many things it found wrong. */
+void cts_on_threads(int n, int (*fn)(int id));
 
 /* Kernels written once in the kernel dialect (cts_kernels.h), except
  * cts_kernel_fail, a raw CPU function. info[0] = element count. */

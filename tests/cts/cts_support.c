@@ -59,6 +59,52 @@ bool cts_is_cpu(void) {
   return g_device.type_id == RUDA_DEVICE_TYPE_CPU;
 }
 
+void cts_still_usable(ruda_client_t *c) {
+  ASSERT_OK(ruda_client_sync(c));
+  uint32_t src[16], dst[16];
+  for (int i = 0; i < 16; i++) src[i] = (uint32_t)i * 7u + 1u;
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ASSERT_OK(ruda_client_read(c, &h, dst, sizeof dst));
+  ASSERT_MEM_EQ(src, dst, sizeof src);
+  ruda_handle_release(&h);
+}
+
+ruda_status_t cts_expect_error(ruda_status_t s, ruda_error_kind_t kind, const char *reason) {
+  ASSERT_NOT_NULL(s);
+  ruda_status_t e = ruda_status_find(s, kind);
+  if (!e) {
+    char *text = ruda_status_to_string(s);
+    rt_fail_msg(__FILE__, __LINE__, "no error of kind %d in:\n%s", (int)kind,
+                text ? text : "(no text)");
+    free(text);
+    rt_fail();
+  }
+  if (reason) ASSERT_STR_CONTAINS(ruda_status_reason(e), reason);
+  return e;
+}
+
+void cts_expect_text(ruda_status_t s, const char *has, const char *lacks) {
+  ASSERT_NOT_NULL(s);
+  char *text = ruda_status_to_string(s);
+  ASSERT_NOT_NULL(text);
+  bool ok = (!has || strstr(text, has)) && (!lacks || !strstr(text, lacks));
+  if (!ok) {
+    rt_fail_msg(__FILE__, __LINE__, "the text should contain \"%s\" and not \"%s\":\n%s",
+                has ? has : "", lacks ? lacks : "", text);
+    free(text);
+    rt_fail();
+  }
+  free(text);
+}
+
+uint64_t cts_empty_unallocatable(ruda_client_t *c, ruda_handle_t *h) {
+  uint64_t total = ruda_client_properties(c)->hardware.total_memory;
+  uint64_t size = total ? total * 4 : (1ull << 50);
+  ASSERT_OK(ruda_client_empty(c, size, h));
+  return size;
+}
+
 ruda_client_t *cts_fresh_stream_client(void) {
   ruda_client_t *c = cts_client();
   ruda_client_t *s = NULL;
@@ -68,6 +114,31 @@ ruda_client_t *cts_fresh_stream_client(void) {
     SKIP("cannot create a stream client");
   }
   return s;
+}
+
+typedef struct cts_thread {
+  int (*fn)(int id);
+  int id, wrong;
+} cts_thread_t;
+
+static void *cts_thread_main(void *p) {
+  cts_thread_t *t = p;
+  t->wrong = t->fn(t->id);
+  return NULL;
+}
+
+void cts_on_threads(int n, int (*fn)(int id)) {
+  enum { MAX_THREADS = 16 };
+  ASSERT_TRUE(n > 0 && n <= MAX_THREADS);
+  cts_client();
+  pthread_t th[MAX_THREADS];
+  cts_thread_t t[MAX_THREADS];
+  for (int i = 0; i < n; i++) {
+    t[i] = (cts_thread_t){fn, i, 0};
+    ASSERT_EQ(pthread_create(&th[i], NULL, cts_thread_main, &t[i]), 0);
+  }
+  for (int i = 0; i < n; i++) pthread_join(th[i], NULL);
+  for (int i = 0; i < n; i++) ASSERT_EQ(t[i].wrong, 0);
 }
 
 void cts_require(const char *feature) {

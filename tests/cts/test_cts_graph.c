@@ -39,79 +39,86 @@ static ruda_status_t launch_inc(ruda_client_t *c, ruda_kernel_t *k, ruda_handle_
   return ruda_client_launch(c, k, ruda_count_static((N + CTS_UNITS - 1) / CTS_UNITS, 1, 1), &args);
 }
 
+/* A test's fixture: a client on a stream of its own, the inc_u32 kernel,
+ * x (N words), and the graph the test records, if any. */
+typedef struct fixture {
+  ruda_client_t *c;
+  ruda_kernel_t *inc;
+  ruda_handle_t x;
+  ruda_graph_t *g;
+} fixture_t;
+
+/* The fixture, x holding `value` in every word. */
+static fixture_t fixture(uint32_t value) {
+  fixture_t f = {cts_fresh_stream_client(), cts_kernel_inc_u32(), {0}, NULL};
+  f.x = buffer_u32(f.c, value);
+  return f;
+}
+
+/* Records `incs` increments of x into f->g. */
+static void record_incs(fixture_t *f, int incs) {
+  ASSERT_OK(ruda_client_graph_begin(f->c));
+  for (int i = 0; i < incs; i++) ASSERT_OK(launch_inc(f->c, f->inc, &f->x));
+  ASSERT_OK(ruda_client_graph_end(f->c, &f->g));
+}
+
+static void fixture_release(fixture_t *f) {
+  ruda_graph_release(f->g);
+  ruda_handle_release(&f->x);
+  ruda_kernel_release(f->inc);
+  ruda_client_release(f->c);
+}
+
 TEST(recording_runs_nothing_and_replays_run_everything_in_order) {
-  ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 0);
-  ASSERT_OK(ruda_client_graph_begin(c));
-  /* Recorded: x = 10, then three increments. */
+  fixture_t f = fixture(0);
+  ASSERT_OK(ruda_client_graph_begin(f.c));
+  /* Recorded: f.x = 10, then three increments. */
   uint32_t ten[N];
   for (int i = 0; i < N; i++) ten[i] = 10;
-  ASSERT_OK(ruda_client_write(c, &x, ten, sizeof ten));
-  for (int i = 0; i < 3; i++) ASSERT_OK(launch_inc(c, inc, &x));
-  ruda_graph_t *g = NULL;
-  ASSERT_OK(ruda_client_graph_end(c, &g));
-  ASSERT_NOT_NULL(g);
-  ASSERT_EQ(ruda_graph_num_launches(g), 3);
-  ASSERT_EQ(ruda_graph_num_writes(g), 1);
+  ASSERT_OK(ruda_client_write(f.c, &f.x, ten, sizeof ten));
+  for (int i = 0; i < 3; i++) ASSERT_OK(launch_inc(f.c, f.inc, &f.x));
+  ASSERT_OK(ruda_client_graph_end(f.c, &f.g));
+  ASSERT_NOT_NULL(f.g);
+  ASSERT_EQ(ruda_graph_num_launches(f.g), 3);
+  ASSERT_EQ(ruda_graph_num_writes(f.g), 1);
   /* Nothing ran while recording. */
-  expect_all(c, &x, 0);
+  expect_all(f.c, &f.x, 0);
   /* The recorded write's data was copied: changing the caller's array
    * does not change the graph. */
   for (int i = 0; i < N; i++) ten[i] = 99;
   for (int r = 0; r < 5; r++) {
-    ASSERT_OK(ruda_client_graph_replay(c, g));
-    expect_all(c, &x, 13);
+    ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+    expect_all(f.c, &f.x, 13);
   }
   /* Replays queue like launches: several, then one sync. */
-  for (int r = 0; r < 4; r++) ASSERT_OK(ruda_client_graph_replay(c, g));
-  ASSERT_OK(ruda_client_sync(c));
-  expect_all(c, &x, 13);
-  ruda_graph_release(g);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
-  ruda_client_release(c);
+  for (int r = 0; r < 4; r++) ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+  ASSERT_OK(ruda_client_sync(f.c));
+  expect_all(f.c, &f.x, 13);
+  fixture_release(&f);
 }
 
 TEST(replays_see_the_buffers_contents_of_the_moment) {
-  ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 0);
-  ASSERT_OK(ruda_client_graph_begin(c));
-  ASSERT_OK(launch_inc(c, inc, &x));
-  ASSERT_OK(launch_inc(c, inc, &x));
-  ruda_graph_t *g = NULL;
-  ASSERT_OK(ruda_client_graph_end(c, &g));
+  fixture_t f = fixture(0);
+  record_incs(&f, 2);
   uint32_t in[N];
   for (uint32_t r = 0; r < 6; r++) {
     /* New input outside the graph, replay, read: +2 each time. */
     for (int i = 0; i < N; i++) in[i] = r * 100u;
-    ASSERT_OK(ruda_client_write(c, &x, in, sizeof in));
-    ASSERT_OK(ruda_client_graph_replay(c, g));
-    expect_all(c, &x, r * 100u + 2u);
+    ASSERT_OK(ruda_client_write(f.c, &f.x, in, sizeof in));
+    ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+    expect_all(f.c, &f.x, r * 100u + 2u);
   }
-  ruda_graph_release(g);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
-  ruda_client_release(c);
+  fixture_release(&f);
 }
 
 TEST(a_graph_of_many_launches_runs_each_once) {
-  ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 7);
-  ASSERT_OK(ruda_client_graph_begin(c));
-  for (int i = 0; i < 500; i++) ASSERT_OK(launch_inc(c, inc, &x));
-  ruda_graph_t *g = NULL;
-  ASSERT_OK(ruda_client_graph_end(c, &g));
-  ASSERT_EQ(ruda_graph_num_launches(g), 500);
-  ASSERT_OK(ruda_client_graph_replay(c, g));
-  ASSERT_OK(ruda_client_graph_replay(c, g));
-  expect_all(c, &x, 1007);
-  ruda_graph_release(g);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
-  ruda_client_release(c);
+  fixture_t f = fixture(7);
+  record_incs(&f, 500);
+  ASSERT_EQ(ruda_graph_num_launches(f.g), 500);
+  ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+  ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+  expect_all(f.c, &f.x, 1007);
+  fixture_release(&f);
 }
 
 TEST(the_graph_keeps_its_buffers_and_usage_returns_to_the_baseline) {
@@ -159,105 +166,82 @@ static void *replay_on_another_stream(void *p) {
 }
 
 TEST(a_replay_on_another_stream_is_ordered_after_the_producers) {
-  ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 40);
-  ASSERT_OK(ruda_client_graph_begin(c));
-  ASSERT_OK(launch_inc(c, inc, &x));
-  ruda_graph_t *g = NULL;
-  ASSERT_OK(ruda_client_graph_end(c, &g));
-  ASSERT_OK(ruda_client_sync(c));
-  replay_thread_t t = {cts_client(), g, NULL};
+  fixture_t f = fixture(40);
+  record_incs(&f, 1);
+  ASSERT_OK(ruda_client_sync(f.c));
+  replay_thread_t t = {cts_client(), f.g, NULL};
   pthread_t th;
   ASSERT_EQ(pthread_create(&th, NULL, replay_on_another_stream, &t), 0);
   pthread_join(th, NULL);
   ASSERT_OK(t.status);
-  expect_all(c, &x, 41);
-  ruda_graph_release(g);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
-  ruda_client_release(c);
+  expect_all(f.c, &f.x, 41);
+  fixture_release(&f);
 }
 
 TEST(a_failing_kernel_in_a_graph_is_reported_naming_it) {
-  ruda_client_t *c = cts_fresh_stream_client();
+  fixture_t f = fixture(0);
   ruda_kernel_t *bad = cts_kernel_unrunnable();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 0);
-  ASSERT_OK(ruda_client_graph_begin(c));
-  ASSERT_OK(launch_inc(c, inc, &x));
-  ASSERT_OK(ruda_client_launch(c, bad, ruda_count_static(1, 1, 1), NULL));
-  ruda_graph_t *g = NULL;
-  ruda_status_t end = ruda_client_graph_end(c, &g);
+  ASSERT_OK(ruda_client_graph_begin(f.c));
+  ASSERT_OK(launch_inc(f.c, f.inc, &f.x));
+  ASSERT_OK(ruda_client_launch(f.c, bad, ruda_count_static(1, 1, 1), NULL));
+  ruda_status_t end = ruda_client_graph_end(f.c, &f.g);
   ruda_status_t seen = end;
   if (!end) {
     /* Replayed node by node: the failure is queued by the replay. */
-    ASSERT_NOT_NULL(g);
-    ASSERT_OK(ruda_client_graph_replay(c, g));
-    seen = ruda_client_sync(c);
+    ASSERT_NOT_NULL(f.g);
+    ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+    seen = ruda_client_sync(f.c);
   } else {
     /* Built by the backend: the build reports it, and there is no graph. */
-    ASSERT_TRUE(g == NULL);
+    ASSERT_TRUE(f.g == NULL);
   }
-  ASSERT_NOT_NULL(seen);
-  char *text = ruda_status_to_string(seen);
-  ASSERT_STR_CONTAINS(text, "unrunnable");
-  free(text);
+  cts_expect_text(seen, "unrunnable", NULL);
   ruda_status_free(seen);
   /* The stream is healthy again and the device works. */
-  ASSERT_OK(ruda_client_sync(c));
-  ASSERT_OK(launch_inc(c, inc, &x));
-  expect_all(c, &x, g ? 2u : 1u);
-  ruda_graph_release(g);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
+  ASSERT_OK(ruda_client_sync(f.c));
+  ASSERT_OK(launch_inc(f.c, f.inc, &f.x));
+  expect_all(f.c, &f.x, f.g ? 2u : 1u);
   ruda_kernel_release(bad);
-  ruda_client_release(c);
+  fixture_release(&f);
 }
 
 TEST(misuse_is_refused_and_the_device_keeps_working) {
-  ruda_client_t *c = cts_fresh_stream_client();
-  ruda_kernel_t *inc = cts_kernel_inc_u32();
-  ruda_handle_t x = buffer_u32(c, 5);
-  ruda_graph_t *g = NULL;
+  fixture_t f = fixture(5);
   /* End without begin. */
-  ASSERT_ERR_KIND(ruda_client_graph_end(c, &g), RUDA_ERR_INVALID_ARGUMENT);
-  ASSERT_TRUE(g == NULL);
-  ASSERT_OK(ruda_client_graph_begin(c));
+  ASSERT_ERR_KIND(ruda_client_graph_end(f.c, &f.g), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_TRUE(f.g == NULL);
+  ASSERT_OK(ruda_client_graph_begin(f.c));
   /* Nested recording on the same stream. */
-  ASSERT_ERR_KIND(ruda_client_graph_begin(c), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_ERR_KIND(ruda_client_graph_begin(f.c), RUDA_ERR_INVALID_ARGUMENT);
   /* A dynamic count cannot be recorded; nothing runs. */
-  ruda_handle_t counts = buffer_u32(c, 1);
+  ruda_handle_t counts = buffer_u32(f.c, 1);
   ruda_count_t dyn = ruda_count_dynamic(&counts);
   uint64_t info[1] = {N};
-  ruda_kernel_args_t args = {.buffers = &x, .num_buffers = 1, .info = {info, 1, 1}};
-  ASSERT_ERR_KIND(ruda_client_launch(c, inc, dyn, &args), RUDA_ERR_INVALID_ARGUMENT);
-  ASSERT_OK(launch_inc(c, inc, &x));
+  ruda_kernel_args_t args = {.buffers = &f.x, .num_buffers = 1, .info = {info, 1, 1}};
+  ASSERT_ERR_KIND(ruda_client_launch(f.c, f.inc, dyn, &args), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(launch_inc(f.c, f.inc, &f.x));
   /* Reads and syncs run at once while recording. */
-  expect_all(c, &x, 5);
-  ASSERT_OK(ruda_client_graph_end(c, &g));
-  ASSERT_EQ(ruda_graph_num_launches(g), 1);
+  expect_all(f.c, &f.x, 5);
+  ASSERT_OK(ruda_client_graph_end(f.c, &f.g));
+  ASSERT_EQ(ruda_graph_num_launches(f.g), 1);
   /* Replaying while the stream records is refused. */
   ruda_graph_t *other = NULL;
-  ASSERT_OK(ruda_client_graph_begin(c));
-  ASSERT_ERR_KIND(ruda_client_graph_replay(c, g), RUDA_ERR_INVALID_ARGUMENT);
-  ASSERT_OK(ruda_client_graph_end(c, &other));
+  ASSERT_OK(ruda_client_graph_begin(f.c));
+  ASSERT_ERR_KIND(ruda_client_graph_replay(f.c, f.g), RUDA_ERR_INVALID_ARGUMENT);
+  ASSERT_OK(ruda_client_graph_end(f.c, &other));
   ASSERT_EQ(ruda_graph_num_launches(other), 0);
   ruda_graph_release(other);
   /* A graph of another device. */
-  ruda_device_id_t dev = ruda_client_device(c);
+  ruda_device_id_t dev = ruda_client_device(f.c);
   ruda_device_id_t cpu = {RUDA_DEVICE_TYPE_CPU, 0};
   if (dev.type_id != cpu.type_id) {
     ruda_client_t *host = NULL;
     ASSERT_OK(ruda_client_create(cpu, &host));
-    ASSERT_ERR_KIND(ruda_client_graph_replay(host, g), RUDA_ERR_INVALID_ARGUMENT);
+    ASSERT_ERR_KIND(ruda_client_graph_replay(host, f.g), RUDA_ERR_INVALID_ARGUMENT);
     ruda_client_release(host);
   }
-  ASSERT_OK(ruda_client_graph_replay(c, g));
-  expect_all(c, &x, 6);
-  ruda_graph_release(g);
+  ASSERT_OK(ruda_client_graph_replay(f.c, f.g));
+  expect_all(f.c, &f.x, 6);
   ruda_handle_release(&counts);
-  ruda_handle_release(&x);
-  ruda_kernel_release(inc);
-  ruda_client_release(c);
+  fixture_release(&f);
 }

@@ -8,6 +8,18 @@ static void fill_pattern(uint8_t *p, size_t n, uint8_t seed) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(i * 31 + seed);
 }
 
+/* Writes the `n` bytes of `src` into h, reads them back and compares. */
+static void write_reads_back(ruda_client_t *c, ruda_handle_t *h, const void *src, size_t n) {
+  uint8_t *dst = malloc(n);
+  ASSERT_NOT_NULL(dst);
+  memset(dst, 0xEE, n);
+  ASSERT_OK(ruda_client_write(c, h, src, n));
+  ASSERT_OK(ruda_client_read(c, h, dst, n));
+  bool same = memcmp(src, dst, n) == 0;
+  free(dst);
+  ASSERT_TRUE(same);
+}
+
 static void roundtrip(size_t n) {
   ruda_client_t *c = cts_client();
   uint8_t *src = malloc(n ? n : 1), *dst = malloc(n ? n : 1);
@@ -33,26 +45,22 @@ TEST(empty_then_write_then_read) {
   ruda_client_t *c = cts_client();
   ruda_handle_t h;
   ASSERT_OK(ruda_client_empty(c, 4096, &h));
-  uint32_t src[1024], dst[1024];
+  uint32_t src[1024];
   for (int i = 0; i < 1024; i++) src[i] = (uint32_t)i * 3u;
-  ASSERT_OK(ruda_client_write(c, &h, src, sizeof src));
-  ASSERT_OK(ruda_client_read(c, &h, dst, sizeof dst));
-  ASSERT_MEM_EQ(src, dst, sizeof src);
+  write_reads_back(c, &h, src, sizeof src);
   ruda_handle_release(&h);
 }
 
 TEST(write_after_create_overwrites) {
   ruda_client_t *c = cts_client();
-  uint32_t a[256], b[256], out[256];
+  uint32_t a[256], b[256];
   for (int i = 0; i < 256; i++) {
     a[i] = 1;
     b[i] = (uint32_t)i;
   }
   ruda_handle_t h;
   ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &h));
-  ASSERT_OK(ruda_client_write(c, &h, b, sizeof b));
-  ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
-  ASSERT_MEM_EQ(b, out, sizeof b);
+  write_reads_back(c, &h, b, sizeof b);
   ruda_handle_release(&h);
 }
 

@@ -3,7 +3,6 @@
  * used across streams returns to the baseline once both sides are done;
  * dispatch counts that cannot run are rejected; profiling tokens; the
  * device-wide memory report. */
-#include <pthread.h>
 
 #include "cts.h"
 
@@ -411,42 +410,26 @@ TEST(device_memory_usage_sums_every_stream) {
 
 /* ---- Threads: each thread's stream gets exactly its own errors ---- */
 
-typedef struct thread_ctx {
-  int id;
-  int wrong;
-} thread_ctx_t;
-
-static void *own_errors(void *p) {
-  thread_ctx_t *t = p;
+static int own_errors(int id) {
+  int wrong = 0;
   ruda_client_t *c = cts_client(); /* the thread's own stream */
   ruda_kernel_t *bad = cts_kernel_unrunnable();
   for (int round = 0; round < 50; round++) {
-    int n = (round + t->id) % 3;
+    int n = (round + id) % 3;
     for (int k = 0; k < n; k++) {
       ruda_status_t s = ruda_client_launch(c, bad, ruda_count_static(1, 1, 1), NULL);
       if (s) {
         ruda_status_free(s);
-        t->wrong++;
+        wrong++;
       }
     }
     ruda_status_t s = ruda_client_sync(c);
     size_t got = s ? ruda_status_error_count(s) : 0;
-    if (got != (size_t)n) t->wrong++;
+    if (got != (size_t)n) wrong++;
     ruda_status_free(s);
   }
   ruda_kernel_release(bad);
-  return NULL;
+  return wrong;
 }
 
-TEST(threads_each_get_exactly_their_own_errors) {
-  cts_client();
-  enum { THREADS = 6 };
-  pthread_t th[THREADS];
-  thread_ctx_t ctx[THREADS];
-  for (int i = 0; i < THREADS; i++) {
-    ctx[i] = (thread_ctx_t){i, 0};
-    ASSERT_EQ(pthread_create(&th[i], NULL, own_errors, &ctx[i]), 0);
-  }
-  for (int i = 0; i < THREADS; i++) pthread_join(th[i], NULL);
-  for (int i = 0; i < THREADS; i++) ASSERT_EQ(ctx[i].wrong, 0);
-}
+TEST(threads_each_get_exactly_their_own_errors) { cts_on_threads(6, own_errors); }
