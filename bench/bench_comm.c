@@ -63,25 +63,75 @@ typedef struct comm_size {
   uint64_t full, quick, smoke; /* bytes per run kind (ruda_bench_pick) */
 } comm_size_t;
 
-/* ---- CPU: all-reduce between two CPU devices against a triad ---- */
+/* ---- ruda's side, on any device type ---- */
 
-typedef struct cpu_side {
+typedef enum { OP_ALLREDUCE, OP_BROADCAST, OP_SENDRECV } comm_op_t;
+
+/* `op` over devices 0 .. n-1 of one type: a client and a source and a
+ * destination buffer on each. */
+typedef struct ruda_side {
   ruda_client_t *c[2];
   ruda_handle_t src[2], dst[2];
+  size_t n;
+  comm_op_t op;
   ruda_status_t err;
-} cpu_side_t;
+} ruda_side_t;
 
-static double cpu_allreduce_sample(void *ctx, size_t inner) {
-  cpu_side_t *r = ctx;
+/* *r zeroed, then the clients and buffers of `bytes` on devices 0 .. n-1
+ * of `type`; the first failure. End with ruda_side_close either way. */
+static ruda_status_t ruda_side_open(ruda_side_t *r, uint16_t type, size_t n,
+                                    comm_op_t op, uint64_t bytes) {
+  memset(r, 0, sizeof *r);
+  r->n = n;
+  r->op = op;
+  ruda_status_t s = NULL;
+  for (size_t i = 0; i < n && !s; i++) {
+    s = ruda_client_create((ruda_device_id_t){type, (uint16_t)i}, &r->c[i]);
+    if (!s) s = ruda_client_empty(r->c[i], bytes, &r->src[i]);
+    if (!s) s = ruda_client_empty(r->c[i], bytes, &r->dst[i]);
+  }
+  return s;
+}
+
+static void ruda_side_close(ruda_side_t *r) {
+  for (size_t i = 0; i < r->n; i++) {
+    ruda_handle_release(&r->src[i]);
+    ruda_handle_release(&r->dst[i]);
+    ruda_client_release(r->c[i]);
+  }
+  ruda_status_free(r->err);
+  r->err = NULL;
+}
+
+/* `inner` operations back to back, then a sync of every client; the
+ * nanoseconds per operation. */
+static double ruda_side_sample(void *ctx, size_t inner) {
+  ruda_side_t *r = ctx;
   uint64_t t0 = ruda_bench_now_ns();
   for (size_t i = 0; i < inner; i++) {
-    ruda_bench_keep_error(&r->err, ruda_client_all_reduce(r->c, 2, r->src, r->dst, RUDA_ELEM_F32,
-                                                          RUDA_REDUCE_SUM));
+    switch (r->op) {
+      case OP_ALLREDUCE:
+        ruda_bench_keep_error(&r->err, ruda_client_all_reduce(r->c, r->n, r->src, r->dst,
+                                                              RUDA_ELEM_F32, RUDA_REDUCE_SUM));
+        break;
+      case OP_BROADCAST:
+        ruda_bench_keep_error(&r->err, ruda_client_broadcast(r->c, r->n, 0, r->dst));
+        break;
+      case OP_SENDRECV: {
+        ruda_handle_t out;
+        ruda_status_t s = ruda_client_send_recv(r->c[0], &r->src[0], NULL, NULL, RUDA_ELEM_U8,
+                                                r->c[1], &out);
+        ruda_bench_keep_error(&r->err, s);
+        if (!s) ruda_handle_release(&out); /* the queued recv keeps it */
+        break;
+      }
+    }
   }
-  ruda_bench_keep_error(&r->err, ruda_client_sync(r->c[0]));
-  ruda_bench_keep_error(&r->err, ruda_client_sync(r->c[1]));
+  for (size_t d = 0; d < r->n; d++) ruda_bench_keep_error(&r->err, ruda_client_sync(r->c[d]));
   return (double)(ruda_bench_now_ns() - t0) / (double)(inner ? inner : 1);
 }
+
+/* ---- CPU: all-reduce between two CPU devices against a triad ---- */
 
 typedef struct triad {
   float *a, *b, *c;
@@ -156,14 +206,8 @@ static void cpu_cases(ruda_bench_t *b) {
     char name[64], tag[24];
     ruda_bench_comm_size_name(bytes, tag, sizeof tag);
     snprintf(name, sizeof name, "allreduce_cpu2_%s", tag);
-    cpu_side_t r;
-    memset(&r, 0, sizeof r);
-    ruda_status_t s = NULL;
-    for (uint16_t i = 0; i < 2 && !s; i++) {
-      s = ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, i}, &r.c[i]);
-      if (!s) s = ruda_client_empty(r.c[i], bytes, &r.src[i]);
-      if (!s) s = ruda_client_empty(r.c[i], bytes, &r.dst[i]);
-    }
+    ruda_side_t r;
+    ruda_status_t s = ruda_side_open(&r, RUDA_DEVICE_TYPE_CPU, 2, OP_ALLREDUCE, bytes);
     if (s) {
       char *text = ruda_status_to_string(s);
       ruda_bench_skip(b, BENCH, name, text ? text : "two CPU devices are needed");
@@ -173,8 +217,8 @@ static void cpu_cases(ruda_bench_t *b) {
       size_t reps = ruda_bench_pick(b, 9, 3, 1);
       size_t inner = ruda_bench_pick(b, bytes > (8u << 20) ? 2 : 32, 2, 1);
       double *samples = calloc(reps, sizeof *samples);
-      cpu_allreduce_sample(&r, 1); /* communicator and first touch */
-      for (size_t i = 0; samples && i < reps; i++) samples[i] = cpu_allreduce_sample(&r, inner);
+      ruda_side_sample(&r, 1); /* communicator and first touch */
+      for (size_t i = 0; samples && i < reps; i++) samples[i] = ruda_side_sample(&r, inner);
       ruda_bench_stats_t ns = ruda_bench_stats_from_samples(samples, samples ? reps : 0);
       free(samples);
       if (!ruda_bench_fail_status(b, BENCH, name, r.err)) {
@@ -184,11 +228,7 @@ static void cpu_cases(ruda_bench_t *b) {
       }
       r.err = NULL;
     }
-    for (int i = 0; i < 2; i++) {
-      ruda_handle_release(&r.src[i]);
-      ruda_handle_release(&r.dst[i]);
-      ruda_client_release(r.c[i]);
-    }
+    ruda_side_close(&r);
   }
   free(t.a);
   free(t.b);
@@ -200,42 +240,7 @@ static void cpu_cases(ruda_bench_t *b) {
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
 
-typedef enum { OP_ALLREDUCE, OP_BROADCAST, OP_SENDRECV } comm_op_t;
 static const char *const op_names[] = {"allreduce", "broadcast", "sendrecv"};
-
-typedef struct gpu_ruda {
-  ruda_client_t *c[2];
-  ruda_handle_t src[2], dst[2];
-  size_t n;
-  comm_op_t op;
-  ruda_status_t err;
-} gpu_ruda_t;
-
-static double gpu_ruda_sample(void *ctx, size_t inner) {
-  gpu_ruda_t *r = ctx;
-  uint64_t t0 = ruda_bench_now_ns();
-  for (size_t i = 0; i < inner; i++) {
-    switch (r->op) {
-      case OP_ALLREDUCE:
-        ruda_bench_keep_error(&r->err, ruda_client_all_reduce(r->c, r->n, r->src, r->dst,
-                                                              RUDA_ELEM_F32, RUDA_REDUCE_SUM));
-        break;
-      case OP_BROADCAST:
-        ruda_bench_keep_error(&r->err, ruda_client_broadcast(r->c, r->n, 0, r->dst));
-        break;
-      case OP_SENDRECV: {
-        ruda_handle_t out;
-        ruda_status_t s = ruda_client_send_recv(r->c[0], &r->src[0], NULL, NULL, RUDA_ELEM_U8,
-                                                r->c[1], &out);
-        ruda_bench_keep_error(&r->err, s);
-        if (!s) ruda_handle_release(&out); /* the queued recv keeps it */
-        break;
-      }
-    }
-  }
-  for (size_t d = 0; d < r->n; d++) ruda_bench_keep_error(&r->err, ruda_client_sync(r->c[d]));
-  return (double)(ruda_bench_now_ns() - t0) / (double)(inner ? inner : 1);
-}
 
 typedef struct gpu_raw {
   const ruda__cuda_api_t *cu;
@@ -350,18 +355,10 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
   char name[64], tag[24];
   ruda_bench_comm_size_name(bytes, tag, sizeof tag);
   snprintf(name, sizeof name, "%s_%s%s", op_names[op], tag, n == 1 ? "_1gpu" : "");
-  gpu_ruda_t r;
-  memset(&r, 0, sizeof r);
-  r.n = n;
-  r.op = op;
-  ruda_status_t s = NULL;
-  for (size_t i = 0; i < n && !s; i++) {
-    s = ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CUDA, (uint16_t)i}, &r.c[i]);
-    if (!s) s = ruda_client_empty(r.c[i], bytes, &r.src[i]);
-    if (!s) s = ruda_client_empty(r.c[i], bytes, &r.dst[i]);
-  }
+  ruda_side_t r;
+  ruda_status_t s = ruda_side_open(&r, RUDA_DEVICE_TYPE_CUDA, n, op, bytes);
   if (!s) { /* a first operation creates the communicator (untimed) */
-    gpu_ruda_sample(&r, 1);
+    ruda_side_sample(&r, 1);
     s = r.err;
     r.err = NULL;
   }
@@ -387,7 +384,7 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
                                                                             : 100,
                                    latency ? 50 : 4, 1);
     ruda_bench_stats_t tr, tb;
-    ruda_bench_compare(gpu_ruda_sample, &r, gpu_raw_sample, &raw, 2, reps, inner, &tr, &tb);
+    ruda_bench_compare(ruda_side_sample, &r, gpu_raw_sample, &raw, 2, reps, inner, &tr, &tb);
     const char *base_name = op == OP_ALLREDUCE   ? "ncclAllReduce, ncclCommInitAll comms, grouped"
                             : op == OP_BROADCAST ? "ncclBroadcast, ncclCommInitAll comms, grouped"
                                                  : "ncclSend+ncclRecv, ncclCommInitAll comms, grouped";
@@ -408,12 +405,7 @@ static void gpu_case(ruda_bench_t *b, comm_op_t op, size_t n, const comm_size_t 
     r.err = NULL;
   }
   gpu_raw_close(&raw);
-  for (size_t i = 0; i < n; i++) {
-    ruda_handle_release(&r.src[i]);
-    ruda_handle_release(&r.dst[i]);
-    ruda_client_release(r.c[i]);
-  }
-  ruda_status_free(r.err);
+  ruda_side_close(&r);
 }
 
 /* The cases of every operation up to `last` (OP_ALLREDUCE: all-reduce

@@ -96,25 +96,25 @@ static void raw_sync(ruda_bench_gpu_t *x) {
   r->api->cuStreamSynchronize(r->stream);
 }
 
-/* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
- * Medians over many calls of the pieces a ruda launch, sync and small read
- * are made of, on an idle stream, printed as progress lines. */
+/* ---- parts (RUDA_BENCH_PARTS=1): the driver calls a launch, a sync and
+ * a small read are made of, and ruda's calls around them (bench_gpu.c
+ * runs them, with ruda's own parts) ---- */
 
 #define PART(label, stmt) RUDA_BENCH_PART(b, samples, label, stmt)
 
-static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
+static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples) {
   raw_t *raw = x->raw;
   ruda_client_t *c = x->c;
   const ruda__cuda_api_t *api = raw->api;
   CUfunction fn = raw->fn;
-  double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
   void *pinned = NULL;
   CUdeviceptr dev = 0;
   CUevent ev = NULL;
-  if (!samples || api->cuMemAllocHost(&pinned, 4096) != CUDA_SUCCESS ||
+  if (api->cuMemAllocHost(&pinned, 4096) != CUDA_SUCCESS ||
       api->cuMemAlloc(&dev, 4096) != CUDA_SUCCESS ||
       api->cuEventCreate(&ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
-    free(samples);
+    if (dev) api->cuMemFree(dev);
+    if (pinned) api->cuMemFreeHost(pinned);
     return;
   }
   CUstream st = raw->stream;
@@ -125,9 +125,6 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
   uint32_t word = 0;
   ruda_status_t err = ruda_client_create_buffer(c, &word, sizeof word, &h);
   ruda_status_free(err);
-  volatile uint64_t clock_sink = 0;
-  PART("clock_gettime(CLOCK_MONOTONIC)", clock_sink += ruda_bench_now_ns());
-  (void)clock_sink;
   PART("cuStreamQuery (idle)", api->cuStreamQuery(st));
   PART("cuEventRecord", api->cuEventRecord(ev, st));
   PART("cuEventRecord+cuEventQuery until done", {
@@ -185,7 +182,6 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
   });
   PART("ruda_client_memory_usage (hand-off round trip)", ruda_status_free(ruda_client_memory_usage(c, &u)));
   PART("ruda_client_read 4 B", ruda_status_free(ruda_client_read(c, &h, &word, sizeof word)));
-  ruda_bench_gpu_ruda_parts(b, x, samples);
   PART("ruda_client_empty 4 KiB + release", {
     ruda_handle_t t;
     ruda_status_free(ruda_client_empty(c, 4096, &t));
@@ -202,7 +198,6 @@ static void ruda_bench_cuda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
   api->cuEventDestroy(ev);
   api->cuMemFree(dev);
   api->cuMemFreeHost(pinned);
-  free(samples);
 }
 
 /* The empty kernel's CUBIN (NVRTC, for the raw side) loaded into *mod. */
@@ -286,22 +281,18 @@ void ruda_bench_cuda_memory(ruda_bench_t *b) {
 
 /* ---- copy ---- */
 
-static void raw_write_pinned(void *p) {
+/* The raw side's copies: x->size bytes between the device buffer and
+ * x->raw_host. */
+static void raw_write(void *p) {
   ruda_bench_gpu_t *x = p;
   raw_t *r = x->raw;
-  r->api->cuMemcpyHtoD(r->buf, r->pinned, x->size);
+  r->api->cuMemcpyHtoD(r->buf, x->raw_host, x->size);
 }
 
-static void raw_read_pinned(void *p) {
+static void raw_read(void *p) {
   ruda_bench_gpu_t *x = p;
   raw_t *r = x->raw;
-  r->api->cuMemcpyDtoH(r->pinned, r->buf, x->size);
-}
-
-static void raw_write_pageable(void *p) {
-  ruda_bench_gpu_t *x = p;
-  raw_t *r = x->raw;
-  r->api->cuMemcpyHtoD(r->buf, x->pageable, x->size);
+  r->api->cuMemcpyDtoH(x->raw_host, r->buf, x->size);
 }
 
 static void ruda_read_4b(void *p) {
@@ -311,13 +302,8 @@ static void ruda_read_4b(void *p) {
   ruda_bench_keep_error(&x->err, ruda_client_read(x->c, &x->dev, &v, sizeof v));
 }
 
-static void raw_read_4b(void *p) {
-  ruda_bench_gpu_t *x = p;
-  raw_t *r = x->raw;
-  r->api->cuMemcpyDtoH(r->pinned, r->buf, 4);
-}
-
-/* read_4B_latency: a 4-byte view of the device buffer read back. */
+/* read_4B_latency: a 4-byte view of the device buffer read back; the
+ * baseline reads 4 bytes to pinned memory (raw_read with x->size 4). */
 static void read_4b_case(ruda_bench_t *b, ruda_bench_gpu_t *x) {
   ruda_handle_t whole = x->dev;
   ruda_handle_t four = ruda_handle_clone(&whole);
@@ -328,7 +314,8 @@ static void read_4b_case(ruda_bench_t *b, ruda_bench_gpu_t *x) {
     x->size = 4;
     size_t lreps = ruda_bench_pick(b, 30, 10, 2);
     ruda_bench_stats_t r, base;
-    ruda_bench_compare_calls(ruda_read_4b, raw_read_4b, x, 20, lreps, 50, &r, &base);
+    x->raw_host = ((raw_t *)x->raw)->pinned;
+    ruda_bench_compare_calls(ruda_read_4b, raw_read, x, 20, lreps, 50, &r, &base);
     x->size = saved;
     x->dev = whole;
     if (ruda_bench_gpu_ok(b, "copy", "read_4B_latency", x->err))
@@ -352,14 +339,14 @@ void ruda_bench_cuda_copy(ruda_bench_t *b) {
     goto out;
   }
   memset(raw.pinned, 2, x.size);
-  ruda_bench_gpu_copy_case(b, &x, "write_pinned_256MiB", ruda_bench_gpu_write_pinned,
-                           raw_write_pinned, "cuMemcpyHtoD (pinned)", reps, false);
-  ruda_bench_gpu_copy_case(b, &x, "read_pinned_256MiB", ruda_bench_gpu_read_pinned,
-                           raw_read_pinned, "cuMemcpyDtoH (pinned)", reps, false);
+  ruda_bench_gpu_copy_case(b, &x, "write_pinned_256MiB", ruda_bench_gpu_write_pinned, raw_write,
+                           raw.pinned, "cuMemcpyHtoD (pinned)", reps, false);
+  ruda_bench_gpu_copy_case(b, &x, "read_pinned_256MiB", ruda_bench_gpu_read_pinned, raw_read,
+                           raw.pinned, "cuMemcpyDtoH (pinned)", reps, false);
   ruda_bench_gpu_copy_case(b, &x, "write_pageable_256MiB", ruda_bench_gpu_write_pageable,
-                           raw_write_pageable, "cuMemcpyHtoD (pageable)", reps, false);
+                           raw_write, x.pageable, "cuMemcpyHtoD (pageable)", reps, false);
   ruda_bench_gpu_copy_case(b, &x, "write_pageable_256MiB_bytes",
-                           ruda_bench_gpu_write_pageable_bytes, raw_write_pageable,
+                           ruda_bench_gpu_write_pageable_bytes, raw_write, x.pageable,
                            "cuMemcpyHtoD (pageable)", reps, false);
   read_4b_case(b, &x);
 out:
@@ -485,21 +472,11 @@ out:
 
 /* ---- graph ---- */
 
-enum { GRAPH_KERNELS = 1000 };
-
 typedef struct graph_ctx {
-  ruda_client_t *c;
-  ruda_graph_t *g;
+  ruda_bench_graph_ctx_t r; /* ruda's side (bench_graph.c) */
   raw_t *raw;
   CUgraphExec exec;
-  ruda_status_t err;
 } graph_ctx_t;
-
-static void ruda_replay(void *p) {
-  graph_ctx_t *x = p;
-  ruda_bench_keep_error(&x->err, ruda_client_graph_replay(x->c, x->g));
-  ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
-}
 
 static void raw_replay(void *p) {
   graph_ctx_t *x = p;
@@ -513,8 +490,7 @@ void ruda_bench_cuda_graph(ruda_bench_t *b) {
   if (!ruda_bench_gpu_open(b, "graph", "replay_per_kernel", &raw_baseline, &raw, &g)) return;
   ruda_client_t *c = g.c;
   const ruda__cuda_api_t *api = raw.api;
-  graph_ctx_t x = {c, NULL, &raw, NULL, NULL};
-  ruda_kernel_t *k = NULL;
+  graph_ctx_t x = {{c, NULL, NULL, NULL}, &raw, NULL};
   CUmodule mod = NULL;
   CUfunction fn = NULL;
   CUgraph graph = NULL;
@@ -525,13 +501,9 @@ void ruda_bench_cuda_graph(ruda_bench_t *b) {
     goto out;
   }
   ruda_status_t st =
-      ruda_bench_gpu_text_kernel(RUDA_KERNEL_FORMAT_CUDA_C, "bench_empty", empty_src, 1, &k);
-  if (!st) st = ruda_client_graph_begin(c);
+      ruda_bench_gpu_text_kernel(RUDA_KERNEL_FORMAT_CUDA_C, "bench_empty", empty_src, 1, &x.r.k);
   ruda_kernel_args_t a = {0};
-  for (int i = 0; !st && i < GRAPH_KERNELS; i++) {
-    st = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &a);
-  }
-  if (!st) st = ruda_client_graph_end(c, &x.g);
+  if (!st) st = ruda_bench_graph_record(&x.r, &a);
   if (!st) {
     st = ruda__cuda_nvrtc_compile("bench_empty", empty_src, strlen(empty_src), raw.cc, NULL, 0,
                                   &cubin, &size);
@@ -546,7 +518,7 @@ void ruda_bench_cuda_graph(ruda_bench_t *b) {
     ruda_bench_fail(b, "graph", "replay_per_kernel", "cannot set up the raw CUDA graph");
     goto out;
   }
-  for (int i = 0; i < GRAPH_KERNELS; i++) {
+  for (int i = 0; i < RUDA_BENCH_GRAPH_KERNELS; i++) {
     api->cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, raw.stream, params, NULL);
   }
   if (api->cuStreamEndCapture(raw.stream, &graph) != CUDA_SUCCESS ||
@@ -555,21 +527,16 @@ void ruda_bench_cuda_graph(ruda_bench_t *b) {
     goto out;
   }
   size_t reps = ruda_bench_pick(b, 30, 10, 1);
-  ruda_bench_stats_t r = ruda_bench_measure(ruda_replay, &x, 3, reps, 1);
+  ruda_bench_stats_t r = ruda_bench_measure(ruda_bench_graph_replay, &x.r, 3, reps, 1);
   ruda_bench_stats_t base = ruda_bench_measure(raw_replay, &x, 3, reps, 1);
-  if (ruda_bench_gpu_ok(b, "graph", "replay_per_kernel", x.err)) {
-    ruda_bench_report(b, "graph", "replay_per_kernel", "ns",
-                      ruda_bench_stats_scale(r, 1.0 / GRAPH_KERNELS),
-                      ruda_bench_stats_scale(base, 1.0 / GRAPH_KERNELS),
-                      "cuGraphLaunch+cuStreamSynchronize", true);
-  }
+  ruda_bench_graph_report(b, x.r.err, r, base, "cuGraphLaunch+cuStreamSynchronize");
 out:
   if (x.exec) api->cuGraphExecDestroy(x.exec);
   if (graph) api->cuGraphDestroy(graph);
   if (mod) api->cuModuleUnload(mod);
   free(cubin);
-  ruda_graph_release(x.g);
-  ruda_kernel_release(k);
+  ruda_graph_release(x.r.g);
+  ruda_kernel_release(x.r.k);
   ruda_bench_gpu_close(&g);
 }
 

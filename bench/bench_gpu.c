@@ -80,6 +80,34 @@ static void pair_raw_roundtrip(void *p) {
   l->raw->sync(&l->x);
 }
 
+/* RUDA_BENCH_PARTS=1: where the time of a round trip goes. Medians over
+ * many calls, on an idle queue, printed as progress lines: the clock's own
+ * cost, the backend's vendor calls (`backend`), then ruda's own parts of an
+ * empty kernel's round trip (idle flush and sync, the caller's launch,
+ * launch + sync, the server's parts). */
+static void parts(ruda_bench_t *b, ruda_bench_gpu_t *x,
+                  void (*backend)(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples)) {
+  double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
+  if (!samples) return;
+  volatile uint64_t clock_sink = 0;
+  RUDA_BENCH_PART(b, samples, "clock_gettime(CLOCK_MONOTONIC)", clock_sink += ruda_bench_now_ns());
+  (void)clock_sink;
+  backend(b, x, samples);
+  ruda_client_t *c = x->c;
+  ruda_kernel_args_t a = {0};
+  RUDA_BENCH_PART(b, samples, "ruda_client_flush (idle)", ruda_status_free(ruda_client_flush(c)));
+  RUDA_BENCH_PART(b, samples, "ruda_client_sync (idle)", ruda_status_free(ruda_client_sync(c)));
+  RUDA_BENCH_PART(b, samples, "ruda_client_launch (caller)",
+                  ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a)));
+  ruda_status_free(ruda_client_sync(c));
+  RUDA_BENCH_PART(b, samples, "ruda_client_launch + ruda_client_sync", {
+    ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a));
+    ruda_status_free(ruda_client_sync(c));
+  });
+  ruda_bench_server_parts(b, c, x->k);
+  free(samples);
+}
+
 void ruda_bench_gpu_launch_cases(ruda_bench_t *b, ruda_bench_gpu_t *x,
                                  const ruda_bench_gpu_launch_raw_t *raw) {
   launch_pair_t l = {*x, raw};
@@ -109,7 +137,7 @@ void ruda_bench_gpu_launch_cases(ruda_bench_t *b, ruda_bench_gpu_t *x,
                       ruda_bench_stats_from_samples(rs, reps),
                       ruda_bench_stats_from_samples(bs, reps), raw->caller_baseline, true);
   l.x.err = NULL;
-  if (raw->parts && ruda_bench_parts_wanted()) raw->parts(b, &l.x);
+  if (raw->parts && ruda_bench_parts_wanted()) parts(b, &l.x, raw->parts);
   ruda_bench_stats_t rr, br;
   ruda_bench_compare_calls(pair_ruda_roundtrip, pair_raw_roundtrip, &l, 10, reps, batch / 4 + 1,
                            &rr, &br);
@@ -122,20 +150,6 @@ out:
   free(bs);
 }
 
-void ruda_bench_gpu_ruda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples) {
-  ruda_client_t *c = x->c;
-  ruda_kernel_args_t a = {0};
-  RUDA_BENCH_PART(b, samples, "ruda_client_flush (idle)", ruda_status_free(ruda_client_flush(c)));
-  RUDA_BENCH_PART(b, samples, "ruda_client_sync (idle)", ruda_status_free(ruda_client_sync(c)));
-  RUDA_BENCH_PART(b, samples, "ruda_client_launch (caller)",
-                  ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a)));
-  ruda_status_free(ruda_client_sync(c));
-  RUDA_BENCH_PART(b, samples, "ruda_client_launch + ruda_client_sync", {
-    ruda_status_free(ruda_client_launch(c, x->k, ruda_count_static(1, 1, 1), &a));
-    ruda_status_free(ruda_client_sync(c));
-  });
-  ruda_bench_server_parts(b, c, x->k);
-}
 
 /* ---- memory ---- */
 
@@ -192,6 +206,15 @@ void ruda_bench_gpu_copy_close(ruda_bench_gpu_t *x) {
   ruda_handle_release(&x->dev);
 }
 
+/* `bytes` handed over to a new device buffer (no caller copy), then a
+ * sync so that the device's copy is counted. */
+static void hand_over(ruda_bench_gpu_t *x, ruda_bytes_t *bytes) {
+  ruda_handle_t h;
+  ruda_bench_keep_error(&x->err, ruda_client_create_buffer_from_bytes(x->c, bytes, &h));
+  ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
+  ruda_handle_release(&h);
+}
+
 void ruda_bench_gpu_write_pinned(void *p) {
   ruda_bench_gpu_t *x = p;
   /* The staging buffer goes to the device as bytes (no copy); a new one
@@ -203,10 +226,7 @@ void ruda_bench_gpu_write_pinned(void *p) {
     ruda_bench_keep_error(&x->err, s);
     return;
   }
-  ruda_handle_t h;
-  ruda_bench_keep_error(&x->err, ruda_client_create_buffer_from_bytes(x->c, &st, &h));
-  ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
-  ruda_handle_release(&h);
+  hand_over(x, &st);
 }
 
 void ruda_bench_gpu_read_pinned(void *p) {
@@ -225,10 +245,7 @@ static void no_release(ruda_bytes_t *bytes) { (void)bytes; }
 void ruda_bench_gpu_write_pageable_bytes(void *p) {
   ruda_bench_gpu_t *x = p;
   ruda_bytes_t bytes = {x->pageable, x->size, RUDA_BYTES_NATIVE, no_release, NULL};
-  ruda_handle_t h;
-  ruda_bench_keep_error(&x->err, ruda_client_create_buffer_from_bytes(x->c, &bytes, &h));
-  ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
-  ruda_handle_release(&h);
+  hand_over(x, &bytes);
 }
 
 void ruda_bench_gpu_read_pageable(void *p) {
@@ -237,9 +254,10 @@ void ruda_bench_gpu_read_pageable(void *p) {
 }
 
 void ruda_bench_gpu_copy_case(ruda_bench_t *b, ruda_bench_gpu_t *x, const char *case_name,
-                              void (*ruda_fn)(void *), void (*raw_fn)(void *),
+                              void (*ruda_fn)(void *), void (*raw_fn)(void *), void *raw_host,
                               const char *baseline, size_t reps, bool alternate) {
   x->err = NULL;
+  x->raw_host = raw_host;
   ruda_bench_stats_t r, base;
   if (alternate) {
     ruda_bench_compare_calls(ruda_fn, raw_fn, x, 1, reps, 1, &r, &base);

@@ -36,6 +36,7 @@ typedef struct ruda_bench_gpu {
   ruda_handle_t dev;    /* copy: a device buffer of `size` */
   ruda_bytes_t pinned;  /* copy: a staging buffer of `size` */
   void *pageable;       /* copy: the caller's host buffer of `size` */
+  void *raw_host;       /* copy: the host buffer of the raw side's copies */
   void *raw;            /* the backend's baseline state */
   const struct ruda_bench_gpu_baseline *baseline;
   ruda_status_t err;    /* ruda's first failure (ruda_bench_keep_error) */
@@ -81,20 +82,15 @@ typedef struct ruda_bench_gpu_launch_raw {
   void (*sync)(ruda_bench_gpu_t *x);
   const char *caller_baseline;    /* "cuLaunchKernel" */
   const char *roundtrip_baseline; /* "cuLaunchKernel+cuStreamSynchronize" */
-  /* RUDA_BENCH_PARTS=1: the backend's parts, run between the two cases
-   * (may be NULL). */
-  void (*parts)(ruda_bench_t *b, ruda_bench_gpu_t *x);
+  /* RUDA_BENCH_PARTS=1: the backend's parts (RUDA_BENCH_PART into
+   * `samples`, RUDA_BENCH_PART_N doubles), run between the two cases after
+   * the clock's own cost and before ruda's parts (may be NULL). */
+  void (*parts)(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples);
 } ruda_bench_gpu_launch_raw_t;
 
 /* Both launch cases on x->c with x->k (set by the caller). */
 void ruda_bench_gpu_launch_cases(ruda_bench_t *b, ruda_bench_gpu_t *x,
                                  const ruda_bench_gpu_launch_raw_t *raw);
-
-/* RUDA_BENCH_PARTS=1: ruda's own parts of an empty kernel's round trip
- * (idle flush and sync, the caller's launch, launch + sync, the server's
- * parts), appended to a backend's list. `samples` holds
- * RUDA_BENCH_PART_N doubles. */
-void ruda_bench_gpu_ruda_parts(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples);
 
 /* ---- memory: reserve_release_mixed ---- */
 
@@ -124,11 +120,12 @@ void ruda_bench_gpu_write_pageable(void *x);      /* x->pageable -> x->dev, + sy
 void ruda_bench_gpu_write_pageable_bytes(void *x); /* x->pageable handed over as bytes, + sync */
 void ruda_bench_gpu_read_pageable(void *x);       /* x->dev -> x->pageable */
 
-/* One copy case in GB/s: ruda_fn against raw_fn, alternating samples
- * (ruda_bench_compare_calls) when `alternate`, else ruda's samples then
- * the baseline's (ruda_bench_measure), `reps` samples each. */
+/* One copy case in GB/s: ruda_fn against raw_fn, which copies between the
+ * device and `raw_host` (x->raw_host while the case runs), alternating
+ * samples (ruda_bench_compare_calls) when `alternate`, else ruda's samples
+ * then the baseline's (ruda_bench_measure), `reps` samples each. */
 void ruda_bench_gpu_copy_case(ruda_bench_t *b, ruda_bench_gpu_t *x, const char *case_name,
-                              void (*ruda_fn)(void *), void (*raw_fn)(void *),
+                              void (*ruda_fn)(void *), void (*raw_fn)(void *), void *raw_host,
                               const char *baseline, size_t reps, bool alternate);
 
 #endif

@@ -13,26 +13,36 @@
 #include "harness.h"
 #include "ruda/client.h"
 
-enum { GRAPH_KERNELS = 1000 };
-
 static void empty_kernel(const ruda_cpu_kernel_ctx_t *ctx) { (void)ctx; }
 
-typedef struct graph_ctx {
-  ruda_client_t *c;
-  ruda_kernel_t *k;
-  ruda_graph_t *g;
-  ruda_status_t err;
-} graph_ctx_t;
+typedef ruda_bench_graph_ctx_t graph_ctx_t;
 
-static void replay(void *p) {
+ruda_status_t ruda_bench_graph_record(ruda_bench_graph_ctx_t *x, const ruda_kernel_args_t *args) {
+  ruda_status_t st = ruda_client_graph_begin(x->c);
+  for (int i = 0; !st && i < RUDA_BENCH_GRAPH_KERNELS; i++) {
+    st = ruda_client_launch(x->c, x->k, ruda_count_static(1, 1, 1), args);
+  }
+  if (!st) st = ruda_client_graph_end(x->c, &x->g);
+  return st;
+}
+
+void ruda_bench_graph_replay(void *p) {
   graph_ctx_t *x = p;
   ruda_bench_keep_error(&x->err, ruda_client_graph_replay(x->c, x->g));
   ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
 }
 
+void ruda_bench_graph_report(ruda_bench_t *b, ruda_status_t err, ruda_bench_stats_t r,
+                             ruda_bench_stats_t base, const char *baseline) {
+  if (ruda_bench_fail_status(b, "graph", "replay_per_kernel", err)) return;
+  ruda_bench_report(b, "graph", "replay_per_kernel", "ns",
+                    ruda_bench_stats_scale(r, 1.0 / RUDA_BENCH_GRAPH_KERNELS),
+                    ruda_bench_stats_scale(base, 1.0 / RUDA_BENCH_GRAPH_KERNELS), baseline, true);
+}
+
 static void one_by_one(void *p) {
   graph_ctx_t *x = p;
-  for (int i = 0; i < GRAPH_KERNELS; i++) {
+  for (int i = 0; i < RUDA_BENCH_GRAPH_KERNELS; i++) {
     ruda_bench_keep_error(&x->err, ruda_client_launch(x->c, x->k, ruda_count_static(1, 1, 1), NULL));
   }
   ruda_bench_keep_error(&x->err, ruda_client_sync(x->c));
@@ -42,7 +52,8 @@ static void one_by_one(void *p) {
 static ruda_status_t make_empty(ruda_kernel_t **out) {
   ruda_kernel_code_t code[3] = {
       ruda_kernel_code_cpu(empty_kernel),
-      ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C, "__kernel void empty_kernel(void) {}"),
+      ruda_kernel_code_text(RUDA_KERNEL_FORMAT_OPENCL_C,
+                            "__kernel void empty_kernel(__global const ulong *info) {}"),
       ruda_kernel_code_text(RUDA_KERNEL_FORMAT_CUDA_C,
                             "extern \"C\" __global__ void empty_kernel() {}"),
   };
@@ -59,20 +70,12 @@ void ruda_bench_graph(ruda_bench_t *b) {
   graph_ctx_t x = {0};
   if (!ruda_bench_open_client(b, "graph", "replay_per_kernel", &x.c)) return;
   ruda_status_t st = make_empty(&x.k);
-  if (!st) st = ruda_client_graph_begin(x.c);
-  for (int i = 0; !st && i < GRAPH_KERNELS; i++) {
-    st = ruda_client_launch(x.c, x.k, ruda_count_static(1, 1, 1), NULL);
-  }
-  if (!st) st = ruda_client_graph_end(x.c, &x.g);
+  if (!st) st = ruda_bench_graph_record(&x, NULL);
   if (ruda_bench_fail_status(b, "graph", "replay_per_kernel", st)) goto out;
   size_t reps = ruda_bench_pick(b, 30, 8, 1);
-  ruda_bench_stats_t r = ruda_bench_measure(replay, &x, 3, reps, 1);
+  ruda_bench_stats_t r = ruda_bench_measure(ruda_bench_graph_replay, &x, 3, reps, 1);
   ruda_bench_stats_t base = ruda_bench_measure(one_by_one, &x, 3, reps, 1);
-  if (ruda_bench_fail_status(b, "graph", "replay_per_kernel", x.err)) goto out;
-  ruda_bench_report(b, "graph", "replay_per_kernel", "ns",
-                    ruda_bench_stats_scale(r, 1.0 / GRAPH_KERNELS),
-                    ruda_bench_stats_scale(base, 1.0 / GRAPH_KERNELS),
-                    "the same launches one by one", true);
+  ruda_bench_graph_report(b, x.err, r, base, "the same launches one by one");
 out:
   ruda_graph_release(x.g);
   ruda_kernel_release(x.k);

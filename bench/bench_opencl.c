@@ -110,24 +110,18 @@ static void raw_sync(ruda_bench_gpu_t *x) {
   r->api->clFinish(r->q);
 }
 
-/* ---- parts (RUDA_BENCH_PARTS=1): where the time of a round trip goes ----
- * Medians over many calls of the OpenCL calls and ruda calls a launch and
- * a sync are made of, on an idle queue, printed as progress lines. */
+/* ---- parts (RUDA_BENCH_PARTS=1): the OpenCL calls a launch and a sync
+ * are made of (bench_gpu.c runs them, with ruda's) ---- */
 
 #define PART(label, stmt) RUDA_BENCH_PART(b, samples, label, stmt)
 
-static void ruda_bench_opencl_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
+static void ruda_bench_opencl_parts(ruda_bench_t *b, ruda_bench_gpu_t *x, double *samples) {
   raw_t *raw = x->raw;
   const ruda__opencl_api_t *api = raw->api;
   cl_command_queue q = raw->q;
   cl_kernel k = raw->kernel;
-  double *samples = calloc(RUDA_BENCH_PART_N, sizeof *samples);
-  if (!samples) return;
   size_t one = 1;
   cl_event ev = NULL;
-  volatile uint64_t clock_sink = 0;
-  PART("clock_gettime(CLOCK_MONOTONIC)", clock_sink += ruda_bench_now_ns());
-  (void)clock_sink;
   PART("clFinish (idle)", api->clFinish(q));
   PART("clFlush (idle)", api->clFlush(q));
   PART("clSetKernelArg (NULL buffer)", api->clSetKernelArg(k, 0, sizeof(cl_mem), NULL));
@@ -165,8 +159,6 @@ static void ruda_bench_opencl_parts(ruda_bench_t *b, ruda_bench_gpu_t *x) {
     api->clWaitForEvents(1, &ev);
     api->clReleaseEvent(ev);
   });
-  ruda_bench_gpu_ruda_parts(b, x, samples);
-  free(samples);
 }
 
 void ruda_bench_opencl_launch(ruda_bench_t *b) {
@@ -250,25 +242,18 @@ void ruda_bench_opencl_memory(ruda_bench_t *b) {
 
 /* ---- copy ---- */
 
+/* The raw side's copies: blocking, x->size bytes between the device
+ * buffer and x->raw_host. */
 static void raw_write(void *p) {
   ruda_bench_gpu_t *x = p;
   raw_t *r = x->raw;
-  r->api->clEnqueueWriteBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->pageable, 0, NULL, NULL);
+  r->api->clEnqueueWriteBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->raw_host, 0, NULL, NULL);
 }
+
 static void raw_read(void *p) {
   ruda_bench_gpu_t *x = p;
   raw_t *r = x->raw;
-  r->api->clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->pageable, 0, NULL, NULL);
-}
-static void raw_write_pinned(void *p) {
-  ruda_bench_gpu_t *x = p;
-  raw_t *r = x->raw;
-  r->api->clEnqueueWriteBuffer(r->q, r->buf, CL_TRUE, 0, x->size, r->pinned, 0, NULL, NULL);
-}
-static void raw_read_pinned(void *p) {
-  ruda_bench_gpu_t *x = p;
-  raw_t *r = x->raw;
-  r->api->clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, x->size, r->pinned, 0, NULL, NULL);
+  r->api->clEnqueueReadBuffer(r->q, r->buf, CL_TRUE, 0, x->size, x->raw_host, 0, NULL, NULL);
 }
 
 void ruda_bench_opencl_copy(ruda_bench_t *b) {
@@ -292,15 +277,13 @@ void ruda_bench_opencl_copy(ruda_bench_t *b) {
   }
   memset(raw.pinned, 2, x.size);
   ruda_bench_gpu_copy_case(b, &x, "write_256MiB", ruda_bench_gpu_write_pageable, raw_write,
-                           "clEnqueueWriteBuffer", reps, true);
+                           x.pageable, "clEnqueueWriteBuffer", reps, true);
   ruda_bench_gpu_copy_case(b, &x, "read_256MiB", ruda_bench_gpu_read_pageable, raw_read,
-                           "clEnqueueReadBuffer", reps, true);
-  ruda_bench_gpu_copy_case(b, &x, "write_pinned_256MiB", ruda_bench_gpu_write_pinned,
-                           raw_write_pinned, "clEnqueueWriteBuffer (mapped ALLOC_HOST_PTR)", reps,
-                           true);
-  ruda_bench_gpu_copy_case(b, &x, "read_pinned_256MiB", ruda_bench_gpu_read_pinned,
-                           raw_read_pinned, "clEnqueueReadBuffer (mapped ALLOC_HOST_PTR)", reps,
-                           true);
+                           x.pageable, "clEnqueueReadBuffer", reps, true);
+  ruda_bench_gpu_copy_case(b, &x, "write_pinned_256MiB", ruda_bench_gpu_write_pinned, raw_write,
+                           raw.pinned, "clEnqueueWriteBuffer (mapped ALLOC_HOST_PTR)", reps, true);
+  ruda_bench_gpu_copy_case(b, &x, "read_pinned_256MiB", ruda_bench_gpu_read_pinned, raw_read,
+                           raw.pinned, "clEnqueueReadBuffer (mapped ALLOC_HOST_PTR)", reps, true);
 out:
   if (raw.pinned) raw.api->clEnqueueUnmapMemObject(raw.q, raw.host, raw.pinned, 0, NULL, NULL);
   if (raw.q) raw.api->clFinish(raw.q);

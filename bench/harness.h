@@ -170,6 +170,25 @@ void ruda_bench_allreduce(ruda_bench_t *b);
 void ruda_bench_kernels(ruda_bench_t *b);
 void ruda_bench_comm(ruda_bench_t *b);
 void ruda_bench_graph(ruda_bench_t *b);
+/* The graph group's ruda side (bench_graph.c), shared with cuda:N's
+ * (bench_cuda.c): a graph of RUDA_BENCH_GRAPH_KERNELS launches of an
+ * empty kernel, replayed. */
+enum { RUDA_BENCH_GRAPH_KERNELS = 1000 };
+typedef struct ruda_bench_graph_ctx {
+  ruda_client_t *c;
+  ruda_kernel_t *k;
+  ruda_graph_t *g;
+  ruda_status_t err; /* the replays' first failure */
+} ruda_bench_graph_ctx_t;
+/* Records x->g on x->c: RUDA_BENCH_GRAPH_KERNELS launches of x->k with
+ * `args` (may be NULL) and a count of one ruda. */
+ruda_status_t ruda_bench_graph_record(ruda_bench_graph_ctx_t *x, const ruda_kernel_args_t *args);
+/* One replay of x->g, then a sync (x: a ruda_bench_graph_ctx_t *). */
+void ruda_bench_graph_replay(void *x);
+/* Reports replay_per_kernel from whole-graph samples (r: ruda's replays,
+ * base: the baseline's), or the case failed with `err`. */
+void ruda_bench_graph_report(ruda_bench_t *b, ruda_status_t err, ruda_bench_stats_t r,
+                             ruda_bench_stats_t base, const char *baseline);
 void ruda_bench_dlpack(ruda_bench_t *b);
 
 /* ---- Additions: running the harness (tools/cmd_bench.c) ---- */
