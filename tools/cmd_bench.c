@@ -72,17 +72,15 @@ int ruda_cmd_bench(int argc, char **argv) {
   ruda_bench_options_t opts = {0};
   opts.device = "cpu";
   const char *group = NULL;
+  const ruda_tools_flag_t flags[] = {
+      {"--json", &opts.json, true}, {"--quick", &opts.quick, true}, {"--smoke", &opts.smoke, true}};
   for (int i = 0; i < argc; ++i) {
     const char *a = argv[i];
     if (ruda_tools_is_help(a)) {
       ruda_cmd_bench_help(stdout);
       return RUDA_EXIT_OK;
-    } else if (strcmp(a, "--json") == 0) {
-      opts.json = true;
-    } else if (strcmp(a, "--quick") == 0) {
-      opts.quick = true;
-    } else if (strcmp(a, "--smoke") == 0) {
-      opts.smoke = true;
+    } else if (ruda_tools_set_flag(a, flags, sizeof flags / sizeof flags[0])) {
+      continue;
     } else if (strcmp(a, "--device") == 0 && i + 1 < argc) {
       opts.device = argv[++i];
     } else if (strncmp(a, "--device=", 9) == 0) {

@@ -158,6 +158,10 @@ static int check_opencl(ruda_tools_opencl_t *o, const ruda_tools_kernel_text_t *
 
 static int cmd_check(int argc, char **argv) {
   check_opts_t o = {90, true, true, false, 0, false};
+  const ruda_tools_flag_t flags[] = {{"--cpu", &o.cpu, true},
+                                     {"--cuda-only", &o.opencl, false},
+                                     {"--opencl-only", &o.cuda, false},
+                                     {"--skip-unavailable", &o.skip_unavailable, true}};
   const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   const char **files = calloc((size_t)argc + 1, sizeof *files);
   /* -D constants become #define lines in front of the text (which starts
@@ -180,14 +184,8 @@ static int cmd_check(int argc, char **argv) {
         goto done;
       }
       o.cc = (unsigned)cc;
-    } else if (strcmp(a, "--cpu") == 0) {
-      o.cpu = true;
-    } else if (strcmp(a, "--cuda-only") == 0) {
-      o.opencl = false;
-    } else if (strcmp(a, "--opencl-only") == 0) {
-      o.cuda = false;
-    } else if (strcmp(a, "--skip-unavailable") == 0) {
-      o.skip_unavailable = true;
+    } else if (ruda_tools_set_flag(a, flags, sizeof flags / sizeof flags[0])) {
+      continue;
     } else if (strcmp(a, "--opencl-device") == 0 && i + 1 < argc) {
       o.opencl_device = (unsigned)strtoul(argv[++i], NULL, 10);
     } else if (strcmp(a, "-I") == 0 && i + 1 < argc) {
@@ -334,10 +332,8 @@ done:
 }
 
 int ruda_cmd_kernels(int argc, char **argv) {
-  if (argc < 1 || ruda_tools_is_help(argv[0])) {
-    ruda_cmd_kernels_help(argc < 1 ? stderr : stdout);
-    return argc < 1 ? RUDA_EXIT_USAGE : RUDA_EXIT_OK;
-  }
+  int code;
+  if (ruda_tools_help_first(argc, argv, ruda_cmd_kernels_help, &code)) return code;
   for (int i = 1; i < argc; i++) {
     if (ruda_tools_is_help(argv[i])) {
       ruda_cmd_kernels_help(stdout);

@@ -167,10 +167,8 @@ static int tune_run(int argc, char **argv) {
 }
 
 int ruda_cmd_tune(int argc, char **argv) {
-  if (argc < 1 || ruda_tools_is_help(argv[0])) {
-    ruda_cmd_tune_help(argc < 1 ? stderr : stdout);
-    return argc < 1 ? RUDA_EXIT_USAGE : RUDA_EXIT_OK;
-  }
+  int code;
+  if (ruda_tools_help_first(argc, argv, ruda_cmd_tune_help, &code)) return code;
   const char *sub = argv[0];
   ruda_status_t st;
   /* The cache's warnings (a corrupt entry skipped) and the decisions of

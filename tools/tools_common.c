@@ -14,6 +14,23 @@ bool ruda_tools_is_help(const char *arg) {
   return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+bool ruda_tools_help_first(int argc, char **argv, void (*help)(FILE *f), int *code) {
+  if (argc >= 1 && !ruda_tools_is_help(argv[0])) return false;
+  help(argc < 1 ? stderr : stdout);
+  *code = argc < 1 ? RUDA_EXIT_USAGE : RUDA_EXIT_OK;
+  return true;
+}
+
+bool ruda_tools_set_flag(const char *arg, const ruda_tools_flag_t *flags, size_t n) {
+  for (size_t i = 0; i < n; i++) {
+    if (strcmp(arg, flags[i].name) == 0) {
+      *flags[i].field = flags[i].value;
+      return true;
+    }
+  }
+  return false;
+}
+
 void ruda_tools_json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {

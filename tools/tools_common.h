@@ -34,6 +34,24 @@ int ruda_tools_open_device(const char *name, ruda_client_t **out);
 /* True for "-h" and "--help". */
 bool ruda_tools_is_help(const char *arg);
 
+/* The start of a command made of subcommands (argv[0] names one): with no
+ * argument, prints `help` on stderr and sets *code to RUDA_EXIT_USAGE;
+ * with -h or --help first, prints it on stdout, *code RUDA_EXIT_OK. True
+ * when it did either (the command then returns *code). */
+bool ruda_tools_help_first(int argc, char **argv, void (*help)(FILE *f), int *code);
+
+/* An option without a value that sets a bool: `name` ("--json") sets
+ * *field to `value`. */
+typedef struct ruda_tools_flag {
+  const char *name;
+  bool *field;
+  bool value;
+} ruda_tools_flag_t;
+
+/* Sets the flag of `flags` (n of them) named `arg`; false when none is
+ * named so. */
+bool ruda_tools_set_flag(const char *arg, const ruda_tools_flag_t *flags, size_t n);
+
 /* Writes `s` to `f` as a JSON string: quoted, with '"', '\\' and control
  * characters escaped (bytes from 0x80 are copied: UTF-8 stays as it is). */
 void ruda_tools_json_string(FILE *f, const char *s);
