@@ -49,15 +49,7 @@ export RUDA_REQUIRE_DEVICE="${RUDA_REQUIRE_DEVICE:-cuda}"
 cat "$OUT/env.txt" | head -40
 
 echo "== build"
-start=$(date +%s)
-{
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUDA_BUILD_EXAMPLES=ON &&
-  ninja -C build-gpu -j "$(nproc)"
-} > "$OUT/build.log" 2>&1
-rc=$?
-echo "build rc=$rc in $(( $(date +%s) - start ))s"
-if [ $rc -ne 0 ]; then
-  grep -E 'error|FAILED' "$OUT/build.log" | head -40
+if ! gpu_build build.log; then
   # Build what can be built so the tests that compiled still run.
   ninja -C build-gpu -k 0 >> "$OUT/build.log" 2>&1
 fi

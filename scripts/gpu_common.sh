@@ -11,6 +11,10 @@
 #   gpu_build_tools LOG        builds build-gpu (all targets) into $OUT/LOG
 #                              unless build-gpu/tools/ruda is there; exits
 #                              with the log's tail when the build fails
+#   gpu_build LOG              configures build-gpu with the examples and
+#                              builds every target, logging to $OUT/LOG;
+#                              prints "build rc=N in Ns" (and the first
+#                              errors when it failed) and returns N
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -38,4 +42,15 @@ gpu_build_tools() {
   { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
     ninja -C build-gpu -j "$(nproc)"; } > "$log" 2>&1 || { tail -30 "$log"; exit 1; }
   echo "build in $(( $(date +%s) - start ))s"
+}
+
+gpu_build() {
+  local log="$OUT/$1" start rc
+  start=$(date +%s)
+  { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUDA_BUILD_EXAMPLES=ON &&
+    ninja -C build-gpu -j "$(nproc)"; } > "$log" 2>&1
+  rc=$?
+  echo "build rc=$rc in $(( $(date +%s) - start ))s"
+  [ $rc -ne 0 ] && grep -E 'error|FAILED' "$log" | head -40
+  return $rc
 }

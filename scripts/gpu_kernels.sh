@@ -33,14 +33,7 @@ CC_CAP="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
 ARCH="sm_${CC_CAP:-90}"
 
 echo "== build"
-start=$(date +%s)
-{
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRUDA_BUILD_EXAMPLES=ON &&
-    ninja -C build-gpu -j "$(nproc)"
-} > "$OUT/kernels_build.log" 2>&1
-rc=$?
-echo "build rc=$rc in $(( $(date +%s) - start ))s"
-[ $rc -ne 0 ] && { grep -E 'error|FAILED' "$OUT/kernels_build.log" | head -40; exit 1; }
+gpu_build kernels_build.log || exit 1
 
 echo "== ruda kernels check --arch $ARCH (every kernel file of the tree)"
 mapfile -t files < build-gpu/kernel_files.txt
