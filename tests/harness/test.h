@@ -173,4 +173,22 @@ bool rt_device_required(const char *backend);
     ruda_status_free(rt_s_);                                                    \
   } while (0)
 
+/* Asserts that `expr` fails with exactly `kind` and a text (as
+ * ruda_status_to_string writes it) that contains `needle`, and frees the
+ * status. */
+#define ASSERT_ERR_TEXT(expr, kind, needle)                                     \
+  do {                                                                          \
+    ruda_status_t rt_s_ = (expr);                                               \
+    const char *rt_n_ = (needle);                                               \
+    char *rt_txt_ = ruda_status_to_string(rt_s_);                               \
+    bool rt_ok_ = rt_s_ != NULL && ruda_status_kind(rt_s_) == (kind) && rt_txt_ && \
+                  strstr(rt_txt_, rt_n_) != NULL;                               \
+    if (!rt_ok_)                                                                \
+      rt_fail_msg(__FILE__, __LINE__, "%s: expected %s with \"%s\", got:\n%s", \
+                  #expr, #kind, rt_n_, rt_s_ && rt_txt_ ? rt_txt_ : "(success)"); \
+    free(rt_txt_);                                                              \
+    ruda_status_free(rt_s_);                                                    \
+    if (!rt_ok_) rt_fail();                                                     \
+  } while (0)
+
 #endif /* RUDA_TEST_H */

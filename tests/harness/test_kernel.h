@@ -51,6 +51,32 @@ static inline ruda_status_t test_launch_and_sync(ruda_client_t *c, ruda_kernel_t
   return s ? s : ruda_client_sync(c);
 }
 
+static inline void test_cpu_plus_one(const ruda_cpu_kernel_ctx_t *k) {
+  uint32_t *v = k->buffers[0];
+  v[k->ruda_pos.x] += 1;
+}
+
+/* Checks that `c` (a client of a CPU device) works end to end: `n` (at most
+ * 64) u32 go up in a new buffer, a native kernel adds one to each, one
+ * ruda per value, and the values read back are one more. */
+static inline void test_cpu_plus_one_round_trip(ruda_client_t *c, uint32_t n) {
+  uint32_t in[64], out[64];
+  ASSERT_ULE(n, 64);
+  for (uint32_t i = 0; i < n; i++) in[i] = i + 1;
+  ruda_handle_t h = {0};
+  ASSERT_OK(ruda_client_create_buffer(c, in, n * sizeof in[0], &h));
+  ruda_kernel_code_t code = ruda_kernel_code_cpu(test_cpu_plus_one);
+  ruda_kernel_desc_t d = test_kernel_desc("plus_one", ruda_dim_new_1d(1), &code);
+  ruda_kernel_t *k = NULL;
+  ASSERT_OK(ruda_kernel_create(&d, &k));
+  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(n, 1, 1), &args));
+  ASSERT_OK(ruda_client_read(c, &h, out, n * sizeof out[0]));
+  for (uint32_t i = 0; i < n; i++) ASSERT_UEQ(out[i], in[i] + 1);
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+}
+
 static inline ruda_kernel_t *test_kernel(ruda_kernel_format_t format, const char *name,
                                          const char *src, ruda_dim_t dim, uint64_t shared) {
   ruda_kernel_code_t code = ruda_kernel_code_text(format, src);

@@ -9,6 +9,7 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_client.h"
 
 static const ruda_device_id_t cpu0 = {RUDA_DEVICE_TYPE_CPU, 0};
 
@@ -115,10 +116,7 @@ TEST(a_long_cpu_launch_is_cancelled_from_another_thread) {
   ruda_handle_release(&count);
   ruda_handle_release(&marker);
   /* The dropped launch and write let go of the buffers they held. */
-  ruda_memory_usage_t u;
-  ASSERT_OK(ruda_client_memory_usage(c, &u));
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  test_expect_usage(test_client_usage(c), 0, 0);
   ruda_kernel_release(ks);
   ruda_kernel_release(kw);
   ruda_client_release(pinned);

@@ -10,6 +10,7 @@
 
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_client.h"
 #include "thread_checks.h"
 
 enum { THREADS = 4, ROUNDS = 400, WORDS_MAX = 1024, PASS_ON = 8 };
@@ -80,37 +81,27 @@ static void run_threads(ruda_client_t *const *clients) {
   }
 }
 
-static ruda_client_t *cpu_client(void) {
-  ruda_client_t *c = NULL;
-  ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, &c));
-  return c;
-}
-
 TEST(threads_on_their_own_streams) {
-  ruda_client_t *c = cpu_client();
+  ruda_client_t *c = test_cpu_client();
   ruda_client_t *cs[THREADS];
   for (uint32_t i = 0; i < THREADS; i++) cs[i] = c; /* each thread's own stream */
   run_threads(cs);
   ASSERT_UEQ(atomic_load(&g_bad), 0);
   ruda_memory_usage_t u;
   ASSERT_OK(ruda_client_memory_usage_device(c, &u));
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  test_expect_usage(u, 0, 0);
   ruda_client_release(c);
 }
 
 TEST(threads_sharing_one_stream) {
-  ruda_client_t *c = cpu_client();
+  ruda_client_t *c = test_cpu_client();
   ruda_client_t *shared = NULL;
   ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &shared));
   ruda_client_t *cs[THREADS];
   for (uint32_t i = 0; i < THREADS; i++) cs[i] = shared;
   run_threads(cs);
   ASSERT_UEQ(atomic_load(&g_bad), 0);
-  ruda_memory_usage_t u;
-  ASSERT_OK(ruda_client_memory_usage(shared, &u));
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  test_expect_usage(test_client_usage(shared), 0, 0);
   ruda_client_release(shared);
   ruda_client_release(c);
 }

@@ -8,11 +8,7 @@
 #include "base/alloc.h"
 #include "ruda/ruda.h"
 #include "test.h"
-
-static void plus_one(const ruda_cpu_kernel_ctx_t *k) {
-  uint32_t *v = k->buffers[0];
-  v[k->ruda_pos.x] += 1;
-}
+#include "test_kernel.h"
 
 TEST(failed_first_create_is_reported_and_not_cached) {
   /* The configuration is read once per process; read it before injecting
@@ -48,23 +44,11 @@ TEST(failed_first_create_is_reported_and_not_cached) {
   ASSERT_GT(failures, 0);
 
   /* The device works as if nothing had happened. */
-  uint32_t in[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, in, sizeof in, &h));
-  ruda_kernel_code_t code = ruda_kernel_code_cpu(plus_one);
-  ruda_kernel_desc_t d = {.name = "plus_one", .ruda_dim = {1, 1, 1}, .code = &code, .num_code = 1};
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
-  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(8, 1, 1), &args));
-  ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
-  for (int i = 0; i < 8; i++) ASSERT_EQ(out[i], in[i] + 1);
+  test_cpu_plus_one_round_trip(c, 8);
   /* A second client shares the device. */
   ruda_client_t *c2 = NULL;
   ASSERT_OK(ruda_client_create(cpu, &c2));
   ASSERT_OK(ruda_client_sync(c2));
   ruda_client_release(c2);
-  ruda_handle_release(&h);
-  ruda_kernel_release(k);
   ruda_client_release(c);
 }

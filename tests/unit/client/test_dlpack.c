@@ -51,6 +51,13 @@ static void producer_init(producer_t *p, int64_t rows, int64_t cols) {
   p->t.dl_tensor.strides = NULL;
 }
 
+/* Imports a read-only 2 x 2 producer's tensor `p` into `rt` on `c`. */
+static void import_read_only(ruda_client_t *c, producer_t *p, ruda_dlpack_tensor_t *rt) {
+  producer_init(p, 2, 2);
+  p->t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+  ASSERT_OK(ruda_dlpack_import(c, &p->t, rt));
+}
+
 static const DLDataType k_f32 = {kDLFloat, 32, 1};
 
 static void doubler(const ruda_cpu_kernel_ctx_t *ctx) {
@@ -152,10 +159,8 @@ TEST(import_is_zero_copy_and_the_deleter_runs_once_at_the_last_release) {
 TEST(read_only_imports_refuse_writes_and_export_read_only) {
   ruda_client_t *c = client();
   producer_t p;
-  producer_init(&p, 2, 2);
-  p.t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
   ruda_dlpack_tensor_t rt;
-  ASSERT_OK(ruda_dlpack_import(c, &p.t, &rt));
+  import_read_only(c, &p, &rt);
   ASSERT_TRUE(rt.read_only);
   float four[4] = {1, 2, 3, 4};
   ASSERT_ERR_KIND(ruda_client_write(c, &rt.handle, four, sizeof four), RUDA_ERR_INVALID_ARGUMENT);
@@ -180,10 +185,8 @@ TEST(read_only_imports_refuse_writes_and_export_read_only) {
 TEST(read_only_imports_are_refused_to_kernels_without_a_declaration) {
   ruda_client_t *c = client();
   producer_t p;
-  producer_init(&p, 2, 2);
-  p.t.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
   ruda_dlpack_tensor_t rt;
-  ASSERT_OK(ruda_dlpack_import(c, &p.t, &rt));
+  import_read_only(c, &p, &rt);
   ruda_kernel_t *k = doubler_kernel();
   ruda_kernel_args_t args;
   memset(&args, 0, sizeof args);

@@ -84,6 +84,37 @@ static bool wait_seen(int n) {
   return false;
 }
 
+/* Records what the handler is given from now on, nothing seen yet. */
+static void record_lost_errors(void) {
+  seen_reset();
+  ruda_set_lost_error_handler(record, &seen);
+}
+
+/* Launches the failing kernel `name` on `c` (asserted to succeed: the
+ * error comes later); returns the kernel. */
+static ruda_kernel_t *launch_failing(ruda_client_t *c, const char *name) {
+  ruda_kernel_t *k = failing_kernel(name);
+  ASSERT_NOT_NULL(k);
+  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  return k;
+}
+
+/* After 20 ms more, the handler has still seen `n` reports. */
+static void expect_no_more_reports(int n) {
+  nanosleep(&(struct timespec){0, 20000000}, NULL);
+  ASSERT_EQ(seen_count(), n);
+}
+
+/* The default report in `text` says that an error was never read on a
+ * stream of cpu:0, `why`, and names `kernel`. */
+static void expect_report(const char *text, const char *why, const char *kernel) {
+  char named[96];
+  snprintf(named, sizeof named, "kernel '%s'", kernel);
+  ASSERT_STR_CONTAINS(text, "error never read on cpu:0 stream");
+  ASSERT_STR_CONTAINS(text, why);
+  ASSERT_STR_CONTAINS(text, named);
+}
+
 /* ---- A child process that exits without reading its error ---- */
 
 __attribute__((constructor)) static void child_main(void) {
@@ -126,20 +157,15 @@ TEST(an_error_never_read_is_printed_when_the_process_exits) {
   size_t len = fread(text, 1, sizeof text - 1, f);
   fclose(f);
   text[len] = '\0';
-  ASSERT_STR_CONTAINS(text, "error never read on cpu:0 stream");
-  ASSERT_STR_CONTAINS(text, "the process exited");
-  ASSERT_STR_CONTAINS(text, "kernel 'never_synced'");
+  expect_report(text, "the process exited", "never_synced");
   ASSERT_STR_CONTAINS(text, "on purpose");
 }
 
 TEST(the_last_release_reports_to_the_handler) {
-  seen_reset();
-  ruda_set_lost_error_handler(record, &seen);
+  record_lost_errors();
   ruda_client_t *c = NULL;
   ASSERT_OK(ruda_client_create(cpu0, &c));
-  ruda_kernel_t *k = failing_kernel("released_unread");
-  ASSERT_NOT_NULL(k);
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_kernel_t *k = launch_failing(c, "released_unread");
   uint64_t stream = ruda_client_stream(c).value;
   ruda_client_release(c);
   ASSERT_TRUE(wait_seen(1));
@@ -153,26 +179,21 @@ TEST(the_last_release_reports_to_the_handler) {
   ASSERT_OK(ruda_client_create(cpu0, &c));
   ASSERT_OK(ruda_client_sync(c));
   ruda_client_release(c);
-  nanosleep(&(struct timespec){0, 20000000}, NULL);
-  ASSERT_EQ(seen_count(), 1);
+  expect_no_more_reports(1);
   ruda_kernel_release(k);
   ruda_set_lost_error_handler(NULL, NULL);
 }
 
 TEST(an_error_another_client_can_still_read_is_left_for_it) {
-  seen_reset();
-  ruda_set_lost_error_handler(record, &seen);
+  record_lost_errors();
   ruda_client_t *a = NULL, *b = NULL;
   ASSERT_OK(ruda_client_create(cpu0, &a));
   ASSERT_OK(ruda_client_create(cpu0, &b)); /* the same thread: the same stream */
-  ruda_kernel_t *k = failing_kernel("shared_stream");
-  ASSERT_NOT_NULL(k);
-  ASSERT_OK(ruda_client_launch(a, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_kernel_t *k = launch_failing(a, "shared_stream");
   ruda_client_release(a);
   ASSERT_ERR_KIND(ruda_client_sync(b), RUDA_ERR_LAUNCH_UNKNOWN);
   ruda_client_release(b);
-  nanosleep(&(struct timespec){0, 20000000}, NULL);
-  ASSERT_EQ(seen_count(), 0);
+  expect_no_more_reports(0);
   ruda_kernel_release(k);
   ruda_set_lost_error_handler(NULL, NULL);
 }
@@ -218,19 +239,15 @@ TEST(the_default_goes_to_stderr_naming_stream_and_kernel) {
   snprintf(want, sizeof want, "[ruda streaming] error never read on cpu:0 stream %llu",
            (unsigned long long)stream);
   ASSERT_STR_CONTAINS(text, want);
-  ASSERT_STR_CONTAINS(text, "last client was released");
-  ASSERT_STR_CONTAINS(text, "kernel 'to_stderr'");
+  expect_report(text, "last client was released", "to_stderr");
 }
 
 /* Last: shutdown is final. */
 TEST(shutdown_reports_what_a_live_client_never_read) {
-  seen_reset();
-  ruda_set_lost_error_handler(record, &seen);
+  record_lost_errors();
   ruda_client_t *c = NULL;
   ASSERT_OK(ruda_client_create(cpu0, &c));
-  ruda_kernel_t *k = failing_kernel("at_shutdown");
-  ASSERT_NOT_NULL(k);
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL));
+  ruda_kernel_t *k = launch_failing(c, "at_shutdown");
   ASSERT_OK(ruda_shutdown());
   /* Reported before ruda_shutdown returned. */
   ASSERT_EQ(seen_count(), 1);

@@ -13,7 +13,7 @@
 #include "test.h"
 
 static void write_file(const char *dir, const char *name, const char *text) {
-  char path[1024];
+  char path[2048]; /* a directory of up to 1023 bytes, a name */
   snprintf(path, sizeof path, "%s/%s", dir, name);
   rt_write_file(path, text);
 }
@@ -50,6 +50,17 @@ static const char *tree(const char *name) {
   return root;
 }
 
+/* `c` holds an L1 data cache of `l1` bytes shared by `l1_cpus` CPUs, an L2
+ * of `l2` bytes and an L3 of `l3` bytes shared by `l3_cpus` CPUs. */
+static void expect_levels(const ruda__cpu_caches_t *c, uint64_t l1, uint32_t l1_cpus,
+                          uint64_t l2, uint64_t l3, uint32_t l3_cpus) {
+  ASSERT_UEQ(c->level[0].size, l1);
+  ASSERT_UEQ(c->level[0].shared_cpus, l1_cpus);
+  ASSERT_UEQ(c->level[1].size, l2);
+  ASSERT_UEQ(c->level[2].size, l3);
+  ASSERT_UEQ(c->level[2].shared_cpus, l3_cpus);
+}
+
 TEST(cpu_list_count) {
   ASSERT_UEQ(ruda__cpu_list_count("0"), 1);
   ASSERT_UEQ(ruda__cpu_list_count("0-1"), 2);
@@ -72,11 +83,8 @@ TEST(sysfs_levels_sizes_and_sharing) {
   ruda__cpu_caches_t c;
   ASSERT_TRUE(ruda__cpu_caches_from_sysfs(root, 0, &c));
   ASSERT_STR_EQ(c.source, "sysfs");
-  ASSERT_UEQ(c.level[0].size, 32u << 10); /* the data cache, not the instruction one */
-  ASSERT_UEQ(c.level[0].shared_cpus, 1);
-  ASSERT_UEQ(c.level[1].size, 1u << 20);
-  ASSERT_UEQ(c.level[2].size, 32u << 20);
-  ASSERT_UEQ(c.level[2].shared_cpus, 2);
+  /* L1: the data cache, not the instruction one. */
+  expect_levels(&c, 32u << 10, 1, 1u << 20, 32u << 20, 2);
 }
 
 TEST(sysfs_other_cpu_and_other_units) {
@@ -88,11 +96,7 @@ TEST(sysfs_other_cpu_and_other_units) {
   ASSERT_FALSE(ruda__cpu_caches_from_sysfs(root, 0, &c)); /* no cpu0 in this tree */
   ASSERT_UEQ(c.level[2].size, 0);
   ASSERT_TRUE(ruda__cpu_caches_from_sysfs(root, 5, &c));
-  ASSERT_UEQ(c.level[0].size, 48u << 10);
-  ASSERT_UEQ(c.level[0].shared_cpus, 2);
-  ASSERT_UEQ(c.level[1].size, 2u << 20);
-  ASSERT_UEQ(c.level[2].size, 1ull << 30);
-  ASSERT_UEQ(c.level[2].shared_cpus, 16);
+  expect_levels(&c, 48u << 10, 2, 2u << 20, 1ull << 30, 16);
 }
 
 TEST(sysfs_malformed_entries_are_left_out) {

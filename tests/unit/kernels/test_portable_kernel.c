@@ -194,6 +194,16 @@ TEST(cpu_mapping_refuses_too_few_arguments) {
   ruda_client_release(c);
 }
 
+/* Scans `text` (`len` bytes) for kernel `name` into `p`: a declaration of
+ * `buffers` buffers and `scalars` scalars. */
+static void expect_params(ruda__portable_params_t *p, const char *text, size_t len,
+                          const char *name, uint32_t buffers, uint32_t scalars) {
+  ruda__portable_scan_params(text, len, name, p);
+  ASSERT_TRUE(p->known);
+  ASSERT_UEQ(p->buffers, buffers);
+  ASSERT_UEQ(p->scalars, scalars);
+}
+
 TEST(a_declaration_gives_the_kernel_buffers_and_scalars) {
   static const char text[] =
       "#line 1 \"/src/k.c\"\n"
@@ -206,14 +216,8 @@ TEST(a_declaration_gives_the_kernel_buffers_and_scalars) {
       "  const char *s = \"RUDA_SCALAR(int, q)\";\n"
       "}\n";
   ruda__portable_params_t p;
-  ruda__portable_scan_params(text, sizeof text - 1, "first", &p);
-  ASSERT_TRUE(p.known);
-  ASSERT_UEQ(p.buffers, 2);
-  ASSERT_UEQ(p.scalars, 2);
-  ruda__portable_scan_params(text, sizeof text - 1, "other", &p);
-  ASSERT_TRUE(p.known);
-  ASSERT_UEQ(p.buffers, 0);
-  ASSERT_UEQ(p.scalars, 1);
+  expect_params(&p, text, sizeof text - 1, "first", 2, 2);
+  expect_params(&p, text, sizeof text - 1, "other", 0, 1);
   ruda__portable_scan_params(text, sizeof text - 1, "absent", &p);
   ASSERT_FALSE(p.known);
   ruda__portable_scan_params(NULL, 0, "first", &p);
@@ -248,9 +252,7 @@ TEST(only_a_buffer_declared_pointing_to_const_takes_read_only_memory) {
       "  RUDA_BUFFER(my_ptr, d), RUDA_BUFFER(const_ish_t *, e),\n"
       "  RUDA_BUFFER(  volatile   const int  *, f)) {}\n";
   ruda__portable_params_t p;
-  ruda__portable_scan_params(text, sizeof text - 1, "k", &p);
-  ASSERT_TRUE(p.known);
-  ASSERT_UEQ(p.buffers, 6);
+  expect_params(&p, text, sizeof text - 1, "k", 6, 0);
   ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 0));
   ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 1));
   ASSERT_NULL(ruda__portable_check_read_only(&p, text, sizeof text - 1, "k", 5));

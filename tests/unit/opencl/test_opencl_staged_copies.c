@@ -28,19 +28,13 @@ __attribute__((constructor)) static void stage_everything(void) {
   setenv("RUDA_OPENCL_COPY_THREADS", "2", 1);
 }
 
+/* Adds info[1] to the first info[0] u32 of its buffer (launched by
+ * ocl_launch_over). */
 static const char add_src[] =
     "__kernel void add(__global uint *b, __global const ulong *info) {\n"
     "  ulong i = get_global_id(0);\n"
     "  if (i < info[0]) b[i] += (uint)info[1];\n"
     "}\n";
-
-/* Adds `value` to the first `n` u32 of `h`. */
-static void add(ruda_client_t *c, ruda_kernel_t *k, const ruda_handle_t *h, uint64_t n,
-                uint32_t value) {
-  uint64_t info[2] = {n, value};
-  ruda_kernel_args_t args = {.buffers = h, .num_buffers = 1, .info = {info, 2, 2}};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static((uint32_t)((n + 63) / 64), 1, 1), &args));
-}
 
 static uint8_t *pattern(size_t n, uint32_t seed) {
   uint8_t *p = malloc(n);
@@ -108,11 +102,11 @@ TEST(a_staged_write_keeps_its_place_between_kernels) {
   ruda_handle_t h;
   ASSERT_OK(ruda_client_empty(c, n * 4, &h));
   for (int round = 0; round < 3; round++) {
-    add(c, k, &h, n, 1000); /* overwritten by the write after it */
+    ASSERT_OK(ocl_launch_over(c, k, &h, n, 1000)); /* overwritten by the write after it */
     uint64_t before = ruda__ocl_staged_writes();
     ASSERT_OK(ruda_client_write(c, &h, src, n * 4));
     ASSERT_UEQ(ruda__ocl_staged_writes(), before + 1);
-    add(c, k, &h, n, (uint32_t)round + 1); /* sees the whole write */
+    ASSERT_OK(ocl_launch_over(c, k, &h, n, (uint32_t)round + 1)); /* sees the whole write */
     ASSERT_OK(ruda_client_read(c, &h, back, n * 4));
     for (size_t i = 0; i < n; i += 4093) ASSERT_UEQ(back[i], (uint32_t)i * 3u + round + 1);
     ASSERT_UEQ(back[n - 1], (uint32_t)(n - 1) * 3u + round + 1);

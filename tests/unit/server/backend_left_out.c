@@ -23,15 +23,12 @@
 #include "ruda/ruda.h"
 #include "server/server.h"
 #include "test.h"
+#include "test_kernel.h"
 
 static void expect_not_built(ruda_status_t s, const char *name) {
-  ASSERT_NOT_NULL(s);
-  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_UNAVAILABLE);
-  char text[512], want[128];
-  ruda_status_format(s, text, sizeof text);
+  char want[128];
   snprintf(want, sizeof want, "the %s backend is not built into this ruda library", name);
-  ASSERT_STR_CONTAINS(text, want);
-  ruda_status_free(s);
+  ASSERT_ERR_TEXT(s, RUDA_ERR_UNAVAILABLE, want);
 }
 
 TEST(this_program_has_the_cpu_backend_only) {
@@ -74,18 +71,15 @@ TEST(a_type_left_out_is_unavailable_because_it_is_not_built_in) {
 TEST(an_unknown_type_is_invalid_to_create_and_counts_no_device) {
   ruda_device_id_t unknown = {999, 0};
   ruda_client_t *c = NULL;
-  ruda_status_t s = ruda_client_create(unknown, &c);
-  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_INVALID_ARGUMENT);
-  char text[512];
-  ruda_status_format(s, text, sizeof text);
-  ASSERT_STR_CONTAINS(text, "unknown device type 999");
-  ruda_status_free(s);
+  ASSERT_ERR_TEXT(ruda_client_create(unknown, &c), RUDA_ERR_INVALID_ARGUMENT,
+                  "unknown device type 999");
   ASSERT_NULL(c);
   ruda_device_properties_t props;
   ASSERT_ERR_KIND(ruda_device_properties(unknown, &props), RUDA_ERR_INVALID_ARGUMENT);
   uint32_t count = 7;
-  s = ruda_device_count(999, &count);
+  ruda_status_t s = ruda_device_count(999, &count);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_UNAVAILABLE);
+  char text[512];
   ruda_status_format(s, text, sizeof text);
   ASSERT_STR_CONTAINS(text, "no backend for device type 999");
   ASSERT_TRUE(strstr(text, "not built") == NULL);
@@ -94,29 +88,12 @@ TEST(an_unknown_type_is_invalid_to_create_and_counts_no_device) {
   ASSERT_NULL(ruda_device_type_name(999));
 }
 
-static void plus_one(const ruda_cpu_kernel_ctx_t *k) {
-  uint32_t *v = k->buffers[0];
-  v[k->ruda_pos.x] += 1;
-}
-
 TEST(the_backend_that_is_built_in_works) {
   uint32_t n = 0;
   ASSERT_OK(ruda_device_count(RUDA_DEVICE_TYPE_CPU, &n));
   ASSERT_UGE(n, 1);
   ruda_client_t *c = NULL;
   ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, &c));
-  uint32_t in[4] = {1, 2, 3, 4}, out[4] = {0};
-  ruda_handle_t h = {0};
-  ASSERT_OK(ruda_client_create_buffer(c, in, sizeof in, &h));
-  ruda_kernel_code_t code = ruda_kernel_code_cpu(plus_one);
-  ruda_kernel_desc_t d = {.name = "plus_one", .ruda_dim = {1, 1, 1}, .code = &code, .num_code = 1};
-  ruda_kernel_t *k = NULL;
-  ASSERT_OK(ruda_kernel_create(&d, &k));
-  ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
-  ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args));
-  ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
-  for (int i = 0; i < 4; i++) ASSERT_UEQ(out[i], in[i] + 1);
-  ruda_handle_release(&h);
-  ruda_kernel_release(k);
+  test_cpu_plus_one_round_trip(c, 4);
   ruda_client_release(c);
 }

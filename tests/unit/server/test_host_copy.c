@@ -64,6 +64,17 @@ TEST(parallel_copy_is_exact_with_threads_and_streaming_stores) { check_pool(3, t
 
 TEST(parallel_copy_is_exact_with_threads_and_plain_stores) { check_pool(3, false); }
 
+/* Finishes `job` of pool `p`, checks that every chunk was done and that
+ * `got` holds the `n` bytes of `src`, then frees the job and the pool. */
+static void finish_job(ruda__copy_pool_t *p, ruda__copy_job_t *job, const void *got,
+                       const void *src, size_t n) {
+  ruda__copy_job_finish(p, job);
+  ASSERT_UEQ(atomic_load(&job->done), job->nchunks);
+  ASSERT_TRUE(memcmp(got, src, n) == 0);
+  free(job);
+  ruda__copy_pool_destroy(p);
+}
+
 /* The pipelined form the staging write uses: the caller waits for chunk
  * after chunk (here last to first) while the helpers copy. */
 TEST(pipelined_job_delivers_every_chunk) {
@@ -83,13 +94,9 @@ TEST(pipelined_job_delivers_every_chunk) {
     ruda__copy_job_chunk(job, c, &off, &len);
     ASSERT_TRUE(memcmp(dst + off, src + off, len) == 0);
   }
-  ruda__copy_job_finish(p, job);
-  ASSERT_UEQ(atomic_load(&job->done), job->nchunks);
-  ASSERT_TRUE(memcmp(dst, src, n) == 0);
-  free(job);
+  finish_job(p, job, dst, src, n);
   free(src);
   free(dst);
-  ruda__copy_pool_destroy(p);
 }
 
 /* A ring job as the staging write drives it: the caller takes chunk after
@@ -119,14 +126,10 @@ static void check_ring(unsigned threads, size_t slots, size_t n) {
     memcpy(out + off, ruda__copy_job_dst(job, c), len);
     ruda__copy_job_grant(job, c + 1 + slots);
   }
-  ruda__copy_job_finish(p, job);
-  ASSERT_UEQ(atomic_load(&job->done), job->nchunks);
-  ASSERT_TRUE(memcmp(out, src, n) == 0);
-  free(job);
+  finish_job(p, job, out, src, n);
   free(ring);
   free(src);
   free(out);
-  ruda__copy_pool_destroy(p);
 }
 
 TEST(ring_job_copies_each_chunk_only_into_a_free_slot) {

@@ -42,6 +42,15 @@ static void table_init(ruda__stream_table_t *t, fake_backend_t *b, uint32_t max,
   ASSERT_OK(ruda__stream_table_init(t, max, &ops, counter));
 }
 
+/* Each test's table `t` of at most `max` idle states over the fake backend
+ * `b`; `queued` counts the errors queued in it where `counted`. */
+#define TABLE_FIXTURE(max, counted) \
+  ruda__stream_table_t t;           \
+  fake_backend_t b = {0};           \
+  atomic_size_t queued;             \
+  atomic_init(&queued, 0);          \
+  table_init(&t, &b, (max), (counted) ? &queued : NULL)
+
 static ruda_stream_id_t sid(uint64_t v) { return (ruda_stream_id_t){v}; }
 
 static ruda_status_t launch_error(const char *what) {
@@ -49,9 +58,7 @@ static ruda_status_t launch_error(const char *what) {
 }
 
 TEST(ids_that_alias_modulo_max_streams_have_their_own_state) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 128, NULL);
+  TABLE_FIXTURE(128, false);
   ruda__stream_t *a = ruda__stream_get(&t, sid(1000));
   ruda__stream_t *c = ruda__stream_get(&t, sid(1128));
   ASSERT_NOT_NULL(a);
@@ -74,9 +81,7 @@ TEST(ids_that_alias_modulo_max_streams_have_their_own_state) {
 }
 
 TEST(lookups_return_the_same_state_and_find_never_creates) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 8, NULL);
+  TABLE_FIXTURE(8, false);
   ASSERT_NULL(ruda__stream_find(&t, sid(7)));
   ruda__stream_t *s7 = ruda__stream_get(&t, sid(7));
   ruda__stream_t *s9 = ruda__stream_get(&t, sid(9));
@@ -98,9 +103,7 @@ TEST(lookups_return_the_same_state_and_find_never_creates) {
 }
 
 TEST(many_streams_grow_the_table_and_stay_distinct) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 100000, NULL);
+  TABLE_FIXTURE(100000, false);
   enum { N = 5000 };
   for (uint64_t i = 0; i < N; i++) {
     ruda__stream_t *st = ruda__stream_get(&t, sid(i * 128));
@@ -121,9 +124,7 @@ TEST(many_streams_grow_the_table_and_stay_distinct) {
 }
 
 TEST(idle_states_are_reclaimed_least_recently_used_first) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 4, NULL);
+  TABLE_FIXTURE(4, false);
   for (uint64_t i = 0; i < 4; i++) ASSERT_NOT_NULL(ruda__stream_get(&t, sid(i)));
   /* Touch 0: 1 is now the least recently used. */
   ASSERT_NOT_NULL(ruda__stream_get(&t, sid(0)));
@@ -145,11 +146,7 @@ TEST(idle_states_are_reclaimed_least_recently_used_first) {
 }
 
 TEST(busy_states_are_never_reclaimed) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  atomic_size_t queued;
-  atomic_init(&queued, 0);
-  table_init(&t, &b, 2, &queued);
+  TABLE_FIXTURE(2, true);
   /* One with a queued error, one with an open profile, one whose backend
    * part is busy. */
   ruda__stream_t *err = ruda__stream_get(&t, sid(10));
@@ -184,9 +181,7 @@ TEST(busy_states_are_never_reclaimed) {
 }
 
 TEST(a_reclaim_pass_is_bounded) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 1, NULL);
+  TABLE_FIXTURE(1, false);
   for (uint64_t i = 0; i < 200; i++) {
     ruda__stream_t *st = ruda__stream_get(&t, sid(i));
     ((fake_ext_t *)ruda__stream_ext(st))->busy = true;
@@ -200,9 +195,7 @@ TEST(a_reclaim_pass_is_bounded) {
 }
 
 TEST(cursors_come_from_one_clock_and_indexes_are_reused) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 2, NULL);
+  TABLE_FIXTURE(2, false);
   ruda__stream_t *a = ruda__stream_get(&t, sid(1));
   ruda__stream_t *c = ruda__stream_get(&t, sid(2));
   uint64_t ca = ruda__stream_advance(&t, a);
@@ -223,11 +216,7 @@ TEST(cursors_come_from_one_clock_and_indexes_are_reused) {
 }
 
 TEST(error_modes_follow_the_stream_error_mode_table) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  atomic_size_t queued;
-  atomic_init(&queued, 0);
-  table_init(&t, &b, 8, &queued);
+  TABLE_FIXTURE(8, true);
   ruda__stream_t *st = ruda__stream_get(&t, sid(3));
   ASSERT_OK(ruda__stream_check(st, RUDA__MODE_CHECK));
   ruda__stream_push_error(st, launch_error("first"));
@@ -263,9 +252,7 @@ TEST(error_modes_follow_the_stream_error_mode_table) {
 }
 
 TEST(profiles_nest_overlap_and_reject_unknown_tokens) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 8, NULL);
+  TABLE_FIXTURE(8, false);
   ruda__stream_t *a = ruda__stream_get(&t, sid(1));
   ruda__stream_t *c = ruda__stream_get(&t, sid(2));
   ruda_profiling_token_t t1, t2, t3;
@@ -298,9 +285,7 @@ TEST(profiles_nest_overlap_and_reject_unknown_tokens) {
 }
 
 TEST(only_errors_queued_while_a_profile_is_open_fail_it) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 8, NULL);
+  TABLE_FIXTURE(8, false);
   ruda__stream_t *st = ruda__stream_get(&t, sid(1));
   ruda__stream_t *other = ruda__stream_get(&t, sid(2));
   /* An error from before the profile does not belong to it. */
@@ -330,9 +315,7 @@ TEST(only_errors_queued_while_a_profile_is_open_fail_it) {
 }
 
 TEST(states_survive_exhausted_host_memory) {
-  ruda__stream_table_t t;
-  fake_backend_t b = {0};
-  table_init(&t, &b, 4, NULL);
+  TABLE_FIXTURE(4, false);
   ASSERT_NOT_NULL(ruda__stream_get(&t, sid(1))); /* leaves a spare */
   ruda__test_fail_alloc_after(0);
   /* The spare holds one more stream through the failure. */

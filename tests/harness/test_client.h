@@ -1,0 +1,30 @@
+/* Clients for the tests: one of cpu:0, and the checks of what a client's
+ * memory holds. */
+#ifndef RUDA_TEST_CLIENT_H
+#define RUDA_TEST_CLIENT_H
+
+#include "ruda/ruda.h"
+#include "test.h"
+
+/* A new client of cpu:0 (the caller releases it); fails the test where it
+ * cannot be made. */
+static inline ruda_client_t *test_cpu_client(void) {
+  ruda_client_t *c = NULL;
+  ASSERT_OK(ruda_client_create((ruda_device_id_t){RUDA_DEVICE_TYPE_CPU, 0}, &c));
+  return c;
+}
+
+/* Asserts that `u` counts `allocs` allocations and `in_use` bytes in use. */
+static inline void test_expect_usage(ruda_memory_usage_t u, uint64_t allocs, uint64_t in_use) {
+  ASSERT_UEQ(u.number_allocs, allocs);
+  ASSERT_UEQ(u.bytes_in_use, in_use);
+}
+
+/* The memory usage of `c`'s stream (ruda_client_memory_usage must succeed). */
+static inline ruda_memory_usage_t test_client_usage(ruda_client_t *c) {
+  ruda_memory_usage_t u;
+  ASSERT_OK(ruda_client_memory_usage(c, &u));
+  return u;
+}
+
+#endif
