@@ -81,18 +81,15 @@ bool rt_device_required(const char *backend);
 #define ASSERT_TRUE(c) RT_CHECK_((c), "ASSERT_TRUE(%s)", #c)
 #define ASSERT_FALSE(c) RT_CHECK_(!(c), "ASSERT_FALSE(%s)", #c)
 
-#define RT_CMP_INT_(a, op, b)                                                  \
-  do {                                                                         \
-    int64_t rt_a_ = (int64_t)(a), rt_b_ = (int64_t)(b);                        \
-    RT_CHECK_(rt_a_ op rt_b_, "%s %s %s: %" PRId64 " vs %" PRId64, #a, #op, #b, \
-              rt_a_, rt_b_);                                                   \
+/* Compares `a` and `b` as `type`, printed with the format `fmt`. */
+#define RT_CMP_(type, fmt, a, op, b)                                       \
+  do {                                                                     \
+    type rt_a_ = (type)(a), rt_b_ = (type)(b);                             \
+    RT_CHECK_(rt_a_ op rt_b_, "%s %s %s: %" fmt " vs %" fmt, #a, #op, #b,  \
+              rt_a_, rt_b_);                                               \
   } while (0)
-#define RT_CMP_UINT_(a, op, b)                                                 \
-  do {                                                                         \
-    uint64_t rt_a_ = (uint64_t)(a), rt_b_ = (uint64_t)(b);                     \
-    RT_CHECK_(rt_a_ op rt_b_, "%s %s %s: %" PRIu64 " vs %" PRIu64, #a, #op, #b, \
-              rt_a_, rt_b_);                                                   \
-  } while (0)
+#define RT_CMP_INT_(a, op, b) RT_CMP_(int64_t, PRId64, a, op, b)
+#define RT_CMP_UINT_(a, op, b) RT_CMP_(uint64_t, PRIu64, a, op, b)
 
 #define ASSERT_EQ(a, b) RT_CMP_INT_(a, ==, b)
 #define ASSERT_NE(a, b) RT_CMP_INT_(a, !=, b)

@@ -3,6 +3,9 @@
 #ifndef RUDA_TEST_CLIENT_H
 #define RUDA_TEST_CLIENT_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "ruda/ruda.h"
 #include "test.h"
 
@@ -25,6 +28,18 @@ static inline ruda_memory_usage_t test_client_usage(ruda_client_t *c) {
   ruda_memory_usage_t u;
   ASSERT_OK(ruda_client_memory_usage(c, &u));
   return u;
+}
+
+/* Asserts that the `n` bytes `c` reads from `h` are those of `want`. */
+static inline void test_expect_read(ruda_client_t *c, const ruda_handle_t *h, const void *want,
+                                    size_t n) {
+  void *got = malloc(n ? n : 1);
+  ASSERT_NOT_NULL(got);
+  ruda_status_t s = ruda_client_read(c, h, got, n);
+  bool same = !s && memcmp(got, want, n) == 0;
+  free(got);
+  ASSERT_OK(s);
+  RT_CHECK_(same, "the %zu bytes read back differ from those written", n);
 }
 
 #endif

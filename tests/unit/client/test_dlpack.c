@@ -37,18 +37,17 @@ static void producer_init(producer_t *p, int64_t rows, int64_t cols) {
   for (int64_t i = 0; i < rows * cols; i++) p->data[i] = (float)i * 0.5f;
   p->shape[0] = rows;
   p->shape[1] = cols;
-  p->t.version.major = DLPACK_MAJOR_VERSION;
-  p->t.version.minor = DLPACK_MINOR_VERSION;
-  p->t.manager_ctx = p;
-  p->t.deleter = producer_delete;
-  p->t.dl_tensor.data = p->data;
-  p->t.dl_tensor.device.device_type = kDLCPU;
-  p->t.dl_tensor.ndim = 2;
-  p->t.dl_tensor.dtype.code = kDLFloat;
-  p->t.dl_tensor.dtype.bits = 32;
-  p->t.dl_tensor.dtype.lanes = 1;
-  p->t.dl_tensor.shape = p->shape;
-  p->t.dl_tensor.strides = NULL;
+  p->t = (struct DLManagedTensorVersioned){
+      .version = {.major = DLPACK_MAJOR_VERSION, .minor = DLPACK_MINOR_VERSION},
+      .manager_ctx = p,
+      .deleter = producer_delete,
+      .dl_tensor = {.data = p->data,
+                    .device = {.device_type = kDLCPU},
+                    .ndim = 2,
+                    .dtype = {.code = kDLFloat, .bits = 32, .lanes = 1},
+                    .shape = p->shape,
+                    .strides = NULL},
+  };
 }
 
 /* Imports a read-only 2 x 2 producer's tensor `p` into `rt` on `c`. */

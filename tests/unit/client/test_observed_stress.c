@@ -153,14 +153,8 @@ TEST(profiling_tracing_and_logging_do_not_change_results) {
   /* The trace: valid JSON, one "scale_add" kernel slice per launch, and a
    * track for every fixed stream. */
   ruda__trace_shutdown();
-  char *text = rt_read_file(trace);
-  ASSERT_NOT_NULL(text);
-  char err[256] = "";
-  jv_t *root = jv_parse(text, err, sizeof err);
-  if (!root) fprintf(stderr, "trace: %s\n", err);
-  ASSERT_NOT_NULL(root);
-  jv_t *events = jv_get(root, "traceEvents");
-  ASSERT_NOT_NULL(events);
+  jv_t *events;
+  jv_t *root = jv_read_trace(trace, &events);
   unsigned kernels = 0;
   bool seen[THREADS][STREAMS] = {{false}};
   for (size_t i = 0; i < events->len; i++) {
@@ -176,10 +170,9 @@ TEST(profiling_tracing_and_logging_do_not_change_results) {
   for (int a = 0; a < THREADS; a++)
     for (int s = 1; s < STREAMS; s++) ASSERT_TRUE(seen[a][s]);
   jv_free(root);
-  free(text);
 
   /* The logs were written while everything ran. */
-  text = rt_read_file(prof);
+  char *text = rt_read_file(prof);
   ASSERT_NOT_NULL(text);
   ASSERT_STR_CONTAINS(text, "scale_add");
   free(text);

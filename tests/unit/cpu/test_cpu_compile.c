@@ -45,13 +45,11 @@ static ruda_status_t run(ruda_kernel_t *k, uint32_t factor, bool check) {
   ruda_handle_t h;
   ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &h));
   uint64_t n = N;
-  ruda_kernel_args_t args;
-  memset(&args, 0, sizeof args);
-  args.buffers = &h;
-  args.num_buffers = 1;
-  args.info.data = &n;
-  args.info.len = 1;
-  args.info.dynamic_metadata_offset = 1;
+  ruda_kernel_args_t args = {
+      .buffers = &h,
+      .num_buffers = 1,
+      .info = {.data = &n, .len = 1, .dynamic_metadata_offset = 1},
+  };
   ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args);
   if (!s) s = ruda_client_read(c, &h, x, sizeof x);
   if (!s && check)

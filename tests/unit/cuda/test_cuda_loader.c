@@ -79,21 +79,12 @@ TEST(out_of_memory_translation_keeps_vendor_fields) {
 /* A valid 2-D f32 tensor of 64 x 128 with a 32 x 32 tile, 128 B swizzle
  * off (tile rows of 128 bytes need no swizzle span). */
 static ruda_tensor_map_meta_t tiled_f32(void) {
-  ruda_tensor_map_meta_t m;
-  memset(&m, 0, sizeof m);
-  m.format.kind = RUDA_TENSOR_MAP_TILED;
-  m.format.tile_size.rank = 2;
-  m.format.tile_size.dims[0] = 32;
-  m.format.tile_size.dims[1] = 32;
-  m.metadata.shape.rank = 2;
-  m.metadata.shape.dims[0] = 64;
-  m.metadata.shape.dims[1] = 128;
-  m.metadata.strides.rank = 2;
-  m.metadata.strides.values[0] = 128;
-  m.metadata.strides.values[1] = 1;
-  m.storage_ty.kind = RUDA_STORAGE_SCALAR;
-  m.storage_ty.elem = RUDA_ELEM_F32;
-  m.storage_ty.packing = 1;
+  ruda_tensor_map_meta_t m = {
+      .format = {.kind = RUDA_TENSOR_MAP_TILED, .tile_size = {.rank = 2, .dims = {32, 32}}},
+      .metadata = {.shape = {.rank = 2, .dims = {64, 128}},
+                   .strides = {.rank = 2, .values = {128, 1}}},
+      .storage_ty = {.kind = RUDA_STORAGE_SCALAR, .elem = RUDA_ELEM_F32, .packing = 1},
+  };
   return m;
 }
 

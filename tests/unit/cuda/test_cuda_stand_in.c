@@ -20,6 +20,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_client.h"
 #include "test_kernel.h"
 
 static ruda_client_t *stand_in_client(void) {
@@ -494,8 +495,7 @@ TEST(stand_in_a_buffer_used_on_another_stream_waits_for_its_stream_once) {
   ASSERT_OK(ruda_client_on_stream(c, (ruda_stream_id_t){77001}, &other));
   ASSERT_OK(ruda_client_sync(c));
   ASSERT_OK(ruda_client_memory_cleanup(c));
-  ruda_memory_usage_t start;
-  ASSERT_OK(ruda_client_memory_usage(c, &start));
+  ruda_memory_usage_t start = test_client_usage(c);
   enum { N = 4096 };
   uint8_t src[N], dst[N];
   fill_pattern(src, N, 21);
@@ -521,10 +521,7 @@ TEST(stand_in_a_buffer_used_on_another_stream_waits_for_its_stream_once) {
   ASSERT_OK(ruda_client_sync(other));
   ASSERT_OK(ruda_client_sync(c));
   ASSERT_OK(ruda_client_memory_cleanup(c));
-  ruda_memory_usage_t end;
-  ASSERT_OK(ruda_client_memory_usage(c, &end));
-  ASSERT_UEQ(end.number_allocs, start.number_allocs);
-  ASSERT_UEQ(end.bytes_in_use, start.bytes_in_use);
+  test_expect_usage(test_client_usage(c), start.number_allocs, start.bytes_in_use);
   ruda_client_release(other);
 }
 

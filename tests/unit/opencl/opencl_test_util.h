@@ -9,6 +9,7 @@
 #include "backends/opencl/opencl_internal.h"
 #include "ruda/ruda.h"
 #include "test.h"
+#include "test_client.h"
 #include "test_kernel.h"
 
 /* The process's client of opencl:0, made on first use; skips the test

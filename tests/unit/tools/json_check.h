@@ -4,7 +4,9 @@
  *   jv_t *v = jv_parse(text, &err);   NULL on a syntax error (err says where)
  *   jv_get(v, "key"), v->items[i], v->str, v->num, v->type
  *   jv_free(v);
- */
+ *
+ * jv_parse_checked and jv_read_trace fail the test where the text is not
+ * JSON (or not a trace). */
 #ifndef RUDA_TEST_JSON_CHECK_H
 #define RUDA_TEST_JSON_CHECK_H
 
@@ -12,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "test.h"
 
 #define JV_FN static __attribute__((unused))
 
@@ -310,6 +314,41 @@ JV_FN jv_t *jv_get(const jv_t *v, const char *key) {
 JV_FN const char *jv_str(const jv_t *v, const char *key) {
   const jv_t *m = jv_get(v, key);
   return m && m->type == JV_STR ? m->str : NULL;
+}
+
+/* `text` parsed; the test fails, naming `what` and where the syntax
+ * breaks, where it is not JSON. */
+JV_FN jv_t *jv_parse_checked(const char *text, const char *what) {
+  char err[128];
+  jv_t *v = jv_parse(text, err, sizeof err);
+  if (!v) rt_fail_msg(__FILE__, __LINE__, "%s is not JSON (%s):\n%s", what, err, text);
+  ASSERT_NOT_NULL(v);
+  return v;
+}
+
+/* The `ruda bench` JSON line `line` parsed: an object of exactly the
+ * documented fields, in their order (the caller frees it). */
+JV_FN jv_t *jv_bench_line(const char *line) {
+  static const char *const keys[] = {"bench", "case",          "unit",  "ruda",
+                                     "baseline", "baseline_name", "ratio", "better"};
+  jv_t *v = jv_parse_checked(line, "the bench line");
+  ASSERT_EQ(v->type, JV_OBJ);
+  ASSERT_UEQ(v->len, 8);
+  for (size_t i = 0; i < 8; ++i) ASSERT_STR_EQ(v->keys[i], keys[i]);
+  return v;
+}
+
+/* The Chrome trace in the file `path`: its root (the caller frees it), and
+ * its traceEvents array in *events; the test fails where there is none. */
+JV_FN jv_t *jv_read_trace(const char *path, jv_t **events) {
+  char *text = rt_read_file(path);
+  RT_CHECK_(text != NULL, "no trace at %s", path);
+  jv_t *root = jv_parse_checked(text, path);
+  free(text);
+  *events = jv_get(root, "traceEvents");
+  ASSERT_NOT_NULL(*events);
+  ASSERT_EQ((*events)->type, JV_ARR);
+  return root;
 }
 
 /* The first of a trace's `events` with phase `ph` whose string member

@@ -112,10 +112,7 @@ TEST(devices_prints_binary_sizes) {
 TEST(devices_json_has_every_backend_and_cpu_properties) {
   run_result_t r = run(NULL, "devices --json");
   ASSERT_EQ(r.code, 0);
-  char err[128];
-  jv_t *root = jv_parse(r.out, err, sizeof err);
-  if (!root) rt_fail_msg(__FILE__, __LINE__, "not JSON (%s):\n%s", err, r.out);
-  ASSERT_NOT_NULL(root);
+  jv_t *root = jv_parse_checked(r.out, "devices --json");
   jv_t *backends = jv_get(root, "backends");
   ASSERT_NOT_NULL(backends);
   ASSERT_EQ(backends->type, JV_ARR);
@@ -164,13 +161,20 @@ TEST(devices_json_has_every_backend_and_cpu_properties) {
   run_free(&r);
 }
 
+/* `out` of `ruda demo` on any device: every check passed. */
+static void expect_demo_checks(const char *out) {
+  static const char *const checks[] = {"check vector_add    ok", "check reduce_sum    ok",
+                                       "check matmul_tiled  ok", "check tuned_matmul  ok",
+                                       "check tuned_sum     ok", "All 5 checks passed."};
+  for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++)
+    ASSERT_STR_CONTAINS(out, checks[i]);
+}
+
 TEST(demo_passes_every_check_and_prints_reports) {
   run_result_t r = run(NULL, "demo");
   if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "demo output:\n%s", r.out);
   ASSERT_EQ(r.code, 0);
-  ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
-  ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
-  ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
+  expect_demo_checks(r.out);
   ASSERT_STR_CONTAINS(r.out, "Memory Usage Report");
   /* The report explains reserved against in use, and what cleanup leaves. */
   ASSERT_STR_CONTAINS(r.out, "In use: the 3 live buffers");
@@ -178,9 +182,6 @@ TEST(demo_passes_every_check_and_prints_reports) {
   ASSERT_STR_CONTAINS(r.out, "ruda_client_memory_cleanup() left 0 B");
   ASSERT_STR_CONTAINS(r.out, "| Name");
   ASSERT_STR_CONTAINS(r.out, "| Total");
-  ASSERT_STR_CONTAINS(r.out, "check tuned_matmul  ok");
-  ASSERT_STR_CONTAINS(r.out, "check tuned_sum     ok");
-  ASSERT_STR_CONTAINS(r.out, "All 5 checks passed.");
   run_free(&r);
 }
 
@@ -200,12 +201,7 @@ TEST(demo_passes_every_check_on_opencl) {
   if (r.code != 0) rt_fail_msg(__FILE__, __LINE__, "demo output:\n%s", r.out);
   ASSERT_EQ(r.code, 0);
   ASSERT_STR_CONTAINS(r.out, "ruda demo on opencl:0");
-  ASSERT_STR_CONTAINS(r.out, "check vector_add    ok");
-  ASSERT_STR_CONTAINS(r.out, "check reduce_sum    ok");
-  ASSERT_STR_CONTAINS(r.out, "check matmul_tiled  ok");
-  ASSERT_STR_CONTAINS(r.out, "check tuned_matmul  ok");
-  ASSERT_STR_CONTAINS(r.out, "check tuned_sum     ok");
-  ASSERT_STR_CONTAINS(r.out, "All 5 checks passed.");
+  expect_demo_checks(r.out);
   run_free(&r);
 }
 
@@ -223,15 +219,8 @@ TEST(demo_trace_is_json_with_kernel_slices_on_stream_tracks) {
   ASSERT_EQ(r.code, 0);
   run_free(&r);
 
-  char *text = rt_read_file(path);
-  ASSERT_NOT_NULL(text);
-  char err[128];
-  jv_t *root = jv_parse(text, err, sizeof err);
-  free(text);
-  if (!root) rt_fail_msg(__FILE__, __LINE__, "trace is not JSON: %s", err);
-  ASSERT_NOT_NULL(root);
-  jv_t *events = jv_get(root, "traceEvents");
-  ASSERT_NOT_NULL(events);
+  jv_t *events;
+  jv_t *root = jv_read_trace(path, &events);
 
   /* The demo's kernels, each a slice on the cpu:0 process, on a stream
    * track that a metadata event names. */
@@ -299,16 +288,8 @@ static void bench_lines(const char *group, const char *mode, bench_seen_t *seen)
   /* stderr holds progress, skips with reasons and the closing count. */
   ASSERT_STR_CONTAINS(errtext, "ruda bench:");
   if (strstr(errtext, "built without OpenMP")) seen->openmp = false;
-  static const char *keys[] = {"bench", "case", "unit", "ruda", "baseline", "baseline_name",
-                               "ratio", "better"};
   for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n")) {
-    char err[128];
-    jv_t *v = jv_parse(line, err, sizeof err);
-    if (!v) rt_fail_msg(__FILE__, __LINE__, "line is not JSON (%s): %s", err, line);
-    ASSERT_NOT_NULL(v);
-    ASSERT_EQ(v->type, JV_OBJ);
-    ASSERT_UEQ(v->len, 8);
-    for (size_t k = 0; k < 8; ++k) ASSERT_NOT_NULL(jv_get(v, keys[k]));
+    jv_t *v = jv_bench_line(line);
     ASSERT_EQ(jv_get(v, "bench")->type, JV_STR);
     ASSERT_EQ(jv_get(v, "case")->type, JV_STR);
     ASSERT_EQ(jv_get(v, "unit")->type, JV_STR);

@@ -15,21 +15,6 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Parses the trace file and returns its traceEvents array's owner. */
-static jv_t *load_trace(const char *path) {
-  char *text = rt_read_file(path);
-  ASSERT_NOT_NULL(text);
-  char err[128];
-  jv_t *root = jv_parse(text, err, sizeof err);
-  if (!root) rt_fail_msg(__FILE__, __LINE__, "trace is not JSON: %s", err);
-  free(text);
-  ASSERT_NOT_NULL(root);
-  jv_t *events = jv_get(root, "traceEvents");
-  ASSERT_NOT_NULL(events);
-  ASSERT_EQ(events->type, JV_ARR);
-  return root;
-}
-
 static double num(const jv_t *ev, const char *key) {
   const jv_t *v = jv_get(ev, key);
   return v && v->type == JV_NUM ? v->num : -1.0;
@@ -82,8 +67,8 @@ TEST(slices_and_counters_land_on_device_and_stream_tracks) {
   ASSERT_FALSE(ruda__trace_on());
   ruda__trace_slice(cpu0, 3, "kernel", "after shutdown", t, t + 1, 0);
 
-  jv_t *root = load_trace(path);
-  jv_t *events = jv_get(root, "traceEvents");
+  jv_t *events;
+  jv_t *root = jv_read_trace(path, &events);
   double pid_cpu = ruda__trace_pid(cpu0), pid_cuda = ruda__trace_pid(cuda1);
   ASSERT_TRUE(pid_cpu != pid_cuda);
   ASSERT_STR_EQ(track_name(events, pid_cpu, -1), "cpu:0");
@@ -140,8 +125,8 @@ TEST(many_threads_in_batches_lose_no_event) {
   for (int i = 0; i < THREADS; ++i) pthread_join(t[i], NULL);
   ruda__trace_shutdown();
 
-  jv_t *root = load_trace(path);
-  jv_t *events = jv_get(root, "traceEvents");
+  jv_t *events;
+  jv_t *root = jv_read_trace(path, &events);
   size_t per_stream[THREADS] = {0};
   size_t slices = 0;
   for (size_t i = 0; i < events->len; ++i) {
@@ -167,8 +152,8 @@ TEST(a_second_trace_after_shutdown_is_a_fresh_file) {
   ruda__trace_slice(cpu0, 0, "alloc", "pool grow", t, t + 5, 1 << 20);
   ruda__trace_shutdown();
   ruda__trace_shutdown(); /* twice is fine */
-  jv_t *root = load_trace(path);
-  jv_t *events = jv_get(root, "traceEvents");
+  jv_t *events;
+  jv_t *root = jv_read_trace(path, &events);
   ASSERT_NOT_NULL(jv_find_event(events, "X", "name", "pool grow"));
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(cpu0), 0), "stream 0");
   jv_free(root);
@@ -197,8 +182,8 @@ TEST(device_processes_are_named_by_the_registry) {
   ruda__trace_slice(ocl, 1, "kernel", "kcl", t, t + 5, 0);
   ruda__trace_shutdown();
   ruda__device_type_names_install(registry);
-  jv_t *root = load_trace(path);
-  jv_t *events = jv_get(root, "traceEvents");
+  jv_t *events;
+  jv_t *root = jv_read_trace(path, &events);
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(fourth), -1), "fourth:3");
   ASSERT_STR_EQ(track_name(events, ruda__trace_pid(ocl), -1), "opencl:2");
   jv_free(root);
@@ -218,8 +203,8 @@ TEST(ranks_of_a_job_write_their_own_files) {
   ruda__trace_slice(cpu0, 1, "collective", "all_reduce", t, t + 5, 64);
   ruda__trace_shutdown();
   trace_path(want, sizeof want, "job.rank3.json");
-  jv_t *root = load_trace(want);
-  jv_t *events = jv_get(root, "traceEvents");
+  jv_t *events;
+  jv_t *root = jv_read_trace(want, &events);
   double pid = ruda__trace_pid(cpu0) + 300000;
   ASSERT_STR_EQ(track_name(events, pid, -1), "rank 3 cpu:0");
   ASSERT_NOT_NULL(jv_find_event(events, "X", "name", "all_reduce"));
@@ -234,7 +219,7 @@ TEST(ranks_of_a_job_write_their_own_files) {
   char tail[64];
   snprintf(tail, sizeof tail, "job_3_%ld_%%.json", (long)getpid());
   trace_path(want, sizeof want, tail);
-  root = load_trace(want);
+  root = jv_read_trace(want, &events);
   jv_free(root);
   unsetenv("OMPI_COMM_WORLD_RANK");
 
@@ -244,7 +229,7 @@ TEST(ranks_of_a_job_write_their_own_files) {
   ruda__trace_slice(cpu0, 1, "sync", "sync", t, t, 0);
   ruda__trace_shutdown();
   trace_path(want, sizeof want, "solo_0.json");
-  root = load_trace(want);
-  ASSERT_STR_EQ(track_name(jv_get(root, "traceEvents"), ruda__trace_pid(cpu0), -1), "cpu:0");
+  root = jv_read_trace(want, &events);
+  ASSERT_STR_EQ(track_name(events, ruda__trace_pid(cpu0), -1), "cpu:0");
   jv_free(root);
 }
