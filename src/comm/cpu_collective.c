@@ -40,17 +40,7 @@ ruda_status_t ruda__cpu_comm_init(const ruda__comm_peers_t *peers) {
 
 typedef uint16_t ruda_f16;
 typedef uint16_t ruda_bf16;
-static inline uint32_t ruda__f32_bits(float f) {
-  uint32_t x;
-  memcpy(&x, &f, sizeof x);
-  return x;
-}
-static inline float ruda__bits_f32(uint32_t x) {
-  float f;
-  memcpy(&f, &x, sizeof f);
-  return f;
-}
-RUDA__SOFT_HALF_CONVERSIONS(static inline)
+RUDA__HOST_HALF_CONVERSIONS(static inline)
 
 /* ---- Reductions of elements [lo, hi) ---- */
 

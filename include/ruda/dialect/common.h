@@ -147,6 +147,34 @@
 #define RUDA__NUM_SCALARS(...) (0 RUDA__PARAMS(RUDA__COUNT_SCALAR, __VA_ARGS__))
 
 
+/* ---- The types every mapping declares, after its integer types ----
+ * ruda_u3_t: three counts or positions. ruda_unit_t: one unit inside a
+ * per-unit region: x, y, z, its position in the ruda; index, x + dim.x *
+ * (y + dim.y * z); abs_x, abs_y, abs_z, its position in the dispatch
+ * (ruda_pos * ruda_dim + (x, y, z)); slot_, its private storage index
+ * (RUDA_PRIV). ruda_f16 (IEEE binary16) and ruda_bf16 (bfloat16) are
+ * stored as their bits. ruda__u3(x, y, z) makes a ruda_u3_t; QUAL is the
+ * mapping's function qualifiers. */
+#define RUDA__UNIT_TYPES(QUAL)                                  \
+  typedef struct ruda_u3 {                                      \
+    uint32_t x, y, z;                                           \
+  } ruda_u3_t;                                                  \
+  typedef struct ruda_unit {                                    \
+    uint32_t x, y, z;                                           \
+    uint32_t index;                                             \
+    uint32_t abs_x, abs_y, abs_z;                               \
+    uint32_t slot_;                                             \
+  } ruda_unit_t;                                                \
+  typedef uint16_t ruda_f16;                                    \
+  typedef uint16_t ruda_bf16;                                   \
+  QUAL ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) { \
+    ruda_u3_t r;                                                \
+    r.x = x;                                                    \
+    r.y = y;                                                    \
+    r.z = z;                                                    \
+    return r;                                                   \
+  }
+
 /* ---- Half-precision conversions in software (CPU and OpenCL) ----
  * Expects ruda__f32_bits/ruda__bits_f32 and uint16_t/uint32_t. Rounds to
  * nearest even; NaN stays NaN, overflow gives infinity. */
@@ -181,5 +209,21 @@
     if ((x & 0x7fffffffu) > 0x7f800000u) return (ruda_bf16)((x >> 16) | 0x40u); \
     return (ruda_bf16)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);                 \
   }
+
+/* The same conversions in host C (the CPU mapping, and ruda's own CPU
+ * collectives, which round as a kernel does), a float's bits read through
+ * memcpy (<string.h>). */
+#define RUDA__HOST_HALF_CONVERSIONS(QUAL)  \
+  QUAL uint32_t ruda__f32_bits(float f) { \
+    uint32_t u;                           \
+    memcpy(&u, &f, sizeof u);             \
+    return u;                             \
+  }                                       \
+  QUAL float ruda__bits_f32(uint32_t u) { \
+    float f;                              \
+    memcpy(&f, &u, sizeof f);             \
+    return f;                             \
+  }                                       \
+  RUDA__SOFT_HALF_CONVERSIONS(QUAL)
 
 #endif /* RUDA_DIALECT_COMMON_H */

@@ -49,28 +49,9 @@
 
 /* ---- Types ---- */
 
-typedef struct ruda_u3 {
-  uint32_t x, y, z;
-} ruda_u3_t;
-
-/* One unit inside a per-unit region. */
-typedef struct ruda_unit {
-  uint32_t x, y, z;             /* position in the ruda */
-  uint32_t index;               /* x + dim.x * (y + dim.y * z) */
-  uint32_t abs_x, abs_y, abs_z; /* position in the dispatch: ruda_pos * ruda_dim + (x, y, z) */
-  uint32_t slot_;               /* private storage index (RUDA_PRIV) */
-} ruda_unit_t;
-
-typedef uint16_t ruda_f16;  /* IEEE binary16, stored */
-typedef uint16_t ruda_bf16; /* bfloat16, stored */
-
-static inline ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
-  ruda_u3_t r;
-  r.x = x;
-  r.y = y;
-  r.z = z;
-  return r;
-}
+/* ruda_u3_t, ruda_unit_t (one unit inside a per-unit region), ruda_f16,
+ * ruda_bf16: see dialect/common.h. */
+RUDA__UNIT_TYPES(static inline)
 
 /* ---- Helpers, qualifiers, constants ---- */
 
@@ -83,17 +64,7 @@ static inline ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
 
 static inline float ruda_rsqrtf(float x) { return 1.0f / sqrtf(x); }
 
-static inline uint32_t ruda__f32_bits(float f) {
-  uint32_t u;
-  memcpy(&u, &f, sizeof u);
-  return u;
-}
-static inline float ruda__bits_f32(uint32_t u) {
-  float f;
-  memcpy(&f, &u, sizeof f);
-  return f;
-}
-RUDA__SOFT_HALF_CONVERSIONS(static inline)
+RUDA__HOST_HALF_CONVERSIONS(static inline)
 
 /* ---- Atomics (relaxed; rudas run on several threads at once) ---- */
 

@@ -32,29 +32,9 @@ typedef unsigned long long uint64_t;
 #include <stdint.h>
 #endif
 
-typedef struct ruda_u3 {
-  uint32_t x, y, z;
-} ruda_u3_t;
-
-typedef struct ruda_unit {
-  uint32_t x, y, z;
-  uint32_t index;
-  uint32_t abs_x, abs_y, abs_z;
-  uint32_t slot_;
-} ruda_unit_t;
-
-typedef uint16_t ruda_f16;
-typedef uint16_t ruda_bf16;
+RUDA__UNIT_TYPES(static __device__ __forceinline__)
 
 #define restrict __restrict__
-
-static __device__ __forceinline__ ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
-  ruda_u3_t r;
-  r.x = x;
-  r.y = y;
-  r.z = z;
-  return r;
-}
 
 /* ---- Helpers, qualifiers, constants ---- */
 

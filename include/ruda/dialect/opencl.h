@@ -47,27 +47,8 @@ typedef ushort uint16_t;
 typedef uint uint32_t;
 typedef ulong uint64_t;
 
-typedef struct ruda_u3 {
-  uint32_t x, y, z;
-} ruda_u3_t;
+RUDA__UNIT_TYPES(static inline)
 
-typedef struct ruda_unit {
-  uint32_t x, y, z;
-  uint32_t index;
-  uint32_t abs_x, abs_y, abs_z;
-  uint32_t slot_;
-} ruda_unit_t;
-
-typedef uint16_t ruda_f16;
-typedef uint16_t ruda_bf16;
-
-static inline ruda_u3_t ruda__u3(uint32_t x, uint32_t y, uint32_t z) {
-  ruda_u3_t r;
-  r.x = x;
-  r.y = y;
-  r.z = z;
-  return r;
-}
 
 /* ---- Helpers, qualifiers, constants ---- */
 
@@ -159,28 +140,25 @@ RUDA__SOFT_HALF_CONVERSIONS(static inline)
  * elsewhere. */
 #if defined(__clang__)
 #define RUDA__OCL_OVERLOAD __attribute__((overloadable))
-#define RUDA__OCL_ADD_F32_AS(AS)                                                        \
-  static inline float RUDA__OCL_OVERLOAD ruda_atomic_add_f32(volatile AS float *p, float v) { \
-    volatile AS uint *w = (volatile AS uint *)p;                                        \
-    uint old = *w, prev;                                                                \
-    do {                                                                                \
-      prev = old;                                                                       \
-      old = atomic_cmpxchg(w, prev, as_uint(as_float(prev) + v));                       \
-    } while (old != prev);                                                              \
-    return as_float(old);                                                               \
-  }
-RUDA__OCL_ADD_F32_AS(__global)
-RUDA__OCL_ADD_F32_AS(__local)
 #else
-static inline float ruda_atomic_add_f32(volatile __global float *p, float v) {
-  volatile __global uint *w = (volatile __global uint *)p;
-  uint old = *w, prev;
-  do {
-    prev = old;
-    old = atomic_cmpxchg(w, prev, as_uint(as_float(prev) + v));
-  } while (old != prev);
-  return as_float(old);
-}
+#define RUDA__OCL_OVERLOAD
+#endif
+/* NAME(p, v) for a T in address space AS: a loop of CAS (the compare-
+ * exchange on W, the unsigned type of T's size) on the bits, TO_W and TO_T
+ * converting them. */
+#define RUDA__OCL_CAS_ADD(NAME, T, W, CAS, TO_W, TO_T, AS)          \
+  static inline T RUDA__OCL_OVERLOAD NAME(volatile AS T *p, T v) { \
+    volatile AS W *w = (volatile AS W *)p;                         \
+    W old = *w, prev;                                              \
+    do {                                                           \
+      prev = old;                                                  \
+      old = CAS(w, prev, TO_W(TO_T(prev) + v));                    \
+    } while (old != prev);                                         \
+    return TO_T(old);                                              \
+  }
+RUDA__OCL_CAS_ADD(ruda_atomic_add_f32, float, uint, atomic_cmpxchg, as_uint, as_float, __global)
+#if defined(__clang__)
+RUDA__OCL_CAS_ADD(ruda_atomic_add_f32, float, uint, atomic_cmpxchg, as_uint, as_float, __local)
 #endif
 
 #if defined(cl_khr_int64_base_atomics)
@@ -212,29 +190,11 @@ static inline float ruda_atomic_add_f32(volatile __global float *p, float v) {
 #define ruda_atomic_max_i64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
 #define ruda_atomic_max_u64(p, v) RUDA_ERROR_64_bit_min_max_need_cl_khr_int64_extended_atomics(p, v)
 #endif
-#if defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64) && defined(__clang__)
-#define RUDA__OCL_ADD_F64_AS(AS)                                                          \
-  static inline double RUDA__OCL_OVERLOAD ruda_atomic_add_f64(volatile AS double *p, double v) { \
-    volatile AS ulong *w = (volatile AS ulong *)p;                                        \
-    ulong old = *w, prev;                                                                 \
-    do {                                                                                  \
-      prev = old;                                                                         \
-      old = atom_cmpxchg(w, prev, as_ulong(as_double(prev) + v));                         \
-    } while (old != prev);                                                                \
-    return as_double(old);                                                                \
-  }
-RUDA__OCL_ADD_F64_AS(__global)
-RUDA__OCL_ADD_F64_AS(__local)
-#elif defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64)
-static inline double ruda_atomic_add_f64(volatile __global double *p, double v) {
-  volatile __global ulong *w = (volatile __global ulong *)p;
-  ulong old = *w, prev;
-  do {
-    prev = old;
-    old = atom_cmpxchg(w, prev, as_ulong(as_double(prev) + v));
-  } while (old != prev);
-  return as_double(old);
-}
+#if defined(cl_khr_int64_base_atomics) && defined(cl_khr_fp64)
+RUDA__OCL_CAS_ADD(ruda_atomic_add_f64, double, ulong, atom_cmpxchg, as_ulong, as_double, __global)
+#if defined(__clang__)
+RUDA__OCL_CAS_ADD(ruda_atomic_add_f64, double, ulong, atom_cmpxchg, as_ulong, as_double, __local)
+#endif
 #else
 #define ruda_atomic_add_f64(p, v) \
   RUDA_ERROR_ruda_atomic_add_f64_needs_cl_khr_fp64_and_cl_khr_int64_base_atomics(p, v)
