@@ -71,13 +71,17 @@ ruda__dynlib_result_t ruda__dynlib_load(ruda__dynlib_t *lib, const char *const *
 
 ruda_status_t ruda__dynlib_load_spec(ruda__dynlib_t *lib, const ruda__dynlib_spec_t *spec,
                                      const char *override, void *table, size_t table_size) {
-  memset(table, 0, table_size);
+  _Alignas(max_align_t) unsigned char scratch[RUDA__DYNLIB_TABLE_MAX];
+  if (table_size > sizeof scratch)
+    return ruda_status_create(spec->kind, "%s%s: its table of %zu bytes is over the loader's %zu",
+                              spec->prefix, spec->what, table_size, sizeof scratch);
+  memset(scratch, 0, table_size);
   const char *single[1];
   const char *const *names;
   size_t n = ruda__dynlib_candidates(override, spec->env, spec->defaults, spec->num_defaults,
                                      single, &names);
   const char *missing = NULL;
-  switch (ruda__dynlib_load(lib, names, n, spec->symbols, spec->num_symbols, table, &missing)) {
+  switch (ruda__dynlib_load(lib, names, n, spec->symbols, spec->num_symbols, scratch, &missing)) {
     case RUDA__DYNLIB_NOT_FOUND:
       return ruda_status_create(spec->kind, "%s%s could not be loaded (looked for %s)%s",
                                 spec->prefix, spec->what, lib->tried, spec->hint);
@@ -88,7 +92,13 @@ ruda_status_t ruda__dynlib_load_spec(ruda__dynlib_t *lib, const ruda__dynlib_spe
       break;
   }
   ruda__dynlib_head_t head = {lib->handle, lib->name};
-  memcpy(table, &head, sizeof head);
+  memcpy(scratch, &head, sizeof head);
+  ruda_status_t s = spec->ready ? spec->ready(lib, scratch) : NULL;
+  if (s) {
+    ruda__dynlib_close(lib);
+    return s;
+  }
+  memcpy(table, scratch, table_size);
   return NULL;
 }
 
@@ -97,15 +107,38 @@ void ruda__dynlib_close(ruda__dynlib_t *lib) {
   lib->handle = NULL;
 }
 
-ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(ruda__dynlib_t *lib)) {
+/* What a once's load is given: ruda__dynlib_once's function, or
+ * ruda__dynlib_once_spec's arguments (fn NULL). */
+typedef struct once_load {
+  ruda_status_t (*fn)(ruda__dynlib_t *lib);
+  const ruda__dynlib_spec_t *spec;
+  const char *override;
+  void *table;
+  size_t table_size;
+} once_load_t;
+
+static ruda_status_t once_run(ruda__dynlib_once_t *once, const once_load_t *l) {
   pthread_mutex_lock(&once->lock);
   if (!once->tried) {
-    once->error = load(&once->lib);
+    once->error = l->fn ? l->fn(&once->lib)
+                        : ruda__dynlib_load_spec(&once->lib, l->spec, l->override, l->table,
+                                                 l->table_size);
     once->tried = true;
   }
   ruda_status_t s = once->error ? ruda_status_clone(once->error) : NULL;
   pthread_mutex_unlock(&once->lock);
   return s;
+}
+
+ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(ruda__dynlib_t *lib)) {
+  once_load_t l = {load, NULL, NULL, NULL, 0};
+  return once_run(once, &l);
+}
+
+ruda_status_t ruda__dynlib_once_spec(ruda__dynlib_once_t *once, const ruda__dynlib_spec_t *spec,
+                                     const char *override, void *table, size_t table_size) {
+  once_load_t l = {NULL, spec, override, table, table_size};
+  return once_run(once, &l);
 }
 
 bool ruda__dynlib_once_loaded(ruda__dynlib_once_t *once) {

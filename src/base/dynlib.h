@@ -4,14 +4,15 @@
  * a missing library or symbol is an error status that names every file
  * name tried and why each failed (dlerror()), never a link failure.
  *
- *   static const ruda__dynlib_spec_t spec = {RUDA_ERR_UNAVAILABLE, "X is unavailable: ",
- *       "the X library", "", " (too old?)", "RUDA_X_LIBRARY", defaults, 2, syms, nsyms};
- *   static ruda__dynlib_once_t once = RUDA__DYNLIB_ONCE_INIT;
- *   static ruda_status_t load(ruda__dynlib_t *lib) {
- *     ruda_status_t s = ruda__dynlib_load_spec(lib, &spec, NULL, &table, sizeof table);
+ *   static ruda_status_t ready(const ruda__dynlib_t *lib, void *table) {
  *     ...  (what the library needs after its symbols: an init call)
  *   }
- *   ruda_status_t s = ruda__dynlib_once(&once, load);
+ *   static const ruda__dynlib_spec_t spec = {RUDA_ERR_UNAVAILABLE, "X is unavailable: ",
+ *       "the X library", "", " (too old?)", "RUDA_X_LIBRARY", defaults, 2, syms, nsyms,
+ *       ready};
+ *   static ruda__dynlib_once_t once = RUDA__DYNLIB_ONCE_INIT;
+ *   static x_api_t table;   (its first member a ruda__dynlib_head_t)
+ *   ruda_status_t s = ruda__dynlib_once_spec(&once, &spec, NULL, &table, sizeof table);
  *
  * A symbol table comes from the backend's X-macro list of (name, required)
  * pairs: with RUDA__DYNLIB_TABLE defined as the table's struct type (whose
@@ -89,8 +90,16 @@ ruda__dynlib_result_t ruda__dynlib_load(ruda__dynlib_t *lib, const char *const *
                                         const ruda__dynlib_symbol_t *syms, size_t nsyms,
                                         void *table, const char **missing);
 
-/* What a backend loads: the candidates, the symbol table, and the words
- * of its errors, which read
+/* The first member of every table a spec fills: the library's handle and
+ * the name it loaded from (static storage: the ruda__dynlib_t's). */
+typedef struct ruda__dynlib_head {
+  void *lib;
+  const char *lib_name;
+} ruda__dynlib_head_t;
+
+/* What a backend loads: the candidates, the symbol table, what the library
+ * needs once its symbols are found, and the words of its errors, which
+ * read
  *   "<prefix><what> could not be loaded (looked for <tried>)<hint>"
  *   "<prefix><name> has no symbol <symbol><symbol_hint>"
  * both of error kind `kind`. */
@@ -105,19 +114,20 @@ typedef struct ruda__dynlib_spec {
   size_t num_defaults;
   const ruda__dynlib_symbol_t *symbols;
   size_t num_symbols;
+  /* Called with the table filled (an init call, a version query); an
+   * error it returns is the load's, and closes the library again. NULL:
+   * nothing to do. */
+  ruda_status_t (*ready)(const ruda__dynlib_t *lib, void *table);
 } ruda__dynlib_spec_t;
 
-/* The first members of every table a spec fills: the library's handle and
- * the name it loaded from (static storage: the ruda__dynlib_t's). */
-typedef struct ruda__dynlib_head {
-  void *lib;
-  const char *lib_name;
-} ruda__dynlib_head_t;
-
-/* Zeroes `table` (table_size bytes; its first members a
- * ruda__dynlib_head_t), then ruda__dynlib_candidates (with `override`)
- * and ruda__dynlib_load of spec's symbols into it, and sets its head;
- * NULL when loaded, else the error the spec words. */
+/* Loads spec's library into `table` (table_size bytes, at most
+ * RUDA__DYNLIB_TABLE_MAX; its first member a ruda__dynlib_head_t):
+ * ruda__dynlib_candidates (with `override`), ruda__dynlib_load of spec's
+ * symbols into a zeroed scratch table, its head, then spec->ready. Only a
+ * load that succeeds is copied into `table`, so a table that servers still
+ * point at is never left half written. NULL when loaded, else the error
+ * the spec words (or ready's). */
+#define RUDA__DYNLIB_TABLE_MAX 4096
 ruda_status_t ruda__dynlib_load_spec(ruda__dynlib_t *lib, const ruda__dynlib_spec_t *spec,
                                      const char *override, void *table, size_t table_size);
 
@@ -141,6 +151,10 @@ typedef struct ruda__dynlib_once {
 /* load(&once->lib) fills the caller's table from the library it loads
  * there. */
 ruda_status_t ruda__dynlib_once(ruda__dynlib_once_t *once, ruda_status_t (*load)(ruda__dynlib_t *lib));
+/* ruda__dynlib_load_spec(&once->lib, spec, override, table, table_size)
+ * as the once's load (ruda__dynlib_once's rules). */
+ruda_status_t ruda__dynlib_once_spec(ruda__dynlib_once_t *once, const ruda__dynlib_spec_t *spec,
+                                     const char *override, void *table, size_t table_size);
 /* Whether a load was tried and succeeded (no load is started). */
 bool ruda__dynlib_once_loaded(ruda__dynlib_once_t *once);
 /* Forgets the result; `locked` runs under the lock first when not NULL

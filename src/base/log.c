@@ -256,6 +256,27 @@ void ruda_log(ruda_log_channel_t channel, ruda_log_level_t level, const char *fm
   va_end(ap);
 }
 
+void ruda__log_tagged(ruda_log_channel_t channel, ruda_log_level_t level, const char *tag,
+                      const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ruda__log_taggedv(channel, level, tag, fmt, ap);
+  va_end(ap);
+}
+
+void ruda__stderr_linev(const char *who, const char *kind, const char *fmt, va_list ap) {
+  char line[1200];
+  vsnprintf(line, sizeof line, fmt, ap);
+  fprintf(stderr, "ruda[%s] %s%s\n", who, kind, line);
+}
+
+void ruda__warn(const char *who, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  ruda__stderr_linev(who, "warning: ", fmt, ap);
+  va_end(ap);
+}
+
 /* ---- balanced names ----------------------------------------------------- */
 
 static bool is_ident(char c) {

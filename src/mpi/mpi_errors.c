@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "base/vendor_error.h"
 #include "mpi/mpi_internal.h"
 
 static const char *class_name(int cls) {
@@ -35,16 +36,10 @@ ruda_status_t ruda__mpi_error(ruda_error_kind_t kind, int code, const char *call
   text[0] = '\0';
   if (MPI_Error_class(code, &cls) != MPI_SUCCESS) cls = MPI_ERR_OTHER;
   if (MPI_Error_string(code, text, &len) != MPI_SUCCESS) text[0] = '\0';
-  char context[512];
-  context[0] = '\0';
-  if (fmt) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(context, sizeof context, fmt, ap);
-    va_end(ap);
-  }
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%d): %s%s%s", call,
-                                       class_name(cls), code, text[0] ? text : "no description",
-                                       context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, class_name(cls), (int64_t)code);
+  va_list ap;
+  va_start(ap, fmt);
+  ruda_status_t s = ruda__vendor_errorv(kind, call, class_name(cls), (int64_t)code,
+                                        text[0] ? text : "no description", fmt, ap);
+  va_end(ap);
+  return s;
 }

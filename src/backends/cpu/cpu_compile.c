@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/log_internal.h"
 #include "ruda/config.h"
 #include "ruda/log.h"
 #include "server/binary_cache.h"
@@ -49,16 +49,8 @@ ruda__cpu_compile_stats_t ruda__cpu_compile_stats(void) {
   return s;
 }
 
-static void log_basic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void log_basic(const char *fmt, ...) {
-  if (!ruda_log_enabled(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC)) return;
-  char line[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  ruda_log(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "[cpu] %s", line);
-}
+#define log_basic(...) \
+  ruda__log_tagged(RUDA_LOG_CHANNEL_COMPILATION, RUDA_LOG_LEVEL_BASIC, "cpu", __VA_ARGS__)
 
 /* ---- The compiler and the machine, found once per process ---- */
 

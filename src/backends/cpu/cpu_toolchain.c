@@ -4,7 +4,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +15,6 @@
 #include "server/device_settings.h"
 
 extern char **environ;
-
-void ruda__cpu_warn(const char *fmt, ...) {
-  char line[1200];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "ruda[cpu] warning: %s\n", line);
-}
 
 static bool find_on_path(const char *name, char *out, size_t cap) {
   if (strchr(name, '/')) {

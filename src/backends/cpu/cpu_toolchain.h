@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "base/log_internal.h"
 #include "ruda/config.h"
 #include "types/hasher.h"
 
@@ -36,6 +37,6 @@ void ruda__cpu_toolchain_find(ruda__cpu_toolchain_t *t, uint64_t seed);
 int ruda__cpu_run_capture(char *const *argv, char **out);
 
 /* A warning line on stderr, "ruda[cpu] warning: ...". Thread-safe. */
-void ruda__cpu_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define ruda__cpu_warn(...) ruda__warn("cpu", __VA_ARGS__)
 
 #endif /* RUDA_BACKENDS_CPU_TOOLCHAIN_H */

@@ -89,7 +89,7 @@ ruda_status_t ruda__cuda_device_properties(const ruda__cuda_api_t *api, CUdevice
   if (info != NULL && info_cap > 0)
     snprintf(info, info_cap, "%s, sm_%u, CUDA driver %d.%d (%s), %u SMs, %.1f GiB", out->name,
              cc, api->driver_version / 1000, (api->driver_version % 1000) / 10,
-             api->lib_name, h->num_streaming_multiprocessors,
+             api->head.lib_name, h->num_streaming_multiprocessors,
              (double)total / (1024.0 * 1024.0 * 1024.0));
   return NULL;
 }

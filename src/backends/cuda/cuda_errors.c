@@ -12,6 +12,7 @@
 
 #include "backends/cuda/cuda_internal.h"
 #include "base/alloc.h"
+#include "base/vendor_error.h"
 
 static bool log_enabled(const char *channel) {
   const char *v = getenv("RUDA_LOG");
@@ -22,21 +23,12 @@ static bool log_enabled(const char *channel) {
 
 void ruda__cuda_log(const char *channel, const char *fmt, ...) {
   if (!log_enabled(channel)) return;
-  char line[1024];
+  char who[64];
+  snprintf(who, sizeof who, "cuda:%s", channel);
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  ruda__stderr_linev(who, "", fmt, ap);
   va_end(ap);
-  fprintf(stderr, "ruda[cuda:%s] %s\n", channel, line);
-}
-
-void ruda__cuda_warn(const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "ruda[cuda] warning: %s\n", line);
 }
 
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
@@ -110,24 +102,12 @@ static const char *cu_result_text(CUresult r) {
   return text;
 }
 
-static ruda_status_t vendor_error(ruda_error_kind_t kind, const char *call,
-                                  const char *code_name, int64_t code, const char *text,
-                                  const char *context_fmt, va_list ap) {
-  char context[768];
-  context[0] = '\0';
-  if (context_fmt != NULL) vsnprintf(context, sizeof context, context_fmt, ap);
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%lld): %s%s%s", call,
-                                       code_name, (long long)code, text,
-                                       context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, code_name, code);
-}
-
 ruda_status_t ruda__cu_error(ruda_error_kind_t kind, CUresult r, const char *call,
                              const char *context_fmt, ...) {
   va_list ap;
   va_start(ap, context_fmt);
-  ruda_status_t s = vendor_error(kind, call, ruda__cu_result_name(r), (int64_t)r,
-                                 cu_result_text(r), context_fmt, ap);
+  ruda_status_t s = ruda__vendor_errorv(kind, call, ruda__cu_result_name(r), (int64_t)r,
+                                        cu_result_text(r), context_fmt, ap);
   va_end(ap);
   return s;
 }
@@ -153,8 +133,8 @@ ruda_status_t ruda__nvrtc_error(ruda_error_kind_t kind, nvrtcResult r, const cha
   ruda_status_free(ls);
   va_list ap;
   va_start(ap, context_fmt);
-  ruda_status_t s = vendor_error(kind, call, name, (int64_t)r, "NVRTC call failed",
-                                 context_fmt, ap);
+  ruda_status_t s = ruda__vendor_errorv(kind, call, name, (int64_t)r, "NVRTC call failed",
+                                        context_fmt, ap);
   va_end(ap);
   return s;
 }

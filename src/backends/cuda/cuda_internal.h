@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/dynlib.h"
+#include "base/log_internal.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
 
@@ -65,9 +67,7 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 /* ---- Loader (cuda_loader.c) ---- */
 
 typedef struct ruda__cuda_api {
-  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
-  void *lib;
-  const char *lib_name; /* the name dlopen() succeeded with */
+  ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int driver_version;   /* 13000 for 13.0 */
 #define RUDA__CU_FIELD(name, required) __typeof__(&name) name;
   RUDA__CU_SYMBOLS(RUDA__CU_FIELD)
@@ -75,9 +75,7 @@ typedef struct ruda__cuda_api {
 } ruda__cuda_api_t;
 
 typedef struct ruda__nvrtc_api {
-  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
-  void *lib;
-  const char *lib_name;
+  ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int major, minor;
 #define RUDA__NVRTC_FIELD(name, required) __typeof__(&name) name;
   RUDA__NVRTC_SYMBOLS(RUDA__NVRTC_FIELD)
@@ -185,6 +183,6 @@ ruda_status_t ruda__cuda_nvrtc_compile_portable(const char *name, const char *te
  * warnings (cache skips) always, once per distinct message site. */
 void ruda__cuda_log(const char *channel, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void ruda__cuda_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define ruda__cuda_warn(...) ruda__warn("cuda", __VA_ARGS__)
 
 #endif /* RUDA_CUDA_INTERNAL_H */

@@ -29,10 +29,6 @@ static ruda__cuda_api_t g_cuda;
 static ruda__dynlib_once_t g_nvrtc_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__nvrtc_api_t g_nvrtc;
 
-_Static_assert(offsetof(ruda__cuda_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
-               "the table starts with the loader's head");
-_Static_assert(offsetof(ruda__nvrtc_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
-               "the table starts with the loader's head");
 #define RUDA__DYNLIB_TABLE ruda__cuda_api_t
 static const ruda__dynlib_symbol_t g_cu_symbols[] = {RUDA__CU_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
@@ -44,7 +40,8 @@ static const ruda__dynlib_symbol_t g_nvrtc_symbols[] = {
 /* The driver's entry points, then cuInit: a driver present but unusable
  * (no device, driver/kernel module mismatch) is unavailable too, keeping
  * the vendor's code. */
-static ruda_status_t init_cuda(ruda__dynlib_t *lib, ruda__cuda_api_t *api) {
+static ruda_status_t init_cuda(const ruda__dynlib_t *lib, void *table) {
+  ruda__cuda_api_t *api = table;
   CUresult r = api->cuInit(0);
   if (r == CUDA_SUCCESS) {
     int v = 0;
@@ -57,7 +54,6 @@ static ruda_status_t init_cuda(ruda__dynlib_t *lib, ruda__cuda_api_t *api) {
                                        "CUDA is unavailable: cuInit failed with %s (%d) "
                                        "(driver library %s)",
                                        en, (int)r, lib->name);
-  ruda__dynlib_close(lib);
   return ruda_status_set_vendor(s, "cuInit", en, (int64_t)r);
 }
 
@@ -65,23 +61,22 @@ static const char *const g_cuda_names[] = {"libcuda.so.1", "libcuda.so"};
 static const ruda__dynlib_spec_t g_cuda_spec = {
     RUDA_ERR_UNAVAILABLE, "CUDA is unavailable: ", "the CUDA driver library", "",
     " (driver too old?)", "RUDA_CUDA_DRIVER_LIBRARY", g_cuda_names, 2, g_cu_symbols,
-    sizeof g_cu_symbols / sizeof g_cu_symbols[0]};
-
-static ruda_status_t load_cuda(ruda__dynlib_t *lib) {
-  ruda__cuda_api_t api;
-  ruda_status_t s = ruda__dynlib_load_spec(lib, &g_cuda_spec, g_override_cuda, &api, sizeof api);
-  if (s) return s;
-  s = init_cuda(lib, &api);
-  if (!s) g_cuda = api;
-  return s;
-}
+    sizeof g_cu_symbols / sizeof g_cu_symbols[0], init_cuda};
 
 ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out) {
-  ruda_status_t s = ruda__dynlib_once(&g_cuda_once, load_cuda);
+  ruda_status_t s =
+      ruda__dynlib_once_spec(&g_cuda_once, &g_cuda_spec, g_override_cuda, &g_cuda, sizeof g_cuda);
   *out = s ? NULL : &g_cuda;
   return s;
 }
 
+static ruda_status_t nvrtc_version(const ruda__dynlib_t *lib, void *table) {
+  ruda__nvrtc_api_t *api = table;
+  if (api->nvrtcVersion(&api->major, &api->minor) != NVRTC_SUCCESS) api->major = api->minor = 0;
+  return NULL;
+}
+
+/* The candidates depend on CUDA_PATH, read when the load runs. */
 static ruda_status_t load_nvrtc(ruda__dynlib_t *lib) {
   char p1[512], p2[512];
   const char *cuda_path = getenv("CUDA_PATH");
@@ -95,13 +90,8 @@ static ruda_status_t load_nvrtc(ruda__dynlib_t *lib) {
       RUDA_ERR_UNAVAILABLE, "NVRTC is unavailable: ", "the CUDA runtime compiler",
       "; CUDA C kernels cannot be compiled, PTX and CUBIN kernels still load", "",
       "RUDA_NVRTC_LIBRARY", names, sizeof names / sizeof names[0], g_nvrtc_symbols,
-      sizeof g_nvrtc_symbols / sizeof g_nvrtc_symbols[0]};
-  ruda__nvrtc_api_t api;
-  ruda_status_t s = ruda__dynlib_load_spec(lib, &spec, g_override_nvrtc, &api, sizeof api);
-  if (s) return s;
-  if (api.nvrtcVersion(&api.major, &api.minor) != NVRTC_SUCCESS) api.major = api.minor = 0;
-  g_nvrtc = api;
-  return NULL;
+      sizeof g_nvrtc_symbols / sizeof g_nvrtc_symbols[0], nvrtc_version};
+  return ruda__dynlib_load_spec(lib, &spec, g_override_nvrtc, &g_nvrtc, sizeof g_nvrtc);
 }
 
 const ruda__nvrtc_api_t *ruda__nvrtc_api_loaded(void) {

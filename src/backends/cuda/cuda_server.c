@@ -128,6 +128,17 @@ static inline void settle_poison(cuda_server_t *s, ruda_stream_id_t stream) {
   if (ruda__cuda_faulted(&s->fault)) settle_fault(s, stream);
 }
 
+/* settle_poison, then the stream's NCCL work (ruda__cuda_comms_settle):
+ * for sync and read (wait) and flush (no wait). */
+static inline void settle_with_comms(cuda_server_t *s, ruda_stream_id_t stream, bool wait) {
+  settle_poison(s, stream);
+#if defined(RUDA_HAVE_NCCL_HEADERS)
+  ruda__cuda_comms_settle(s, stream, wait);
+#else
+  (void)wait;
+#endif
+}
+
 /* ---- Recovery ---- */
 
 /* Device loss: a reset context works again at once (settle_fault); a dead
@@ -200,10 +211,7 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
                                ruda__future_t **out) {
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
-  settle_poison(s, stream);
-#if defined(RUDA_HAVE_NCCL_HEADERS)
-  ruda__cuda_comms_settle(s, stream, true);
-#endif
+  settle_with_comms(s, stream, true);
   return ruda__cuda_read(s, descs, dsts, count, stream, out);
 }
 
@@ -219,10 +227,7 @@ static ruda_status_t cuda_sync(ruda__server_t *base, ruda_stream_id_t stream,
                                ruda__future_t **out) {
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
-  settle_poison(s, stream);
-#if defined(RUDA_HAVE_NCCL_HEADERS)
-  ruda__cuda_comms_settle(s, stream, true);
-#endif
+  settle_with_comms(s, stream, true);
   return ruda__cuda_sync(s, stream, out);
 }
 
@@ -270,10 +275,7 @@ static void cuda_launch(ruda__server_t *base, ruda_kernel_t *kernel, const ruda_
  * over what is left. */
 static ruda_status_t cuda_flush(ruda__server_t *base, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
-  settle_poison(s, stream);
-#if defined(RUDA_HAVE_NCCL_HEADERS)
-  ruda__cuda_comms_settle(s, stream, false);
-#endif
+  settle_with_comms(s, stream, false);
   if (ruda__cuda_flush_check(s, stream)) settle_poison(s, stream);
   return ruda__cuda_flush(s, stream);
 }
@@ -455,7 +457,7 @@ static ruda_status_t cuda_device_count(uint32_t *out) {
   if (n <= 0)
     return ruda_status_create(RUDA_ERR_UNAVAILABLE,
                               "CUDA is unavailable: the driver (%s) reports no device",
-                              api->lib_name);
+                              api->head.lib_name);
   *out = (uint32_t)n;
   return NULL;
 }

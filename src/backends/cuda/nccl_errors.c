@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "backends/cuda/nccl_errors.h"
+#include "base/vendor_error.h"
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)
 
@@ -34,20 +35,16 @@ ruda_status_t ruda__nccl_error(ruda_error_kind_t kind, ncclResult_t r, const cha
     if (api->ncclGetErrorString) text = api->ncclGetErrorString(r);
     if (api->ncclGetLastError) last = api->ncclGetLastError(NULL);
   }
-  char context[512];
-  context[0] = '\0';
-  if (context_fmt) {
-    va_list ap;
-    va_start(ap, context_fmt);
-    vsnprintf(context, sizeof context, context_fmt, ap);
-    va_end(ap);
-  }
   bool has_last = last && last[0];
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%d): %s%s%s%s%s%s", call,
-                                       nccl_result_name(r), (int)r, text ? text : "",
-                                       has_last ? " (" : "", has_last ? last : "",
-                                       has_last ? ")" : "", context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, nccl_result_name(r), (int64_t)r);
+  char description[768];
+  snprintf(description, sizeof description, "%s%s%s%s", text ? text : "", has_last ? " (" : "",
+           has_last ? last : "", has_last ? ")" : "");
+  va_list ap;
+  va_start(ap, context_fmt);
+  ruda_status_t s = ruda__vendor_errorv(kind, call, nccl_result_name(r), (int64_t)r, description,
+                                        context_fmt, ap);
+  va_end(ap);
+  return s;
 }
 
 #endif /* RUDA_HAVE_NCCL_HEADERS */

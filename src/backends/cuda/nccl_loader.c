@@ -16,8 +16,6 @@
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__nccl_api_t g_api;
 
-_Static_assert(offsetof(ruda__nccl_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
-               "the table starts with the loader's head");
 #define RUDA__DYNLIB_TABLE ruda__nccl_api_t
 static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
@@ -25,22 +23,20 @@ static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__NCCL_SYMBOLS(RUDA__DYNLI
 static const char *const g_names[] = {"libnccl.so.2", "libnccl.so",
                                      "/usr/local/cuda/lib/libnccl.so.2",
                                      "/usr/local/cuda/lib64/libnccl.so.2"};
-static const ruda__dynlib_spec_t g_spec = {
-    RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION, "collectives on CUDA need NCCL: ", "NCCL",
-    "; RUDA_NCCL_LIBRARY names another file", " (too old?)", "RUDA_NCCL_LIBRARY", g_names,
-    sizeof g_names / sizeof g_names[0], g_symbols, sizeof g_symbols / sizeof g_symbols[0]};
-
-static ruda_status_t load(ruda__dynlib_t *lib) {
-  ruda__nccl_api_t api;
-  ruda_status_t s = ruda__dynlib_load_spec(lib, &g_spec, NULL, &api, sizeof api);
-  if (s) return s;
-  if (api.ncclGetVersion(&api.version) != ncclSuccess) api.version = 0;
-  g_api = api;
+static ruda_status_t nccl_version(const ruda__dynlib_t *lib, void *table) {
+  ruda__nccl_api_t *api = table;
+  if (api->ncclGetVersion(&api->version) != ncclSuccess) api->version = 0;
   return NULL;
 }
 
+static const ruda__dynlib_spec_t g_spec = {
+    RUDA_ERR_IO_UNSUPPORTED_IO_OPERATION, "collectives on CUDA need NCCL: ", "NCCL",
+    "; RUDA_NCCL_LIBRARY names another file", " (too old?)", "RUDA_NCCL_LIBRARY", g_names,
+    sizeof g_names / sizeof g_names[0], g_symbols, sizeof g_symbols / sizeof g_symbols[0],
+    nccl_version};
+
 ruda_status_t ruda__nccl_api_get(const ruda__nccl_api_t **out) {
-  ruda_status_t s = ruda__dynlib_once(&g_once, load);
+  ruda_status_t s = ruda__dynlib_once_spec(&g_once, &g_spec, NULL, &g_api, sizeof g_api);
   *out = s ? NULL : &g_api;
   return s;
 }

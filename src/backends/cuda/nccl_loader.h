@@ -21,12 +21,11 @@
 #pragma GCC diagnostic pop
 
 #include "backends/cuda/cuda_symbols.h"
+#include "base/dynlib.h"
 #include "ruda/status.h"
 
 typedef struct ruda__nccl_api {
-  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
-  void *lib;
-  const char *lib_name;
+  ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int version;
 #define RUDA__NCCL_FIELD(name, required) __typeof__(&name) name;
   RUDA__NCCL_SYMBOLS(RUDA__NCCL_FIELD)

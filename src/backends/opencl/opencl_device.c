@@ -224,7 +224,7 @@ static ruda_status_t enumerate_locked(void) {
         RUDA_ERR_UNAVAILABLE,
         "OpenCL is unavailable: the ICD loader (%s) found no platform (clGetPlatformIDs "
         "gave %s (%d), %u platforms); it looked for drivers (*.icd files) in %s%s",
-        api->lib_name, ruda__cl_error_name(r), (int)r, (unsigned)np,
+        api->head.lib_name, ruda__cl_error_name(r), (int)r, (unsigned)np,
         from_env ? vendors : "/etc/OpenCL/vendors",
         from_env ? " (OCL_ICD_VENDORS)" : " (OCL_ICD_VENDORS names another folder)");
     return r != CL_SUCCESS ? ruda_status_set_vendor(s, "clGetPlatformIDs", ruda__cl_error_name(r), r)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_internal.h"
+#include "base/vendor_error.h"
 #include "ruda/log.h"
 
 static ruda_log_channel_t channel_of(const char *name) {
@@ -20,23 +21,10 @@ static ruda_log_channel_t channel_of(const char *name) {
 }
 
 void ruda__opencl_log(const char *channel, const char *fmt, ...) {
-  ruda_log_channel_t ch = channel_of(channel);
-  if (!ruda_log_enabled(ch, RUDA_LOG_LEVEL_BASIC)) return;
-  char line[1024];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
+  ruda__log_taggedv(channel_of(channel), RUDA_LOG_LEVEL_BASIC, "opencl", fmt, ap);
   va_end(ap);
-  ruda_log(ch, RUDA_LOG_LEVEL_BASIC, "[opencl] %s", line);
-}
-
-void ruda__opencl_warn(const char *fmt, ...) {
-  char line[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "ruda[opencl] warning: %s\n", line);
 }
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
@@ -122,22 +110,12 @@ const char *ruda__cl_error_name(cl_int code) {
   return "CL_UNKNOWN_ERROR";
 }
 
-static ruda_status_t vendor_error(ruda_error_kind_t kind, cl_int code, const char *call,
-                                  const char *context_fmt, va_list ap) {
-  char context[768];
-  context[0] = '\0';
-  if (context_fmt != NULL) vsnprintf(context, sizeof context, context_fmt, ap);
-  const char *name = ruda__cl_error_name(code);
-  ruda_status_t s = ruda_status_create(kind, "%s failed with %s (%d)%s%s", call, name, (int)code,
-                                       context[0] ? ": " : "", context);
-  return ruda_status_set_vendor(s, call, name, (int64_t)code);
-}
-
 ruda_status_t ruda__cl_error(ruda_error_kind_t kind, cl_int code, const char *call,
                              const char *context_fmt, ...) {
   va_list ap;
   va_start(ap, context_fmt);
-  ruda_status_t s = vendor_error(kind, code, call, context_fmt, ap);
+  ruda_status_t s = ruda__vendor_errorv(kind, call, ruda__cl_error_name(code), (int64_t)code,
+                                        NULL, context_fmt, ap);
   va_end(ap);
   return s;
 }

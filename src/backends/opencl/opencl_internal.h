@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/dynlib.h"
+#include "base/log_internal.h"
 #include "ruda/status.h"
 #include "ruda/types.h"
 #include "server/compile_log.h"
@@ -71,7 +73,7 @@ ruda__opencl_compile_stats_t ruda__opencl_compile_stats(void);
  * to stderr. */
 void ruda__opencl_log(const char *channel, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-void ruda__opencl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define ruda__opencl_warn(...) ruda__warn("opencl", __VA_ARGS__)
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -88,9 +90,7 @@ void ruda__opencl_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)
 /* ---- Loader (opencl_loader.c) ---- */
 
 typedef struct ruda__opencl_api {
-  /* First, as base/dynlib.h's loader fills them (ruda__dynlib_head_t). */
-  void *lib;
-  const char *lib_name; /* the name dlopen() succeeded with */
+  ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
 #define RUDA__CL_FIELD(name, required) __typeof__(&name) name;
   RUDA__CL_SYMBOLS(RUDA__CL_FIELD)
 #undef RUDA__CL_FIELD

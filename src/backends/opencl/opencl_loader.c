@@ -27,35 +27,29 @@ static char g_override[512];
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__opencl_api_t g_api;
 
-_Static_assert(offsetof(ruda__opencl_api_t, lib_name) == offsetof(ruda__dynlib_head_t, lib_name),
-               "the table starts with the loader's head");
 #define RUDA__DYNLIB_TABLE ruda__opencl_api_t
 static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__CL_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
 #undef RUDA__DYNLIB_TABLE
+
+/* Either way of making a queue will do (OpenCL 2.0's or 1.2's). */
+static ruda_status_t has_queue(const ruda__dynlib_t *lib, void *table) {
+  const ruda__opencl_api_t *api = table;
+  if (api->clCreateCommandQueueWithProperties != NULL || api->clCreateCommandQueue != NULL)
+    return NULL;
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE,
+                            "OpenCL is unavailable: %s has neither "
+                            "clCreateCommandQueueWithProperties nor clCreateCommandQueue",
+                            lib->name);
+}
 
 static const char *const g_names[] = {"libOpenCL.so.1", "libOpenCL.so"};
 static const ruda__dynlib_spec_t g_spec = {
     RUDA_ERR_UNAVAILABLE, "OpenCL is unavailable: ", "the OpenCL ICD loader", "",
     " (an OpenCL 1.2 loader or newer is needed)", "RUDA_OPENCL_LIBRARY", g_names, 2, g_symbols,
-    sizeof g_symbols / sizeof g_symbols[0]};
-
-static ruda_status_t load(ruda__dynlib_t *lib) {
-  ruda__opencl_api_t api;
-  ruda_status_t s = ruda__dynlib_load_spec(lib, &g_spec, g_override, &api, sizeof api);
-  if (s) return s;
-  if (api.clCreateCommandQueueWithProperties == NULL && api.clCreateCommandQueue == NULL) {
-    ruda__dynlib_close(lib);
-    return ruda_status_create(RUDA_ERR_UNAVAILABLE,
-                              "OpenCL is unavailable: %s has neither "
-                              "clCreateCommandQueueWithProperties nor clCreateCommandQueue",
-                              lib->name);
-  }
-  g_api = api;
-  return NULL;
-}
+    sizeof g_symbols / sizeof g_symbols[0], has_queue};
 
 ruda_status_t ruda__opencl_api_get(const ruda__opencl_api_t **out) {
-  ruda_status_t s = ruda__dynlib_once(&g_once, load);
+  ruda_status_t s = ruda__dynlib_once_spec(&g_once, &g_spec, g_override, &g_api, sizeof g_api);
   *out = s ? NULL : &g_api;
   return s;
 }

@@ -127,3 +127,56 @@ TEST(dynlib_load_says_which_step_failed) {
   ASSERT_TRUE(api.cos != NULL);
   ruda__dynlib_close(&lib);
 }
+
+/* A table a spec fills: the loader's head first. */
+typedef struct spec_api {
+  ruda__dynlib_head_t head;
+  int readied;
+  fn_t cos, sqrt, ruda_no_such_function_here;
+} spec_api_t;
+#define RUDA__DYNLIB_TABLE spec_api_t
+static const ruda__dynlib_symbol_t spec_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
+#undef RUDA__DYNLIB_TABLE
+
+static bool g_ready_fails;
+static ruda_status_t spec_ready(const ruda__dynlib_t *lib, void *table) {
+  spec_api_t *api = table;
+  api->readied = 1;
+  if (!g_ready_fails) return NULL;
+  return ruda_status_create(RUDA_ERR_UNAVAILABLE, "%s is not ready", lib->name);
+}
+
+TEST(dynlib_once_spec_fills_the_table_only_when_the_whole_load_succeeds) {
+  static const char *const names[] = {"libm.so.6"};
+  static const ruda__dynlib_spec_t spec = {
+      RUDA_ERR_UNAVAILABLE, "M is unavailable: ", "the maths library", "", "",
+      "RUDA_TEST_DYNLIB", names, 1, spec_symbols, 3, spec_ready};
+  static ruda__dynlib_once_t once = RUDA__DYNLIB_ONCE_INIT;
+  static spec_api_t api;
+  unsetenv("RUDA_TEST_DYNLIB");
+  g_ready_fails = true;
+  ruda_status_t s = ruda__dynlib_once_spec(&once, &spec, NULL, &api, sizeof api);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_UNAVAILABLE);
+  ASSERT_STR_CONTAINS(ruda_status_reason(s), "libm.so.6 is not ready");
+  ruda_status_free(s);
+  ASSERT_NULL(once.lib.handle); /* closed again */
+  ASSERT_EQ(api.readied, 0);    /* the table was not touched */
+  ASSERT_TRUE(api.cos == NULL);
+
+  ruda__dynlib_once_forget(&once, NULL, NULL);
+  g_ready_fails = false;
+  ASSERT_NULL(ruda__dynlib_once_spec(&once, &spec, NULL, &api, sizeof api));
+  ASSERT_EQ(api.readied, 1);
+  ASSERT_STR_EQ(api.head.lib_name, "libm.so.6");
+  ASSERT_PTR_EQ(api.head.lib, once.lib.handle);
+  ASSERT_DBL_NEAR(api.sqrt(9.0), 3.0, 0);
+
+  /* A load that fails after a good one leaves the good table as it was. */
+  ruda__dynlib_once_forget(&once, NULL, NULL);
+  ruda_status_t e = ruda__dynlib_once_spec(&once, &spec, "libruda-absent.so", &api, sizeof api);
+  ASSERT_STR_CONTAINS(ruda_status_reason(e), "M is unavailable: the maths library could not be "
+                                             "loaded (looked for libruda-absent.so (");
+  ruda_status_free(e);
+  ASSERT_DBL_NEAR(api.sqrt(4.0), 2.0, 0);
+  ruda__dynlib_once_forget(&once, NULL, NULL);
+}
