@@ -256,22 +256,12 @@ static void device_name(const ruda__coll_t *c, uint32_t r, char *buf, size_t cap
   else snprintf(buf, cap, "rank %u", r);
 }
 
-/* The bytes each buffer of a part needs: *src_need, *dst_need. */
+/* The bytes each buffer of a part needs: *src_need, *dst_need. The cpu
+ * backend sends strided views: a send's src is the view's extent. */
 static void needs(const ruda__coll_t *c, uint64_t *src_need, uint64_t *dst_need) {
-  uint64_t bytes = c->count * ruda_elem_type_size(c->dtype);
-  *src_need = *dst_need = 0;
-  switch (c->kind) {
-    case RUDA__COLL_ALL_REDUCE: *src_need = *dst_need = bytes; break;
-    case RUDA__COLL_BROADCAST: *dst_need = bytes; break;
-    case RUDA__COLL_ALL_GATHER: *src_need = bytes; *dst_need = bytes * c->peers.size; break;
-    case RUDA__COLL_REDUCE_SCATTER: *src_need = bytes * c->peers.size; *dst_need = bytes; break;
-    case RUDA__COLL_SEND: if (!ruda__cpu_view_extent(&c->src, src_need)) *src_need = UINT64_MAX; break;
-    case RUDA__COLL_RECV: *dst_need = bytes; break;
-  }
-}
-
-static bool is_reduction(ruda__coll_kind_t k) {
-  return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
+  ruda__coll_bytes(c, src_need, dst_need);
+  if (c->kind == RUDA__COLL_SEND && !ruda__cpu_view_extent(&c->src, src_need))
+    *src_need = UINT64_MAX;
 }
 
 /* Runs under the rendezvous lock on the last participant to arrive: sets
@@ -307,7 +297,7 @@ static void check_round(ruda__round_t *round, void *ctx) {
               ruda_elem_type_size(c->dtype) == ruda_elem_type_size(o->dtype);
     } else {
       agree = c->kind == c0->kind && c->count == c0->count && c->dtype == c0->dtype &&
-              (!is_reduction(c->kind) || c->op == c0->op) &&
+              (!ruda__coll_is_reduction(c->kind) || c->op == c0->op) &&
               (c->kind != RUDA__COLL_BROADCAST || c->root == c0->root);
     }
     if (!agree) {
@@ -318,7 +308,7 @@ static void check_round(ruda__round_t *round, void *ctx) {
       return;
     }
   }
-  if (is_reduction(c0->kind) && !(RUDA__REDUCE_TYPES_CPU & (1ull << c0->dtype))) {
+  if (ruda__coll_is_reduction(c0->kind) && !(RUDA__REDUCE_TYPES_CPU & (1ull << c0->dtype))) {
     const char *tn = ruda_elem_type_name(c0->dtype);
     snprintf(err, cap, "%s: the cpu backend cannot reduce %s", what, tn ? tn : "?");
     return;

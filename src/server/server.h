@@ -548,6 +548,17 @@ typedef struct ruda__coll {
   uint32_t peer;          /* send: the receiver's rank; recv: the sender's */
 } ruda__coll_t;
 
+/* The bytes a participant's src and dst must hold for `c`: count elements
+ * of dtype, times the communicator's size on the gathered (all-gather's
+ * dst) or scattered (reduce-scatter's src) side, 0 for a side the kind
+ * does not use; a send's src as if contiguous (a backend that sends
+ * strided views measures the view itself). Thread-safe. */
+void ruda__coll_bytes(const ruda__coll_t *c, uint64_t *out_src, uint64_t *out_dst);
+/* Whether the kind reduces (all-reduce, reduce-scatter). */
+static inline bool ruda__coll_is_reduction(ruda__coll_kind_t kind) {
+  return kind == RUDA__COLL_ALL_REDUCE || kind == RUDA__COLL_REDUCE_SCATTER;
+}
+
 /* The communication timeout in nanoseconds: RUDA_COMM_TIMEOUT (seconds, a
  * decimal number > 0) read once, default 300 s. A wait for peers longer
  * than this fails with an error naming what was awaited. Thread-safe. */

@@ -63,6 +63,19 @@ const char *ruda__coll_kind_name(ruda__coll_kind_t kind) {
   return "?";
 }
 
+void ruda__coll_bytes(const ruda__coll_t *c, uint64_t *out_src, uint64_t *out_dst) {
+  uint64_t bytes = c->count * ruda_elem_type_size(c->dtype);
+  *out_src = *out_dst = 0;
+  switch (c->kind) {
+    case RUDA__COLL_ALL_REDUCE: *out_src = *out_dst = bytes; break;
+    case RUDA__COLL_BROADCAST: *out_dst = bytes; break;
+    case RUDA__COLL_ALL_GATHER: *out_src = bytes; *out_dst = bytes * c->peers.size; break;
+    case RUDA__COLL_REDUCE_SCATTER: *out_src = bytes * c->peers.size; *out_dst = bytes; break;
+    case RUDA__COLL_SEND: *out_src = bytes; break;
+    case RUDA__COLL_RECV: *out_dst = bytes; break;
+  }
+}
+
 static pthread_once_t timeout_once = PTHREAD_ONCE_INIT;
 static uint64_t timeout_ns;
 

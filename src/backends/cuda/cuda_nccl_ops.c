@@ -102,23 +102,6 @@ static void issue_all(ruda__round_t *round, void *ctx) {
   }
 }
 
-/* The bytes src and dst need for `c`. */
-static void coll_bytes(const ruda__coll_t *c, uint64_t *src, uint64_t *dst) {
-  uint64_t bytes = c->count * ruda_elem_type_size(c->dtype);
-  *src = *dst = 0;
-  switch (c->kind) {
-    case RUDA__COLL_ALL_REDUCE: *src = *dst = bytes; break;
-    case RUDA__COLL_BROADCAST: *dst = bytes; break;
-    case RUDA__COLL_ALL_GATHER: *src = bytes; *dst = bytes * c->peers.size; break;
-    case RUDA__COLL_REDUCE_SCATTER: *src = bytes * c->peers.size; *dst = bytes; break;
-    case RUDA__COLL_SEND: *src = bytes; break;
-    case RUDA__COLL_RECV: *dst = bytes; break;
-  }
-}
-
-static bool is_reduction(ruda__coll_kind_t k) {
-  return k == RUDA__COLL_ALL_REDUCE || k == RUDA__COLL_REDUCE_SCATTER;
-}
 
 void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_id_t stream) {
   const ruda__cuda_api_t *cu = s->api;
@@ -132,7 +115,7 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
   memset(&part, 0, sizeof part);
   snprintf(part.device, sizeof part.device, "cuda:%u", s->base.device.index_id);
   uint64_t src_need = 0, dst_need = 0;
-  coll_bytes(c, &src_need, &dst_need);
+  ruda__coll_bytes(c, &src_need, &dst_need);
 
   if (!st) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory creating a stream");
   else if (!entry) own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "no NCCL communicator");
@@ -144,7 +127,8 @@ void ruda__cuda_collective(cuda_server_t *s, const ruda__coll_t *c, ruda_stream_
     own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL has no type for %s",
                              ruda_elem_type_name(c->dtype));
   }
-  if (!own && is_reduction(c->kind) && !(RUDA__REDUCE_TYPES_NCCL & (1ull << c->dtype))) {
+  if (!own && ruda__coll_is_reduction(c->kind) &&
+      !(RUDA__REDUCE_TYPES_NCCL & (1ull << c->dtype))) {
     own = ruda_status_create(RUDA_ERR_SERVER_GENERIC, "NCCL cannot reduce %s",
                              ruda_elem_type_name(c->dtype));
   }
