@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_profile.h"
 #include "backends/cuda/cuda_stream.h"
+#include "server/device_profile.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -33,43 +34,41 @@ ruda_status_t ruda__cuda_start_profile(cuda_server_t *s, ruda_stream_id_t stream
   return e;
 }
 
+/* The device time since the start event: an end event recorded after
+ * the stream's work, waited for. A start event that went with a device
+ * reset (or a stream never made ready) leaves the host clock. */
+static bool cuda_elapsed(void *ctx, ruda__stream_t *rs, void *mark, uint64_t *out_ns,
+                         ruda_status_t *out_fault) {
+  cuda_server_t *s = ctx;
+  cuda_stream_t *st = cuda_ext(rs);
+  if (!st->pipe.ready) return false;
+  CUevent end = NULL;
+  CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
+  if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
+  float ms = 0.0f;
+  if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, (CUevent)mark, end);
+  if (end) s->api->cuEventDestroy(end);
+  if (r != CUDA_SUCCESS) {
+    char names[300];
+    ruda__recent_kernels_format(&st->recent, names, sizeof names);
+    *out_fault = ruda__cuda_stream_fault(&s->fault, r, "cuEventSynchronize", names);
+  } else {
+    *out_ns = (uint64_t)((double)ms * 1e6);
+  }
+  return true;
+}
+
+static void cuda_release_event(void *ctx, void *mark) {
+  cuda_server_t *s = ctx;
+  s->api->cuEventDestroy((CUevent)mark);
+}
+
+static const ruda__device_clock_t cuda_clock = {cuda_elapsed, cuda_release_event};
+
 ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
                                      ruda_profiling_token_t token, ruda_profile_duration_t *out) {
-  ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
-  ruda__profiler_entry_t mark;
-  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark)) {
-    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
-                              "token %llu is not open on this stream",
-                              (unsigned long long)token.id);
-  }
-  cuda_stream_t *st = cuda_ext(rs);
-  uint64_t elapsed_ns = 0;
-  /* A start event that went with a device reset leaves the host clock. */
-  bool timed = st->pipe.ready && mark.mark != NULL;
-  if (timed) {
-    CUevent end = NULL;
-    CUresult r = s->api->cuEventCreate(&end, CU_EVENT_DEFAULT);
-    if (r == CUDA_SUCCESS) r = s->api->cuEventRecord(end, st->cu);
-    if (r == CUDA_SUCCESS) r = s->api->cuEventSynchronize(end);
-    float ms = 0.0f;
-    if (r == CUDA_SUCCESS) r = s->api->cuEventElapsedTime(&ms, (CUevent)mark.mark, end);
-    if (end) s->api->cuEventDestroy(end);
-    if (r != CUDA_SUCCESS) {
-      char names[300];
-      ruda__recent_kernels_format(&st->recent, names, sizeof names);
-      ruda_status_t fe = ruda__cuda_stream_fault(&s->fault, r, "cuEventSynchronize", names);
-      if (mark.error == NULL) {
-        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
-      }
-      ruda__stream_push_error(rs, fe);
-    } else {
-      elapsed_ns = (uint64_t)((double)ms * 1e6);
-    }
-  }
-  if (mark.mark != NULL) s->api->cuEventDestroy((CUevent)mark.mark);
-  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
-  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
-                               out);
+  return ruda__device_profile_end(&s->base.streams, stream, token, &cuda_clock, s, out);
 }
 
 /* A device reset took every event with it: open profiles lose their start

@@ -7,6 +7,7 @@
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_profile.h"
 #include "backends/opencl/opencl_stream.h"
+#include "server/device_profile.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -40,50 +41,51 @@ ruda_status_t ruda__ocl_start_profile(ruda__server_t *base, ruda_stream_id_t str
   return e;
 }
 
+/* The device time since the start marker: from the end timestamps of it
+ * and of an end marker enqueued after the stream's work. A marker that
+ * went with a lost device (or a stream never made ready), or a device
+ * without timestamps, leaves the host clock. */
+static bool ocl_elapsed(void *ctx, ruda__stream_t *rs, void *mark, uint64_t *out_ns,
+                        ruda_status_t *out_fault) {
+  ocl_server_t *s = ctx;
+  const ruda__opencl_api_t *api = s->api;
+  ocl_stream_t *st = ocl_ext(rs);
+  if (!st->pipe.ready) return false;
+  bool timed = true;
+  cl_event end = NULL;
+  cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);
+  if (r == CL_SUCCESS) ruda__ocl_note_event(s, st, end);
+  api->clFlush(st->queue);
+  st->dirty = false;
+  uint64_t t0 = 0, t1 = 0;
+  ruda_status_t fe = NULL;
+  if (r != CL_SUCCESS) {
+    fe = ruda_status_into_server(ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r,
+                                                "clEnqueueMarkerWithWaitList",
+                                                "ending a profile"));
+  } else {
+    fe = ruda__ocl_event_error(api, end, &st->recent, s->base.loss);
+    if (fe == NULL && event_end_ns(api, (cl_event)mark, &t0) && event_end_ns(api, end, &t1) &&
+        t1 >= t0)
+      *out_ns = t1 - t0;
+    else if (fe == NULL)
+      timed = false; /* no timestamps: the host clock */
+  }
+  if (end) api->clReleaseEvent(end);
+  *out_fault = fe;
+  return timed;
+}
+
+static void ocl_release_event(void *ctx, void *mark) {
+  ocl_server_t *s = ctx;
+  s->api->clReleaseEvent((cl_event)mark);
+}
+
+static const ruda__device_clock_t ocl_clock = {ocl_elapsed, ocl_release_event};
+
 ruda_status_t ruda__ocl_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
                                     ruda_profiling_token_t token, ruda_profile_duration_t *out) {
-  ocl_server_t *s = as_ocl(base);
-  const ruda__opencl_api_t *api = s->api;
-  ruda__stream_t *rs = ruda__stream_find(&base->streams, stream);
-  ruda__profiler_entry_t mark;
-  if (rs == NULL || !ruda__profiler_take(&rs->profiler, token.id, &mark))
-    return ruda_status_create(RUDA_ERR_PROFILE_NOT_REGISTERED,
-                              "token %llu is not open on this stream",
-                              (unsigned long long)token.id);
-  ocl_stream_t *st = ocl_ext(rs);
-  uint64_t elapsed_ns = 0;
-  bool timed = st->pipe.ready && mark.mark != NULL;
-  if (timed) {
-    cl_event end = NULL;
-    cl_int r = api->clEnqueueMarkerWithWaitList(st->queue, 0, NULL, &end);
-    if (r == CL_SUCCESS) ruda__ocl_note_event(s, st, end);
-    api->clFlush(st->queue);
-    st->dirty = false;
-    uint64_t t0 = 0, t1 = 0;
-    ruda_status_t fe = NULL;
-    if (r != CL_SUCCESS) {
-      fe = ruda_status_into_server(ruda__cl_error(RUDA_ERR_LAUNCH_UNKNOWN, r,
-                                                  "clEnqueueMarkerWithWaitList",
-                                                  "ending a profile"));
-    } else {
-      fe = ruda__ocl_event_error(api, end, &st->recent, s->base.loss);
-      if (fe == NULL && event_end_ns(api, (cl_event)mark.mark, &t0) &&
-          event_end_ns(api, end, &t1) && t1 >= t0)
-        elapsed_ns = t1 - t0;
-      else if (fe == NULL)
-        timed = false; /* no timestamps: the host clock */
-    }
-    if (end) api->clReleaseEvent(end);
-    if (fe != NULL) {
-      if (mark.error == NULL)
-        mark.error = ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_clone(fe));
-      ruda__stream_push_error(rs, fe);
-    }
-  }
-  if (mark.mark != NULL) api->clReleaseEvent((cl_event)mark.mark);
-  uint64_t end_ns = timed ? mark.start_ns + elapsed_ns : ruda__now_ns();
-  return ruda__profiler_finish(&mark, end_ns, timed ? RUDA_TIMING_DEVICE : RUDA_TIMING_SYSTEM,
-                               out);
+  return ruda__device_profile_end(&base->streams, stream, token, &ocl_clock, as_ocl(base), out);
 }
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
