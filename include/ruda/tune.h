@@ -28,12 +28,15 @@
  * launch is refused (over a device limit), whose work fails on the device
  * (a compile error, a fault), or whose output differs from the reference
  * candidate's beyond the tolerance. A candidate clearly slower than the
- * best (its best time over 2x the best's after one sample each, over 1.5x
- * later) stops being measured early, and the measurements of each key
- * get a time budget ([autotune] budget_ms). Every candidate runs once
- * first, whatever the budget (it compiles on a GPU, and is checked); on
- * the CPU, where nothing compiles, that run is measured, is the first
- * sample and counts against the budget.
+ * best (its best time over 2x the best's after one sample each, a single
+ * sample also 10 ms over it; over 1.5x later) stops being measured early,
+ * and the repetitions of each key get a time budget ([autotune]
+ * budget_ms). Every candidate runs once first, whatever the budget, and
+ * is checked then. A kernel compiled at its first launch (every kernel on
+ * a GPU; on the CPU one made from text) is first launched with a single
+ * ruda, which compiles it, unless the candidate has its own `launch`
+ * (then that first run compiles it and is not measured); the first run
+ * of a compiled kernel is measured and is its first sample.
  *
  * Decisions are remembered in the process and in the tune cache, a folder
  * `tune` in the compiled-kernel cache directory (ruda_config_cache_dir),
@@ -142,7 +145,9 @@ typedef struct ruda_tune_candidate {
   ruda_kernel_t *kernel;
   /* The dispatch count for `args` (required unless `launch` is given).
    * `param` is the candidate's own `param` below. An error excludes the
-   * candidate for that key. */
+   * candidate for that key. While tuning, a kernel compiled at its first
+   * launch is first launched with one ruda (its output is not used), so
+   * the kernel must stay within its buffers at any dispatch count. */
   ruda_status_t (*count)(const ruda_tune_args_t *args, const void *param, ruda_count_t *out);
   /* Optional: runs the candidate itself on `client` (several launches, a
    * write before them...) instead of one launch of `kernel` with `count`.

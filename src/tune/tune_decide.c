@@ -58,10 +58,12 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor) {
       if (f < best) best = f;
     }
   if (!isfinite(best)) return;
-  for (size_t i = 0; i < n; i++)
-    if (r[i].state == RUDA__TUNE_MEASURED && r[i].num_samples &&
-        fastest(&r[i]) > factor * best)
+  for (size_t i = 0; i < n; i++) {
+    if (r[i].state != RUDA__TUNE_MEASURED || !r[i].num_samples) continue;
+    double f = fastest(&r[i]);
+    if (f > factor * best && (r[i].num_samples > 1 || f - best >= RUDA__TUNE_DROP_STALL_NS))
       r[i].dropped = true;
+  }
 }
 
 size_t ruda__tune_rank(const ruda__tune_result_t *r, size_t n, uint32_t *order) {

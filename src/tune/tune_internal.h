@@ -58,8 +58,15 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
  * (p80 - p20) / p20 (nearest rank). */
 void ruda__tune_score(ruda__tune_result_t *r);
 
+/* A single sample (ns) this much over the best at least, besides over
+ * the factor, to drop a candidate on it: a stall of the scheduler on a
+ * busy machine takes several ms and can make one short run look many
+ * times slower; dropping saves time only where runs are long anyway. */
+#define RUDA__TUNE_DROP_STALL_NS 10e6
+
 /* Marks `dropped` on every measured candidate whose fastest sample is
- * over `factor` times the fastest sample of all. */
+ * over `factor` times the fastest sample of all (with one sample only,
+ * also RUDA__TUNE_DROP_STALL_NS over it). */
 void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor);
 
 /* The ranking: measured candidates with samples by score (ties: lower

@@ -476,13 +476,17 @@ void ruda_tune_op_forget(ruda_tune_op_t *op) {
 
 /* ---- launching a candidate ---- */
 
-static ruda_status_t launch_cand(const ruda_tune_op_t *op, ruda_client_t *c, size_t i,
-                                 const ruda_tune_args_t *args) {
+/* Launches candidate i: with its dispatch count, or (`one_ruda`, a
+ * candidate without its own launch function) with a single ruda, which
+ * compiles the kernel at a fraction of a run's cost. */
+static ruda_status_t launch_cand_as(const ruda_tune_op_t *op, ruda_client_t *c, size_t i,
+                                    const ruda_tune_args_t *args, bool one_ruda) {
   const cand_t *k = &op->cands[i];
   if (k->launch) return k->launch(c, k->kernel, args, k->param);
   ruda_count_t count;
   ruda_status_t st = k->count(args, k->param, &count);
   if (st) return st;
+  if (one_ruda) count = ruda_count_static(1, 1, 1);
   ruda_kernel_args_t ka;
   memset(&ka, 0, sizeof ka);
   ka.buffers = args->buffers;
@@ -491,6 +495,11 @@ static ruda_status_t launch_cand(const ruda_tune_op_t *op, ruda_client_t *c, siz
   ka.info.len = args->num_scalars;
   ka.info.dynamic_metadata_offset = args->num_scalars;
   return ruda_client_launch(c, k->kernel, count, &ka);
+}
+
+static ruda_status_t launch_cand(const ruda_tune_op_t *op, ruda_client_t *c, size_t i,
+                                 const ruda_tune_args_t *args) {
+  return launch_cand_as(op, c, i, args, false);
 }
 
 /* ---- the log line ---- */
@@ -743,9 +752,25 @@ static ruda_status_t measured_launch(ruda_client_t *c, void *arg) {
   return launch_cand(m->op, c, m->cand, m->args);
 }
 
+/* After a launch of candidate `r` that returned `st` (consumed): waits
+ * for its work; a refused launch or failed work excludes the candidate
+ * (false). */
+static bool settled(ruda_client_t *tc, ruda_status_t st, ruda__tune_result_t *r) {
+  ruda_status_t done = ruda_client_sync(tc);
+  if (st && done) {
+    ruda_status_free(st);
+    reason_of(r, "failed on the device", done);
+  } else if (st) {
+    reason_of(r, "refused at launch", st);
+  } else if (done) {
+    reason_of(r, "failed on the device", done);
+  }
+  return r->state == RUDA__TUNE_MEASURED;
+}
+
 /* The first run of candidate i: refused, failing, or wrong excludes it.
  * With `timed`, the run is measured and its time is the candidate's
- * first sample (on the CPU, where a first launch compiles nothing). */
+ * first sample. */
 static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *sargs,
                           scratch_t *s, bool check, bool timed, bool *have_ref,
                           ruda__tune_result_t *r) {
@@ -762,21 +787,7 @@ static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *
   } else {
     st = launch_cand(op, tc, i, sargs);
   }
-  if (st) {
-    ruda_status_t queued = ruda_client_sync(tc);
-    if (queued) {
-      ruda_status_free(st);
-      reason_of(r, "failed on the device", queued);
-    } else {
-      reason_of(r, "refused at launch", st);
-    }
-    return;
-  }
-  st = ruda_client_sync(tc);
-  if (st) {
-    reason_of(r, "failed on the device", st);
-    return;
-  }
+  if (!settled(tc, st, r)) return;
   if (timed) r->samples[r->num_samples++] = (double)ruda_profile_duration_ns(dur);
   if (!check) return;
   bool is_ref = i == op->check_ref;
@@ -798,12 +809,14 @@ static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *
   }
 }
 
-/* Whether the CPU backend runs `k` without compiling it first: a CPU
- * function, or a portable entry with its natively compiled function. A
- * kernel of text alone (ruda_kernel_from_text, _from_file) is compiled at
- * its first launch, and that run says nothing of its speed. */
-static bool cpu_code_ready(const ruda_kernel_t *k) {
-  const ruda_kernel_desc_t *d = ruda_kernel_desc(k);
+/* Whether candidate i's kernel runs without being compiled first: on the
+ * CPU, a CPU function or a portable entry with its natively compiled
+ * function. A kernel of text alone (ruda_kernel_from_text, _from_file),
+ * and every kernel on a GPU, is compiled (or loaded) at its first launch,
+ * and that run says nothing of its speed. */
+static bool code_ready(const ruda_tune_op_t *op, size_t i) {
+  if (op->device.type_id != RUDA_DEVICE_TYPE_CPU) return false;
+  const ruda_kernel_desc_t *d = ruda_kernel_desc(op->cands[i].kernel);
   for (size_t j = 0; j < d->num_code; j++) {
     const ruda_kernel_code_t *c = &d->code[j];
     if (c->format == RUDA_KERNEL_FORMAT_CPU ||
@@ -830,11 +843,11 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   sargs.buffers = s.bufs;
   memset(r, 0, op->num_cands * sizeof *r);
   bool have_ref = false;
-  /* On the CPU, at one warm-up, the first run of a candidate with compiled-in
-   * code is measured and is its first sample; a candidate compiled at run
-   * time gets an unmeasured first run (its compile) like on a GPU. */
-  bool try_is_sample = op->device.type_id == RUDA_DEVICE_TYPE_CPU && op->plan.warmups == 1 &&
-                       !g_timer;
+  /* At one warm-up, a candidate's first run is measured and is its first
+   * sample when its code is ready: compiled in, or compiled by a launch of
+   * one ruda before (a candidate with its own launch function cannot be
+   * launched smaller: its first run compiles it and is not measured). */
+  bool first_is_sample = op->plan.warmups == 1 && !g_timer;
   /* The reference first, so every other candidate can be checked. */
   size_t order[RUDA__TUNE_MAX_CANDIDATES], n = 0;
   if (check) order[n++] = op->check_ref;
@@ -846,18 +859,19 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
       r[i].state = RUDA__TUNE_NOT_APPLICABLE;
       continue;
     }
-    try_candidate(op, i, &sargs, &s, check,
-                  try_is_sample && cpu_code_ready(op->cands[i].kernel), &have_ref, &r[i]);
-    for (uint32_t w = 1; w < op->plan.warmups && r[i].state == RUDA__TUNE_MEASURED; w++) {
-      st = launch_cand(op, tc, i, &sargs);
-      if (!st) st = ruda_client_sync(tc);
-      if (st) reason_of(&r[i], "failed on the device", st);
+    bool ready = code_ready(op, i);
+    if (!ready && !op->cands[i].launch) {
+      if (!settled(tc, launch_cand_as(op, tc, i, &sargs, true), &r[i])) continue;
+      ready = true;
     }
+    try_candidate(op, i, &sargs, &s, check, first_is_sample && ready, &have_ref, &r[i]);
+    for (uint32_t w = 1; w < op->plan.warmups && r[i].state == RUDA__TUNE_MEASURED; w++)
+      settled(tc, launch_cand(op, tc, i, &sargs), &r[i]);
   }
-  /* The budget bounds the measurements; every candidate's first run (which
-   * compiles it on a GPU, and checks it) comes before. */
-  double t_measure = try_is_sample ? t0 : now_ms();
-  if (try_is_sample && op->plan.early_drop)
+  /* The budget bounds the repetitions: every candidate's first run (which
+   * compiles it, and checks it) comes before, and compiles never count. */
+  double t_measure = now_ms();
+  if (first_is_sample && op->plan.early_drop)
     ruda__tune_drop_slow(r, op->num_cands, RUDA__TUNE_DROP_FACTOR_FIRST);
   bool spent = false;
   for (uint32_t rep = 0; rep < op->plan.reps && !spent; rep++) {

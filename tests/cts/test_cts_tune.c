@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -690,7 +691,9 @@ TEST(tune_candidates_from_one_text_with_different_constants) {
  * text with a constant no other run used (so it is compiled, not loaded
  * from the disk cache, which takes far longer than the slow candidate's
  * run), the slow one a compiled-in kernel of 2^21 dependent steps (a few ms): the
- * fast one must win, and its result is what the launch leaves. */
+ * fast one must win, and its result is what the launch leaves. The budget
+ * (20 ms) is shorter than the compile, which must not use it up: the fast
+ * one is measured more than once (the autotune log line says how often). */
 static ruda_status_t one_ruda_count(const ruda_tune_args_t *args, const void *param,
                                     ruda_count_t *out) {
   (void)args;
@@ -733,6 +736,7 @@ TEST(tune_a_first_launch_that_compiles_is_not_a_sample) {
                                     {"fresh_text", fast, chunk_count, NULL, NULL, &chunk}};
   ruda_tune_op_desc_t d = desc_for("cts_fresh", cands, 2);
   d.check_reference = RUDA_TUNE_NO_CHECK; /* the spin leaves x as it was */
+  d.budget_ms = 20;
   ruda_tune_op_t *op;
   ASSERT_OK(ruda_tune_op_create(c, &d, &op));
   enum { N = 4096 };
@@ -742,9 +746,29 @@ TEST(tune_a_first_launch_that_compiles_is_not_a_sample) {
   ruda_tune_args_t args = {&x, 1, &n, 1, &n, 1};
   size_t idx = 99;
   const char *name = NULL;
-  ASSERT_OK(ruda_tune_op_select(op, c, &args, &idx, &name));
+  ruda_config_t logged = *cfg;
+  char log_path[600];
+  snprintf(log_path, sizeof log_path, "%s/tune-fresh-%ld.log", rt_tmpdir(), (long)getpid());
+  remove(log_path);
+  logged.autotune.logger.level = RUDA_LOG_LEVEL_BASIC;
+  snprintf(logged.autotune.logger.file, sizeof logged.autotune.logger.file, "%s", log_path);
+  ASSERT_OK(ruda_log_configure(&logged));
+  st = ruda_tune_op_select(op, c, &args, &idx, &name);
+  ASSERT_OK(ruda_log_configure(NULL));
+  ASSERT_OK(st);
   ASSERT_EQ(idx, 1);
   ASSERT_STR_EQ(name, "fresh_text");
+  char line[4096] = "";
+  FILE *lf = fopen(log_path, "r");
+  ASSERT_TRUE(lf != NULL);
+  size_t got = fread(line, 1, sizeof line - 1, lf);
+  line[got] = '\0';
+  fclose(lf);
+  remove(log_path);
+  const char *fresh = strstr(line, "\"name\":\"fresh_text\"");
+  const char *samples = fresh ? strstr(fresh, "\"samples\":") : NULL;
+  ASSERT_TRUE(samples != NULL);
+  ASSERT_UGT(strtoul(samples + strlen("\"samples\":"), NULL, 10), 1);
   ASSERT_OK(ruda_tune_op_launch(op, c, &args));
   ASSERT_OK(ruda_client_read(c, &x, back, sizeof back));
   for (int i = 0; i < N; i++) ASSERT_DBL_NEAR(back[i], 2.0 * host[i], 0);

@@ -200,6 +200,29 @@ TEST(tune_decision_from_injected_times_is_deterministic) {
   ASSERT_UEQ(order[1], 1);
 }
 
+TEST(tune_one_short_slow_sample_does_not_drop) {
+  /* After one sample each: a 30 us kernel whose one run took 4.5 ms (a
+   * stall of the scheduler) is measured again; a long run clearly over the
+   * factor is dropped at once. */
+  ruda__tune_result_t r[4];
+  const double best = 30e3, stalled = 4.5e6, fast_long = 300e6, slow_long = 700e6;
+  fill(&r[0], &best, 1);
+  fill(&r[1], &stalled, 1);
+  ruda__tune_drop_slow(r, 2, RUDA__TUNE_DROP_FACTOR_FIRST);
+  ASSERT_FALSE(r[0].dropped);
+  ASSERT_FALSE(r[1].dropped);
+  /* the same stalled time as the fastest of two samples drops */
+  const double two[2] = {stalled, 5e6};
+  fill(&r[1], two, 2);
+  ruda__tune_drop_slow(r, 2, RUDA__TUNE_DROP_FACTOR_FIRST);
+  ASSERT_TRUE(r[1].dropped);
+  fill(&r[2], &fast_long, 1);
+  fill(&r[3], &slow_long, 1);
+  ruda__tune_drop_slow(&r[2], 2, RUDA__TUNE_DROP_FACTOR_FIRST);
+  ASSERT_FALSE(r[2].dropped);
+  ASSERT_TRUE(r[3].dropped);
+}
+
 static void sample_record(ruda__tune_record_t *r) {
   memset(r, 0, sizeof *r);
   strcpy(r->version, ruda_version_string());
