@@ -48,6 +48,7 @@
 #include "backends/cuda/cuda_nccl.h"
 #include "backends/cuda/cuda_nccl_table.h"
 #include "backends/cuda/cuda_stream.h"
+#include "base/alloc.h"
 #include "backends/cuda/nccl_errors.h"
 #include "backends/cuda/nccl_loader.h"
 #include "comm/comm_id.h"
@@ -169,13 +170,9 @@ static ruda_status_t comms_get(cuda_server_t *s, struct ruda__cuda_comms **out) 
 
 static ruda_status_t comm_add(struct ruda__cuda_comms *c, uint64_t id, ncclComm_t comm,
                               uint32_t rank, uint32_t size, bool in_process) {
-  if (c->n == c->cap) {
-    size_t cap = c->cap ? c->cap * 2 : 4;
-    void *p = realloc(c->items, cap * sizeof *c->items);
-    if (!p) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
-    c->items = p;
-    c->cap = cap;
-  }
+  comm_entry_t *items = ruda__grow(c->items, &c->cap, c->n, sizeof *items, 4);
+  if (!items) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
+  c->items = items;
   comm_entry_t *e = &c->items[c->n++];
   memset(e, 0, sizeof *e);
   e->id = id;
@@ -199,13 +196,10 @@ void ruda__nccl_note_pending(struct ruda__cuda_comms *c, ruda_stream_id_t id) {
   for (size_t i = 0; i < c->npending; i++) {
     if (c->pending[i].id.value == id.value) return;
   }
-  if (c->npending == c->cappending) {
-    size_t cap = c->cappending ? c->cappending * 2 : 4;
-    void *p = realloc(c->pending, cap * sizeof *c->pending);
-    if (!p) return; /* that stream's sync then waits without polling NCCL */
-    c->pending = p;
-    c->cappending = cap;
-  }
+  pending_stream_t *pending =
+      ruda__grow(c->pending, &c->cappending, c->npending, sizeof *pending, 4);
+  if (!pending) return; /* that stream's sync then waits without polling NCCL */
+  c->pending = pending;
   c->pending[c->npending++].id = id;
 }
 
@@ -519,8 +513,8 @@ void ruda__cuda_comms_destroy(cuda_server_t *s, bool alive) {
   /* Whatever comm_shutdown did not finalize is aborted: abort waits for no
    * peer. */
   for (size_t i = 0; i < c->n; i++) ruda__nccl_comm_abort(c->api, &c->items[i], "the server was destroyed");
-  free(c->items);
-  free(c->pending);
+  ruda__free(c->items);
+  ruda__free(c->pending);
   free(c);
   s->comms = NULL;
 }

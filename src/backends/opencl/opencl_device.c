@@ -277,13 +277,9 @@ static ruda_status_t enumerate_locked(void) {
       continue;
     }
     for (cl_uint k = 0; k < nd; k++) {
-      if (n == cap) {
-        size_t ncap = cap ? cap * 2 : 4;
-        ruda__opencl_device_t *nd2 = ruda__realloc(devs, ncap * sizeof *nd2);
-        if (nd2 == NULL) break;
-        devs = nd2;
-        cap = ncap;
-      }
+      ruda__opencl_device_t *grown = ruda__grow(devs, &cap, n, sizeof *grown, 4);
+      if (grown == NULL) break;
+      devs = grown;
       ruda__opencl_device_t *d = &devs[n];
       memset(d, 0, sizeof *d);
       d->platform = plats[i].id;
