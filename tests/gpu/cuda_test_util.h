@@ -31,6 +31,27 @@ static inline ruda_client_t *cuda_client(void) {
   return client;
 }
 
+/* A new client on cuda:0 on a stream no other test uses (the caller
+ * releases it); skips like cuda_client. */
+static inline ruda_client_t *cuda_stream_client(void) {
+  ruda_client_t *s = NULL;
+  ASSERT_OK(ruda_client_on_stream(cuda_client(), ruda_stream_id_next(), &s));
+  return s;
+}
+
+/* Client c still round-trips data: 64 words written into a new buffer
+ * read back equal. */
+static inline void client_round_trips(ruda_client_t *c) {
+  uint32_t v[64], back[64];
+  for (int i = 0; i < 64; i++) v[i] = (uint32_t)i * 11u + 1u;
+  memset(back, 0, sizeof back);
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
+  ASSERT_MEM_EQ(back, v, sizeof v);
+  ruda_handle_release(&h);
+}
+
 static inline ruda_kernel_t *cuda_kernel(const char *name, const char *src, ruda_dim_t dim,
                                   uint64_t shared) {
   return test_kernel(RUDA_KERNEL_FORMAT_CUDA_C, name, src, dim, shared);

@@ -258,9 +258,7 @@ TEST(cross_stream_consumer_waits_for_the_producer) {
 }
 
 TEST(compile_error_carries_log_and_source) {
-  ruda_client_t *c = cuda_client();
-  ruda_client_t *s = NULL;
-  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &s));
+  ruda_client_t *s = cuda_stream_client();
   ruda_kernel_t *k = cuda_kernel(
       "broken", "extern \"C\" __global__ void broken(const unsigned long long *info) {\n"
                 "  this_is_not_declared = 1;\n}\n",
@@ -282,10 +280,8 @@ TEST(compile_error_carries_log_and_source) {
 }
 
 TEST(shared_memory_limit_is_a_resource_error) {
-  ruda_client_t *c = cuda_client();
-  ruda_client_t *s = NULL;
-  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &s));
-  uint64_t max = ruda_client_properties(c)->hardware.max_shared_memory_size;
+  ruda_client_t *s = cuda_stream_client();
+  uint64_t max = ruda_client_properties(s)->hardware.max_shared_memory_size;
   ruda_kernel_t *k = cuda_kernel(
       "big_shared", "extern \"C\" __global__ void big_shared(const unsigned long long *i) {}\n",
       ruda_dim_new_1d(32), max + 4);
@@ -354,11 +350,9 @@ TEST(profile_uses_device_timestamps) {
 }
 
 TEST(out_of_memory_then_a_working_allocation) {
-  ruda_client_t *c = cuda_client();
-  ruda_client_t *s = NULL;
-  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &s));
-  uint64_t total = ruda_client_properties(c)->hardware.total_memory;
-  uint64_t chunk = ruda_client_properties(c)->memory.max_page_size - (1ull << 20);
+  ruda_client_t *s = cuda_stream_client();
+  uint64_t total = ruda_client_properties(s)->hardware.total_memory;
+  uint64_t chunk = ruda_client_properties(s)->memory.max_page_size - (1ull << 20);
   ruda_handle_t hs[16];
   size_t n = 0;
   ruda_status_t err = NULL;
@@ -378,13 +372,7 @@ TEST(out_of_memory_then_a_working_allocation) {
   ASSERT_OK(ruda_client_memory_cleanup(s));
   ASSERT_OK(ruda_client_sync(s));
   /* The device works again. */
-  uint32_t v[256], back[256];
-  for (int i = 0; i < 256; i++) v[i] = (uint32_t)i * 11u;
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(s, v, sizeof v, &h));
-  ASSERT_OK(ruda_client_read(s, &h, back, sizeof back));
-  ASSERT_MEM_EQ(back, v, sizeof v);
-  ruda_handle_release(&h);
+  client_round_trips(s);
   ruda_client_release(s);
 }
 

@@ -95,11 +95,9 @@ TEST(tile_load_through_a_tensor_map) {
 }
 
 TEST(rejected_tensor_map_gives_a_precise_launch_error) {
-  ruda_client_t *c = cuda_client();
-  if (ruda_client_properties(c)->hardware.compute_capability < 90)
+  if (ruda_client_properties(cuda_client())->hardware.compute_capability < 90)
     SKIP("tensor maps need sm_90 (Hopper) or newer");
-  ruda_client_t *s = NULL;
-  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &s));
+  ruda_client_t *s = cuda_stream_client();
   ruda_handle_t tensor;
   ASSERT_OK(ruda_client_empty(s, 32 * 60 * 4, &tensor));
   ruda_kernel_t *k = cuda_kernel("tma_tile", tma_src, ruda_dim_new_1d(128), 0);
