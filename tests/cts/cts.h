@@ -29,6 +29,9 @@ bool cts_is_cpu(void);
  * (a buffer created from 16 words reads back equal); fails the test
  * otherwise. */
 void cts_still_usable(ruda_client_t *c);
+/* Runs fn(ctx) on a new thread (whose cts_client() is on that thread's
+ * own default stream) and returns what it returned once it ended. */
+ruda_status_t cts_on_another_thread(ruda_status_t (*fn)(void *ctx), void *ctx);
 /* Fails the test unless `s` holds an error of `kind` whose reason contains
  * `reason` (any reason where NULL); returns that error (part of `s`, which
  * the caller still frees). */

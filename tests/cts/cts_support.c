@@ -141,6 +141,27 @@ void cts_on_threads(int n, int (*fn)(int id)) {
   for (int i = 0; i < n; i++) ASSERT_EQ(t[i].wrong, 0);
 }
 
+typedef struct cts_call {
+  ruda_status_t (*fn)(void *ctx);
+  void *ctx;
+  ruda_status_t status;
+} cts_call_t;
+
+static void *cts_call_main(void *p) {
+  cts_call_t *call = p;
+  call->status = call->fn(call->ctx);
+  return NULL;
+}
+
+ruda_status_t cts_on_another_thread(ruda_status_t (*fn)(void *ctx), void *ctx) {
+  cts_client();
+  cts_call_t call = {fn, ctx, NULL};
+  pthread_t th;
+  ASSERT_EQ(pthread_create(&th, NULL, cts_call_main, &call), 0);
+  pthread_join(th, NULL);
+  return call.status;
+}
+
 void cts_require(const char *feature) {
   cts_client();
   const char *backend = ruda_device_type_name(g_device.type_id);

@@ -6,8 +6,6 @@
  * (nested recording, end without begin, dynamic counts, a graph of another
  * device, replaying while recording) is refused with the documented error
  * while the device keeps working. */
-#include <pthread.h>
-
 #include "cts.h"
 
 enum { N = 1000 };
@@ -151,29 +149,18 @@ TEST(the_graph_keeps_its_buffers_and_usage_returns_to_the_baseline) {
   ruda_client_release(c);
 }
 
-typedef struct replay_thread {
-  ruda_client_t *base;
-  ruda_graph_t *g;
-  ruda_status_t status;
-} replay_thread_t;
-
-static void *replay_on_another_stream(void *p) {
-  replay_thread_t *t = p;
-  /* This thread's own stream (the base client follows the caller). */
-  t->status = ruda_client_graph_replay(t->base, t->g);
-  if (!t->status) t->status = ruda_client_sync(t->base);
-  return NULL;
+/* A replay of the graph `g` and a sync on the calling thread's own stream
+ * (cts_client follows the caller). */
+static ruda_status_t replay_on_this_thread(void *g) {
+  ruda_status_t s = ruda_client_graph_replay(cts_client(), g);
+  return s ? s : ruda_client_sync(cts_client());
 }
 
 TEST(a_replay_on_another_stream_is_ordered_after_the_producers) {
   fixture_t f = fixture(40);
   record_incs(&f, 1);
   ASSERT_OK(ruda_client_sync(f.c));
-  replay_thread_t t = {cts_client(), f.g, NULL};
-  pthread_t th;
-  ASSERT_EQ(pthread_create(&th, NULL, replay_on_another_stream, &t), 0);
-  pthread_join(th, NULL);
-  ASSERT_OK(t.status);
+  ASSERT_OK(cts_on_another_thread(replay_on_this_thread, f.g));
   expect_all(f.c, &f.x, 41);
   fixture_release(&f);
 }

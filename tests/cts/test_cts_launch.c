@@ -275,6 +275,25 @@ TEST(profiling_measures_and_nests) {
   ruda_client_release(c);
 }
 
+/* Launches k on one ruda without arguments, then releases it: the
+ * launch's status. */
+static ruda_status_t launch_once(ruda_client_t *c, ruda_kernel_t *k) {
+  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
+  ruda_kernel_release(k);
+  return s;
+}
+
+/* Profiles `fn` on c; the profile must fail with an error holding `kind`:
+ * that status (the caller frees it). */
+static ruda_status_t profile_error(ruda_client_t *c, const char *name,
+                                   ruda_status_t (*fn)(ruda_client_t *c, void *ctx),
+                                   ruda_error_kind_t kind) {
+  ruda_profile_duration_t d;
+  ruda_status_t s = ruda_client_profile(c, name, fn, NULL, &d);
+  cts_expect_error(s, kind, NULL);
+  return s;
+}
+
 /* A kernel that fails on every backend after the launch was accepted: its
  * only code is OpenCL C that does not build, so cpu:N and cuda:N find no
  * code they run, and opencl:N's clBuildProgram fails; each reports a
@@ -287,17 +306,12 @@ static ruda_status_t failing_launch(ruda_client_t *c, void *ctx) {
                           .num_code = 1};
   ruda_kernel_t *k = NULL;
   ruda_status_t s = ruda_kernel_create(&d, &k);
-  if (s) return s;
-  s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
-  ruda_kernel_release(k);
-  return s;
+  return s ? s : launch_once(c, k);
 }
 
 TEST(profile_with_a_failing_launch_reports_a_profile_error) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_profile_duration_t d;
-  ruda_status_t s = ruda_client_profile(c, "failing", failing_launch, NULL, &d);
-  cts_expect_error(s, RUDA_ERR_LAUNCH_COMPILATION, NULL);
+  ruda_status_t s = profile_error(c, "failing", failing_launch, RUDA_ERR_LAUNCH_COMPILATION);
   ASSERT_EQ(ruda_status_family(s), RUDA_FAMILY_PROFILE);
   ruda_status_free(s);
   /* Observing took nothing away: the stream still reports the error, once. */
@@ -311,20 +325,16 @@ TEST(profile_with_a_failing_launch_reports_a_profile_error) {
 
 static ruda_status_t over_limit_launch(ruda_client_t *c, void *ctx) {
   (void)ctx;
-  const ruda_device_properties_t *p = ruda_client_properties(c);
-  ruda_kernel_t *k = cts_kernel_with(ruda_dim_new_1d(1), p->hardware.max_shared_memory_size + 1);
-  ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), NULL);
-  ruda_kernel_release(k);
-  return s;
+  uint64_t over = ruda_client_properties(c)->hardware.max_shared_memory_size + 1;
+  return launch_once(c, cts_kernel_with(ruda_dim_new_1d(1), over));
 }
 
 /* A launch refused at once inside a profile is the function's own error,
  * returned as is. */
 TEST(profile_returns_a_refused_launch_as_is) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_profile_duration_t d;
-  ruda_status_t s = ruda_client_profile(c, "over_limit", over_limit_launch, NULL, &d);
-  cts_expect_error(s, RUDA_ERR_RESOURCE_SHARED_MEMORY, NULL);
+  ruda_status_t s =
+      profile_error(c, "over_limit", over_limit_launch, RUDA_ERR_RESOURCE_SHARED_MEMORY);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_SERVER_LAUNCH);
   ruda_status_free(s);
   /* Refused at the call: nothing was queued. */

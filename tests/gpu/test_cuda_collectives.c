@@ -102,17 +102,15 @@ TEST(broadcast_and_all_gather) {
   }
 }
 
+static void f32_round_trip(size_t a, size_t b, size_t count, void *ctx) {
+  (void)ctx;
+  cc_send_recv_round_trip(gpus[a], a, gpus[b], RUDA_ELEM_F32, count);
+}
+
 TEST(send_recv_every_pair) {
   need_two();
   const size_t sizes[] = {0, 1, 77, (1u << 22) + 1};
-  for (size_t a = 0; a < ngpu; a++) {
-    for (size_t b = 0; b < ngpu; b++) {
-      if (a == b) continue;
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        cc_send_recv_round_trip(gpus[a], a, gpus[b], RUDA_ELEM_F32, sizes[i]);
-      }
-    }
-  }
+  cc_each_pair(ngpu, sizes, sizeof sizes / sizeof sizes[0], f32_round_trip, NULL);
   for (size_t ti = 0; ti < NUM_NCCL_TYPES; ti++) {
     cc_send_recv_round_trip(gpus[1], 1, gpus[0], nccl_types[ti], 9);
   }

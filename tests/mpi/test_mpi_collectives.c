@@ -204,42 +204,41 @@ TEST(all_gather_sizes_and_in_place) {
   }
 }
 
+/* a sends n bytes, b receives them and sends them back (the ranks other
+ * than a and b do nothing). */
+static void send_recv_pair(size_t a, size_t b, size_t n, void *ctx) {
+  (void)ctx;
+  if (rank == a) {
+    ruda_handle_t src, back;
+    cc_make(client, RUDA_ELEM_U8, a, 0, n, &src);
+    ASSERT_OK(ruda_group_send(world, client, &src, (uint32_t)b));
+    ASSERT_OK(ruda_group_recv(world, client, n, (uint32_t)b, &back));
+    uint8_t *host = cc_read(client, &back, n);
+    for (size_t e = 0; e < n; e++) {
+      if (host[e] != (uint8_t)cc_value(a, e)) CC_FAIL("send/recv %zu->%zu->%zu: byte %zu", a, b, a, e);
+    }
+    free(host);
+    ruda_handle_release(&src);
+    ruda_handle_release(&back);
+  } else if (rank == b) {
+    ruda_handle_t got;
+    ASSERT_OK(ruda_group_recv(world, client, n, (uint32_t)a, &got));
+    ASSERT_UEQ(ruda_handle_size_in_used(&got), n);
+    ASSERT_OK(ruda_group_send(world, client, &got, (uint32_t)a));
+    uint8_t *host = cc_read(client, &got, n);
+    for (size_t e = 0; e < n; e++) {
+      if (host[e] != (uint8_t)cc_value(a, e)) CC_FAIL("send/recv %zu->%zu: byte %zu", a, b, e);
+    }
+    free(host);
+    ruda_handle_release(&got);
+  }
+}
+
 /* Every ordered pair (a, b): a sends, b receives and sends it back. */
 TEST(send_recv_every_pair) {
   setup();
   const size_t sizes[] = {0, 1, 77, (1u << 20) + 1};
-  for (uint32_t a = 0; a < size; a++) {
-    for (uint32_t b = 0; b < size; b++) {
-      if (a == b) continue;
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        size_t n = sizes[i];
-        if (rank == a) {
-          ruda_handle_t src, back;
-          cc_make(client, RUDA_ELEM_U8, a, 0, n, &src);
-          ASSERT_OK(ruda_group_send(world, client, &src, b));
-          ASSERT_OK(ruda_group_recv(world, client, n, b, &back));
-          uint8_t *host = cc_read(client, &back, n);
-          for (size_t e = 0; e < n; e++) {
-            if (host[e] != (uint8_t)cc_value(a, e)) CC_FAIL("send/recv %u->%u->%u: byte %zu", a, b, a, e);
-          }
-          free(host);
-          ruda_handle_release(&src);
-          ruda_handle_release(&back);
-        } else if (rank == b) {
-          ruda_handle_t got;
-          ASSERT_OK(ruda_group_recv(world, client, n, a, &got));
-          ASSERT_UEQ(ruda_handle_size_in_used(&got), n);
-          ASSERT_OK(ruda_group_send(world, client, &got, a));
-          uint8_t *host = cc_read(client, &got, n);
-          for (size_t e = 0; e < n; e++) {
-            if (host[e] != (uint8_t)cc_value(a, e)) CC_FAIL("send/recv %u->%u: byte %zu", a, b, e);
-          }
-          free(host);
-          ruda_handle_release(&got);
-        }
-      }
-    }
-  }
+  cc_each_pair(size, sizes, sizeof sizes / sizeof sizes[0], send_recv_pair, NULL);
   ASSERT_OK(ruda_group_barrier(world));
 }
 

@@ -278,4 +278,15 @@ CC_FN void cc_send_recv_round_trip(ruda_client_t *from, size_t from_dev, ruda_cl
   ruda_handle_release(&back);
 }
 
+/* fn(a, b, size, ctx) for every ordered pair of distinct devices a, b
+ * below n and each of the `num_sizes` sizes: a sends to b. */
+CC_FN void cc_each_pair(size_t n, const size_t *sizes, size_t num_sizes,
+                        void (*fn)(size_t a, size_t b, size_t size, void *ctx), void *ctx) {
+  for (size_t a = 0; a < n; a++) {
+    for (size_t b = 0; b < n; b++) {
+      for (size_t i = 0; a != b && i < num_sizes; i++) fn(a, b, sizes[i], ctx);
+    }
+  }
+}
+
 #endif

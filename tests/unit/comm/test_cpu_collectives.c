@@ -123,18 +123,16 @@ TEST(all_gather_in_place) {
   }
 }
 
+static void f32_round_trip(size_t a, size_t b, size_t count, void *ctx) {
+  (void)ctx;
+  if (count > 1000 && (a + b) % 2) return; /* large: half the pairs */
+  cc_send_recv_round_trip(clients[a], a, clients[b], RUDA_ELEM_F32, count);
+}
+
 TEST(send_recv_every_pair_and_size) {
   open_clients();
   const size_t sizes[] = {0, 1, 77, (1u << 20) + 1};
-  for (size_t a = 0; a < NDEV; a++) {
-    for (size_t b = 0; b < NDEV; b++) {
-      if (a == b) continue;
-      for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-        if (sizes[i] > 1000 && (a + b) % 2) continue; /* large: half the pairs */
-        cc_send_recv_round_trip(clients[a], a, clients[b], RUDA_ELEM_F32, sizes[i]);
-      }
-    }
-  }
+  cc_each_pair(NDEV, sizes, sizeof sizes / sizeof sizes[0], f32_round_trip, NULL);
   for (size_t ti = 0; ti < CC_NUM_TYPES; ti++) {
     cc_send_recv_round_trip(clients[1], 1, clients[3], cc_types[ti], 9);
   }
