@@ -102,15 +102,10 @@ TEST(broadcast_and_all_gather) {
   }
 }
 
-static void f32_round_trip(size_t a, size_t b, size_t count, void *ctx) {
-  (void)ctx;
-  cc_send_recv_round_trip(gpus[a], a, gpus[b], RUDA_ELEM_F32, count);
-}
-
 TEST(send_recv_every_pair) {
   need_two();
   const size_t sizes[] = {0, 1, 77, (1u << 22) + 1};
-  cc_each_pair(ngpu, sizes, sizeof sizes / sizeof sizes[0], f32_round_trip, NULL);
+  cc_f32_round_trips(gpus, ngpu, sizes, sizeof sizes / sizeof sizes[0], SIZE_MAX);
   for (size_t ti = 0; ti < NUM_NCCL_TYPES; ti++) {
     cc_send_recv_round_trip(gpus[1], 1, gpus[0], nccl_types[ti], 9);
   }

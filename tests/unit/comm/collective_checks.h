@@ -289,4 +289,24 @@ CC_FN void cc_each_pair(size_t n, const size_t *sizes, size_t num_sizes,
   }
 }
 
+typedef struct cc_pairs {
+  ruda_client_t *const *cs;
+  size_t large;
+} cc_pairs_t;
+
+CC_FN void cc_f32_pair(size_t a, size_t b, size_t count, void *ctx) {
+  const cc_pairs_t *p = ctx;
+  if (count > p->large && (a + b) % 2) return;
+  cc_send_recv_round_trip(p->cs[a], a, p->cs[b], RUDA_ELEM_F32, count);
+}
+
+/* An f32 send/recv round trip (cc_send_recv_round_trip) for every ordered
+ * pair of the n devices of cs and each size; a count over `large` only
+ * for the pairs whose a + b is even (SIZE_MAX: every pair). */
+CC_FN void cc_f32_round_trips(ruda_client_t *const *cs, size_t n, const size_t *sizes,
+                              size_t num_sizes, size_t large) {
+  cc_pairs_t p = {cs, large};
+  cc_each_pair(n, sizes, num_sizes, cc_f32_pair, &p);
+}
+
 #endif

@@ -123,16 +123,11 @@ TEST(all_gather_in_place) {
   }
 }
 
-static void f32_round_trip(size_t a, size_t b, size_t count, void *ctx) {
-  (void)ctx;
-  if (count > 1000 && (a + b) % 2) return; /* large: half the pairs */
-  cc_send_recv_round_trip(clients[a], a, clients[b], RUDA_ELEM_F32, count);
-}
-
 TEST(send_recv_every_pair_and_size) {
   open_clients();
   const size_t sizes[] = {0, 1, 77, (1u << 20) + 1};
-  cc_each_pair(NDEV, sizes, sizeof sizes / sizeof sizes[0], f32_round_trip, NULL);
+  /* large: half the pairs */
+  cc_f32_round_trips(clients, NDEV, sizes, sizeof sizes / sizeof sizes[0], 1000);
   for (size_t ti = 0; ti < CC_NUM_TYPES; ti++) {
     cc_send_recv_round_trip(clients[1], 1, clients[3], cc_types[ti], 9);
   }
