@@ -6,6 +6,7 @@
 
 #include "base/alloc.h"
 #include "ruda/log.h"
+#include "server/kernel_object.h"
 #include "server/server.h"
 #include "server/stream_op.h"
 #include "server/trace.h"
@@ -52,7 +53,8 @@ static uint64_t *last_synced_slot(ruda__stream_pipe_t *pipe, uint32_t index) {
 RUDA__HOT
 void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
                         ruda__keep_list_t *keep) {
-  if (ruda_binding_is_empty(b)) return;
+  /* Memory of the stream itself (the usual case) needs no lookup. */
+  if (b->stream.value == ruda__stream_of_ext(stream)->id || b->id == 0) return;
   ruda__stream_t *ors = ruda__stream_find(&p->server->streams, b->stream);
   if (ors == NULL) return; /* no state: the memory is not bound here */
   ruda__stream_pipe_t *origin = ruda__stream_ext(ors);
@@ -95,7 +97,7 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
   if (near != NULL && ruda__stream_pipe(near)->ready &&
       ruda__stream_of_ext(near)->id == b->stream.value && b->id != 0)
     origin = near; /* memory of the stream the operation runs on: no lookup */
-  else if (!ruda_binding_is_empty(b))
+  else if (b->id != 0)
     origin = ruda__stream_pipe_find(p, b->stream);
   if (origin == NULL)
     return ruda_status_create(RUDA_ERR_IO_NOT_FOUND, "the buffer is not bound on this device");
@@ -115,14 +117,86 @@ ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
   out->bytes = out->width * out->height;
   ruda_status_t e = ruda__stream_resolve(p, stream, &d->binding, &out->target);
   if (e) return e;
+  /* The furthest byte the rows reach, overflow-checked. */
   uint64_t need = 0;
-  if (!ruda_shape_extent(&d->shape, &d->strides, d->elem_size, &need))
+  if (out->height > 0 &&
+      (__builtin_mul_overflow(out->height - 1, out->pitch, &need) ||
+       __builtin_add_overflow(need, out->width, &need)))
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "%s: the strides reach past 2^64 bytes", what);
   if (need > out->target.size)
     return ruda_status_create(RUDA_ERR_IO_UNKNOWN,
                               "%s: the copy reaches %llu bytes, the view holds %llu", what,
                               (unsigned long long)need, (unsigned long long)out->target.size);
   return NULL;
+}
+
+RUDA__HOT
+void *ruda__stream_copy_begin(ruda__stream_pipeline_t *p, ruda_stream_id_t stream,
+                              const ruda__copy_desc_t *descs, size_t count, bool read,
+                              ruda__copy_ctx_t *first, ruda_status_t *first_err,
+                              ruda__keep_list_t *keep, ruda_status_t *err) {
+  void *st = ruda__stream_pipe_get(p, stream);
+  if (read) {
+    /* Without its backend part the stream may still hold the reason. */
+    ruda__stream_t *rs = st ? ruda__stream_of_ext(st) : ruda__stream_find(&p->server->streams, stream);
+    ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
+    if (e == NULL && st == NULL)
+      e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
+    if (e) {
+      *err = e;
+      return NULL;
+    }
+    ruda__stream_pipe_t *pipe = st;
+    if (pipe->nkept || pipe->nspans) ruda__stream_pipe_poll(p, st, false);
+  } else if (st == NULL) {
+    return NULL;
+  }
+  for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, keep);
+  if (count > 0) *first_err = ruda__stream_copy_part(p, st, &descs[0], read ? "read" : "write", first);
+  return st;
+}
+
+/* ---- Launches ---- */
+
+RUDA__HOT
+void *ruda__stream_launch_begin(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
+                                const ruda__count_t *count, const ruda__launch_args_t *args,
+                                ruda_stream_id_t stream, ruda__storage_handle_t *small,
+                                ruda__launch_ctx_t *ctx, ruda__keep_list_t *keep,
+                                ruda_status_t *err) {
+  void *st = ruda__stream_pipe_get(p, stream);
+  if (st == NULL) return NULL;
+  ruda__stream_pipe_t *pipe = st;
+  if (pipe->nkept || pipe->nspans) ruda__stream_pipe_poll(p, st, false);
+  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
+  for (size_t i = 0; i < nb; i++) ruda__stream_order(p, st, &args->buffers[i], keep);
+  for (size_t i = 0; i < nt; i++) ruda__stream_order(p, st, &args->tensor_map_buffers[i], keep);
+  if (count->dynamic) ruda__stream_order(p, st, &count->buffer, keep);
+
+  ruda__storage_handle_t *h = nb + nt <= RUDA__LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
+  *ctx = (ruda__launch_ctx_t){ruda__stream_of_ext(st), st, kernel, &kernel->desc, count, args, h,
+                              h ? h + nb : NULL, {0}};
+  if (h == NULL) {
+    *err = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "no host memory for %zu bindings",
+                              nb + nt);
+    return st;
+  }
+  ruda_status_t e = NULL;
+  for (size_t i = 0; i < nb && !e; i++) e = ruda__stream_resolve(p, st, &args->buffers[i], &h[i]);
+  for (size_t i = 0; i < nt && !e; i++)
+    e = ruda__stream_resolve(p, st, &args->tensor_map_buffers[i], &h[nb + i]);
+  if (!e && count->dynamic) e = ruda__stream_resolve(p, st, &count->buffer, &ctx->count_buffer);
+  if (e) *err = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
+  return st;
+}
+
+RUDA__HOT
+void ruda__stream_launch_end(ruda__stream_pipeline_t *p, const ruda__launch_ctx_t *ctx,
+                             const ruda__storage_handle_t *small, ruda__keep_list_t *keep,
+                             ruda_status_t err) {
+  if (err) ruda__stream_push_launch_error(ctx->rs, err, ctx->desc->name);
+  if (ctx->buffers != small) ruda__free((void *)ctx->buffers);
+  ruda__stream_op_end(p, ctx->stream, keep);
 }
 
 /* ---- The timeline trace ---- */

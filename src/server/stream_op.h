@@ -139,6 +139,7 @@ typedef struct ruda__launch_ctx {
   ruda__stream_t *rs; /* the stream's state (errors, cursor) */
   void *stream;       /* its backend extension */
   ruda_kernel_t *kernel;
+  const ruda_kernel_desc_t *desc; /* the kernel's */
   const ruda__count_t *count;
   const ruda__launch_args_t *args;
   /* The storage of args->buffers[i] and args->tensor_map_buffers[i];
@@ -241,6 +242,16 @@ ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
                                      const ruda__copy_desc_t *d, const char *what,
                                      ruda__copy_ctx_t *out);
 
+/* Steps 1 to 4 of a copy on `stream`: the stream (NULL when it cannot be
+ * set up; for a `read`, also when its queued errors are returned first,
+ * in *err, or when it has no state: *err says so), finished work released
+ * (a read's), every binding ordered and kept in `keep`, and the first view
+ * prepared in *first (its error in *first_err) when `count` > 0. */
+void *ruda__stream_copy_begin(ruda__stream_pipeline_t *p, ruda_stream_id_t stream,
+                              const ruda__copy_desc_t *descs, size_t count, bool read,
+                              ruda__copy_ctx_t *first, ruda_status_t *first_err,
+                              ruda__keep_list_t *keep, ruda_status_t *err);
+
 /* The device calls of one view of a write: `src` (packed, at least
  * c->bytes) is the backend's to release, now or once the copy has read
  * it. Errors are returned (queued on the stream). */
@@ -252,21 +263,22 @@ typedef ruda_status_t (*ruda__write_fn)(void *backend, const ruda__copy_ctx_t *c
  * preparation (ruda__stream_copy_part, the size of its source checked),
  * `write` bracketed for the trace ("copy", "write"), the operation's end.
  * Every source is released; errors are queued on the stream. Returns the
- * stream's extension (NULL when it could not be set up) for the
- * backend's submission. Inline, so that `write` is a direct call. */
+ * stream's extension (NULL when it could not be set up), for a backend
+ * that submits its work after the operation. Inline, so that `write` is a
+ * direct call. */
 static inline void *ruda__stream_write(ruda__stream_pipeline_t *p, const ruda__copy_desc_t *descs,
-                                       ruda_bytes_t *srcs, size_t count, ruda_stream_id_t stream,
-                                       ruda__write_fn write) {
-  void *st = ruda__stream_pipe_get(p, stream);
+                                      ruda_bytes_t *srcs, size_t count, ruda_stream_id_t stream,
+                                      ruda__write_fn write) {
+  ruda__copy_ctx_t c;
+  ruda__keep_list_t keep = {0};
+  ruda_status_t e = NULL;
+  void *st = ruda__stream_copy_begin(p, stream, descs, count, false, &c, &e, &keep, NULL);
   if (st == NULL) {
     for (size_t i = 0; i < count; i++) ruda_bytes_release(&srcs[i]);
     return NULL;
   }
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, &keep);
   for (size_t i = 0; i < count; i++) {
-    ruda__copy_ctx_t c;
-    ruda_status_t e = ruda__stream_copy_part(p, st, &descs[i], "write", &c);
+    if (i > 0) e = ruda__stream_copy_part(p, st, &descs[i], "write", &c);
     if (e == NULL && srcs[i].size < c.bytes)
       e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "write: %llu bytes given, %llu needed",
                              (unsigned long long)srcs[i].size, (unsigned long long)c.bytes);
@@ -284,27 +296,28 @@ static inline void *ruda__stream_write(ruda__stream_pipeline_t *p, const ruda__c
 
 /* A read's device calls, in three steps (`backend` is the pipeline's,
  * `stream` the extension):
- *   start: before any ordering; may serve the whole read itself (returns
- *     true, its error in *err), else sets up the backend's operation in
- *     *op (its future) and returns false (with *err set on failure: the
- *     read fails with it);
+ *   start: after the ordering, before any view is read; may serve the
+ *     whole read itself from `first` (the first view prepared, NULL when
+ *     it could not be or `count` is 0): returns true, its error in *err;
+ *     else sets up the backend's operation in *op (its future) and returns
+ *     false (with *err set on failure: the read fails with it);
  *   part: the device calls of one prepared view into `dst`; its error ends
  *     the read (no later view is read);
  *   end: after the operation's end (ruda__stream_op_end): the future of
  *     the read in *out, carrying `early` (taken: the first error). */
 typedef bool (*ruda__read_start_fn)(void *backend, void *stream, const ruda__copy_desc_t *descs,
-                                    void *const *dsts, size_t count, void **op,
-                                    ruda_status_t *err);
+                                    size_t count, const ruda__copy_ctx_t *first,
+                                    void *const *dsts, void **op, ruda_status_t *err);
 typedef ruda_status_t (*ruda__read_part_fn)(void *backend, const ruda__copy_ctx_t *c, void *dst,
                                             void *op);
 typedef ruda_status_t (*ruda__read_end_fn)(void *backend, void *stream, void *op,
                                            ruda_status_t early, ruda__future_t **out);
 
 /* A read (server.h's vtable `read`) through the whole pipeline: the
- * stream (its queued errors returned first), finished work released,
- * `start`, each binding ordered and kept, each view prepared and read
- * (`part`, bracketed for the trace: "copy", "read") until one fails, the
- * operation's end, then `end`. Inline, so that the steps are direct
+ * stream (its queued errors returned first), finished work released, each
+ * binding ordered and kept, the first view prepared, `start`, each view
+ * read (`part`, bracketed for the trace: "copy", "read") until one fails,
+ * the operation's end, then `end`. Inline, so that the steps are direct
  * calls. */
 static inline ruda_status_t ruda__stream_read(ruda__stream_pipeline_t *p,
                                               const ruda__copy_desc_t *descs, void *const *dsts,
@@ -312,22 +325,19 @@ static inline ruda_status_t ruda__stream_read(ruda__stream_pipeline_t *p,
                                               ruda__future_t **out, ruda__read_start_fn start,
                                               ruda__read_part_fn part, ruda__read_end_fn end) {
   *out = NULL;
-  void *st = ruda__stream_pipe_get(p, stream);
-  /* Without its backend part the stream may still hold the reason. */
-  ruda__stream_t *rs = st ? ruda__stream_of_ext(st) : ruda__stream_find(&p->server->streams, stream);
-  ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
-  if (e) return e;
-  if (st == NULL) return ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
-  if (ruda__stream_pipe(st)->nkept || ruda__stream_pipe(st)->nspans)
-    ruda__stream_pipe_poll(p, st, false);
-  void *op = NULL;
-  if (start(p->backend, st, descs, dsts, count, &op, &e) || e) return e;
+  ruda__copy_ctx_t c;
   ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, &keep);
-  ruda_status_t early = NULL;
+  ruda_status_t early = NULL, e = NULL;
+  void *st = ruda__stream_copy_begin(p, stream, descs, count, true, &c, &early, &keep, &e);
+  if (st == NULL) return e;
+  void *op = NULL;
+  if (start(p->backend, st, descs, count, count && !early ? &c : NULL, dsts, &op, &e) || e) {
+    if (keep.n) ruda__stream_op_end(p, st, &keep);
+    if (early) ruda_status_free(early);
+    return e;
+  }
   for (size_t i = 0; i < count && early == NULL; i++) {
-    ruda__copy_ctx_t c;
-    early = ruda__stream_copy_part(p, st, &descs[i], "read", &c);
+    if (i > 0) early = ruda__stream_copy_part(p, st, &descs[i], "read", &c);
     if (early || c.bytes == 0) continue;
     long tr = ruda__stream_trace_begin(p, st, "copy", "read", c.bytes);
     early = part(p->backend, &c, dsts[i], op);
@@ -342,53 +352,46 @@ static inline ruda_status_t ruda__stream_read(ruda__stream_pipeline_t *p,
  * error. */
 typedef ruda_status_t (*ruda__launch_fn)(void *backend, const ruda__launch_ctx_t *ctx);
 
-/* A backend's launch (server.h's vtable `launch`, validated before it was
- * queued) through the whole pipeline: the stream of `stream`, its finished
- * work released, every binding ordered, kept and resolved (a binding not
- * bound here fails the launch with LaunchError::IoError), then `launch`
- * bracketed for the trace ("kernel", the kernel's name), then the
- * operation's end. Errors are queued on the stream. Inline, so
- * that the backend's device call is a direct call. */
 #define RUDA__LAUNCH_INLINE 16 /* bindings resolved without an allocation */
 
+/* Steps 1 to 4 of a launch on `stream`: the stream (NULL when it cannot
+ * be set up), its finished work released, every binding ordered, kept in
+ * `keep` and resolved into *ctx (`small`, RUDA__LAUNCH_INLINE entries,
+ * holds the storage when it is enough). *err: a binding not bound here
+ * (LaunchError::IoError) or no host memory; ctx is complete either way,
+ * for ruda__stream_launch_end. */
+void *ruda__stream_launch_begin(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
+                                const ruda__count_t *count, const ruda__launch_args_t *args,
+                                ruda_stream_id_t stream, ruda__storage_handle_t *small,
+                                ruda__launch_ctx_t *ctx, ruda__keep_list_t *keep,
+                                ruda_status_t *err);
+/* Step 6 of a launch: `err` (taken) queued on the stream as the kernel's
+ * launch error, the storage freed, the operation's end. */
+void ruda__stream_launch_end(ruda__stream_pipeline_t *p, const ruda__launch_ctx_t *ctx,
+                             const ruda__storage_handle_t *small, ruda__keep_list_t *keep,
+                             ruda_status_t err);
+
+/* A backend's launch (server.h's vtable `launch`, validated before it was
+ * queued) through the whole pipeline: ruda__stream_launch_begin, then
+ * `launch` bracketed for the trace ("kernel", the kernel's name), then
+ * ruda__stream_launch_end. Inline, so that the backend's device call is a
+ * direct call. */
 static inline void ruda__stream_launch(ruda__stream_pipeline_t *p, ruda_kernel_t *kernel,
                                        const ruda__count_t *count,
                                        const ruda__launch_args_t *args, ruda_stream_id_t stream,
                                        ruda__launch_fn launch) {
-  void *st = ruda__stream_pipe_get(p, stream);
-  if (st == NULL) return;
-  if (ruda__stream_pipe(st)->nkept || ruda__stream_pipe(st)->nspans)
-    ruda__stream_pipe_poll(p, st, false);
-  size_t nb = args->num_buffers, nt = args->num_tensor_maps;
-  ruda__keep_list_t keep = {0};
-  for (size_t i = 0; i < nb; i++) ruda__stream_order(p, st, &args->buffers[i], &keep);
-  for (size_t i = 0; i < nt; i++) ruda__stream_order(p, st, &args->tensor_map_buffers[i], &keep);
-  if (count->dynamic) ruda__stream_order(p, st, &count->buffer, &keep);
-
   ruda__storage_handle_t small[RUDA__LAUNCH_INLINE];
-  ruda__storage_handle_t *h = nb + nt <= RUDA__LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
-  ruda__launch_ctx_t ctx = {ruda__stream_of_ext(st), st, kernel, count, args, h,
-                            h ? h + nb : NULL, {0}};
+  ruda__launch_ctx_t ctx;
+  ruda__keep_list_t keep = {0};
   ruda_status_t e = NULL;
-  if (h == NULL) {
-    e = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "no host memory for %zu bindings",
-                           nb + nt);
-  } else {
-    for (size_t i = 0; i < nb && !e; i++) e = ruda__stream_resolve(p, st, &args->buffers[i], &h[i]);
-    for (size_t i = 0; i < nt && !e; i++)
-      e = ruda__stream_resolve(p, st, &args->tensor_map_buffers[i], &h[nb + i]);
-    if (!e && count->dynamic) e = ruda__stream_resolve(p, st, &count->buffer, &ctx.count_buffer);
-    if (e) {
-      e = ruda_status_wrap(RUDA_ERR_LAUNCH_IO, e);
-    } else {
-      long tr = ruda__stream_trace_begin(p, st, "kernel", ruda_kernel_desc(kernel)->name, 0);
-      e = launch(p->backend, &ctx);
-      ruda__stream_trace_end(p, st, tr);
-    }
+  if (ruda__stream_launch_begin(p, kernel, count, args, stream, small, &ctx, &keep, &e) == NULL)
+    return;
+  if (e == NULL) {
+    long tr = ruda__stream_trace_begin(p, ctx.stream, "kernel", ctx.desc->name, 0);
+    e = launch(p->backend, &ctx);
+    ruda__stream_trace_end(p, ctx.stream, tr);
   }
-  if (e) ruda__stream_push_launch_error(ctx.rs, e, ruda_kernel_desc(kernel)->name);
-  if (h != small) ruda__free(h);
-  ruda__stream_op_end(p, st, &keep);
+  ruda__stream_launch_end(p, &ctx, small, &keep, e);
 }
 
 #endif /* RUDA_SERVER_STREAM_OP_H */

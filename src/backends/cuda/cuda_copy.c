@@ -147,10 +147,8 @@ static CUresult pipelined_write(cuda_server_t *s, cuda_stream_t *st, CUdeviceptr
   return r;
 }
 
-/* The device calls of one view of a write (the pipeline's `write`,
- * server/stream_op.h): `src` is released once the copy has read it. */
 RUDA__HOT
-static ruda_status_t write_part(void *backend, const ruda__copy_ctx_t *c, ruda_bytes_t *src) {
+ruda_status_t ruda__cuda_write_part(void *backend, const ruda__copy_ctx_t *c, ruda_bytes_t *src) {
   cuda_server_t *s = backend;
   cuda_stream_t *st = c->stream;
   const ruda__cuda_api_t *api = s->api;
@@ -206,17 +204,12 @@ static ruda_status_t write_part(void *backend, const ruda__copy_ctx_t *c, ruda_b
       ruda__cuda_drop_when_done(s, st, stage, bytes, ruda__cuda_drop_memory);
     }
   }
+  if (ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
   if (r == CUDA_SUCCESS) return NULL;
   if (ruda__cu_result_is_sticky(r))
     ruda__cuda_poison(&s->fault, r, "a copy failed after a device fault", true);
   return ruda__cu_error(RUDA_ERR_IO_UNKNOWN, r, "cuMemcpyHtoDAsync", "writing %llu bytes",
                         (unsigned long long)bytes);
-}
-
-void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
-                      size_t count, ruda_stream_id_t stream) {
-  cuda_stream_t *st = ruda__stream_write(&s->pipeline, descs, srcs, count, stream, write_part);
-  if (st != NULL && ruda__drop_queue_should_flush(st->drops)) ruda__drop_queue_flush(st->drops);
 }
 
 /* ---- Reads, sync, flush ---- */
@@ -229,20 +222,17 @@ void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_byt
  * long. False when the read does not qualify (nothing done); otherwise
  * *out is the read's error or NULL. */
 RUDA__HOT
-static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, const ruda__copy_desc_t *d,
-                            void *dst, ruda_status_t *out) {
-  ruda__stream_t *rs = cuda_rs(st);
-  uint64_t width, height, pitch;
-  if (ruda__trace_on() || d->binding.stream.value != rs->id || !ruda__cuda_stream_idle(st) ||
-      !ruda__copy_geometry(d, &width, &height, &pitch) || width * height > SMALL_READ ||
-      width * height == 0) {
+static bool read_idle_small(cuda_server_t *s, const ruda__copy_ctx_t *c, void *dst,
+                            ruda_status_t *out) {
+  cuda_stream_t *st = c->stream;
+  ruda__stream_t *rs = c->rs;
+  uint64_t width = c->width, height = c->height, pitch = c->pitch, bytes = c->bytes;
+  if (ruda__trace_on() || c->desc->binding.stream.value != rs->id ||
+      !ruda__cuda_stream_idle(st) || bytes > SMALL_READ || bytes == 0) {
     return false;
   }
-  ruda__copy_ctx_t c;
-  *out = ruda__stream_copy_part(&s->pipeline, st, d, "read", &c);
-  if (*out) return true;
-  uint64_t bytes = c.bytes;
-  CUdeviceptr src = (CUdeviceptr)ruda__storage_handle_addr(&c.target);
+  *out = NULL;
+  CUdeviceptr src = (CUdeviceptr)ruda__storage_handle_addr(&c->target);
   /* Tiny reads use the stream's own pinned scratch: no pool, no lock. */
   bool scratch = bytes <= SCRATCH_BYTES && st->count_host != NULL;
   void *block = scratch ? (void *)st->count_host : ruda__cuda_block_get(s);
@@ -272,15 +262,14 @@ static bool read_idle_small(cuda_server_t *s, cuda_stream_t *st, const ruda__cop
  * then the future copies staged parts into the destinations. Reads of at
  * most SMALL_READ bytes in all are staged in one pooled pinned block; larger
  * ones go straight into pinned destinations, else through pinned staging.
- * The pipeline's three steps (server/stream_op.h): */
-
-/* The small read of an idle stream, or the read's future. */
+ */
 RUDA__HOT
-static bool read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
-                       void *const *dsts, size_t count, void **op, ruda_status_t *err) {
+bool ruda__cuda_read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
+                           size_t count, const ruda__copy_ctx_t *first, void *const *dsts,
+                           void **op, ruda_status_t *err) {
   cuda_server_t *s = backend;
   cuda_stream_t *st = stream;
-  if (count == 1 && read_idle_small(s, st, &descs[0], dsts[0], err)) return true;
+  if (count == 1 && first != NULL && read_idle_small(s, first, dsts[0], err)) return true;
   cuda_future_t *f = ruda__cuda_future_new(s, st, count);
   if (f == NULL) {
     *err = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "out of host memory for a read");
@@ -296,10 +285,9 @@ static bool read_start(void *backend, void *stream, const ruda__copy_desc_t *des
   return false;
 }
 
-/* The copy of one prepared view, staged in the block (after the parts
- * before it), straight into a pinned destination, or through staging. */
 RUDA__HOT
-static ruda_status_t read_part(void *backend, const ruda__copy_ctx_t *c, void *dst, void *op) {
+ruda_status_t ruda__cuda_read_part(void *backend, const ruda__copy_ctx_t *c, void *dst,
+                                   void *op) {
   cuda_server_t *s = backend;
   cuda_stream_t *st = c->stream;
   cuda_future_t *f = op;
@@ -346,11 +334,9 @@ static ruda_status_t read_part(void *backend, const ruda__copy_ctx_t *c, void *d
                         (unsigned long long)bytes);
 }
 
-/* The future's event, recorded whatever happened: copies enqueued before
- * an early error still write into staging that the future releases. */
 RUDA__HOT
-static ruda_status_t read_end(void *backend, void *stream, void *op, ruda_status_t early,
-                              ruda__future_t **out) {
+ruda_status_t ruda__cuda_read_end(void *backend, void *stream, void *op, ruda_status_t early,
+                                  ruda__future_t **out) {
   cuda_server_t *s = backend;
   cuda_stream_t *st = stream;
   cuda_future_t *f = op;
@@ -363,14 +349,6 @@ static ruda_status_t read_end(void *backend, void *stream, void *op, ruda_status
   ruda__cuda_future_covers(st, f, cuda_rs(st)->cursor);
   *out = &f->base;
   return NULL;
-}
-
-RUDA__HOT
-ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
-                              void *const *dsts, size_t count, ruda_stream_id_t stream,
-                              ruda__future_t **out) {
-  return ruda__stream_read(&s->pipeline, descs, dsts, count, stream, out, read_start, read_part,
-                           read_end);
 }
 
 RUDA__HOT

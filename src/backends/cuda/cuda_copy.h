@@ -10,12 +10,28 @@
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
-void ruda__cuda_write(cuda_server_t *s, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
-                      size_t count, ruda_stream_id_t stream);
-/* Every read hands back a future fenced by an event (cuda_future.h). */
-ruda_status_t ruda__cuda_read(cuda_server_t *s, const ruda__copy_desc_t *descs,
-                              void *const *dsts, size_t count, ruda_stream_id_t stream,
-                              ruda__future_t **out);
+/* The device calls of the server layer's copy pipeline
+ * (server/stream_op.h: ruda__stream_write, ruda__stream_read; `backend` is
+ * the server), which the vtable entries run:
+ *   write_part: one prepared view of a write (pinned, small pageable, or
+ *     pipelined through pinned staging); `src` released once read;
+ *   read_start: a small read of an idle stream served at once from the
+ *     prepared first view (cuStreamSynchronize, no future), else the
+ *     read's future (cuda_future.h), with a pinned block when the read is
+ *     small;
+ *   read_part: one prepared view, staged in the block, straight into a
+ *     pinned destination, or through staging;
+ *   read_end: the future's event, recorded whatever happened (copies
+ *     enqueued before an early error still write into staging that the
+ *     future releases). */
+ruda_status_t ruda__cuda_write_part(void *backend, const ruda__copy_ctx_t *c, ruda_bytes_t *src);
+bool ruda__cuda_read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
+                           size_t count, const ruda__copy_ctx_t *first, void *const *dsts,
+                           void **op, ruda_status_t *err);
+ruda_status_t ruda__cuda_read_part(void *backend, const ruda__copy_ctx_t *c, void *dst,
+                                   void *op);
+ruda_status_t ruda__cuda_read_end(void *backend, void *stream, void *op, ruda_status_t early,
+                                  ruda__future_t **out);
 /* A sync of a stream known idle (everything up to its cursor completed)
  * needs no future; otherwise its future waits on an event. */
 ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__future_t **out);

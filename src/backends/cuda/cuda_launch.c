@@ -151,7 +151,7 @@ ruda_status_t ruda__cuda_launch(void *backend, const ruda__launch_ctx_t *c) {
   const ruda__cuda_api_t *api = s->api;
   /* The dim, shared memory and a static count were checked before the
    * launch was queued (ruda__launch_validate). */
-  const ruda_kernel_desc_t *d = ruda_kernel_desc(c->kernel);
+  const ruda_kernel_desc_t *d = c->desc;
   ruda__cuda_function_t *fn = NULL;
   ruda_status_t e = ruda__cuda_module_cache_get(s->modules, c->kernel, &fn);
   if (e) return e;

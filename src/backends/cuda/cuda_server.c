@@ -212,14 +212,15 @@ static ruda_status_t cuda_read(ruda__server_t *base, const ruda__copy_desc_t *de
   cuda_server_t *s = as_cuda(base);
   *out = NULL;
   settle_with_comms(s, stream, true);
-  return ruda__cuda_read(s, descs, dsts, count, stream, out);
+  return ruda__stream_read(&s->pipeline, descs, dsts, count, stream, out, ruda__cuda_read_start,
+                           ruda__cuda_read_part, ruda__cuda_read_end);
 }
 
 static void cuda_write(ruda__server_t *base, const ruda__copy_desc_t *descs, ruda_bytes_t *srcs,
                        size_t count, ruda_stream_id_t stream) {
   cuda_server_t *s = as_cuda(base);
   settle_poison(s, stream);
-  ruda__cuda_write(s, descs, srcs, count, stream);
+  ruda__stream_write(&s->pipeline, descs, srcs, count, stream, ruda__cuda_write_part);
 }
 
 RUDA__HOT

@@ -240,8 +240,10 @@ static bool staged_read(ocl_server_t *s, ocl_stream_t *st, cl_mem mem, uint64_t 
  * the future waits on the last one's event (none when they are done).
  * The pipeline's three steps (server/stream_op.h): nothing to start, */
 static bool read_start(void *backend, void *stream, const ruda__copy_desc_t *descs,
-                       void *const *dsts, size_t count, void **op, ruda_status_t *err) {
-  (void)backend, (void)stream, (void)descs, (void)dsts, (void)count, (void)op, (void)err;
+                       size_t count, const ruda__copy_ctx_t *first, void *const *dsts, void **op,
+                       ruda_status_t *err) {
+  (void)backend, (void)stream, (void)descs, (void)count, (void)first, (void)dsts, (void)op;
+  (void)err;
   return false;
 }
 

@@ -145,7 +145,7 @@ ruda_status_t ruda__ocl_launch(void *backend, const ruda__launch_ctx_t *c) {
   const ruda__count_t *count = c->count;
   const ruda__launch_args_t *args = c->args;
   const ruda__opencl_api_t *api = s->api;
-  const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
+  const ruda_kernel_desc_t *d = c->desc;
   const ruda_device_properties_t *props = &s->base.utilities.properties;
   ruda_status_t e = ruda__ocl_fault_injected(s->base.loss, d->name); /* tests only */
   if (e) return e;
