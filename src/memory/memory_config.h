@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ruda/config.h"
+
 typedef enum ruda__pool_kind {
   RUDA_POOL_SLICED = 0,    /* pages of page_size carved into slices */
   RUDA_POOL_EXCLUSIVE = 1, /* one allocation per page */
@@ -26,19 +28,16 @@ typedef enum ruda__memory_configuration {
   RUDA_MEMORY_CUSTOM = 2,
 } ruda__memory_configuration_t;
 
-typedef enum ruda__persistent_memory {
-  RUDA_PERSISTENT_ENABLED = 0,  /* the mode setter applies (default) */
-  RUDA_PERSISTENT_DISABLED = 1, /* the setter is ignored; always Auto */
-  RUDA_PERSISTENT_ENFORCED = 2, /* always Persistent; the setter is ignored */
-} ruda__persistent_memory_t;
-
 #define RUDA_MAX_POOLS 32
 
 typedef struct ruda__memory_config {
   ruda__memory_configuration_t configuration;
   uint32_t num_custom;
   ruda__pool_options_t custom[RUDA_MAX_POOLS];
-  ruda__persistent_memory_t persistent;
+  /* memory.persistent_memory: ENABLED, the mode setter applies; DISABLED,
+   * the setter is ignored (always Auto); ENFORCED, always Persistent (the
+   * setter is ignored). */
+  ruda_persistent_memory_t persistent;
   /* false (default): ruda's page compaction: empty sliced pages go back to
    * the storage before a new page is taken, and large slices get pages of
    * their own size (bounded fragmentation; costs a storage allocation now

@@ -65,7 +65,7 @@ struct ruda__memory_manager {
   ruda__page_store_t store;   /* the storage, spare slices, page rules */
   ruda__memory_inbox_t inbox; /* descriptors whose slice became free */
   ruda_memory_properties_t props;
-  ruda__persistent_memory_t persistent_cfg;
+  ruda_persistent_memory_t persistent_cfg;
   ruda_memory_allocation_mode_t mode;
   uint64_t alloc_reserve_count;
   uint32_t npools;

@@ -259,7 +259,7 @@ ruda_status_t ruda__memory_manager_create(ruda__storage_t storage,
   mm->store.keep_empty_pages = cfg->keep_empty_pages;
   mm->props = props;
   mm->persistent_cfg = cfg->persistent;
-  mm->mode = cfg->persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
+  mm->mode = cfg->persistent == RUDA_PERSISTENT_MEMORY_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
                                                          : RUDA_ALLOCATION_AUTO;
   snprintf(mm->name, sizeof mm->name, "%s", name ? name : "memory");
   mm->npools = n;
@@ -665,7 +665,7 @@ static const char *ruda__mode_name(ruda_memory_allocation_mode_t m) {
 }
 
 void ruda__memory_set_mode(ruda__memory_manager_t *mm, ruda_memory_allocation_mode_t mode) {
-  if (mm->persistent_cfg != RUDA_PERSISTENT_ENABLED) return;
+  if (mm->persistent_cfg != RUDA_PERSISTENT_MEMORY_ENABLED) return;
   if (mode != RUDA_ALLOCATION_AUTO && mode != RUDA_ALLOCATION_PERSISTENT) return;
   if (mode != mm->mode)
     ruda__mm_log(mm, "Setting memory allocation mode: from %s => %s", ruda__mode_name(mm->mode),

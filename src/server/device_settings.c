@@ -7,11 +7,11 @@
 void ruda__device_settings_from_config(const ruda_config_t *cfg, ruda__device_settings_t *out) {
   memset(out, 0, sizeof *out);
   out->memory.configuration = RUDA_MEMORY_SUBSLICES;
-  switch (cfg->memory.persistent_memory) {
-    case RUDA_PERSISTENT_MEMORY_DISABLED: out->memory.persistent = RUDA_PERSISTENT_DISABLED; break;
-    case RUDA_PERSISTENT_MEMORY_ENFORCED: out->memory.persistent = RUDA_PERSISTENT_ENFORCED; break;
-    default: out->memory.persistent = RUDA_PERSISTENT_ENABLED; break;
-  }
+  /* A value outside the enum counts as the default. */
+  ruda_persistent_memory_t pm = cfg->memory.persistent_memory;
+  out->memory.persistent = pm == RUDA_PERSISTENT_MEMORY_DISABLED || pm == RUDA_PERSISTENT_MEMORY_ENFORCED
+                               ? pm
+                               : RUDA_PERSISTENT_MEMORY_ENABLED;
   out->check_mode = cfg->compilation.check_mode;
   out->max_streams = cfg->streaming.max_streams ? cfg->streaming.max_streams : 128;
   out->priority = cfg->streaming.priority;

@@ -39,7 +39,7 @@ typedef struct ruda__device_settings {
  * is enforced, Auto otherwise. */
 static inline ruda_memory_allocation_mode_t ruda__device_settings_initial_mode(
     const ruda__device_settings_t *s) {
-  return s->memory.persistent == RUDA_PERSISTENT_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
+  return s->memory.persistent == RUDA_PERSISTENT_MEMORY_ENFORCED ? RUDA_ALLOCATION_PERSISTENT
                                                            : RUDA_ALLOCATION_AUTO;
 }
 

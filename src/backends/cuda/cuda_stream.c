@@ -302,7 +302,7 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   ruda_memory_properties_t pprops = {PINNED_PAGE, 16};
   /* Staging is short-lived: its pool never keeps persistent slices. */
   ruda__memory_config_t pcfg = cfg;
-  pcfg.persistent = RUDA_PERSISTENT_DISABLED;
+  pcfg.persistent = RUDA_PERSISTENT_MEMORY_DISABLED;
   ruda__storage_t ps = {&pinned_storage_vt, st->pin_store, 16, 0};
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned CPU Memory", &st->pinned);
   if (e) {

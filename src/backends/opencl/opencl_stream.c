@@ -221,7 +221,7 @@ static ruda_status_t stream_init(ocl_server_t *s, ocl_stream_t *st) {
   if (e) return e;
   ruda_memory_properties_t pprops = {PINNED_PAGE, 64};
   ruda__memory_config_t pcfg = cfg;
-  pcfg.persistent = RUDA_PERSISTENT_DISABLED;
+  pcfg.persistent = RUDA_PERSISTENT_MEMORY_DISABLED;
   ruda__storage_t ps = {&store_vt, st->pin_store, 64, 0};
   e = ruda__memory_manager_create(ps, pprops, &pcfg, "Pinned OpenCL Staging", &st->pinned);
   st->pin_store = NULL;

@@ -551,13 +551,13 @@ TEST(persistent_mode_exact_buckets) {
 TEST(mode_setter_disabled_and_enforced) {
   counting_storage_t cs;
   ruda__memory_config_t cfg = {0};
-  cfg.persistent = RUDA_PERSISTENT_DISABLED;
+  cfg.persistent = RUDA_PERSISTENT_MEMORY_DISABLED;
   ruda__memory_manager_t *mm = mk_manager(&cs, 128 * MIB, 256, 0, &cfg);
   ruda__memory_set_mode(mm, RUDA_ALLOCATION_PERSISTENT);
   ASSERT_EQ(ruda__memory_mode(mm), RUDA_ALLOCATION_AUTO);
   ruda__memory_manager_destroy(mm);
 
-  cfg.persistent = RUDA_PERSISTENT_ENFORCED;
+  cfg.persistent = RUDA_PERSISTENT_MEMORY_ENFORCED;
   mm = mk_manager(&cs, 128 * MIB, 256, 0, &cfg);
   ASSERT_EQ(ruda__memory_mode(mm), RUDA_ALLOCATION_PERSISTENT);
   ruda__memory_set_mode(mm, RUDA_ALLOCATION_AUTO);

@@ -15,7 +15,7 @@ TEST(settings_follow_the_configuration) {
   ruda_config_default(&cfg);
   ruda__device_settings_t s;
   ruda__device_settings_from_config(&cfg, &s);
-  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_ENABLED);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_MEMORY_ENABLED);
   ASSERT_EQ(s.memory.configuration, RUDA_MEMORY_SUBSLICES);
   ASSERT_EQ(s.check_mode, RUDA_BOUNDS_AUTO);
   ASSERT_UEQ(s.max_streams, 128);
@@ -36,7 +36,7 @@ TEST(settings_follow_the_configuration) {
   cfg.streaming.priority = RUDA_STREAM_PRIORITY_HIGH;
   cfg.compilation.cache.location = RUDA_CACHE_LOCATION_NONE;
   ruda__device_settings_from_config(&cfg, &s);
-  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_DISABLED);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_MEMORY_DISABLED);
   ASSERT_EQ(s.check_mode, RUDA_BOUNDS_VALIDATE);
   ASSERT_UEQ(s.max_streams, 7);
   ASSERT_EQ(s.priority, RUDA_STREAM_PRIORITY_HIGH);
@@ -52,7 +52,7 @@ TEST(settings_follow_the_configuration) {
   cfg.compilation.cache.location = RUDA_CACHE_LOCATION_FILE;
   strcpy(cfg.compilation.cache.file, "/var/tmp/kernels");
   ruda__device_settings_from_config(&cfg, &s);
-  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_ENFORCED);
+  ASSERT_EQ(s.memory.persistent, RUDA_PERSISTENT_MEMORY_ENFORCED);
   ASSERT_STR_EQ(s.cache_dir, "/var/tmp/kernels");
 }
 
