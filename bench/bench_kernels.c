@@ -11,7 +11,9 @@
  *             the natural form: one element per unit with `if (u.abs_x < n)`
  *             (the README's add_one), against the RUDA_RANGE form of the
  *             same kernel on the same device, and on cpu:N against
- *             `omp parallel for` ("<kernel>_units_vs_openmp")
+ *             `omp parallel for` ("<kernel>_units_vs_openmp"); on cpu:N
+ *             also both forms compiled by the CPU backend at run time
+ *             ("<kernel>_units_runtime", "<kernel>_units_runtime_vs_openmp")
  *
  * On cpu:N each portable kernel runs against a hand-optimised native C
  * kernel (a CPU function launched through ruda the same way, case
@@ -594,42 +596,66 @@ out:
   }
 }
 
+/* `d` without its CPU function: the CPU backend compiles the portable
+ * text at run time (compilation.cpu_flags, `-O3 -march=native` by default)
+ * instead of running the function compiled into this program. */
+static ruda_status_t runtime_kernel(ruda_kernel_desc_t d, ruda_kernel_t **out) {
+  ruda_kernel_code_t code = d.code[0];
+  code.cpu_fn = NULL;
+  d.code = &code;
+  d.num_code = 1;
+  return ruda_kernel_create(&d, out);
+}
+
 /* The natural form (one element per unit, `if (u.abs_x < n)`) against the
  * range form of the same kernel on the same device ("<kernel>_units"), and
- * on cpu:N against `omp parallel for` ("<kernel>_units_vs_openmp"). */
-static void run_units(ruda_bench_t *b, ruda_client_t *client, problem_t *p) {
+ * on cpu:N against `omp parallel for` ("<kernel>_units_vs_openmp"). On
+ * cpu:N the kernels are the functions compiled into this program (this
+ * build's flags); "<kernel>_units_runtime" compares the two forms compiled
+ * by the CPU backend at run time instead, and
+ * "<kernel>_units_runtime_vs_openmp" that natural form with OpenMP. */
+static void run_units(ruda_bench_t *b, ruda_client_t *client, problem_t *p, bool runtime) {
   bool gpu = ruda_client_device(client).type_id != RUDA_DEVICE_TYPE_CPU;
   plan_chunks(client, p);
   size_t reps = ruda_bench_pick(b, 10, 4, 1), warmup = 1;
   size_t inner = gpu ? ruda_bench_pick(b, 20, 10, 1) : ruda_bench_pick(b, 3, 2, 1);
   char case_name[64];
-  snprintf(case_name, sizeof case_name, "%s_units", p->name);
+  snprintf(case_name, sizeof case_name, "%s_units%s", p->name, runtime ? "_runtime" : "");
   if (!fill_host(p)) {
     ruda_bench_fail(b, "kernels", case_name, "out of host memory");
     return;
   }
   ruda_status_t st = NULL;
   ruda_kernel_t *nat_k = NULL, *range_k = NULL;
-  if (p->kind == K_TRIAD) {
-    st = RUDA_KERNEL_CREATE(triad_units, &nat_k);
-    if (!st) st = RUDA_KERNEL_CREATE(triad, &range_k);
+  ruda_kernel_desc_t nat_d = p->kind == K_TRIAD ? RUDA_KERNEL_DESC(triad_units)
+                                                : RUDA_KERNEL_DESC(add_one_units);
+  ruda_kernel_desc_t range_d = p->kind == K_TRIAD ? RUDA_KERNEL_DESC(triad)
+                                                  : RUDA_KERNEL_DESC(add_one_range);
+  if (runtime) {
+    st = runtime_kernel(nat_d, &nat_k);
+    if (!st) st = runtime_kernel(range_d, &range_k);
   } else {
-    st = RUDA_KERNEL_CREATE(add_one_units, &nat_k);
-    if (!st) st = RUDA_KERNEL_CREATE(add_one_range, &range_k);
+    st = ruda_kernel_create(&nat_d, &nat_k);
+    if (!st) st = ruda_kernel_create(&range_d, &range_k);
   }
   side_t nat = {0}, range = {0};
   if (!st) st = side_init_as(&nat, p, client, nat_k, true);
   if (!st) st = side_init_as(&range, p, client, range_k, false);
   if (ruda_bench_fail_status(b, "kernels", case_name, st)) goto out;
-  ruda_bench_progress(b, "kernels %s: natural form vs range form", p->name);
+  ruda_bench_progress(b, "kernels %s: natural form vs range form%s", p->name,
+                      runtime ? " (compiled at run time)" : "");
   compare(b, p, case_name, &nat, sample_side, &range,
-          "the RUDA_RANGE form of the same kernel (through ruda)", &range, warmup, reps, inner);
+          runtime ? "the RUDA_RANGE form of the same kernel (both compiled at run time)"
+                  : "the RUDA_RANGE form of the same kernel (through ruda)",
+          &range, warmup, reps, inner);
   if (!gpu) {
-    snprintf(case_name, sizeof case_name, "%s_units_vs_openmp", p->name);
+    snprintf(case_name, sizeof case_name, "%s_units%s_vs_openmp", p->name,
+             runtime ? "_runtime" : "");
 #ifdef RUDA_HAVE_OPENMP
     char omp[96];
     ruda_bench_omp_name("omp parallel for", omp_get_max_threads(), omp, sizeof omp);
-    ruda_bench_progress(b, "kernels %s: natural form vs OpenMP", p->name);
+    ruda_bench_progress(b, "kernels %s: natural form%s vs OpenMP", p->name,
+                        runtime ? " (compiled at run time)" : "");
     compare(b, p, case_name, &nat, sample_omp, p, omp, NULL, warmup, reps, inner);
 #else
     ruda_bench_skip(b, "kernels", case_name, "built without OpenMP");
@@ -661,7 +687,10 @@ void ruda_bench_kernels(ruda_bench_t *b) {
   run_problem(b, client, &matmul);
   problem_t triad_u = {K_TRIAD, "triad", elems, 0, 0, 3.0 * 4 * (double)elems, "GB/s", {0}};
   problem_t add_one = {K_ADD_ONE, "add_one", elems, 0, 0, 2.0 * 4 * (double)elems, "GB/s", {0}};
-  run_units(b, client, &triad_u);
-  run_units(b, client, &add_one);
+  bool cpu = ruda_client_device(client).type_id == RUDA_DEVICE_TYPE_CPU;
+  for (int runtime = 0; runtime <= (int)cpu; runtime++) {
+    run_units(b, client, &triad_u, runtime);
+    run_units(b, client, &add_one, runtime);
+  }
   ruda_client_release(client);
 }

@@ -132,11 +132,25 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
  * follows on the GPU; here the loop's end is that barrier. */
 #define RUDA_UNITS(u) RUDA__CPU_UNITS(u)
 #define RUDA_UNITS_NOWAIT(u) RUDA__CPU_UNITS(u)
-/* The x loop is unrolled by 4: a region the compiler cannot vectorise (a
- * store under `if (u.abs_x < n)`, the natural one-element-per-unit form)
- * then costs less loop overhead per unit (in cache, a triad went from 0.80x
- * to 0.93x of the range form on the 2-core VM); vectorised regions are not
- * slowed. */
+/* The x loop is unrolled by 4: a region the compiler cannot vectorise
+ * costs less loop overhead per unit (in cache, a triad in the natural
+ * one-element-per-unit form went from 0.80x to 0.93x of the range form on
+ * the 2-core VM); vectorised regions are not slowed.
+ *
+ * u.abs_x, the natural form's index: for a ruda whose units' abs_x all lie
+ * below 2^31 (ruda__xfit; every ruda of a dispatch up to 2^31 units wide)
+ * it is computed as a 64-bit sum of the ruda's first index, masked to 31
+ * bits (the same value), and the unit's x. The compiler then knows that it
+ * does not wrap, `x[u.abs_x]` is an affine index of the unit loop, and a
+ * store under `if (u.abs_x < n)` vectorises where the target has masked
+ * stores (GCC 12 and Clang at -O3 -march=native on AVX2/AVX-512); at -O2
+ * the scalar loop loses a zero extension and an address computation per
+ * unit. As a uint32_t sum, which wraps at 2^32 as on a GPU (and still does
+ * for the other rudas), the index was not affine and GCC vectorised no such
+ * region. See RUDA__CPU_KERNEL for how the two are told apart. */
+#define RUDA__CPU_ABS_X(ux)                                                             \
+  (ruda__xfit ? (uint32_t)((uint64_t)(ruda_pos.x * ruda_dim.x & 0x7fffffffu) + (ux))       \
+              : ruda_pos.x * ruda_dim.x + (ux))
 #define RUDA__CPU_UNITS(u)                                                                   \
   for (uint32_t ruda__uz = 0; ruda__uz < ruda_dim.z; ruda__uz++)                             \
     for (uint32_t ruda__uy = 0; ruda__uy < ruda_dim.y; ruda__uy++)                           \
@@ -145,7 +159,7 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
            ruda__ux++, ruda__once = 1)                                                       \
         for (const ruda_unit_t u = {ruda__ux, ruda__uy, ruda__uz,                            \
                                     ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz), \
-                                    ruda_pos.x * ruda_dim.x + ruda__ux,                      \
+                                    RUDA__CPU_ABS_X(ruda__ux),                               \
                                     ruda_pos.y * ruda_dim.y + ruda__uy,                      \
                                     ruda_pos.z * ruda_dim.z + ruda__uz,                      \
                                     ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz)}; \
@@ -183,6 +197,12 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
 static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t buffers,
                                       size_t scalars) {
   return ctx->num_buffers >= buffers && ctx->info_len >= scalars;
+}
+
+/* True when every unit of the ruda at x position `pos` has abs_x below 2^31
+ * (RUDA__CPU_ABS_X). */
+static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
+  return (uint64_t)pos * dim + dim <= (uint64_t)INT32_MAX + 1;
 }
 
 #define RUDA_KERNEL(...) \
@@ -242,8 +262,8 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
       const ruda_u3_t ruda_pos __attribute__((unused)),                                       \
       const ruda_u3_t ruda_count __attribute__((unused)),                                     \
       const ruda_u3_t ruda_dim __attribute__((unused)),                                       \
-      const struct ruda__units_##name *ruda__units __attribute__((unused))                    \
-          RUDA__PARAMS(RUDA__CPU_BPARAM, __VA_ARGS__))
+      const struct ruda__units_##name *ruda__units __attribute__((unused)),                   \
+      const int ruda__xfit __attribute__((unused)) RUDA__PARAMS(RUDA__CPU_BPARAM, __VA_ARGS__))
 
 /* The kernel's text (from the embed step) and its portable code entry. */
 #if defined(RUDA_KERNEL_CPU_ONLY)
@@ -297,12 +317,41 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
   }
 #endif
 
+/* The kernel function: the checks and the unpacking (ruda_run__NAME), then
+ * the body, with ruda__xfit telling whether the ruda's abs_x values fit in
+ * 31 bits (RUDA__CPU_ABS_X). Compiled into a program, the body is inlined
+ * twice: with ruda__xfit = 1, and in a cold function for the other rudas
+ * (only dispatches wider than 2^31 units have them), so that each copy's
+ * loops are plain whatever the flags. Compiled by ruda at run time
+ * (compilation.cpu_flags, -O3 by default), it is inlined once with the
+ * flag as a value: the compiler unswitches the loops that use abs_x on it,
+ * which compiles faster than a second copy of the whole body. */
+#if defined(RUDA__CPU_RUNTIME)
+#define RUDA__CPU_WIDE_FN(kname_)
+#define RUDA__CPU_RUN(kname_, kdims_)                                                          \
+  ruda_run__##kname_(ruda__ctx,                                                               \
+                     ruda__cpu_abs_x_fits(ruda__ctx->ruda_pos.x, RUDA__CPU_DIMS(kdims_, ruda__ctx).x));
+#else
+#define RUDA__CPU_WIDE_FN(kname_)                                                              \
+  static __attribute__((noinline, cold, unused)) void ruda_cpu_wide__##kname_(                  \
+      const ruda_cpu_kernel_ctx_t *ruda__ctx) {                                               \
+    ruda_run__##kname_(ruda__ctx, 0);                                                         \
+  }
+#define RUDA__CPU_RUN(kname_, kdims_)                                                          \
+  if (__builtin_expect(                                                                       \
+          !ruda__cpu_abs_x_fits(ruda__ctx->ruda_pos.x, RUDA__CPU_DIMS(kdims_, ruda__ctx).x), 0)) \
+    ruda_cpu_wide__##kname_(ruda__ctx);                                                       \
+  else                                                                                        \
+    ruda_run__##kname_(ruda__ctx, 1);
+#endif
+
 #define RUDA__CPU_KERNEL(kname_, kdims_, ...)                                                     \
   struct ruda__units_##kname_ {                                                                 \
     char slots[RUDA__DIM_UNITS_CAP(kdims_)];                                                    \
   };                                                                                          \
   RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__);                                                     \
-  RUDA__CPU_FN_LINKAGE void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) {        \
+  static inline __attribute__((always_inline, unused)) void ruda_run__##kname_(                 \
+      const ruda_cpu_kernel_ctx_t *ruda__ctx, const int ruda__xfit) {                           \
     if (!ruda__cpu_args_fit(ruda__ctx, RUDA__NUM_BUFFERS(__VA_ARGS__),                        \
                             RUDA__NUM_SCALARS(__VA_ARGS__))) {                                \
       ruda_cpu_kernel_fail(ruda__ctx,                                                         \
@@ -320,8 +369,12 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
                                ruda__ctx->ruda_pos.z),                                        \
                       ruda__u3(ruda__ctx->ruda_count.x, ruda__ctx->ruda_count.y,              \
                                ruda__ctx->ruda_count.z),                                      \
-                      RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0   \
-                          RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                              \
+                      RUDA__CPU_DIMS(kdims_, ruda__ctx), (const struct ruda__units_##kname_ *)0,  \
+                      ruda__xfit RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                        \
+  }                                                                                           \
+  RUDA__CPU_WIDE_FN(kname_)                                                                   \
+  RUDA__CPU_FN_LINKAGE void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) {        \
+    RUDA__CPU_RUN(kname_, kdims_)                                                             \
   }                                                                                           \
   RUDA__CPU_HOST_PARTS(kname_, kdims_, __VA_ARGS__)                                          \
   RUDA__CPU_BODY_HEAD(kname_, __VA_ARGS__)

@@ -19,6 +19,46 @@ RUDA_KERNEL(two_buffers, RUDA_DIM(8, 1, 1), RUDA_BUFFER(float *, a), RUDA_BUFFER
   }
 }
 
+/* Each unit's abs_x, and the natural form's bounds check, at ruda
+ * positions whose units' abs_x lie below 2^31 (the copy of the body that
+ * computes abs_x without wrapping), reach past it, and wrap past 2^32 as
+ * on a GPU (the other copy). 100 units: a ruda can straddle both. */
+RUDA_KERNEL(abs_x_of_units, RUDA_DIM(100, 1, 1), RUDA_BUFFER(uint32_t *, out),
+            RUDA_SCALAR(uint32_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    out[u.x] = u.abs_x;
+    if (u.abs_x < n) out[100 + u.x] = u.abs_x;
+  }
+}
+
+TEST(cpu_mapping_gives_abs_x_below_and_past_2_31_and_wraps_at_2_32) {
+  static const uint32_t positions[] = {0, 1, 21474835, 21474836, 30000000, 42949672};
+  for (size_t p = 0; p < sizeof positions / sizeof positions[0]; p++) {
+    uint32_t out[200];
+    void *bufs[1] = {out};
+    uint64_t info[1] = {positions[p] * 100u + 50u}; /* n: half of the ruda's units */
+    ruda_cpu_kernel_ctx_t ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.ruda_pos.x = positions[p];
+    ctx.ruda_pos.y = ctx.ruda_pos.z = 0;
+    ctx.ruda_count.x = 42949673;
+    ctx.ruda_count.y = ctx.ruda_count.z = 1;
+    ctx.ruda_dim = ruda_dim_new_1d(100);
+    ctx.buffers = bufs;
+    ctx.num_buffers = 1;
+    ctx.info = info;
+    ctx.info_len = 1;
+    memset(out, 0xff, sizeof out);
+    RUDA_KERNEL_CODE(abs_x_of_units)->cpu_fn(&ctx);
+    uint32_t n = (uint32_t)info[0];
+    for (uint32_t x = 0; x < 100; x++) {
+      uint32_t want = positions[p] * 100u + x; /* modulo 2^32 */
+      ASSERT_UEQ(out[x], want);
+      ASSERT_UEQ(out[100 + x], want < n ? want : UINT32_MAX);
+    }
+  }
+}
+
 TEST(preludes_are_built_in_and_composed_before_the_text) {
   size_t n = 0;
   const char *cuda = ruda__portable_prelude(RUDA__PORTABLE_CUDA, &n);
