@@ -3,6 +3,7 @@
 #ifndef RUDA_TEST_CLIENT_H
 #define RUDA_TEST_CLIENT_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,24 @@ static inline ruda_memory_usage_t test_client_usage(ruda_client_t *c) {
   ruda_memory_usage_t u;
   ASSERT_OK(ruda_client_memory_usage(c, &u));
   return u;
+}
+
+/* Asserts that `s` says a backend's library is unavailable: a reason that
+ * names `library` and `what` it is, or, in a build without the backend's
+ * headers, one that says so ("without the `headers` headers"); frees `s`. */
+static inline void test_expect_library_absent(ruda_status_t s, const char *headers,
+                                              const char *library, const char *what) {
+  ASSERT_NOT_NULL(s);
+  ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_UNAVAILABLE);
+  char without[128];
+  snprintf(without, sizeof without, "without the %s headers", headers);
+  const char *r = ruda_status_reason(s);
+  ASSERT_NOT_NULL(r);
+  if (strstr(r, without) == NULL) {
+    ASSERT_STR_CONTAINS(r, library);
+    ASSERT_STR_CONTAINS(r, what);
+  }
+  ruda_status_free(s);
 }
 
 /* Asserts that the `n` bytes `c` reads from `h` are those of `want`. */

@@ -9,7 +9,7 @@
 #include "test.h"
 
 static const char *path_in(const char *dir, const char *name) {
-  static char path[4][1024];
+  static char path[4][2048]; /* a directory of up to 1023 bytes, a name */
   static int next;
   char *p = path[next++ % 4];
   snprintf(p, sizeof path[0], "%s/%s", dir, name);

@@ -110,6 +110,14 @@ static inline void expect_clone_blocks_mut(ruda_handle_t *h) {
   ASSERT_TRUE(ruda_handle_can_mut(h));
 }
 
+/* Asserts that the usage of `mm` (taking its cached slices back) counts
+ * `allocs` allocations and `in_use` bytes in use. */
+static inline void expect_usage(ruda__memory_manager_t *mm, uint64_t allocs, uint64_t in_use) {
+  ruda_memory_usage_t u = ruda__memory_usage(mm);
+  ASSERT_UEQ(u.number_allocs, allocs);
+  ASSERT_UEQ(u.bytes_in_use, in_use);
+}
+
 /* Checks that `mm` holds no allocation any more, then destroys it. */
 static inline void destroy_empty(ruda__memory_manager_t *mm) {
   ASSERT_UEQ(ruda__memory_usage(mm).number_allocs, 0);

@@ -54,6 +54,51 @@ static inline ruda_handle_t reuse(fixture_t *f, uint64_t size, uint64_t stream, 
   return h;
 }
 
+/* A slice of `size` bytes reserved on stream 0, released into the cache
+ * and taken back from it (asserted to be a hit). */
+static inline ruda_handle_t cached_and_taken(fixture_t *f, uint64_t size) {
+  ruda_handle_t a;
+  ALLOC(f->mm, size, &a);
+  ruda_handle_release(&a);
+  bool hit;
+  ruda_handle_t b = reuse(f, size, 0, &hit);
+  ASSERT_TRUE(hit);
+  return b;
+}
+
+/* A full cleanup takes every cached slice back and gives every page back
+ * to the storage. */
+static inline void expect_cleanup_frees_all(fixture_t *f) {
+  ruda__memory_cleanup(f->mm, true);
+  ASSERT_UEQ(ruda__memory_usage(f->mm).bytes_reserved, 0);
+  ASSERT_UEQ(f->cs.outstanding, 0);
+}
+
+/* Neither another size nor another stream takes the slice of `size` cached
+ * for stream 0. */
+static inline void expect_no_hit_elsewhere(fixture_t *f, uint64_t size) {
+  bool hit;
+  reuse(f, size - 1, 0, &hit);
+  ASSERT_FALSE(hit);
+  reuse(f, size, 1, &hit);
+  ASSERT_FALSE(hit);
+}
+
+/* `b`, taken from the cache, is the slice the released `stale` named, a
+ * generation later: the same slot, bound, mutable and at `addr`; `stale` is
+ * refused, though its slot is in use again. */
+static inline void expect_next_generation(fixture_t *f, const ruda_handle_t *b,
+                                          const ruda_handle_t *stale, uint64_t addr) {
+  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(b), (uint32_t)ruda_handle_memory_id(stale));
+  ASSERT_UEQ(ruda_handle_memory_id(b) >> 32, (ruda_handle_memory_id(stale) >> 32) + 1);
+  ASSERT_TRUE(ruda_handle_is_bound(b));
+  ASSERT_TRUE(ruda_handle_can_mut(b));
+  ASSERT_UEQ(addr_of(f->mm, b), addr);
+  ASSERT_OK(ruda__handle_check(b, DEV, "write"));
+  ASSERT_ERR_KIND(ruda__handle_check(stale, DEV, "write"), RUDA_ERR_INVALID_HANDLE);
+  ASSERT_NULL(ruda__handle_memory(stale));
+}
+
 /* One round of a race test on stream 0: a handle of `size` from the cache
  * or, on a miss, from the manager (under `mm_lock`, which stands for the
  * device), its slice filled with a pattern of (`id`, `r`) and read back.

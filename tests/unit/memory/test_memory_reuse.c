@@ -19,36 +19,31 @@ static void teardown(fixture_t *f) {
   ruda__reuse_cache_free(f->rc);
 }
 
+/* Reserves a slice of `size` and releases it: the manager's inbox then
+ * holds a cached slice. */
+static void release_into_cache(fixture_t *f, uint64_t size) {
+  ruda_handle_t a;
+  ALLOC(f->mm, size, &a);
+  ruda_handle_release(&a);
+  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f->mm->inbox));
+}
+
 TEST(a_released_slice_comes_back_with_the_next_generation) {
   fixture_t f;
   setup(&f, NULL);
   ruda_handle_t a;
   ALLOC(f.mm, 4096, &a);
-  uint64_t id = ruda_handle_memory_id(&a), addr = addr_of(f.mm, &a);
+  uint64_t addr = addr_of(f.mm, &a);
   ruda_handle_t stale = a;
   ruda_handle_release(&a);
   ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  expect_no_hit_elsewhere(&f, 4096);
   bool hit;
-  /* Another size or another stream: not this slice. */
-  reuse(&f, 4095, 0, &hit);
-  ASSERT_FALSE(hit);
-  reuse(&f, 4096, 1, &hit);
-  ASSERT_FALSE(hit);
   ruda_handle_t b = reuse(&f, 4096, 0, &hit);
   ASSERT_TRUE(hit);
-  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&b), (uint32_t)id);
-  ASSERT_UEQ(ruda_handle_memory_id(&b) >> 32, (id >> 32) + 1);
   ASSERT_UEQ(b.size, 4096);
-  ASSERT_TRUE(ruda_handle_is_bound(&b));
-  ASSERT_TRUE(ruda_handle_can_mut(&b));
-  ASSERT_UEQ(addr_of(f.mm, &b), addr);
-  ASSERT_OK(ruda__handle_check(&b, DEV, "write"));
-  /* The copy kept from before is stale, though its slot is in use again. */
-  ASSERT_ERR_KIND(ruda__handle_check(&stale, DEV, "write"), RUDA_ERR_INVALID_HANDLE);
-  ASSERT_NULL(ruda__handle_memory(&stale));
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 1);
-  ASSERT_UEQ(u.bytes_in_use, 4096);
+  expect_next_generation(&f, &b, &stale, addr);
+  expect_usage(f.mm, 1, 4096);
   /* Nothing left to take. */
   reuse(&f, 4096, 0, &hit);
   ASSERT_FALSE(hit);
@@ -59,22 +54,14 @@ TEST(a_released_slice_comes_back_with_the_next_generation) {
 TEST(usage_and_cleanup_see_cached_slices_as_free) {
   fixture_t f;
   setup(&f, NULL);
-  ruda_handle_t a;
-  ALLOC(f.mm, 1000, &a);
-  ruda_handle_release(&a);
-  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  release_into_cache(&f, 1000);
+  expect_usage(f.mm, 0, 0);
   ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
   bool hit;
   reuse(&f, 1000, 0, &hit);
   ASSERT_FALSE(hit); /* taken back: the pool has it */
-  ALLOC(f.mm, 1000, &a);
-  ruda_handle_release(&a);
-  ruda__memory_cleanup(f.mm, true);
-  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
-  ASSERT_UEQ(f.cs.outstanding, 0);
+  release_into_cache(&f, 1000);
+  expect_cleanup_frees_all(&f);
   teardown(&f);
 }
 
@@ -103,22 +90,18 @@ TEST(cached_slices_come_back_before_a_new_page) {
 TEST(persistent_mode_turns_the_cache_off_and_empties_it) {
   fixture_t f;
   setup(&f, NULL);
-  ruda_handle_t a;
-  ALLOC(f.mm, 3000, &a);
-  ruda_handle_release(&a);
-  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  release_into_cache(&f, 3000);
   ruda__memory_set_mode(f.mm, RUDA_ALLOCATION_PERSISTENT);
   ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
   bool hit;
   reuse(&f, 3000, 0, &hit);
   ASSERT_FALSE(hit);
+  ruda_handle_t a;
   ALLOC(f.mm, 3000, &a);
   ruda_handle_release(&a); /* a persistent slice: not cached */
   ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
   ruda__memory_set_mode(f.mm, RUDA_ALLOCATION_AUTO);
-  ALLOC(f.mm, 5000, &a);
-  ruda_handle_release(&a);
-  ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
+  release_into_cache(&f, 5000);
   teardown(&f);
 }
 
@@ -208,12 +191,8 @@ TEST(slices_sit_at_their_home_way_or_the_next_free_one) {
 TEST(a_reused_slice_stays_in_its_way_and_its_release_frees_it_there) {
   fixture_t f;
   setup(&f, NULL);
-  ruda_handle_t a;
-  ALLOC(f.mm, 4096, &a);
-  ruda_handle_release(&a);
+  ruda_handle_t b = cached_and_taken(&f, 4096);
   bool hit;
-  ruda_handle_t b = reuse(&f, 4096, 0, &hit);
-  ASSERT_TRUE(hit);
   int w = way_of(&f, &b);
   ASSERT_TRUE(w >= 0);
   /* In use: in the cache, but nothing there to take. */
@@ -241,24 +220,15 @@ TEST(a_reused_slice_stays_in_its_way_and_its_release_frees_it_there) {
 TEST(a_slice_taken_out_of_the_cache_while_in_use_goes_back_at_its_release) {
   fixture_t f;
   setup(&f, NULL);
-  ruda_handle_t a;
-  ALLOC(f.mm, 2048, &a);
-  ruda_handle_release(&a);
-  bool hit;
-  ruda_handle_t b = reuse(&f, 2048, 0, &hit);
-  ASSERT_TRUE(hit);
+  ruda_handle_t b = cached_and_taken(&f, 2048);
   /* Usage takes the manager's entries out, the one in use among them. */
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 1);
-  ASSERT_UEQ(u.bytes_in_use, 2048);
+  expect_usage(f.mm, 1, 2048);
   ASSERT_UEQ(ways_taken(&f), 0);
   ASSERT_TRUE(ruda_handle_is_bound(&b));
   ruda_handle_release(&b);
   ASSERT_UEQ(ways_taken(&f), 1);
   ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
-  u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  expect_usage(f.mm, 0, 0);
   teardown(&f);
 }
 
@@ -289,9 +259,7 @@ TEST(a_full_set_of_slices_in_use_displaces_one_and_loses_none) {
     ASSERT_TRUE(ruda_handle_can_mut(&h[i]));
     ruda_handle_release(&h[i]);
   }
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  expect_usage(f.mm, 0, 0);
   teardown(&f);
 }
 
@@ -351,8 +319,6 @@ TEST(releases_and_takes_race_on_several_threads) {
   setup(&f, NULL);
   uint64_t hits = reuse_race(&f, churn);
   ASSERT_UGT(hits, 0);
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  expect_usage(f.mm, 0, 0);
   teardown(&f);
 }

@@ -107,29 +107,15 @@ TEST(a_release_parks_the_slice_in_the_threads_ways_and_the_next_take_gets_it) {
   ASSERT_TRUE(ways_hold(l, &stale));
   ASSERT_TRUE(shared_sets_empty(&f));
   ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
-  ruda_handle_t c;
-  /* Another size or another stream: not this slice. */
-  reuse(&f, 4095, 0, &hit);
-  ASSERT_FALSE(hit);
-  reuse(&f, 4096, 1, &hit);
-  ASSERT_FALSE(hit);
-  c = reuse(&f, 4096, 0, &hit);
+  expect_no_hit_elsewhere(&f, 4096);
+  ruda_handle_t c = reuse(&f, 4096, 0, &hit);
   ASSERT_TRUE(hit);
   ASSERT_UEQ(count_in(l), 0);
-  ASSERT_UEQ((uint32_t)ruda_handle_memory_id(&c), (uint32_t)ruda_handle_memory_id(&stale));
-  ASSERT_UEQ(ruda_handle_memory_id(&c) >> 32, (ruda_handle_memory_id(&stale) >> 32) + 1);
-  ASSERT_TRUE(ruda_handle_is_bound(&c));
-  ASSERT_TRUE(ruda_handle_can_mut(&c));
-  ASSERT_UEQ(addr_of(f.mm, &c), addr);
-  ASSERT_OK(ruda__handle_check(&c, DEV, "write"));
-  ASSERT_ERR_KIND(ruda__handle_check(&stale, DEV, "write"), RUDA_ERR_INVALID_HANDLE);
-  ASSERT_NULL(ruda__handle_memory(&stale));
+  expect_next_generation(&f, &c, &stale, addr);
   /* A stale copy's release changes nothing. */
   ruda_handle_release(&stale);
   ASSERT_OK(ruda__handle_check(&c, DEV, "write"));
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 1);
-  ASSERT_UEQ(u.bytes_in_use, 4096);
+  expect_usage(f.mm, 1, 4096);
   ruda_handle_release(&c);
   ASSERT_UEQ(ruda__memory_usage(f.mm).number_allocs, 0);
   teardown(&f);
@@ -172,9 +158,7 @@ TEST(slices_parked_in_the_ways_come_back_before_a_new_page) {
   ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, reserved);
   ASSERT_UEQ(count_in(l), 0);
   ruda_handle_release(&b);
-  ruda__memory_cleanup(f.mm, true);
-  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
-  ASSERT_UEQ(f.cs.outstanding, 0);
+  expect_cleanup_frees_all(&f);
   teardown(&f);
 }
 
@@ -265,14 +249,10 @@ TEST(usage_and_cleanup_take_slices_back_from_an_idle_threads_ways) {
   parker_start(&k, &f, 5, false);
   ASSERT_TRUE(k.ok);
   ASSERT_TRUE(ruda__memory_inbox_has_cached(&f.mm->inbox));
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  expect_usage(f.mm, 0, 0);
   ASSERT_UEQ(count_in(k.ways), 0);
   ASSERT_FALSE(ruda__memory_inbox_has_cached(&f.mm->inbox));
-  ruda__memory_cleanup(f.mm, true);
-  ASSERT_UEQ(ruda__memory_usage(f.mm).bytes_reserved, 0);
-  ASSERT_UEQ(f.cs.outstanding, 0);
+  expect_cleanup_frees_all(&f);
   /* The thread goes on using its ways afterwards. */
   parker_finish(&k);
   teardown(&f);
@@ -373,9 +353,7 @@ TEST(threads_reserve_release_and_hand_over_while_the_manager_takes_back) {
     if (atomic_load(&mailboxes[i])) ruda_handle_release(&handed[i]);
   ASSERT_UGT(hits, ROUNDS); /* most from the ways */
   ASSERT_UGT(count_lists(&f), 0);
-  ruda_memory_usage_t u = ruda__memory_usage(f.mm);
-  ASSERT_UEQ(u.number_allocs, 0);
-  ASSERT_UEQ(u.bytes_in_use, 0);
+  expect_usage(f.mm, 0, 0);
   for (ruda__reuse_local_t *l = atomic_load(&f.rc->locals); l; l = atomic_load(&l->next))
     ASSERT_UEQ(count_in(l), 0);
   ASSERT_TRUE(shared_sets_empty(&f));
