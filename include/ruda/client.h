@@ -464,7 +464,10 @@ ruda_status_t ruda_device_recover(ruda_device_id_t id);
  *     to have the others).
  * A client made later on a stream whose errors were reported finds the
  * stream healthy. Each error is reported once, with its device and stream;
- * the error of a launch names its kernel (ruda_status_kernel).
+ * the error of a launch names its kernel (ruda_status_kernel). A lost
+ * device (ServerError::DeviceLost) is not synced for this: its loss is
+ * reported once, by the first stream that still holds it unread, however
+ * many streams do, and not again at a later report.
  *
  * By default each is written to stderr (through the [streaming] log
  * channel's sinks when that channel is enabled), as

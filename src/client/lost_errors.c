@@ -3,6 +3,7 @@
  * ruda_shutdown, process exit) goes to the application's handler or to the
  * log, instead of vanishing. See ruda/client.h, "Errors nobody read". */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -48,6 +49,14 @@ static void report_one(ruda__device_t *d, ruda_stream_id_t stream, ruda_status_t
   ruda__free(text);
 }
 
+/* A lost device's streams each hold its DeviceLost: the loss is one
+ * event, reported once (the first stream's), however many streams hold
+ * it, and not again at a later report (`loss->reported`). */
+static bool skip_loss(ruda__device_t *d, ruda_status_t err) {
+  if (!ruda_status_find(err, RUDA_ERR_SERVER_DEVICE_LOST)) return false;
+  return atomic_exchange_explicit(&d->loss.reported, true, memory_order_acq_rel);
+}
+
 /* Every error a drain returned (a ServerUnhealthy's list, or one error),
  * reported one by one; takes `err`. */
 static void report_all(ruda__device_t *d, ruda_stream_id_t stream, ruda_status_t err,
@@ -55,9 +64,10 @@ static void report_all(ruda__device_t *d, ruda_stream_id_t stream, ruda_status_t
   if (!err) return;
   if (ruda_status_kind(err) == RUDA_ERR_SERVER_UNHEALTHY) {
     for (size_t i = 0, n = ruda_status_error_count(err); i < n; i++) {
-      report_one(d, stream, ruda_status_error_at(err, i), when);
+      ruda_status_t e = ruda_status_error_at(err, i);
+      if (!skip_loss(d, e)) report_one(d, stream, e, when);
     }
-  } else {
+  } else if (!skip_loss(d, err)) {
     report_one(d, stream, err, when);
   }
   ruda_status_free(err);
@@ -82,6 +92,10 @@ void ruda__device_report_lost(ruda__device_t *d, const char *when, bool wait) {
   c.ids = ruda__malloc(c.cap * sizeof *c.ids);
   if (!c.ids) return;
   ruda__stream_table_foreach(&s->streams, collect_id, &c);
+  /* A lost device runs nothing more: a sync would only queue DeviceLost
+   * again on streams whose callers have read it. What is queued is what
+   * nobody read. */
+  if (ruda__device_loss_any(&d->loss)) wait = false;
   for (size_t i = 0; i < c.len; i++) {
     ruda_stream_id_t id = {c.ids[i]};
     ruda_status_t err = NULL;

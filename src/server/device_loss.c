@@ -15,6 +15,7 @@ void ruda__device_loss_mark(ruda__device_loss_t *l, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(l->reason, sizeof l->reason, fmt, ap);
   va_end(ap);
+  atomic_store_explicit(&l->reported, false, memory_order_relaxed);
   atomic_store_explicit(&l->state, 1, memory_order_release);
 }
 

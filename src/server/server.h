@@ -371,9 +371,12 @@ static inline bool ruda__cancel_point_hit(ruda__cancel_point_t *p) {
 }
 
 /* A device's loss state: 0 healthy, 1 lost and not yet told to every
- * stream, 2 told, 3 being marked; `reason` is written before 1. */
+ * stream, 2 told, 3 being marked; `reason` is written before 1.
+ * `reported`: the loss has been reported as an error nobody read (once per
+ * loss, however many streams hold it; cleared by the next mark). */
 typedef struct ruda__device_loss {
   atomic_int state;
+  atomic_bool reported;
   char reason[320];
 } ruda__device_loss_t;
 

@@ -43,6 +43,8 @@ typedef struct seen {
   uint64_t stream;
   char kernel[64];
   ruda_error_kind_t root;
+  uint64_t streams[8]; /* every report's stream, in order */
+  char kernels[8][64];
 } seen_t;
 
 static seen_t seen = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -51,6 +53,11 @@ static void record(void *user, ruda_device_id_t device, ruda_stream_id_t stream,
                    ruda_status_t error) {
   seen_t *s = user;
   pthread_mutex_lock(&s->lock);
+  if (s->count < 8) {
+    s->streams[s->count] = stream.value;
+    const char *kn = ruda_status_kernel(error);
+    snprintf(s->kernels[s->count], sizeof s->kernels[0], "%s", kn ? kn : "");
+  }
   s->count++;
   s->device = device;
   s->stream = stream.value;
@@ -242,18 +249,78 @@ TEST(the_default_goes_to_stderr_naming_stream_and_kernel) {
   expect_report(text, "last client was released", "to_stderr");
 }
 
-/* Last: shutdown is final. */
-TEST(shutdown_reports_what_a_live_client_never_read) {
+/* Two streams of cpu:0, each holding a failed launch ("stream_a" on the
+ * thread's stream, "stream_b" on a client pinned to a fresh stream). */
+typedef struct two_streams {
+  ruda_client_t *a, *b;
+  ruda_kernel_t *ka, *kb;
+  uint64_t sa, sb;
+} two_streams_t;
+
+static void two_failed_streams(two_streams_t *t) {
+  ASSERT_OK(ruda_client_create(cpu0, &t->a));
+  ASSERT_OK(ruda_client_on_stream(t->a, ruda_stream_id_next(), &t->b));
+  t->sa = ruda_client_stream(t->a).value;
+  t->sb = ruda_client_stream(t->b).value;
+  ASSERT_UNE(t->sa, t->sb);
+  t->ka = launch_failing(t->a, "stream_a");
+  t->kb = launch_failing(t->b, "stream_b");
+}
+
+/* `expected` reports, among them each stream's, naming its own stream and
+ * kernel. */
+static void assert_reported(const two_streams_t *t, int expected) {
+  pthread_mutex_lock(&seen.lock);
+  int n = seen.count;
+  bool a = false, b = false;
+  for (int i = 0; i < n && i < 8; i++) {
+    if (seen.streams[i] == t->sa && strcmp(seen.kernels[i], "stream_a") == 0) a = true;
+    if (seen.streams[i] == t->sb && strcmp(seen.kernels[i], "stream_b") == 0) b = true;
+  }
+  pthread_mutex_unlock(&seen.lock);
+  ASSERT_EQ(n, expected);
+  ASSERT_TRUE(a);
+  ASSERT_TRUE(b);
+}
+
+TEST(the_last_release_reports_every_stream_s_error) {
   record_lost_errors();
+  two_streams_t t = {0};
+  two_failed_streams(&t);
+  ruda_client_release(t.a);
+  ruda_client_release(t.b);
+  ASSERT_TRUE(wait_seen(2));
+  expect_no_more_reports(2);
+  assert_reported(&t, 2);
+  ruda_kernel_release(t.ka);
+  ruda_kernel_release(t.kb);
+  ruda_set_lost_error_handler(NULL, NULL);
+}
+
+/* Last: shutdown is final. A live client's error, and those of two
+ * streams whose clients are gone (the live one keeps the release from
+ * reporting them), each reported on its own stream before ruda_shutdown
+ * returns. */
+TEST(shutdown_reports_every_stream_s_error) {
+  record_lost_errors();
+  two_streams_t t = {0};
+  two_failed_streams(&t);
   ruda_client_t *c = NULL;
-  ASSERT_OK(ruda_client_create(cpu0, &c));
+  ASSERT_OK(ruda_client_on_stream(t.a, ruda_stream_id_next(), &c));
+  uint64_t sc = ruda_client_stream(c).value;
   ruda_kernel_t *k = launch_failing(c, "at_shutdown");
+  ruda_client_release(t.a);
+  ruda_client_release(t.b);
   ASSERT_OK(ruda_shutdown());
-  /* Reported before ruda_shutdown returned. */
-  ASSERT_EQ(seen_count(), 1);
-  ASSERT_STR_EQ(seen.kernel, "at_shutdown");
+  assert_reported(&t, 3);
+  bool live = false;
+  for (int i = 0; i < 3; i++)
+    live = live || (seen.streams[i] == sc && strcmp(seen.kernels[i], "at_shutdown") == 0);
+  ASSERT_TRUE(live);
   ruda_client_release(c);
   ruda_kernel_release(k);
-  ASSERT_EQ(seen_count(), 1);
+  ruda_kernel_release(t.ka);
+  ruda_kernel_release(t.kb);
+  ASSERT_EQ(seen_count(), 3);
   ruda_set_lost_error_handler(NULL, NULL);
 }

@@ -9,8 +9,10 @@
  * CUDA C). */
 #include <dlfcn.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backends/cuda/cuda_internal.h"
 #include "ruda/ruda.h"
@@ -119,6 +121,19 @@ static void *other_stream(void *arg) {
   return NULL;
 }
 
+/* The errors nobody read (ruda_set_lost_error_handler): how many, and how
+ * many of them hold DeviceLost. */
+static atomic_int g_lost_reports, g_lost_device_lost;
+
+static void count_lost(void *user, ruda_device_id_t device, ruda_stream_id_t stream,
+                       ruda_status_t error) {
+  (void)user;
+  (void)device;
+  (void)stream;
+  atomic_fetch_add(&g_lost_reports, 1);
+  if (ruda_status_find(error, RUDA_ERR_SERVER_DEVICE_LOST)) atomic_fetch_add(&g_lost_device_lost, 1);
+}
+
 static void *late_stream(void *arg) {
   ruda_client_t *c = arg;
   return ruda_client_sync(c);
@@ -175,7 +190,29 @@ TEST(a_fault_the_driver_cannot_reset_loses_every_stream_of_the_device_only) {
   /* CUDA cannot be recovered in the process. */
   ASSERT_ERR_TEXT(ruda_device_recover(cuda0), RUDA_ERR_UNAVAILABLE, "restart the process");
 
+  /* Two more streams, each holding the loss unread (their launches are
+   * dropped): when the last client goes, the loss is reported once, not
+   * once per stream, and the streams whose callers read it report
+   * nothing. */
+  ruda_set_lost_error_handler(count_lost, NULL);
+  ruda_client_t *x = NULL, *y = NULL;
+  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &x));
+  ASSERT_OK(ruda_client_on_stream(c, ruda_stream_id_next(), &y));
+  ASSERT_OK(ruda_client_launch(x, k, ruda_count_static(1, 1, 1), &a));
+  ASSERT_OK(ruda_client_launch(y, k, ruda_count_static(1, 1, 1), &a));
   ruda_kernel_release(k);
   ruda_client_release(cpu);
+  ruda_client_release(x);
+  ruda_client_release(y);
   ruda_client_release(c);
+  /* The report is queued behind the device's work: at most 10 s. */
+  for (int i = 0; i < 10000 && atomic_load(&g_lost_reports) == 0; i++)
+    nanosleep(&(struct timespec){0, 1000000}, NULL);
+  nanosleep(&(struct timespec){0, 50000000}, NULL);
+  ASSERT_EQ(atomic_load(&g_lost_device_lost), 1);
+  ASSERT_EQ(atomic_load(&g_lost_reports), 1);
+  /* Nor again at shutdown. */
+  ASSERT_OK(ruda_shutdown());
+  ASSERT_EQ(atomic_load(&g_lost_reports), 1);
+  ruda_set_lost_error_handler(NULL, NULL);
 }
