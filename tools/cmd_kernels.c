@@ -1,19 +1,22 @@
 /* `ruda kernels check|embed`: portable kernels (ruda/kernel_dialect.h)
  * without a GPU. `check` compiles every kernel file for CUDA with NVRTC
- * (for a named architecture) and for OpenCL with the installed OpenCL
- * driver (PoCL in CI), through the same preludes the runtime uses, and
- * reports each compiler message at the user's file and line, with the
- * kernel it falls in. `embed` is the build step (what ruda_add_kernels
- * runs) for other build systems. */
+ * (for a named architecture), for OpenCL with the installed OpenCL driver
+ * (PoCL in CI) and with --cpu for the CPU backend's run-time C compiler,
+ * each through ruda_kernel_compile_portable_with_options: the runtime's own
+ * compile, its preludes and options, and the options ruda_kernel_from_file
+ * takes. It reports each compiler message at the user's file and line,
+ * with the kernel it falls in. `embed` is the build step (what
+ * ruda_add_kernels runs) for other build systems. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernel_check.h"
 #include "kernel_text.h"
 #include "ruda_tools.h"
 #include "ruda/kernel.h"
+#include "ruda/client.h"
+#include "server/portable_kernel.h"
 #include "tools_common.h"
 
 void ruda_cmd_kernels_help(FILE *f) {
@@ -37,10 +40,10 @@ void ruda_cmd_kernels_help(FILE *f) {
           "\n"
           "-I DIR  where the kernel files' own #include \"...\" headers are (after the\n"
           "        including file's folder).\n"
-          "-D NAME[=VALUE]  a compile-time constant for every compiler, as the options\n"
-          "        of ruda_kernel_from_file give it; -O, -f and -m flags are the CPU\n"
-          "        compiler's: accepted, and not given to NVRTC or OpenCL (the --cpu\n"
-          "        check uses compilation.cpu_flags).\n"
+          "-D NAME[=VALUE]  a compile-time constant for every compiler; -O, -f and\n"
+          "        -m flags go to the CPU compiler only (after compilation.cpu_flags),\n"
+          "        not to NVRTC or OpenCL: the options of ruda_kernel_from_file, which\n"
+          "        refuses any other (so does check: exit 2).\n"
           "--skip-unavailable  a compiler that is not installed is reported and\n"
           "        skipped (exit 77 when none is); without it that is exit 3.\n"
           "\n"
@@ -72,23 +75,6 @@ static void print_log(const ruda_tools_kernel_text_t *t, const char *log) {
   }
 }
 
-/* After a failed build: identifiers of the kernel file that are keywords
- * for one of the compilers (the vendor's message rarely says so); the
- * library's run-time compile errors carry the same lines. */
-static void print_keyword_hints(const ruda_tools_kernel_text_t *t) {
-  size_t n = ruda_kernel_text_hints(t->text, t->len, NULL, 0);
-  char *hints = n ? malloc(n + 1) : NULL;
-  if (!hints) return;
-  ruda_kernel_text_hints(t->text, t->len, hints, n + 1);
-  for (const char *p = hints; *p;) {
-    const char *nl = strchr(p, '\n');
-    size_t len = nl ? (size_t)(nl - p) : strlen(p);
-    printf("    %.*s\n", (int)len, p);
-    p += len + (nl ? 1 : 0);
-  }
-  free(hints);
-}
-
 static void print_kernel_list(const ruda_tools_kernel_text_t *t) {
   printf(" (%zu kernel%s", t->num_kernels, t->num_kernels == 1 ? "" : "s");
   for (size_t i = 0; i < t->num_kernels; i++) printf("%s%s", i ? ", " : ": ", t->kernels[i].name);
@@ -99,17 +85,22 @@ typedef struct check_opts {
   unsigned cc;
   bool cuda, opencl, skip_unavailable, cpu;
   unsigned opencl_device;
+  /* The compile options, in command-line order, each one argument
+   * (-DNAME[=VALUE], -IDIR, -O.., -f.., -m..). */
+  const char **options;
+  size_t num_options;
 } check_opts_t;
 
-/* Compiles through ruda_kernel_compile_portable for `device_type` (CUDA:
- * NVRTC for sm_`cc`; CPU: the run-time C compiler), reporting as `label`.
- * 0 ok, 1 failed, 3 unavailable (message printed). */
-static int check_ahead(const ruda_tools_kernel_text_t *t, const char *shown,
-                       uint16_t device_type, unsigned cc, const char *label) {
+/* Compiles `t` through ruda_kernel_compile_portable_with_options for
+ * `device_type` and `target` (CUDA: NVRTC for sm_<target>; CPU: the
+ * run-time C compiler; OpenCL: the driver of opencl:<target>), reporting
+ * as `label`. 0 ok, 1 failed, 3 unavailable (message printed). */
+static int check_one(const check_opts_t *o, const ruda_tools_kernel_text_t *t, const char *shown,
+                     uint16_t device_type, unsigned target, const char *label) {
   const char *base = strrchr(t->path, '/');
   base = base ? base + 1 : t->path;
-  ruda_status_t s =
-      ruda_kernel_compile_portable(device_type, cc, base, t->text, t->len, t->path, NULL, NULL);
+  ruda_status_t s = ruda_kernel_compile_portable_with_options(
+      device_type, target, base, t->text, t->len, t->path, o->options, o->num_options, NULL, NULL);
   if (!s) {
     printf("%s: %s: ok", shown, label);
     print_kernel_list(t);
@@ -131,48 +122,41 @@ static int check_ahead(const ruda_tools_kernel_text_t *t, const char *shown,
   return code;
 }
 
-static int check_opencl(ruda_tools_opencl_t *o, const ruda_tools_kernel_text_t *t,
-                        const char *shown) {
-  char *src = NULL;
-  size_t len = 0;
-  ruda_status_t s = ruda_kernel_portable_source(RUDA_DEVICE_TYPE_OPENCL, t->text, t->len, &src, &len);
-  if (s) {
-    ruda_tools_print_status("kernels check", s);
-    ruda_status_free(s);
-    return 1;
-  }
-  char *log = NULL;
-  bool ok = ruda_tools_opencl_build(o, src, len, &log);
-  free(src);
-  if (ok) {
-    printf("%s: %s: ok", shown, ruda_tools_opencl_name(o));
-    print_kernel_list(t);
-  } else {
-    printf("%s: %s: FAILED\n", shown, ruda_tools_opencl_name(o));
-    print_log(t, log ? log : "(no build log)");
-    print_keyword_hints(t);
-  }
-  free(log);
-  return ok ? 0 : 1;
+/* "opencl:N (device name)", the name from the device's properties. */
+static void opencl_label(unsigned index, char *buf, size_t cap) {
+  uint32_t n = 0;
+  ruda_device_properties_t p;
+  ruda_status_t s = ruda_device_count(RUDA_DEVICE_TYPE_OPENCL, &n);
+  if (!s && index < n)
+    s = ruda_device_properties((ruda_device_id_t){RUDA_DEVICE_TYPE_OPENCL, (uint16_t)index}, &p);
+  if (!s && index < n) snprintf(buf, cap, "opencl:%u (%s)", index, p.name);
+  else snprintf(buf, cap, "opencl:%u", index);
+  ruda_status_free(s);
+}
+
+/* One compile option of the command line, as its own argument: "-D X"
+ * becomes "-DX", "-I DIR" "-IDIR". */
+static const char *option_arg(char *flag, const char *value, char **owned) {
+  size_t n = strlen(value) + 3;
+  char *o = malloc(n);
+  if (o) snprintf(o, n, "-%c%s", flag[1], value);
+  *owned = o;
+  return o;
 }
 
 static int cmd_check(int argc, char **argv) {
-  check_opts_t o = {90, true, true, false, 0, false};
+  check_opts_t o = {90, true, true, false, false, 0, NULL, 0};
   const ruda_tools_flag_t flags[] = {{"--cpu", &o.cpu, true},
                                      {"--cuda-only", &o.opencl, false},
                                      {"--opencl-only", &o.cuda, false},
                                      {"--skip-unavailable", &o.skip_unavailable, true}};
   const char **dirs = calloc((size_t)argc + 1, sizeof *dirs);
   const char **files = calloc((size_t)argc + 1, sizeof *files);
-  /* -D constants become #define lines in front of the text (which starts
-   * with its own #line, so messages keep the file's lines): the same for
-   * NVRTC and OpenCL, as -D options of ruda_kernel_from_file. */
-  size_t defines_cap = 1;
-  for (int i = 0; i < argc; i++) defines_cap += strlen(argv[i]) + 16;
-  char *defines = calloc(defines_cap, 1);
-  size_t nd = 0, nf = 0, defines_len = 0;
+  o.options = calloc((size_t)argc + 1, sizeof *o.options);
+  char **owned = calloc((size_t)argc + 1, sizeof *owned); /* options made here */
+  size_t nd = 0, nf = 0, nowned = 0;
   int rc = RUDA_EXIT_USAGE;
-  if (!dirs || !files || !defines) goto done;
+  if (!dirs || !files || !o.options || !owned) goto done;
   for (int i = 0; i < argc; i++) {
     const char *a = argv[i];
     if (strcmp(a, "--arch") == 0 && i + 1 < argc) {
@@ -188,22 +172,17 @@ static int cmd_check(int argc, char **argv) {
       continue;
     } else if (strcmp(a, "--opencl-device") == 0 && i + 1 < argc) {
       o.opencl_device = (unsigned)strtoul(argv[++i], NULL, 10);
-    } else if (strcmp(a, "-I") == 0 && i + 1 < argc) {
-      dirs[nd++] = argv[++i];
-    } else if (strncmp(a, "-I", 2) == 0 && a[2]) {
-      dirs[nd++] = a + 2;
-    } else if (strncmp(a, "-D", 2) == 0 && (a[2] || i + 1 < argc)) {
-      const char *d = a[2] ? a + 2 : argv[++i];
-      const char *eq = strchr(d, '=');
-      size_t nlen = eq ? (size_t)(eq - d) : strlen(d);
-      if (nlen == 0 || strpbrk(d, " \t\n")) {
-        fprintf(stderr, "ruda kernels check: -D wants NAME[=VALUE] without blanks, not '%s'\n", d);
-        goto done;
-      }
-      defines_len += (size_t)snprintf(defines + defines_len, defines_cap - defines_len,
-                                      "#define %.*s %s\n", (int)nlen, d, eq ? eq + 1 : "1");
-    } else if (a[0] == '-' && a[1] && strchr("Ofm", a[1]) && strncmp(a, "-fplugin", 8) != 0) {
-      /* The CPU compiler's flags: nothing for NVRTC and OpenCL. */
+    } else if ((strcmp(a, "-I") == 0 || strcmp(a, "-D") == 0) && i + 1 < argc) {
+      /* "-I DIR", "-D NAME=VALUE": one argument each, as the API takes them. */
+      const char *opt = option_arg(argv[i], argv[i + 1], &owned[nowned]);
+      if (!opt) goto done;
+      nowned++;
+      i++;
+      if (a[1] == 'I') dirs[nd++] = opt + 2;
+      o.options[o.num_options++] = opt;
+    } else if (a[0] == '-' && a[1] && strchr("DIOfm", a[1])) {
+      if (a[1] == 'I' && a[2]) dirs[nd++] = a + 2;
+      o.options[o.num_options++] = a;
     } else if (a[0] == '-') {
       fprintf(stderr, "ruda kernels check: unknown option '%s'\n", a);
       goto done;
@@ -211,20 +190,25 @@ static int cmd_check(int argc, char **argv) {
       files[nf++] = a;
     }
   }
+  /* The options ruda_kernel_from_file takes, and only those. */
+  for (size_t i = 0; i < o.num_options; i++) {
+    if (!ruda__portable_option_allowed(o.options[i])) {
+      fprintf(stderr,
+              "ruda kernels check: compile option '%s' is not allowed: portable kernels take "
+              "-DNAME[=VALUE] and -IDIR, and for the CPU compiler -O, -f and -m flags, each "
+              "without blanks (as ruda_kernel_from_file)\n",
+              o.options[i]);
+      goto done;
+    }
+  }
   if (nf == 0 || (!o.cuda && !o.opencl)) {
     fprintf(stderr, "ruda kernels check: which files? (ruda kernels check --help)\n");
     goto done;
   }
-  ruda_tools_opencl_t *cl = NULL;
   bool cuda_missing = false, opencl_missing = false, cpu_missing = false;
-  if (o.opencl) {
-    char why[512];
-    cl = ruda_tools_opencl_open(o.opencl_device, why, sizeof why);
-    if (!cl) {
-      printf("opencl: unavailable: %s\n", why);
-      opencl_missing = true;
-    }
-  }
+  char cuda_label[32], opencl[320];
+  snprintf(cuda_label, sizeof cuda_label, "cuda sm_%u", o.cc);
+  if (o.opencl) opencl_label(o.opencl_device, opencl, sizeof opencl);
   rc = RUDA_EXIT_OK;
   size_t compiled = 0;
   for (size_t f = 0; f < nf; f++) {
@@ -235,46 +219,33 @@ static int cmd_check(int argc, char **argv) {
       rc = RUDA_EXIT_FAILURE;
       continue;
     }
-    if (defines_len) {
-      char *with = malloc(defines_len + t.len + 1);
-      if (!with) {
-        ruda_tools_kernel_text_free(&t);
-        rc = RUDA_EXIT_FAILURE;
-        break;
-      }
-      memcpy(with, defines, defines_len);
-      memcpy(with + defines_len, t.text, t.len + 1);
-      free(t.text);
-      t.text = with;
-      t.len += defines_len;
-    }
-    if (o.cpu && !cpu_missing) {
-      int r = check_ahead(&t, files[f], RUDA_DEVICE_TYPE_CPU, o.cc, "cpu (run-time C compiler)");
-      if (r == 3) cpu_missing = true;
+    struct {
+      bool on, *missing;
+      uint16_t type;
+      unsigned target;
+      const char *label;
+    } targets[] = {
+        {o.cpu, &cpu_missing, RUDA_DEVICE_TYPE_CPU, o.cc, "cpu (run-time C compiler)"},
+        {o.cuda, &cuda_missing, RUDA_DEVICE_TYPE_CUDA, o.cc, cuda_label},
+        {o.opencl, &opencl_missing, RUDA_DEVICE_TYPE_OPENCL, o.opencl_device, opencl},
+    };
+    for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+      if (!targets[k].on || *targets[k].missing) continue;
+      int r = check_one(&o, &t, files[f], targets[k].type, targets[k].target, targets[k].label);
+      if (r == 3) *targets[k].missing = true;
       else if (r) rc = RUDA_EXIT_FAILURE;
-      else compiled++;
-    }
-    if (o.cuda && !cuda_missing) {
-      char label[32];
-      snprintf(label, sizeof label, "cuda sm_%u", o.cc);
-      int r = check_ahead(&t, files[f], RUDA_DEVICE_TYPE_CUDA, o.cc, label);
-      if (r == 3) cuda_missing = true;
-      else if (r) rc = RUDA_EXIT_FAILURE;
-      else compiled++;
-    }
-    if (cl) {
-      if (check_opencl(cl, &t, files[f])) rc = RUDA_EXIT_FAILURE;
       else compiled++;
     }
     ruda_tools_kernel_text_free(&t);
   }
-  ruda_tools_opencl_close(cl);
   if (rc == RUDA_EXIT_OK && (cuda_missing || opencl_missing || cpu_missing)) {
     if (!o.skip_unavailable) rc = RUDA_EXIT_UNAVAILABLE;
     else if (compiled == 0) rc = 77;
   }
 done:
-  free(defines);
+  for (size_t i = 0; owned && i < nowned; i++) free(owned[i]);
+  free(owned);
+  free(o.options);
   free(dirs);
   free(files);
   return rc;

@@ -160,23 +160,44 @@ ruda_hash128_t ruda_kernel_hash(const ruda_kernel_t *k);
 ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text, size_t len,
                                           char **out, size_t *out_len);
 
-/* Compiles a portable kernel file's text ahead of time, without a device,
- * the way the backend of `device_type` compiles it at run time (its
- * prelude, compiler and options): for RUDA_DEVICE_TYPE_CUDA, NVRTC for
- * the architecture sm_<arch> (90: sm_90; from 90 on, the arch-specific
- * sm_<arch>a, as at run time); for RUDA_DEVICE_TYPE_CPU, the C compiler
- * of compilation.cpu_compiler with its flags, into a shared object (arch
- * is checked but not used: the flags say what CPU to target). `name` names the kernel or file in errors;
- * `origin`, the kernel file's path, is where the compiler's messages
- * point (NULL: "kernel"). On success *out_binary (when not NULL) is the
- * compiled code (a CUBIN), which the caller frees with free(), and
- * *out_size its size; with out_binary NULL the code is dropped (a check).
- * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL name or text, an arch outside
- * 30..200); RUDA_ERR_UNAVAILABLE (the compiler is not installed, or the
- * backend of `device_type` is not built in or compiles nothing ahead of
- * time: OpenCL today); RUDA_ERR_LAUNCH_COMPILATION wrapping
- * RUDA_ERR_COMPILATION_GENERIC whose reason holds the compiler's log.
- * Thread-safe. */
+/* Compiles a portable kernel file's text ahead of time, the way the
+ * backend of `device_type` compiles it at run time (its prelude, compiler
+ * and options), without running it:
+ *  - RUDA_DEVICE_TYPE_CUDA: NVRTC for the architecture `target` (90:
+ *    sm_90; from 90 on, the arch-specific sm_90a and so on, as at run
+ *    time), without a device; *out_binary is a CUBIN;
+ *  - RUDA_DEVICE_TYPE_CPU: the C compiler of compilation.cpu_compiler with
+ *    its flags, into a shared object (target is checked but not used: the
+ *    flags say what CPU to target);
+ *  - RUDA_DEVICE_TYPE_OPENCL: the driver of the device whose index is
+ *    `target` (0: opencl:0, ruda's numbering), in a context of its own;
+ *    *out_binary is the program binary. PoCL's closing count ("1 error generated."),
+ *    which its compiler writes to the process's stderr, is kept off it, as
+ *    at run time.
+ * `options` (num_options of them; NULL with 0) are a portable kernel's
+ * compile options, as ruda_kernel_source_t gives them and checked the same
+ * way: -DNAME[=VALUE] and -IDIR for every compiler, -O, -f and -m flags
+ * for the CPU compiler only (the GPU compilers do not get them). `name`
+ * names the kernel or file in errors; `origin`, the kernel file's path, is
+ * where the compiler's messages point (NULL: "kernel"). On success
+ * *out_binary (when not NULL) is the compiled code, which the caller frees
+ * with free(), and *out_size its size; with out_binary NULL the code is
+ * dropped (a check).
+ * Errors: RUDA_ERR_INVALID_ARGUMENT (NULL name or text, a CUDA or CPU
+ * target outside 30..200, num_options without options, an option outside
+ * the allowed set, naming it); RUDA_ERR_UNAVAILABLE (the compiler or the
+ * OpenCL device is not there, or the backend of `device_type` is not built
+ * in); RUDA_ERR_LAUNCH_COMPILATION wrapping RUDA_ERR_COMPILATION_GENERIC
+ * whose reason holds the compiler's messages about the user's lines
+ * (file:line) and the keyword hints. Thread-safe. */
+ruda_status_t ruda_kernel_compile_portable_with_options(uint16_t device_type, uint32_t target,
+                                                        const char *name, const char *text,
+                                                        size_t len, const char *origin,
+                                                        const char *const *options,
+                                                        size_t num_options, void **out_binary,
+                                                        size_t *out_size);
+
+/* ruda_kernel_compile_portable_with_options without options. */
 ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
                                            const char *text, size_t len, const char *origin,
                                            void **out_binary, size_t *out_size);

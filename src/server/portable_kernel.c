@@ -261,18 +261,26 @@ ruda_status_t ruda_kernel_portable_source(uint16_t device_type, const char *text
   return ruda__portable_source(target, "source", text, len, out, out_len);
 }
 
-ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
-                                           const char *text, size_t len, const char *origin,
-                                           void **out_binary, size_t *out_size) {
+ruda_status_t ruda_kernel_compile_portable_with_options(uint16_t device_type, uint32_t target,
+                                                        const char *name, const char *text,
+                                                        size_t len, const char *origin,
+                                                        const char *const *options,
+                                                        size_t num_options, void **out_binary,
+                                                        size_t *out_size) {
   if (out_binary) *out_binary = NULL;
   if (out_size) *out_size = 0;
   if (!name || !text)
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "ruda_kernel_compile_portable: NULL %s", name ? "text" : "name");
-  if (arch < 30 || arch > 200)
+  if (device_type != RUDA_DEVICE_TYPE_OPENCL && (target < 30 || target > 200))
     return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                               "ruda_kernel_compile_portable: architecture %u is outside 30..200",
-                              (unsigned)arch);
+                              (unsigned)target);
+  if (num_options && !options)
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "ruda_kernel_compile_portable: num_options without options");
+  ruda_status_t err = ruda__portable_check_options(name, options, num_options);
+  if (err) return err;
   const ruda__backend_t *b = ruda__backend_for(device_type);
   const char *type = ruda_device_type_name(device_type);
   if (!b || !b->compile_portable)
@@ -282,8 +290,9 @@ ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, 
                               type ? type : "?");
   void *bin = NULL;
   size_t size = 0;
-  ruda_status_t s =
-      b->compile_portable(arch, name, text, len, origin ? origin : "kernel", &bin, &size);
+  ruda__portable_compile_t job = {target,  name,       text,     len ? len : strlen(text),
+                                  origin ? origin : "kernel", options, num_options};
+  ruda_status_t s = b->compile_portable(&job, &bin, &size);
   if (s) return s;
   if (out_binary) {
     *out_binary = bin;
@@ -292,6 +301,13 @@ ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, 
   }
   if (out_size) *out_size = size;
   return NULL;
+}
+
+ruda_status_t ruda_kernel_compile_portable(uint16_t device_type, uint32_t arch, const char *name,
+                                           const char *text, size_t len, const char *origin,
+                                           void **out_binary, size_t *out_size) {
+  return ruda_kernel_compile_portable_with_options(device_type, arch, name, text, len, origin,
+                                                   NULL, 0, out_binary, out_size);
 }
 
 /* ---- The declaration's parameters ---- */
@@ -534,16 +550,20 @@ ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *para
                             entry, w.name, buffer, w.type, w.name, w.name);
 }
 
+bool ruda__portable_option_allowed(const char *o) {
+  bool ok = o && o[0] == '-' && o[1] != '\0' && strchr("DIOfm", o[1]) != NULL;
+  if (ok && (o[1] == 'D' || o[1] == 'I') && o[2] == '\0') ok = false;
+  if (ok && strncmp(o, "-fplugin", 8) == 0) ok = false;
+  for (const char *p = o; ok && *p; p++)
+    if (isspace((unsigned char)*p)) ok = false;
+  return ok;
+}
+
 ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,
                                            size_t num_options) {
   for (size_t i = 0; i < num_options; i++) {
     const char *o = options ? options[i] : NULL;
-    bool ok = o && o[0] == '-' && o[1] != '\0' && strchr("DIOfm", o[1]) != NULL;
-    if (ok && (o[1] == 'D' || o[1] == 'I') && o[2] == '\0') ok = false;
-    if (ok && strncmp(o, "-fplugin", 8) == 0) ok = false;
-    for (const char *p = o; ok && *p; p++)
-      if (isspace((unsigned char)*p)) ok = false;
-    if (!ok) {
+    if (!ruda__portable_option_allowed(o)) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                 "kernel '%s': compile option \"%s\" is not allowed (portable "
                                 "kernels take -DNAME[=VALUE] and -IDIR, and for the CPU compiler "

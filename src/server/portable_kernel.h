@@ -109,11 +109,24 @@ ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *para
  * first other option and `kernel`. */
 ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,
                                            size_t num_options);
+/* Whether one option is in that allowed set (the rule
+ * ruda__portable_check_options applies to each). */
+bool ruda__portable_option_allowed(const char *option);
 
 /* Whether a (checked) option of a portable entry goes to the GPU
  * compilers too: -D and -I do; -O, -f and -m are the CPU compiler's. */
 static inline bool ruda__portable_option_for_gpu(const char *option) {
   return option && option[0] == '-' && (option[1] == 'D' || option[1] == 'I');
+}
+
+/* The options of `in` that go to the GPU compilers, in order, into out[0..cap);
+ * returns how many. */
+static inline size_t ruda__portable_gpu_options(const char *const *in, size_t n,
+                                                const char **out, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < n && k < cap; i++)
+    if (ruda__portable_option_for_gpu(in[i])) out[k++] = in[i];
+  return k;
 }
 
 #endif

@@ -459,6 +459,19 @@ void ruda__server_trace_memory(ruda__server_t *s);
 
 /* ---- Backends and their registry ---- */
 
+/* What ruda_kernel_compile_portable_with_options asks a backend to
+ * compile: `target` is CUDA's architecture (90: sm_90) or the OpenCL
+ * device's index; `options` are checked (ruda__portable_check_options), all
+ * of them: a GPU compiler takes its own (ruda__portable_option_for_gpu). */
+typedef struct ruda__portable_compile {
+  uint32_t target;
+  const char *name, *text;
+  size_t len;
+  const char *origin;
+  const char *const *options;
+  size_t num_options;
+} ruda__portable_compile_t;
+
 typedef struct ruda__backend {
   uint16_t type_id;  /* RUDA_DEVICE_TYPE_* (a new backend picks an unused id) */
   const char *name;  /* "cpu", "cuda", "opencl": device names are "<name>:N" */
@@ -468,11 +481,11 @@ typedef struct ruda__backend {
   /* Creates the server of device `index`. Called once per device, on the
    * device's worker thread. */
   ruda_status_t (*create_server)(uint16_t index, ruda__server_t **out);
-  /* Optional (NULL: none): compiles a portable kernel's text for
-   * architecture `arch` without a device (ruda_kernel_compile_portable,
-   * which checked the arguments). *out is ruda__malloc'ed. Thread-safe. */
-  ruda_status_t (*compile_portable)(uint32_t arch, const char *name, const char *text, size_t len,
-                                    const char *origin, void **out, size_t *out_size);
+  /* Optional (NULL: none): compiles a portable kernel's text ahead of
+   * time (ruda_kernel_compile_portable_with_options, which checked the
+   * arguments and the options). *out is ruda__malloc'ed. Thread-safe. */
+  ruda_status_t (*compile_portable)(const ruda__portable_compile_t *job, void **out,
+                                    size_t *out_size);
 } ruda__backend_t;
 
 /* Most backends one library holds (the device registry's bound). */

@@ -354,10 +354,9 @@ ruda_status_t ruda__cpu_warm_load(const char *path, const char *entry, void **ha
   return err;
 }
 
-ruda_status_t ruda__cpu_compile_portable(uint32_t arch, const char *name, const char *text,
-                                         size_t len, const char *origin, void **out,
+ruda_status_t ruda__cpu_compile_portable(const ruda__portable_compile_t *job, void **out,
                                          size_t *out_size) {
-  (void)arch; /* the host's CPU: compilation.cpu_flags say what to target */
+  /* job->target is not used: compilation.cpu_flags say what to target. */
   *out = NULL;
   *out_size = 0;
   pthread_mutex_lock(&g_lock);
@@ -370,9 +369,9 @@ ruda_status_t ruda__cpu_compile_portable(uint32_t arch, const char *name, const 
                              "compilation.cpu_compiler or RUDA_CPU_COMPILER",
                              t->looked_for);
   } else {
-    ruda_kernel_code_t code = {RUDA_KERNEL_FORMAT_PORTABLE, text, len, NULL, name, NULL, 0,
-                               origin};
-    err = compile_object(t, name, &code, text, len, out, out_size);
+    ruda_kernel_code_t code = {RUDA_KERNEL_FORMAT_PORTABLE, job->text, job->len, NULL,
+                               job->name, job->options, job->num_options, job->origin};
+    err = compile_object(t, job->name, &code, job->text, job->len, out, out_size);
   }
   pthread_mutex_unlock(&g_lock);
   return err;

@@ -34,6 +34,7 @@
 
 #include "ruda/kernel.h"
 #include "ruda/status.h"
+#include "server/server.h"
 
 /* The function of `kernel`'s portable entry `code` (which has text),
  * compiled or loaded on first use. Errors: RUDA_ERR_UNAVAILABLE (no
@@ -44,11 +45,11 @@
 ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kernel_code_t *code,
                                     ruda_cpu_kernel_fn *out);
 
-/* The backend's compile_portable hook (server.h): the text compiled, as
- * at a launch, into a shared object (*out, ruda__malloc'ed); `arch` is
- * not used. Errors as ruda__cpu_compiled_fn's. */
-ruda_status_t ruda__cpu_compile_portable(uint32_t arch, const char *name, const char *text,
-                                         size_t len, const char *origin, void **out,
+/* The backend's compile_portable hook (server.h): the text compiled with
+ * the job's options, as at a launch, into a shared object (*out,
+ * ruda__malloc'ed); the target is not used. Errors as
+ * ruda__cpu_compiled_fn's. */
+ruda_status_t ruda__cpu_compile_portable(const ruda__portable_compile_t *job, void **out,
                                          size_t *out_size);
 
 /* The CPU prelude (static storage) and its length. */

@@ -70,6 +70,7 @@
 #include "backends/cuda/cuda_types.h"
 #include "base/env.h"
 #include "ruda/config.h"
+#include "server/portable_kernel.h"
 #include "server/server.h"
 
 #if !defined(RUDA_HAVE_CUDA_HEADERS)
@@ -564,10 +565,12 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   return NULL;
 }
 
-static ruda_status_t cuda_compile_portable(uint32_t arch, const char *name, const char *text,
-                                           size_t len, const char *origin, void **out,
-                                           size_t *out_size) {
-  return ruda__cuda_nvrtc_compile_portable(name, text, len, origin, arch, NULL, 0, out, out_size);
+static ruda_status_t cuda_compile_portable(const ruda__portable_compile_t *job, void **out,
+                                            size_t *out_size) {
+  const char *opts[64]; /* -O, -f and -m options are the CPU compiler's */
+  size_t n = ruda__portable_gpu_options(job->options, job->num_options, opts, 64);
+  return ruda__cuda_nvrtc_compile_portable(job->name, job->text, job->len, job->origin,
+                                           job->target, opts, n, out, out_size);
 }
 
 const ruda__backend_t ruda__backend_cuda = {RUDA_DEVICE_TYPE_CUDA, "cuda", cuda_device_count,

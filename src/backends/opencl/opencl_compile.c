@@ -23,6 +23,7 @@
 #include "backends/opencl/opencl_internal.h"
 #include "base/alloc.h"
 #include "server/module_table.h"
+#include "server/portable_kernel.h"
 #include "server/binary_cache.h"
 #include "server/device_settings.h"
 #include "server/server.h"
@@ -389,6 +390,11 @@ static char *join_options(const char *const *options, size_t n) {
   return s;
 }
 
+/* PoCL, whose compiler writes its closing count to stderr. */
+static bool is_pocl(const ruda__opencl_device_t *d) {
+  return strstr(d->platform_name, "Portable Computing Language") != NULL;
+}
+
 bool ruda__opencl_program_cache_has(const ruda__opencl_program_cache_t *c, ruda_hash128_t key) {
   return ruda__module_table_find(&c->table, key) != NULL;
 }
@@ -438,9 +444,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   ruda_status_t s = NULL;
   if (prog == NULL) {
     s = ruda__opencl_build_source(api, c->ctx, dev, entry, source, len, opts, portable,
-                                  strstr(c->dev->platform_name, "Portable Computing Language") !=
-                                      NULL,
-                                  &prog);
+                                  is_pocl(c->dev), &prog);
     if (s) {
       ruda__free(opts);
       return s;
@@ -488,6 +492,61 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   }
   *out = &e->fn;
   return NULL;
+}
+
+/* ---- Ahead of time (ruda_kernel_compile_portable_with_options) ---- */
+
+ruda_status_t ruda__opencl_compile_portable(const ruda__portable_compile_t *job, void **out,
+                                            size_t *out_size) {
+  *out = NULL;
+  *out_size = 0;
+  const ruda__opencl_device_t *devs = NULL;
+  size_t count = 0;
+  const ruda__opencl_api_t *api = NULL;
+  ruda_status_t s = ruda__opencl_devices(&devs, &count);
+  if (s == NULL) s = ruda__opencl_api_get(&api);
+  if (s) return s;
+  if (job->target >= count)
+    return ruda_status_create(RUDA_ERR_UNAVAILABLE, "no OpenCL device opencl:%u (%zu found)",
+                              (unsigned)job->target, count);
+  const ruda__opencl_device_t *d = &devs[job->target];
+  cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)d->platform, 0};
+  cl_int r = CL_SUCCESS;
+  cl_context ctx = api->clCreateContext(cprops, 1, &d->device, NULL, NULL, &r);
+  if (r != CL_SUCCESS || ctx == NULL)
+    return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateContext", "device opencl:%u (%s)",
+                          (unsigned)job->target, d->props.name);
+  /* The options of a launch (opencl_launch.c): compilation.fp_contract,
+   * the device kind, then the kernel's own for a GPU compiler. */
+  const char *opts[2 + 64];
+  opts[0] = ruda__fp_contract_opencl_option(ruda__device_settings()->fp_contract);
+  opts[1] = (d->type & CL_DEVICE_TYPE_CPU) ? "-DRUDA__OPENCL_CPU_DEVICE" : "";
+  size_t n = 2 + ruda__portable_gpu_options(job->options, job->num_options, opts + 2, 64);
+  char *joined = join_options(opts, n);
+  char *src = NULL;
+  size_t src_len = 0;
+  if (joined == NULL) s = ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
+  if (s == NULL) s = ruda__portable_source(RUDA__PORTABLE_OPENCL, job->name, job->text, job->len,
+                                           &src, &src_len);
+  if (s == NULL) {
+    char compiler[512];
+    snprintf(compiler, sizeof compiler, "the OpenCL compiler of opencl:%u (%s, %s)",
+             (unsigned)job->target, d->props.name, d->platform_name);
+    ruda__compile_failure_t portable = {.kernel = job->name, .origin = job->origin,
+                                        .compiler = compiler, .text = job->text,
+                                        .text_len = job->len};
+    cl_program prog = NULL;
+    s = ruda__opencl_build_source(api, ctx, d->device, job->name, src, src_len, joined,
+                                  &portable, is_pocl(d), &prog);
+    if (s == NULL) {
+      s = ruda__opencl_program_binary(api, prog, out, out_size);
+      api->clReleaseProgram(prog);
+    }
+  }
+  free(src);
+  ruda__free(joined);
+  api->clReleaseContext(ctx);
+  return s;
 }
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */

@@ -29,6 +29,7 @@
 #include "ruda/status.h"
 #include "ruda/types.h"
 #include "server/compile_log.h"
+#include "server/server.h"
 
 /* ---- Always available ---------------------------------------------------- */
 
@@ -172,6 +173,15 @@ ruda_status_t ruda__opencl_build_source(const ruda__opencl_api_t *api, cl_contex
                                         const char *source, size_t len, const char *options,
                                         const ruda__compile_failure_t *portable,
                                         bool quiet_stderr, cl_program *out);
+
+/* The backend's compile_portable hook (server.h): a portable kernel's
+ * text built on opencl:<job->target> in a context of its own, as a launch
+ * builds it (its options, PoCL's stderr kept quiet), without the program
+ * cache; *out is the program binary (ruda__malloc'ed). Errors as
+ * ruda__opencl_build_source's; RUDA_ERR_UNAVAILABLE without OpenCL or
+ * that device. */
+ruda_status_t ruda__opencl_compile_portable(const ruda__portable_compile_t *job, void **out,
+                                            size_t *out_size);
 
 /* The program binary of a built program for its only device (ruda__malloc'ed
  * into *out, *out_size bytes). */

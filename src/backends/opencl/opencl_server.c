@@ -331,4 +331,7 @@ const ruda__backend_t ruda__backend_opencl = {
     .name = "opencl",
     .device_count = opencl_device_count,
     .create_server = opencl_create_server,
+#if defined(RUDA_HAVE_OPENCL_HEADERS)
+    .compile_portable = ruda__opencl_compile_portable,
+#endif
 };

@@ -4,6 +4,7 @@
  * OpenCL halves skip when NVRTC or an OpenCL driver is not installed. */
 #include <limits.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "test.h"
@@ -106,6 +107,86 @@ TEST(check_takes_define_options) {
   ASSERT_EQ(run(args, out, sizeof out), 0);
   snprintf(args, sizeof args, "kernels check --opencl-only -Wall %s", f);
   ASSERT_EQ(run(args, out, sizeof out), 2);
+}
+
+/* Runs `ruda <args>` with stdout into `out` and stderr into `err`. */
+static int run_split(const char *args, char *out, size_t cap, char *err, size_t err_cap) {
+  char path[1024], cmd[4096];
+  snprintf(path, sizeof path, "%s/kernels_check_stderr.txt", rt_tmpdir());
+  snprintf(cmd, sizeof cmd, "%s %s 2>%s", binary(), args, path);
+  int rc = rt_run_command(cmd, out, cap);
+  char *text = rt_read_file(path);
+  ASSERT_NOT_NULL(text);
+  snprintf(err, err_cap, "%s", text);
+  free(text);
+  return rc;
+}
+
+TEST(check_keeps_the_opencl_compiler_s_closing_count_off_stderr) {
+  /* `local` is a keyword of OpenCL C only: PoCL's clang fails, and writes
+   * "2 errors generated." to the process's stderr itself. */
+  static const char opencl_only_error[] =
+      "#include <ruda/kernel_dialect.h>\n"
+      "RUDA_KERNEL(k, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *, x)) {\n"
+      "  float local = 2.0f;\n"
+      "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] = local;\n"
+      "}\n";
+  char out[16384], err[4096], args[2048];
+  const char *f = write_kernel("opencl_only_error.c", opencl_only_error);
+  snprintf(args, sizeof args, "kernels check --opencl-only %s", f);
+  int rc = run_split(args, out, sizeof out, err, sizeof err);
+  if (rc == 3) SKIP("OpenCL is not installed here");
+  ASSERT_EQ(rc, 1);
+  ASSERT_STR_CONTAINS(out, "FAILED");
+  ASSERT_STR_CONTAINS(out, "opencl_only_error.c:3:");
+  ASSERT_STR_CONTAINS(out, "hint: 'local' is a keyword");
+  if (strstr(err, "generated")) rt_fail_msg(__FILE__, __LINE__, "stderr:\n%s", err);
+  ASSERT_TRUE(strstr(err, "generated") == NULL);
+}
+
+TEST(check_gives_the_cpu_compiler_the_o_f_and_m_options) {
+  /* Compiles for the CPU only when -O0 and -funsigned-char reach the C
+   * compiler (after compilation.cpu_flags, as ruda_kernel_from_file's
+   * options do); the GPU compilers do not get them. */
+  static const char needs_flags[] =
+      "#include <ruda/kernel_dialect.h>\n"
+      "#if !defined(__OPENCL_VERSION__) && !defined(__CUDACC__)\n"
+      "#if defined(__OPTIMIZE__) || !defined(__CHAR_UNSIGNED__)\n"
+      "#error the CPU compiler did not get -O0 -funsigned-char\n"
+      "#endif\n"
+      "#endif\n"
+      "RUDA_KERNEL(k, RUDA_DIM(64, 1, 1), RUDA_BUFFER(float *, x)) {\n"
+      "  RUDA_UNITS_NOWAIT(u) x[u.abs_x] = 1.0f;\n"
+      "}\n";
+  char out[16384], args[2048];
+  const char *f = write_kernel("needs_cpu_flags.c", needs_flags);
+  snprintf(args, sizeof args, "kernels check --opencl-only --cpu --skip-unavailable %s", f);
+  int rc = run(args, out, sizeof out);
+  if (strstr(out, "cpu (run-time C compiler): unavailable")) SKIP("no C compiler here");
+  ASSERT_EQ(rc, 1);
+  ASSERT_STR_CONTAINS(out, "did not get -O0 -funsigned-char");
+  snprintf(args, sizeof args,
+           "kernels check --opencl-only --cpu --skip-unavailable -O0 -funsigned-char -mno-red-zone %s",
+           f);
+  rc = run(args, out, sizeof out);
+  if (rc != 0) printf("%s", out);
+  ASSERT_EQ(rc, 0);
+  ASSERT_STR_CONTAINS(out, "cpu (run-time C compiler): ok (1 kernel: k)");
+}
+
+TEST(check_refuses_options_the_runtime_refuses) {
+  char out[16384], err[4096], args[2048];
+  const char *f = write_kernel("refused_options.c", good);
+  /* Another kind of flag, a compiler plugin, a blank inside one argument. */
+  static const char *const refused[] = {"-Wall", "-fplugin=/tmp/evil.so", "-x", "-DA B"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    snprintf(args, sizeof args, "kernels check --cpu '%s' %s", refused[i], f);
+    ASSERT_EQ(run_split(args, out, sizeof out, err, sizeof err), 2);
+    ASSERT_STR_CONTAINS(err, refused[i]);
+  }
+  snprintf(args, sizeof args, "kernels check --cpu -fplugin=/tmp/evil.so %s", f);
+  run_split(args, out, sizeof out, err, sizeof err);
+  ASSERT_STR_CONTAINS(err, "is not allowed");
 }
 
 TEST(check_usage_errors) {
