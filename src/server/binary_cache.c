@@ -63,8 +63,22 @@ ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, con
   *size = 0;
   *word = 0;
   *why = NULL;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return RUDA__BINARY_READ_ABSENT;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) {
+    if (errno != ELOOP) return RUDA__BINARY_READ_ABSENT;
+    *why = "not a regular file";
+    return RUDA__BINARY_READ_UNUSABLE;
+  }
+  /* The file opened, not the name: another user cannot swap it between
+   * the check and the read. */
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) *why = "not a regular file";
+  else if (st.st_uid != geteuid()) *why = "owned by another user";
+  else if ((st.st_mode & 022) != 0) *why = "writable by others";
+  if (*why != NULL) {
+    close(fd);
+    return RUDA__BINARY_READ_UNUSABLE;
+  }
   unsigned char *file = NULL;
   size_t got = 0;
   bool read_ok = read_all(fd, &file, &got);
@@ -109,7 +123,7 @@ bool ruda__binary_cache_path(const char *dir, ruda_hash128_t key, const char *ex
   return true;
 }
 
-/* mkdir -p. */
+/* mkdir -p, each folder made with mode 0700. */
 static bool make_dirs(const char *dir) {
   char tmp[1200];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) {
@@ -119,10 +133,43 @@ static bool make_dirs(const char *dir) {
   for (char *p = tmp + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
+    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
     *p = '/';
   }
-  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
+  return mkdir(tmp, 0700) == 0 || errno == EEXIST;
+}
+
+bool ruda__binary_cache_dir(const char *root, const char *sub, char *dir, size_t cap, char *why,
+                            size_t why_cap) {
+  if (why_cap) why[0] = '\0';
+  if (cap) dir[0] = '\0';
+  if (root == NULL || root[0] == '\0') return false;
+  int n = snprintf(dir, cap, "%s/%s", root, sub);
+  if (n < 0 || (size_t)n >= cap) {
+    if (cap) dir[0] = '\0';
+    snprintf(why, why_cap, "the compilation cache path %s/%s is too long; disk cache off", root,
+             sub);
+    return false;
+  }
+  struct stat st;
+  if (!make_dirs(dir) || lstat(dir, &st) != 0) {
+    snprintf(why, why_cap, "compilation cache directory %s cannot be created (%s); disk cache off",
+             dir, strerror(errno));
+  } else if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+    snprintf(why, why_cap,
+             "compilation cache directory %s is not the user's own folder (owner %u, mode %03o); "
+             "disk cache off",
+             dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
+  } else if ((st.st_mode & 077) != 0 && chmod(dir, 0700) != 0) {
+    snprintf(why, why_cap,
+             "compilation cache directory %s is open to others (mode %03o) and cannot be made "
+             "private (%s); disk cache off",
+             dir, (unsigned)(st.st_mode & 0777), strerror(errno));
+  } else {
+    return true;
+  }
+  dir[0] = '\0';
+  return false;
 }
 
 static bool write_all(int fd, const void *data, size_t len) {
@@ -146,7 +193,7 @@ ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, c
     errno = ENAMETOOLONG;
     return RUDA__BINARY_WRITE_NOT_WRITABLE;
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return RUDA__BINARY_WRITE_NOT_WRITABLE;
   unsigned char h[HEADER];
   memcpy(h, kind->magic, 8);

@@ -1,5 +1,16 @@
-/* The files of the compiled-kernel disk cache, one format for every
- * backend (CUDA keeps CUBINs, OpenCL program binaries).
+/* The files of the compiled-kernel disk cache, one format and one policy
+ * for every backend (CUDA keeps CUBINs, OpenCL program binaries, the CPU
+ * shared objects).
+ *
+ * The policy: a backend's folder ({cache root}/{backend}) is the user's
+ * and private. It is created with mode 0700 (its missing parents too); one
+ * of the user's own that others may enter (an older ruda made them 0755)
+ * is narrowed to 0700; one that another user owns, or that is not a
+ * folder, is refused, and that backend runs without its disk cache. Files
+ * are written with mode 0600, and a file is read only when it is a regular
+ * file of the user's that no one else may write, and whole (its header and
+ * checksum below): anything else is refused with its reason, and the
+ * kernel is compiled again and the entry replaced.
  *
  * A file is a 48-byte header, then the payload; integers little-endian:
  *   magic (8 bytes, the backend's), format (u64), payload size (u64),
@@ -39,9 +50,18 @@ typedef enum ruda__binary_read {
   RUDA__BINARY_READ_UNUSABLE, /* there, but not a whole file of this kind */
 } ruda__binary_read_t;
 
+/* A backend's cache folder "{root}/{sub}" into `dir` (cap bytes), made
+ * private as the policy above says. False when there is none: `root` is
+ * empty (the cache is off by setting; `why` is "") or the folder cannot be
+ * made or is refused (`why` says why: the caller logs it); `dir` is then
+ * "". */
+bool ruda__binary_cache_dir(const char *root, const char *sub, char *dir, size_t cap, char *why,
+                            size_t why_cap);
+
 /* Reads the file at `path`. OK: *payload (ruda__malloc'ed, the caller
  * frees it), *size (> 0) and *word. UNUSABLE: *why says what was wrong
- * ("bad header", "truncated", "checksum mismatch", ...). */
+ * ("owned by another user", "writable by others", "not a regular file",
+ * "bad header", "truncated", "checksum mismatch", ...). */
 ruda__binary_read_t ruda__binary_cache_read(const ruda__binary_kind_t *kind, const char *path,
                                             void **payload, size_t *size, uint64_t *word,
                                             const char **why);
@@ -60,8 +80,9 @@ typedef enum ruda__binary_write {
 } ruda__binary_write_t;
 
 /* Writes `size` bytes at `bin` with `word` to `path` (in `dir`, created
- * with its parents when missing), through a temporary file renamed into
- * place. On failure errno tells why and nothing is left behind. */
+ * with its parents, mode 0700, when missing), through a temporary file
+ * (mode 0600) renamed into place. On failure errno tells why and nothing
+ * is left behind. */
 ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, const char *dir,
                                               const char *path, uint64_t word, const void *bin,
                                               size_t size);

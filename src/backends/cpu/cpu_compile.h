@@ -16,11 +16,10 @@
  *    file format of server/binary_cache.h: a header with the payload's
  *    checksum). The key hashes the prelude, the kernel's id (text, entry,
  *    options), the compiler's path and `--version`, the flags and the CPU's
- *    flags (/proc/cpuinfo). The directory is created with mode 0700 and is
- *    used only when it is owned by the user and closed to others; a file
- *    is loaded only when it is the user's, writable by no one else, and its
- *    recorded checksum matches its bytes, and it is loaded from those
- *    checked bytes (a memfd), never reopened by name.
+ *    flags (/proc/cpuinfo). The folder and its files follow the cache's
+ *    policy (server/binary_cache.h: a private folder, only the user's own
+ *    whole files read), and an object is loaded from the checked bytes (a
+ *    memfd), never reopened by name.
  *  - In memory, compiled functions are kept for the life of the process,
  *    by kernel id.
  *

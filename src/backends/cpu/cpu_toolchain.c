@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "server/binary_cache.h"
 #include "server/device_settings.h"
 
 extern char **environ;
@@ -100,29 +101,6 @@ static ruda_hash128_t cpu_flags_hash(uint64_t seed) {
   return ruda__hasher_final(&h);
 }
 
-/* A directory for the cache: created 0700, used only when it is ours and
- * closed to others. */
-static bool private_dir(const char *dir) {
-  char tmp[RUDA_CONFIG_PATH_MAX + 8];
-  if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) return false;
-  for (char *p = tmp + 1; *p; p++) {
-    if (*p != '/') continue;
-    *p = '\0';
-    if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
-    *p = '/';
-  }
-  if (mkdir(tmp, 0700) != 0 && errno != EEXIST) return false;
-  struct stat st;
-  if (lstat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return false;
-  if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
-    ruda__cpu_warn("the CPU kernel cache %s is not private (owner %u, mode %03o; it must be the user's "
-         "with mode 0700); compiling without it",
-         dir, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777));
-    return false;
-  }
-  return true;
-}
-
 void ruda__cpu_toolchain_find(ruda__cpu_toolchain_t *t, uint64_t seed) {
   memset(t, 0, sizeof *t);
   const ruda_config_t *cfg = ruda_config_get();
@@ -153,10 +131,9 @@ void ruda__cpu_toolchain_find(ruda__cpu_toolchain_t *t, uint64_t seed) {
     t->path[0] = '\0';
   }
   t->cpu_flags = cpu_flags_hash(seed);
-  const char *root = ruda__device_settings()->cache_dir;
-  if (root[0] && (size_t)snprintf(t->dir, sizeof t->dir, "%s/cpu", root) < sizeof t->dir) {
-    if (!private_dir(t->dir)) t->dir[0] = '\0';
-  } else {
-    t->dir[0] = '\0';
-  }
+  char why[RUDA_CONFIG_PATH_MAX + 256];
+  if (!ruda__binary_cache_dir(ruda__device_settings()->cache_dir, "cpu", t->dir, sizeof t->dir,
+                              why, sizeof why) &&
+      why[0])
+    ruda__cpu_warn("%s", why);
 }

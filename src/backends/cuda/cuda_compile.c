@@ -108,11 +108,10 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
     ruda__free(c);
     return NULL;
   }
-  if (cache_dir == NULL || cache_dir[0] == '\0' ||
-      (size_t)snprintf(c->dir, sizeof c->dir, "%s/cuda", cache_dir) >= sizeof c->dir) {
-    c->dir[0] = '\0';
-  }
-  c->disk_disabled = c->dir[0] == '\0';
+  char why[sizeof c->dir + 256];
+  c->disk_disabled = !ruda__binary_cache_dir(cache_dir, "cuda", c->dir, sizeof c->dir, why,
+                                             sizeof why);
+  if (why[0]) ruda__cuda_warn("%s", why);
   return c;
 }
 

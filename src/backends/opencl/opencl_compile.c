@@ -8,9 +8,13 @@
  *    platform, device and driver versions. A file is a small header (magic,
  *    format version, payload size, payload hash) and the binary; it is
  *    written to a temporary name and renamed, so readers never see half a
- *    file. A corrupt, unreadable or unwritable cache is skipped with a log
- *    line and never fails a launch; a binary the driver refuses is rebuilt
- *    from source.
+ *    file. The folder and files follow the cache's policy
+ *    (server/binary_cache.h: private, only the user's own whole files
+ *    read). A corrupt, foreign, unreadable or unwritable cache is skipped
+ *    with a log line and never fails a launch; a binary the driver refuses
+ *    is rebuilt from source.
+ *  - Ahead of time (ruda_kernel_compile_portable_with_options): a portable
+ *    kernel built in a context of its own, without the caches.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -244,10 +248,10 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
     ruda__free(c);
     return NULL;
   }
-  if (cache_dir == NULL || cache_dir[0] == '\0' ||
-      (size_t)snprintf(c->dir, sizeof c->dir, "%s/opencl", cache_dir) >= sizeof c->dir)
-    c->dir[0] = '\0';
-  c->disk_disabled = c->dir[0] == '\0';
+  char why[sizeof c->dir + 256];
+  c->disk_disabled = !ruda__binary_cache_dir(cache_dir, "opencl", c->dir, sizeof c->dir, why,
+                                             sizeof why);
+  if (why[0]) ruda__opencl_warn("%s", why);
   key_prefix_init(c);
   return c;
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -193,6 +194,55 @@ TEST(disk_cache_hit_from_a_second_process) {
   ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
   /* A corrupt entry is skipped with a warning and rebuilt. */
   corrupt_and_rerun(bin, tag, dir);
+}
+
+/* Mode `m` of `path` (its permission bits; ~0u when it cannot be read). */
+static unsigned mode_of(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (unsigned)(st.st_mode & 0777) : ~0u;
+}
+
+/* The disk cache's policy (server/binary_cache.h): the folder 0700, the
+ * files 0600; a corrupt entry, or one another user owns, is refused, the
+ * kernel still runs (built again), and the entry is replaced by a good
+ * one that the next process loads. */
+TEST(disk_cache_is_private_and_refuses_corrupt_or_foreign_entries) {
+  if (getenv("RUDA_TEST_CACHE_MODE")) SKIP("child process");
+  client(); /* skips without a device */
+  char dir[2048], sub[2100];
+  snprintf(dir, sizeof dir, "%s/private-%ld-%ld", rt_tmpdir(), (long)getpid(), (long)time(NULL));
+  snprintf(sub, sizeof sub, "%s/opencl", dir);
+  char tag[64];
+  snprintf(tag, sizeof tag, "private-%ld-%ld", (long)getpid(), (long)time(NULL));
+  ASSERT_EQ(run_cache_child("first", tag, dir), 0);
+  char bin[4600];
+  ASSERT_TRUE(find_cached(dir, "opencl", ".clbin", bin, sizeof bin));
+  ASSERT_UEQ(mode_of(sub), 0700);
+  ASSERT_UEQ(mode_of(bin), 0600);
+  /* A corrupt entry: refused (the child asserts one skip and one build,
+   * and its kernel's output), then replaced: the next process loads it. */
+  corrupt_and_rerun(bin, tag, dir);
+  ASSERT_UEQ(mode_of(bin), 0600);
+  ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
+  /* An entry others may write, and one another user owns: refused and
+   * replaced the same way. */
+  ASSERT_EQ(chmod(bin, 0666), 0);
+  ASSERT_EQ(run_cache_child("corrupt", tag, dir), 0);
+  ASSERT_UEQ(mode_of(bin), 0600);
+  if (chown(bin, 65534, 65534) != 0) {
+    printf("  (not root: the entry of another user is not tried)\n");
+  } else {
+    ASSERT_EQ(run_cache_child("corrupt", tag, dir), 0);
+    struct stat st;
+    ASSERT_EQ(stat(bin, &st), 0);
+    ASSERT_UEQ(st.st_uid, geteuid());
+  }
+  ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
+  /* A folder of the user's that others may enter (an older ruda made them
+   * 0755) is narrowed to 0700. */
+  ASSERT_EQ(chmod(sub, 0755), 0);
+  ASSERT_EQ(run_cache_child("hit", tag, dir), 0);
+  ASSERT_UEQ(mode_of(sub), 0700);
 }
 
 /* ---- Sub-buffers ---- */

@@ -2,7 +2,8 @@
  * payload and word; a missing file is absent; every damaged file (short,
  * foreign magic, other format, wrong size, flipped payload byte) is
  * unusable with its reason; a write creates the directories and leaves no
- * temporary behind; a directory that cannot be made is reported. */
+ * temporary behind; a directory that cannot be made is reported; the
+ * policy: folders 0700, files 0600, only the user's own files read. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -170,4 +171,81 @@ TEST(binary_cache_path_names_the_key_in_hex_and_refuses_what_does_not_fit) {
   memset(tight, 'x', sizeof tight);
   ASSERT_FALSE(ruda__binary_cache_path("/c/cuda", key, ".cubin", tight, need - 1));
   ASSERT_TRUE(tight[need - 1] == 'x');
+}
+
+/* The policy: a written entry is 0600 in a 0700 folder; a file another
+ * user owns, one others may write or a link is refused with its reason. */
+TEST(binary_cache_files_are_private_and_only_the_user_s_are_read) {
+  char root[512], dir[600], path[700], link[800];
+  make_root(root, sizeof root);
+  snprintf(dir, sizeof dir, "%s/sub", root);
+  snprintf(path, sizeof path, "%s/e.bin", dir);
+  const unsigned char payload[16] = {1, 2, 3};
+  ASSERT_EQ(ruda__binary_cache_write(&kind, dir, path, 0, payload, sizeof payload),
+            RUDA__BINARY_WRITE_OK);
+  struct stat st;
+  ASSERT_EQ(stat(dir, &st), 0);
+  ASSERT_UEQ(st.st_mode & 0777, 0700);
+  ASSERT_EQ(stat(root, &st), 0);
+  ASSERT_UEQ(st.st_mode & 0777, 0700);
+  ASSERT_EQ(stat(path, &st), 0);
+  ASSERT_UEQ(st.st_mode & 0777, 0600);
+  const char *why = NULL;
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_OK);
+
+  ASSERT_EQ(chmod(path, 0622), 0);
+  ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "writable by others");
+  ASSERT_EQ(chmod(path, 0600), 0);
+
+  snprintf(link, sizeof link, "%s/link.bin", dir);
+  ASSERT_EQ(symlink(path, link), 0);
+  ASSERT_EQ(read_back(link, &why), RUDA__BINARY_READ_UNUSABLE);
+  ASSERT_STR_EQ(why, "not a regular file");
+
+  if (chown(path, 65534, 65534) == 0) {
+    ASSERT_EQ(read_back(path, &why), RUDA__BINARY_READ_UNUSABLE);
+    ASSERT_STR_EQ(why, "owned by another user");
+  } else {
+    printf("  (not root: a file of another user is not tried)\n");
+  }
+}
+
+TEST(binary_cache_dir_is_made_private_or_refused) {
+  char root[512], dir[700], why[1200];
+  make_root(root, sizeof root);
+  /* Made 0700 with its parents. */
+  ASSERT_TRUE(ruda__binary_cache_dir(root, "cpu", dir, sizeof dir, why, sizeof why));
+  ASSERT_STR_EQ(why, "");
+  struct stat st;
+  ASSERT_EQ(stat(dir, &st), 0);
+  ASSERT_TRUE(S_ISDIR(st.st_mode));
+  ASSERT_UEQ(st.st_mode & 0777, 0700);
+  /* The user's own, open to others (an older ruda's 0755): narrowed. */
+  ASSERT_EQ(chmod(dir, 0755), 0);
+  ASSERT_TRUE(ruda__binary_cache_dir(root, "cpu", dir, sizeof dir, why, sizeof why));
+  ASSERT_EQ(stat(dir, &st), 0);
+  ASSERT_UEQ(st.st_mode & 0777, 0700);
+  /* No root: off by setting, without a reason. */
+  ASSERT_FALSE(ruda__binary_cache_dir("", "cpu", dir, sizeof dir, why, sizeof why));
+  ASSERT_STR_EQ(dir, "");
+  ASSERT_STR_EQ(why, "");
+  /* Not a folder: refused with the reason. */
+  char file[600];
+  snprintf(file, sizeof file, "%s/plain", root);
+  put_bytes(file, (const unsigned char *)"x", 1);
+  ASSERT_FALSE(ruda__binary_cache_dir(root, "plain", dir, sizeof dir, why, sizeof why));
+  ASSERT_STR_EQ(dir, "");
+  ASSERT_STR_CONTAINS(why, "plain");
+  ASSERT_STR_CONTAINS(why, "disk cache off");
+  /* Another user's folder: refused. */
+  char theirs[600];
+  snprintf(theirs, sizeof theirs, "%s/theirs", root);
+  ASSERT_EQ(mkdir(theirs, 0700), 0);
+  if (chown(theirs, 65534, 65534) == 0) {
+    ASSERT_FALSE(ruda__binary_cache_dir(root, "theirs", dir, sizeof dir, why, sizeof why));
+    ASSERT_STR_CONTAINS(why, "not the user's own folder");
+  } else {
+    printf("  (not root: a folder of another user is not tried)\n");
+  }
 }
