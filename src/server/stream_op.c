@@ -138,7 +138,8 @@ void *ruda__stream_copy_begin(ruda__stream_pipeline_t *p, ruda_stream_id_t strea
   void *st = ruda__stream_pipe_get(p, stream);
   if (read) {
     /* Without its backend part the stream may still hold the reason. */
-    ruda__stream_t *rs = st ? ruda__stream_of_ext(st) : ruda__stream_find(&p->server->streams, stream);
+    ruda__stream_t *rs =
+        st ? ruda__stream_of_ext(st) : ruda__stream_find(&p->server->streams, stream);
     ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;
     if (e == NULL && st == NULL)
       e = ruda_status_create(RUDA_ERR_IO_UNKNOWN, "the stream could not be created");
@@ -152,7 +153,8 @@ void *ruda__stream_copy_begin(ruda__stream_pipeline_t *p, ruda_stream_id_t strea
     return NULL;
   }
   for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, keep);
-  if (count > 0) *first_err = ruda__stream_copy_part(p, st, &descs[0], read ? "read" : "write", first);
+  if (count > 0)
+    *first_err = ruda__stream_copy_part(p, st, &descs[0], read ? "read" : "write", first);
   return st;
 }
 
@@ -173,7 +175,8 @@ void *ruda__stream_launch_begin(ruda__stream_pipeline_t *p, ruda_kernel_t *kerne
   for (size_t i = 0; i < nt; i++) ruda__stream_order(p, st, &args->tensor_map_buffers[i], keep);
   if (count->dynamic) ruda__stream_order(p, st, &count->buffer, keep);
 
-  ruda__storage_handle_t *h = nb + nt <= RUDA__LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
+  ruda__storage_handle_t *h =
+      nb + nt <= RUDA__LAUNCH_INLINE ? small : ruda__calloc(nb + nt, sizeof *h);
   *ctx = (ruda__launch_ctx_t){ruda__stream_of_ext(st), st, kernel, &kernel->desc, count, args, h,
                               h ? h + nb : NULL, {0}};
   if (h == NULL) {
@@ -247,7 +250,8 @@ static void spans_poll(ruda__stream_pipeline_t *p, ruda__stream_pipe_t *pipe, bo
     int r = p->timer->elapsed(p->backend, t->start, t->end, wait, &ns);
     if (r < 0) break;
     if (r > 0) {
-      uint64_t start = t->enqueued_ns > pipe->spans_last_end ? t->enqueued_ns : pipe->spans_last_end;
+      uint64_t start =
+          t->enqueued_ns > pipe->spans_last_end ? t->enqueued_ns : pipe->spans_last_end;
       ruda__trace_slice(p->server->device, ruda__stream_of_ext(pipe)->id, t->category, t->name,
                         start, start + ns, t->bytes);
       pipe->spans_last_end = start + ns;

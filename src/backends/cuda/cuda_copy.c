@@ -278,7 +278,8 @@ bool ruda__cuda_read_start(void *backend, void *stream, const ruda__copy_desc_t 
   uint64_t total = 0;
   for (size_t i = 0; i < count && total <= SMALL_READ; i++) {
     uint64_t width, height, pitch;
-    total += ruda__copy_geometry(&descs[i], &width, &height, &pitch) ? width * height : SMALL_READ + 1;
+    total += ruda__copy_geometry(&descs[i], &width, &height, &pitch) ? width * height
+                                                                      : SMALL_READ + 1;
   }
   if (total <= SMALL_READ) f->block = ruda__cuda_block_get(s);
   *op = f;

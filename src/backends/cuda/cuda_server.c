@@ -522,12 +522,9 @@ static ruda_status_t cuda_create_server(uint16_t index, ruda__server_t **out) {
   ruda__stream_table_ops_t ops = ruda__cuda_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
-  s->pipeline = (ruda__stream_pipeline_t){.server = &s->base,
-                                          .fence = &ruda__cuda_event_fence,
-                                          .timer = &ruda__cuda_event_timer,
-                                          .stream_init = ruda__cuda_stream_setup,
-                                          .backend = s,
-                                          .group = &s->memory_group};
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &ruda__cuda_event_fence,
+                                          &ruda__cuda_event_timer, ruda__cuda_stream_setup, s,
+                                          &s->memory_group, 0};
   s->modules = ruda__cuda_module_cache_create(api, s->cc, s->base.utilities.properties_hash,
                                               set->cache_dir);
   s->home = ruda__calloc(1, sizeof *s->home);

@@ -306,12 +306,9 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
   e = ruda__server_streams_init(&s->base, &ops);
-  s->pipeline = (ruda__stream_pipeline_t){.server = &s->base,
-                                          .fence = &ruda__ocl_event_fence,
-                                          .timer = &ruda__ocl_marker_timer,
-                                          .stream_init = ruda__ocl_stream_setup,
-                                          .backend = s,
-                                          .group = &s->memory_group};
+  s->pipeline = (ruda__stream_pipeline_t){&s->base, &ruda__ocl_event_fence,
+                                          &ruda__ocl_marker_timer, ruda__ocl_stream_setup, s,
+                                          &s->memory_group, 0};
   s->programs = ruda__opencl_program_cache_create(api, s->ctx, dev,
                                                   s->base.utilities.properties_hash,
                                                   s->base.utilities.settings.cache_dir);
