@@ -73,11 +73,16 @@ ruda_status_t ruda__client_future_make(ruda__future_t *inner, ruda_status_t earl
 
 /* ---- client_profile.c ---- */
 
-/* A profile of the calling worker's stream, opened and closed on the
- * device (called inside ruda_client_exclusive). */
-ruda_status_t ruda__client_profile_open(ruda_client_t *c, ruda_profiling_token_t *out);
-ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_t token,
-                                         ruda_profile_duration_t *out);
+/* Runs fn(c, ctx) inside a profile of the client's stream, opened before
+ * and closed after it on the device (called on the worker, inside
+ * ruda_client_exclusive); fn's status goes to *out_fn. When the profile
+ * cannot open, fn runs only with `run_unmeasured` (*out_fn is NULL
+ * otherwise). Returns NULL when *out holds the measured time, else the
+ * error of opening (a ServerError in a ProfileError::Server) or of closing
+ * the profile. */
+ruda_status_t ruda__client_profile_run(ruda_client_t *c, ruda_status_t (*fn)(ruda_client_t *, void *),
+                                       void *ctx, bool run_unmeasured, ruda_status_t *out_fn,
+                                       ruda_profile_duration_t *out);
 
 /* ---- client_graph.c ---- */
 

@@ -197,18 +197,18 @@ typedef struct profiled_launch {
   ruda_profile_duration_t duration;
 } profiled_launch_t;
 
+static ruda_status_t profiled_launch_run(ruda_client_t *c, void *ctx) {
+  profiled_launch_t *p = ctx;
+  return launch(c, p->kernel, p->count, p->args, p->mode);
+}
+
+/* The launch runs whether or not the profile opens. */
 static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
   profiled_launch_t *p = ctx;
-  ruda_profiling_token_t token;
-  ruda_status_t s = ruda__client_profile_open(c, &token);
-  p->launch_status = launch(c, p->kernel, p->count, p->args, p->mode);
-  if (s) {
-    ruda_status_free(s);
-    return NULL;
-  }
-  s = ruda__client_profile_close(c, token, &p->duration);
-  if (s) ruda_status_free(s);
-  else p->measured = true;
+  ruda_status_t s =
+      ruda__client_profile_run(c, profiled_launch_run, p, true, &p->launch_status, &p->duration);
+  p->measured = s == NULL;
+  ruda_status_free(s);
   return NULL;
 }
 

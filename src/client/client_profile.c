@@ -17,11 +17,7 @@ typedef struct profile_ctx {
 
 static ruda_status_t profile_body(ruda_client_t *c, void *arg) {
   profile_ctx_t *p = arg;
-  ruda_profiling_token_t token;
-  ruda_status_t s = ruda__client_profile_open(c, &token);
-  if (s) return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_into_server(s));
-  p->fn_status = p->fn(c, p->ctx);
-  return ruda__client_profile_close(c, token, &p->duration);
+  return ruda__client_profile_run(c, p->fn, p->ctx, false, &p->fn_status, &p->duration);
 }
 
 ruda_status_t ruda_client_profile(ruda_client_t *c, const char *name,
@@ -57,14 +53,24 @@ static ruda_status_t do_profile_end(ruda__server_t *s, ruda_stream_id_t st, void
   return s->vt->end_profile(s, st, e->token, e->out);
 }
 
-ruda_status_t ruda__client_profile_open(ruda_client_t *c, ruda_profiling_token_t *out) {
+static ruda_status_t profile_open(ruda_client_t *c, ruda_profiling_token_t *out) {
   return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_profile_start, out);
 }
 
-ruda_status_t ruda__client_profile_close(ruda_client_t *c, ruda_profiling_token_t token,
-                                         ruda_profile_duration_t *out) {
+static ruda_status_t profile_close(ruda_client_t *c, ruda_profiling_token_t token,
+                                   ruda_profile_duration_t *out) {
   profile_end_call_t e = {token, out};
   return ruda__device_call(c->dev, RUDA__CALL_SHORT, ruda__client_stream(c), do_profile_end, &e);
+}
+
+ruda_status_t ruda__client_profile_run(ruda_client_t *c, ruda_status_t (*fn)(ruda_client_t *, void *),
+                                       void *ctx, bool run_unmeasured, ruda_status_t *out_fn,
+                                       ruda_profile_duration_t *out) {
+  ruda_profiling_token_t token;
+  ruda_status_t s = profile_open(c, &token);
+  *out_fn = !s || run_unmeasured ? fn(c, ctx) : NULL;
+  if (s) return ruda_status_wrap(RUDA_ERR_PROFILE_SERVER, ruda_status_into_server(s));
+  return profile_close(c, token, out);
 }
 
 ruda_status_t ruda_client_profile_start(ruda_client_t *c, ruda_profiling_token_t *out) {
