@@ -19,6 +19,9 @@
 #   opencl (real fault)         PASS with "opencl:0 is lost" in the fault
 #                               line; SKIP where opencl:0 is absent
 #   opencl (injected), cancel, lost errors, CUDA stand-in: PASS
+#   "lost-error reports of cuda:0 in gpu_test_cuda_fault: N": N at most 1
+#                               (a lost device is reported once, never once
+#                               per stream; 0 where the test read it)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-out}"
@@ -47,5 +50,7 @@ run "opencl:0, an injected fault" "$B/tests/unit_test_opencl_device_lost"
 run "cancel (cpu:0)" "$B/tests/unit_test_cancel"
 run "errors nobody read (cpu:0)" "$B/tests/unit_test_lost_errors"
 run "CUDA stand-in: injected loss" "$B/tests/unit_test_cuda_device_lost"
-grep -E '^== |^exit|PASS|FAIL|SKIP|passed|is lost|recover|supervisor:|after the fault|works' "$LOG"
+n=$(awk '/^== /{on=/gpu_test_cuda_fault/} on && /error never read on cuda:0/' "$LOG" | wc -l)
+echo "lost-error reports of cuda:0 in gpu_test_cuda_fault: $n" >> "$LOG"
+grep -E '^== |^exit|PASS|FAIL|SKIP|passed|is lost|recover|supervisor:|after the fault|works|lost-error reports' "$LOG"
 exit 0
