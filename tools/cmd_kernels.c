@@ -16,7 +16,6 @@
 #include "ruda_tools.h"
 #include "ruda/kernel.h"
 #include "ruda/client.h"
-#include "server/portable_kernel.h"
 #include "tools_common.h"
 
 void ruda_cmd_kernels_help(FILE *f) {
@@ -94,7 +93,9 @@ typedef struct check_opts {
 /* Compiles `t` through ruda_kernel_compile_portable_with_options for
  * `device_type` and `target` (CUDA: NVRTC for sm_<target>; CPU: the
  * run-time C compiler; OpenCL: the driver of opencl:<target>), reporting
- * as `label`. 0 ok, 1 failed, 3 unavailable (message printed). */
+ * as `label`. 0 ok, 1 failed, 3 unavailable, RUDA_EXIT_USAGE an option the
+ * runtime refuses (its error on stderr: the options of
+ * ruda_kernel_from_file, checked by the same code); message printed. */
 static int check_one(const check_opts_t *o, const ruda_tools_kernel_text_t *t, const char *shown,
                      uint16_t device_type, unsigned target, const char *label) {
   const char *base = strrchr(t->path, '/');
@@ -105,6 +106,11 @@ static int check_one(const check_opts_t *o, const ruda_tools_kernel_text_t *t, c
     printf("%s: %s: ok", shown, label);
     print_kernel_list(t);
     return 0;
+  }
+  if (ruda_status_kind(s) == RUDA_ERR_INVALID_ARGUMENT) {
+    ruda_tools_print_status("kernels check", s);
+    ruda_status_free(s);
+    return RUDA_EXIT_USAGE;
   }
   int code = ruda_status_kind(s) == RUDA_ERR_UNAVAILABLE ? 3 : 1;
   if (code == 3) {
@@ -190,17 +196,6 @@ static int cmd_check(int argc, char **argv) {
       files[nf++] = a;
     }
   }
-  /* The options ruda_kernel_from_file takes, and only those. */
-  for (size_t i = 0; i < o.num_options; i++) {
-    if (!ruda__portable_option_allowed(o.options[i])) {
-      fprintf(stderr,
-              "ruda kernels check: compile option '%s' is not allowed: portable kernels take "
-              "-DNAME[=VALUE] and -IDIR, and for the CPU compiler -O, -f and -m flags, each "
-              "without blanks (as ruda_kernel_from_file)\n",
-              o.options[i]);
-      goto done;
-    }
-  }
   if (nf == 0 || (!o.cuda && !o.opencl)) {
     fprintf(stderr, "ruda kernels check: which files? (ruda kernels check --help)\n");
     goto done;
@@ -232,6 +227,11 @@ static int cmd_check(int argc, char **argv) {
     for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
       if (!targets[k].on || *targets[k].missing) continue;
       int r = check_one(&o, &t, files[f], targets[k].type, targets[k].target, targets[k].label);
+      if (r == RUDA_EXIT_USAGE) {
+        ruda_tools_kernel_text_free(&t);
+        rc = RUDA_EXIT_USAGE;
+        goto done;
+      }
       if (r == 3) *targets[k].missing = true;
       else if (r) rc = RUDA_EXIT_FAILURE;
       else compiled++;
