@@ -21,4 +21,12 @@ ruda_status_t ruda__vendor_errorv(ruda_error_kind_t kind, const char *call, cons
                                   int64_t code, const char *text, const char *context_fmt,
                                   va_list ap);
 
+/* One case of a switch that names a vendor's code after its identifier
+ * (the name is the text written, not its value, whether the code is an
+ * enum constant or a macro):
+ *   switch (r) { RUDA__CASE_NAME(ncclSuccess) ... default: return "?"; } */
+#define RUDA__CASE_NAME(code) \
+  case code:                  \
+    return #code;
+
 #endif /* RUDA_BASE_VENDOR_ERROR_H */

@@ -58,12 +58,13 @@ const char *ruda_world_launcher(void) {
     void *dst[1] = {inout};                                                          \
     ruda__cpu_reduce(TYPE, OP, src, 2, dst, 1, (size_t)*len);                        \
   }
-DEFINE_HALF_OP(f16_sum, RUDA_ELEM_F16, RUDA_REDUCE_SUM)
-DEFINE_HALF_OP(f16_min, RUDA_ELEM_F16, RUDA_REDUCE_MIN)
-DEFINE_HALF_OP(f16_max, RUDA_ELEM_F16, RUDA_REDUCE_MAX)
-DEFINE_HALF_OP(bf16_sum, RUDA_ELEM_BF16, RUDA_REDUCE_SUM)
-DEFINE_HALF_OP(bf16_min, RUDA_ELEM_BF16, RUDA_REDUCE_MIN)
-DEFINE_HALF_OP(bf16_max, RUDA_ELEM_BF16, RUDA_REDUCE_MAX)
+/* Sum, min and max of one type: T_sum, T_min, T_max. */
+#define DEFINE_HALF_OPS(T, TYPE)                 \
+  DEFINE_HALF_OP(T##_sum, TYPE, RUDA_REDUCE_SUM) \
+  DEFINE_HALF_OP(T##_min, TYPE, RUDA_REDUCE_MIN) \
+  DEFINE_HALF_OP(T##_max, TYPE, RUDA_REDUCE_MAX)
+DEFINE_HALF_OPS(f16, RUDA_ELEM_F16)
+DEFINE_HALF_OPS(bf16, RUDA_ELEM_BF16)
 
 static int create_half_ops(void) {
   MPI_User_function *fns[2][3] = {{f16_sum, f16_min, f16_max}, {bf16_sum, bf16_min, bf16_max}};

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/alloc.h"
+#include "base/log_internal.h"
 #include "server/binary_cache.h"
 #include "types/hasher.h"
 
@@ -237,5 +238,32 @@ bool ruda__binary_cache_write_problem(ruda__binary_write_t w, const char *dir, c
       break;
   }
   snprintf(buf, cap, "writing compilation cache entry %s failed (%s); skipping it", path, err);
+  return false;
+}
+
+void *ruda__binary_cache_load(const ruda__binary_kind_t *kind, const char *path, size_t *size,
+                              uint64_t *word, const char *who, _Atomic uint64_t *skips) {
+  void *bin = NULL;
+  const char *why = NULL;
+  ruda__binary_read_t r = ruda__binary_cache_read(kind, path, &bin, size, word, &why);
+  if (r == RUDA__BINARY_READ_UNUSABLE) {
+    atomic_fetch_add(skips, 1);
+    ruda__warn(who, "compilation cache entry %s is unusable (%s); skipping it", path, why);
+  }
+  return r == RUDA__BINARY_READ_OK ? bin : NULL;
+}
+
+bool ruda__binary_cache_store(const ruda__binary_kind_t *kind, const char *dir, const char *path,
+                              uint64_t word, const void *bin, size_t size, const char *who,
+                              _Atomic uint64_t *writes, bool *disable) {
+  ruda__binary_write_t w = ruda__binary_cache_write(kind, dir, path, word, bin, size);
+  if (w == RUDA__BINARY_WRITE_OK) {
+    if (writes != NULL) atomic_fetch_add(writes, 1);
+    return true;
+  }
+  char why[2600];
+  if (ruda__binary_cache_write_problem(w, dir, path, why, sizeof why) && disable != NULL)
+    *disable = true;
+  ruda__warn(who, "%s", why);
   return false;
 }

@@ -31,6 +31,7 @@
 #ifndef RUDA_SERVER_BINARY_CACHE_H
 #define RUDA_SERVER_BINARY_CACHE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -92,5 +93,23 @@ ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, c
  * cannot be made or written), false when only this entry is skipped. */
 bool ruda__binary_cache_write_problem(ruda__binary_write_t w, const char *dir, const char *path,
                                       char *buf, size_t cap);
+
+/* ---- What a backend's compile cache does with these ---- */
+
+/* ruda__binary_cache_read for a lookup: the payload (the caller frees it;
+ * *size and *word set) or NULL. A file that is there but unusable adds 1
+ * to *skips and warns "ruda[<who>] warning: compilation cache entry
+ * <path> is unusable (<why>); skipping it". */
+void *ruda__binary_cache_load(const ruda__binary_kind_t *kind, const char *path, size_t *size,
+                              uint64_t *word, const char *who, _Atomic uint64_t *skips);
+
+/* ruda__binary_cache_write of a freshly compiled entry: true when it was
+ * written (1 added to *writes when not NULL); else false with a warning
+ * from ruda__binary_cache_write_problem ("ruda[<who>] warning: ..."), and
+ * *disable set to true when the whole cache should be turned off (not
+ * NULL). */
+bool ruda__binary_cache_store(const ruda__binary_kind_t *kind, const char *dir, const char *path,
+                              uint64_t word, const void *bin, size_t size, const char *who,
+                              _Atomic uint64_t *writes, bool *disable);
 
 #endif

@@ -170,15 +170,8 @@ static ruda_status_t bind_entry(void *h, const char *kernel, const char *entry,
 /* A cache file, read only when it is the user's, writable by no one else,
  * and whole (binary_cache.h's policy). */
 static void *disk_read(const char *path, size_t *size) {
-  void *bin = NULL;
   uint64_t word = 0;
-  const char *why = NULL;
-  ruda__binary_read_t r = ruda__binary_cache_read(&so_kind, path, &bin, size, &word, &why);
-  if (r == RUDA__BINARY_READ_UNUSABLE) {
-    atomic_fetch_add(&g_disk_skips, 1);
-    ruda__cpu_warn("CPU kernel cache entry %s is unusable (%s); compiling again", path, why);
-  }
-  return r == RUDA__BINARY_READ_OK ? bin : NULL;
+  return ruda__binary_cache_load(&so_kind, path, size, &word, "cpu", &g_disk_skips);
 }
 
 /* ---- Compiling ---- */
@@ -414,14 +407,8 @@ ruda_status_t ruda__cpu_compiled_fn(const ruda_kernel_t *kernel, const ruda_kern
     if (err) goto done;
     log_basic("[Compiling kernel] %s", name);
     if (use_disk) {
-      ruda__binary_write_t w = ruda__binary_cache_write(&so_kind, t->dir, path, 0, bytes, size);
-      if (w != RUDA__BINARY_WRITE_OK) {
-        char why[2600];
-        ruda__binary_cache_write_problem(w, t->dir, path, why, sizeof why);
-        ruda__cpu_warn("%s", why);
-      } else {
+      if (ruda__binary_cache_store(&so_kind, t->dir, path, 0, bytes, size, "cpu", NULL, NULL))
         chmod(path, 0600);
-      }
     }
   }
   void *handle = NULL;

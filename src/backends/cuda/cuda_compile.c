@@ -386,19 +386,9 @@ static const ruda__binary_kind_t cubin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_
 /* Reads a cached CUBIN; NULL (with a log line when the file exists but is
  * unusable or stale) on any problem. */
 static void *disk_read(const char *path, size_t *out_size) {
-  void *bin = NULL;
   uint64_t made_by = 0;
-  const char *why = NULL;
-  switch (ruda__binary_cache_read(&cubin_kind, path, &bin, out_size, &made_by, &why)) {
-    case RUDA__BINARY_READ_ABSENT:
-      return NULL;
-    case RUDA__BINARY_READ_UNUSABLE:
-      atomic_fetch_add(&g_disk_skips, 1);
-      ruda__cuda_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
-      return NULL;
-    case RUDA__BINARY_READ_OK:
-      break;
-  }
+  void *bin = ruda__binary_cache_load(&cubin_kind, path, out_size, &made_by, "cuda", &g_disk_skips);
+  if (bin == NULL) return NULL;
   /* Compiled by another NVRTC than the one this process loaded: stale (not
    * an error: it is compiled again and replaced). */
   uint64_t loaded = nvrtc_version_word();
@@ -412,16 +402,9 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__cuda_module_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  ruda__binary_write_t w =
-      ruda__binary_cache_write(&cubin_kind, c->dir, path, nvrtc_version_word(), bin, size);
-  if (w == RUDA__BINARY_WRITE_OK) {
-    atomic_fetch_add(&g_disk_writes, 1);
+  if (ruda__binary_cache_store(&cubin_kind, c->dir, path, nvrtc_version_word(), bin, size, "cuda",
+                               &g_disk_writes, &c->disk_disabled))
     ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
-    return;
-  }
-  char why[2600];
-  if (ruda__binary_cache_write_problem(w, c->dir, path, why, sizeof why)) c->disk_disabled = true;
-  ruda__cuda_warn("%s", why);
 }
 
 /* ---- Lookup ---- */

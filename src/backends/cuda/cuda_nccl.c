@@ -173,13 +173,8 @@ static ruda_status_t comm_add(struct ruda__cuda_comms *c, uint64_t id, ncclComm_
   comm_entry_t *items = ruda__grow(c->items, &c->cap, c->n, sizeof *items, 4);
   if (!items) return ruda_status_create(RUDA_ERR_SERVER_GENERIC, "out of host memory");
   c->items = items;
-  comm_entry_t *e = &c->items[c->n++];
-  memset(e, 0, sizeof *e);
-  e->id = id;
-  e->comm = comm;
-  e->rank = rank;
-  e->size = size;
-  e->in_process = in_process;
+  c->items[c->n++] = (comm_entry_t){
+      .id = id, .comm = comm, .rank = rank, .size = size, .in_process = in_process};
   return NULL;
 }
 

@@ -14,14 +14,14 @@
 
 static const char *nccl_result_name(ncclResult_t r) {
   switch (r) {
-    case ncclSuccess: return "ncclSuccess";
-    case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
-    case ncclSystemError: return "ncclSystemError";
-    case ncclInternalError: return "ncclInternalError";
-    case ncclInvalidArgument: return "ncclInvalidArgument";
-    case ncclInvalidUsage: return "ncclInvalidUsage";
-    case ncclRemoteError: return "ncclRemoteError";
-    case ncclInProgress: return "ncclInProgress";
+    RUDA__CASE_NAME(ncclSuccess)
+    RUDA__CASE_NAME(ncclUnhandledCudaError)
+    RUDA__CASE_NAME(ncclSystemError)
+    RUDA__CASE_NAME(ncclInternalError)
+    RUDA__CASE_NAME(ncclInvalidArgument)
+    RUDA__CASE_NAME(ncclInvalidUsage)
+    RUDA__CASE_NAME(ncclRemoteError)
+    RUDA__CASE_NAME(ncclInProgress)
     default: return "ncclResult_unknown";
   }
 }

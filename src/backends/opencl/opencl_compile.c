@@ -304,28 +304,15 @@ static const ruda__binary_kind_t clbin_kind = {CACHE_MAGIC, CACHE_FORMAT, CACHE_
 /* A cached binary; NULL (with a warning when the file exists but is
  * unusable) on any problem. */
 static void *disk_read(const char *path, size_t *out_size) {
-  void *bin = NULL;
   uint64_t word = 0;
-  const char *why = NULL;
-  ruda__binary_read_t r = ruda__binary_cache_read(&clbin_kind, path, &bin, out_size, &word, &why);
-  if (r == RUDA__BINARY_READ_UNUSABLE) {
-    atomic_fetch_add(&g_disk_skips, 1);
-    ruda__opencl_warn("compilation cache entry %s is unusable (%s); skipping it", path, why);
-  }
-  return r == RUDA__BINARY_READ_OK ? bin : NULL;
+  return ruda__binary_cache_load(&clbin_kind, path, out_size, &word, "opencl", &g_disk_skips);
 }
 
 static void disk_write(ruda__opencl_program_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  ruda__binary_write_t w = ruda__binary_cache_write(&clbin_kind, c->dir, path, 0, bin, size);
-  if (w == RUDA__BINARY_WRITE_OK) {
-    atomic_fetch_add(&g_disk_writes, 1);
+  if (ruda__binary_cache_store(&clbin_kind, c->dir, path, 0, bin, size, "opencl", &g_disk_writes,
+                               &c->disk_disabled))
     ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
-    return;
-  }
-  char why[2600];
-  if (ruda__binary_cache_write_problem(w, c->dir, path, why, sizeof why)) c->disk_disabled = true;
-  ruda__opencl_warn("%s", why);
 }
 
 /* A program from a cached binary; NULL (and a warning) when the driver

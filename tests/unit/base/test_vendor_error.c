@@ -33,3 +33,20 @@ TEST(vendor_error_leaves_out_a_missing_text_or_context) {
   ASSERT_STR_EQ(ruda_status_reason(s), "vendorCall failed with VENDOR_BAD (-4)");
   ruda_status_free(s);
 }
+
+enum { TEST_CODE_ENUM = 3 };
+#define TEST_CODE_MACRO 7
+
+static const char *test_code_name(int code) {
+  switch (code) {
+    RUDA__CASE_NAME(TEST_CODE_ENUM)
+    RUDA__CASE_NAME(TEST_CODE_MACRO)
+    default: return "unknown";
+  }
+}
+
+TEST(vendor_code_named_after_its_identifier_enum_or_macro) {
+  ASSERT_STR_EQ(test_code_name(3), "TEST_CODE_ENUM");
+  ASSERT_STR_EQ(test_code_name(7), "TEST_CODE_MACRO");
+  ASSERT_STR_EQ(test_code_name(5), "unknown");
+}

@@ -249,3 +249,42 @@ TEST(binary_cache_dir_is_made_private_or_refused) {
     printf("  (not root: a folder of another user is not tried)\n");
   }
 }
+
+TEST(binary_cache_store_and_load_count_writes_and_skips) {
+  char root[512], dir[600], path[700];
+  make_root(root, sizeof root);
+  snprintf(dir, sizeof dir, "%s/store", root);
+  snprintf(path, sizeof path, "%s/e.bin", dir);
+  const unsigned char payload[4] = {1, 2, 3, 4};
+  _Atomic uint64_t writes = 0, skips = 0;
+  bool disabled = false;
+  ASSERT_TRUE(ruda__binary_cache_store(&kind, dir, path, 5, payload, sizeof payload, "test",
+                                       &writes, &disabled));
+  ASSERT_UEQ(atomic_load(&writes), 1);
+  ASSERT_FALSE(disabled);
+  size_t size = 0;
+  uint64_t word = 0;
+  void *p = ruda__binary_cache_load(&kind, path, &size, &word, "test", &skips);
+  ASSERT_NOT_NULL(p);
+  ASSERT_UEQ(size, sizeof payload);
+  ASSERT_UEQ(word, 5);
+  ruda__free(p);
+  ASSERT_UEQ(atomic_load(&skips), 0);
+  put_bytes(path, (const unsigned char *)"damaged", 7); /* unusable: skipped and counted */
+  ASSERT_NULL(ruda__binary_cache_load(&kind, path, &size, &word, "test", &skips));
+  ASSERT_UEQ(atomic_load(&skips), 1);
+  char absent[800];
+  snprintf(absent, sizeof absent, "%s/none.bin", dir); /* absent: not counted */
+  ASSERT_NULL(ruda__binary_cache_load(&kind, absent, &size, &word, "test", &skips));
+  ASSERT_UEQ(atomic_load(&skips), 1);
+  /* A directory that cannot be made turns the cache off. */
+  char file[700], under[800], upath[900];
+  snprintf(file, sizeof file, "%s/plain-file", root);
+  put_bytes(file, (const unsigned char *)"x", 1);
+  snprintf(under, sizeof under, "%s/sub", file);
+  snprintf(upath, sizeof upath, "%s/e.bin", under);
+  ASSERT_FALSE(ruda__binary_cache_store(&kind, under, upath, 0, payload, sizeof payload, "test",
+                                        &writes, &disabled));
+  ASSERT_TRUE(disabled);
+  ASSERT_UEQ(atomic_load(&writes), 1);
+}
