@@ -550,7 +550,8 @@ ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *para
                             entry, w.name, buffer, w.type, w.name, w.name);
 }
 
-bool ruda__portable_option_allowed(const char *o) {
+/* Whether one option is in the allowed set. */
+static bool option_allowed(const char *o) {
   bool ok = o && o[0] == '-' && o[1] != '\0' && strchr("DIOfm", o[1]) != NULL;
   if (ok && (o[1] == 'D' || o[1] == 'I') && o[2] == '\0') ok = false;
   if (ok && strncmp(o, "-fplugin", 8) == 0) ok = false;
@@ -563,7 +564,7 @@ ruda_status_t ruda__portable_check_options(const char *kernel, const char *const
                                            size_t num_options) {
   for (size_t i = 0; i < num_options; i++) {
     const char *o = options ? options[i] : NULL;
-    if (!ruda__portable_option_allowed(o)) {
+    if (!option_allowed(o)) {
       return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
                                 "kernel '%s': compile option \"%s\" is not allowed (portable "
                                 "kernels take -DNAME[=VALUE] and -IDIR, and for the CPU compiler "

@@ -109,9 +109,6 @@ ruda_status_t ruda__portable_check_read_only(const ruda__portable_params_t *para
  * first other option and `kernel`. */
 ruda_status_t ruda__portable_check_options(const char *kernel, const char *const *options,
                                            size_t num_options);
-/* Whether one option is in that allowed set (the rule
- * ruda__portable_check_options applies to each). */
-bool ruda__portable_option_allowed(const char *option);
 
 /* Whether a (checked) option of a portable entry goes to the GPU
  * compilers too: -D and -I do; -O, -f and -m are the CPU compiler's. */
