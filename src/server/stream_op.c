@@ -202,6 +202,20 @@ void ruda__stream_launch_end(ruda__stream_pipeline_t *p, const ruda__launch_ctx_
   ruda__stream_op_end(p, ctx->stream, keep);
 }
 
+/* ---- Allocations ---- */
+
+void ruda__stream_alloc(ruda__stream_pipeline_t *p, void *stream, ruda_memory_t *memory,
+                        uint64_t size) {
+  ruda__stream_t *rs = ruda__stream_of_ext(stream);
+  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
+  ruda_status_t e = ruda__memory_alloc(ruda__stream_pipe(stream)->memory, memory, size, rs->cursor);
+  if (t0) {
+    ruda__trace_slice(p->server->device, rs->id, "alloc", "alloc", t0, ruda__now_ns(), size);
+    ruda__server_trace_memory(p->server);
+  }
+  if (e) ruda__stream_push_error(rs, e);
+}
+
 /* ---- The timeline trace ---- */
 
 long ruda__stream_trace_open(ruda__stream_pipeline_t *p, void *stream, const char *category,

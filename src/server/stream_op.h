@@ -217,6 +217,23 @@ static inline long ruda__stream_trace_begin(ruda__stream_pipeline_t *p, void *st
 static inline void ruda__stream_trace_end(ruda__stream_pipeline_t *p, void *stream, long idx) {
   if (idx >= 0) ruda__stream_trace_close(p, stream, idx);
 }
+/* A sync of `stream` on the trace (an instant slice, "sync"): one relaxed
+ * load when the trace is off. */
+static inline void ruda__stream_trace_sync(ruda__stream_pipeline_t *p, void *stream) {
+  if (!ruda__trace_on()) return;
+  uint64_t now = ruda__now_ns();
+  ruda__trace_slice(p->server->device, ruda__stream_of_ext(stream)->id, "sync", "sync", now, now,
+                    0);
+}
+
+/* ---- Allocations ---- */
+
+/* `memory` gets `size` bytes of the device memory of `stream` (an
+ * extension set up: its pipe's manager) at the stream's cursor, bracketed
+ * for the trace ("alloc", the host's time, then the memory counters); the
+ * error (IoError::OutOfMemory, ...) is queued on the stream. */
+void ruda__stream_alloc(ruda__stream_pipeline_t *p, void *stream, ruda_memory_t *memory,
+                        uint64_t size);
 
 /* ---- Copies ---- */
 

@@ -366,6 +366,7 @@ ruda_status_t ruda__cuda_sync(cuda_server_t *s, ruda_stream_id_t stream, ruda__f
     *out = ruda__future_ready(NULL);
     return NULL;
   }
+  ruda__stream_trace_sync(&s->pipeline, st);
   if (st->pipe.nspans) ruda__stream_pipe_poll(&s->pipeline, st, false);
   /* Nothing enqueued since the last completed wait: nothing to wait for. */
   if (!ruda__trace_on() && ruda__cuda_stream_idle(st)) return NULL;

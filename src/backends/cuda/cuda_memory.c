@@ -15,9 +15,7 @@ void ruda__cuda_initialize_memory(cuda_server_t *s, ruda_memory_t *memory, uint6
                                   ruda_stream_id_t stream) {
   cuda_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return;
-  ruda_status_t e = ruda__memory_alloc(st->gpu, memory, size, cuda_rs(st)->cursor);
-  if (e) ruda__stream_push_error(cuda_rs(st), e);
-  ruda__server_trace_memory(&s->base);
+  ruda__stream_alloc(&s->pipeline, st, memory, size);
 }
 
 ruda_status_t ruda__cuda_staging(cuda_server_t *s, const uint64_t *sizes, size_t count,

@@ -10,7 +10,6 @@
 #include "backends/opencl/opencl_copy.h"
 #include "backends/opencl/opencl_future.h"
 #include "backends/opencl/opencl_stream.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -312,10 +311,7 @@ ruda_status_t ruda__ocl_sync(ruda__server_t *base, ruda_stream_id_t stream,
   /* Bindings kept for finished work of any stream go back first: a sync
    * is where a caller expects memory to return. */
   ruda__ocl_gc_poll_all(s);
-  if (ruda__trace_on()) {
-    uint64_t now = ruda__now_ns();
-    ruda__trace_slice(s->base.device, stream.value, "sync", "sync", now, now, 0);
-  }
+  ruda__stream_trace_sync(&s->pipeline, st);
   e = ruda__ocl_future_make(s, st, NULL, out);
   st->recent.n = 0;
   st->recent.total = 0;

@@ -7,7 +7,6 @@
 
 #include "backends/opencl/opencl_memory.h"
 #include "backends/opencl/opencl_stream.h"
-#include "server/trace.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -16,7 +15,6 @@ void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, ui
   ocl_server_t *s = as_ocl(base);
   ocl_stream_t *st = ruda__stream_pipe_get(&s->pipeline, stream);
   if (st == NULL) return; /* the handle stays unbound: later uses report NotFound */
-  ruda_status_t e = NULL;
   /* More than the device has can never succeed; drivers that allocate
    * lazily (PoCL) would otherwise accept it here and fail at first use. */
   if (size > s->dev->global_mem) {
@@ -25,13 +23,7 @@ void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, ui
                      (unsigned long long)size, (unsigned long long)s->dev->global_mem);
     return;
   }
-  uint64_t t0 = ruda__trace_on() ? ruda__now_ns() : 0;
-  e = ruda__memory_alloc(st->dev, memory, size, ocl_rs(st)->cursor);
-  if (t0) {
-    ruda__trace_slice(s->base.device, stream.value, "alloc", "alloc", t0, ruda__now_ns(), size);
-    ruda__server_trace_memory(&s->base);
-  }
-  if (e) ruda__stream_push_error(ocl_rs(st), e);
+  ruda__stream_alloc(&s->pipeline, st, memory, size);
 }
 
 ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,

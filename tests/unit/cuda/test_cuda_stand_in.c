@@ -581,8 +581,10 @@ static double trace_bytes(const jv_t *e) {
   return b && b->type == JV_NUM ? b->num : -1;
 }
 
-/* Last in this file: the trace is the process's, and stopped here. */
-TEST(stand_in_launches_and_copies_are_traced_with_device_times) {
+/* Last in this file: the trace is the process's, and stopped here. The
+ * slices docs/tools.md lists (the conformance suite's trace test on
+ * cuda:0), launches and copies timed by the device's events. */
+TEST(stand_in_the_trace_has_every_category_and_device_times) {
   ruda_client_t *c = stand_in_client();
   char path[512];
   snprintf(path, sizeof path, "%s/stand_in_trace.json", rt_tmpdir());
@@ -632,5 +634,9 @@ TEST(stand_in_launches_and_copies_are_traced_with_device_times) {
   ASSERT_NOT_NULL(dur);
   ASSERT_TRUE(dur->num > 0.5 && dur->num < 1.5);
   if (nvrtc) ASSERT_NOT_NULL(trace_slice(events, "kernel", "stand_in_one"));
+  ASSERT_NOT_NULL(trace_slice(events, "sync", "sync"));
+  const jv_t *alloc = trace_slice(events, "alloc", "alloc");
+  ASSERT_NOT_NULL(alloc);
+  ASSERT_TRUE(trace_bytes(alloc) == (double)sizeof v);
   jv_free(root);
 }
