@@ -63,8 +63,7 @@ void cts_still_usable(ruda_client_t *c) {
   ASSERT_OK(ruda_client_sync(c));
   uint32_t src[16], dst[16];
   for (int i = 0; i < 16; i++) src[i] = (uint32_t)i * 7u + 1u;
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t h = cts_upload(c, src, sizeof src);
   ASSERT_OK(ruda_client_read(c, &h, dst, sizeof dst));
   ASSERT_MEM_EQ(src, dst, sizeof src);
   ruda_handle_release(&h);
@@ -241,6 +240,12 @@ ruda_kernel_t *cts_kernel_with(ruda_dim_t dim, uint64_t shared) {
   return cts_kernel_from(d);
 }
 
+ruda_handle_t cts_upload(ruda_client_t *c, const void *data, size_t bytes) {
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, data, bytes, &h));
+  return h;
+}
+
 ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n, uint32_t value,
                            ruda_count_t count) {
   ruda_kernel_t *k = cts_kernel_fill_u32();
@@ -254,8 +259,7 @@ ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n,
 void cts_fill_and_read(ruda_client_t *c, ruda_count_t count, uint32_t value,
                        uint32_t out[CTS_UNITS]) {
   memset(out, 0, CTS_UNITS * sizeof out[0]);
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, out, CTS_UNITS * sizeof out[0], &h));
+  ruda_handle_t h = cts_upload(c, out, CTS_UNITS * sizeof out[0]);
   ASSERT_OK(cts_fill_u32(c, &h, CTS_UNITS, value, count));
   ASSERT_OK(ruda_client_read(c, &h, out, CTS_UNITS * sizeof out[0]));
   ruda_handle_release(&h);

@@ -17,26 +17,13 @@ static bool has_feature(uint64_t f) {
   return (ruda_client_properties(cts_client())->features & f) == f;
 }
 
-static ruda_handle_t upload(ruda_client_t *c, const void *data, size_t bytes) {
-  ruda_handle_t h;
-  ruda_status_t s = ruda_client_create_buffer(c, data, bytes, &h);
-  if (s) {
-    char *text = ruda_status_to_string(s);
-    rt_fail_msg(__FILE__, __LINE__, "create_buffer: %s", text ? text : "?");
-    free(text);
-    ruda_status_free(s);
-    rt_fail();
-  }
-  return h;
-}
-
 TEST(units_and_positions_in_three_dimensions) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(positions));
   enum { CX = 3, CY = 2, CZ = 2, DX = 4, DY = 2, DZ = 2 };
   enum { UNITS = CX * CY * CZ * DX * DY * DZ };
   uint32_t *out = calloc(UNITS * 16, sizeof *out);
-  ruda_handle_t h = upload(c, out, UNITS * 16 * sizeof *out);
+  ruda_handle_t h = cts_upload(c, out, UNITS * 16 * sizeof *out);
   ASSERT_OK(RUDA_LAUNCH(positions, c, k, ruda_count_static(CX, CY, CZ), &h));
   ASSERT_OK(ruda_client_read(c, &h, out, UNITS * 16 * sizeof *out));
   for (uint32_t az = 0; az < CZ * DZ; az++)
@@ -71,7 +58,7 @@ TEST(scalars_of_every_type_through_the_typed_launcher) {
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(scalars));
   int64_t ints[9] = {0};
   float reals[3] = {0};
-  ruda_handle_t hi = upload(c, ints, sizeof ints), hr = upload(c, reals, sizeof reals);
+  ruda_handle_t hi = cts_upload(c, ints, sizeof ints), hr = cts_upload(c, reals, sizeof reals);
   uint64_t big = UINT64_C(0xfedcba9876543210);
   ASSERT_OK(RUDA_LAUNCH(scalars, c, k, ruda_count_static(1, 1, 1), &hi, &hr, (int8_t)-5,
                         (uint8_t)250, (int16_t)-30000, (uint16_t)60000, (int32_t)-2000000000,
@@ -101,7 +88,7 @@ TEST(double_scalar_on_devices_with_f64) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(scalar_f64));
   double out[2] = {0};
-  ruda_handle_t h = upload(c, out, sizeof out);
+  ruda_handle_t h = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(scalar_f64, c, k, ruda_count_static(1, 1, 1), &h, -1.0 / 3.0, (int8_t)-9));
   ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
   ASSERT_DBL_NEAR(out[0], -1.0 / 3.0, 0);
@@ -138,12 +125,12 @@ TEST(buffers_of_every_element_type) {
     f16[i] = ruda_f32_to_f16((float)i - 7.25f);
     bf16[i] = ruda_f32_to_bf16((float)i * 3.0f);
   }
-  ruda_handle_t h[11] = {upload(c, i8, sizeof i8),   upload(c, u8, sizeof u8),
-                         upload(c, i16, sizeof i16), upload(c, u16, sizeof u16),
-                         upload(c, i32, sizeof i32), upload(c, u32, sizeof u32),
-                         upload(c, i64, sizeof i64), upload(c, u64, sizeof u64),
-                         upload(c, f32, sizeof f32), upload(c, f16, sizeof f16),
-                         upload(c, bf16, sizeof bf16)};
+  ruda_handle_t h[11] = {cts_upload(c, i8, sizeof i8),   cts_upload(c, u8, sizeof u8),
+                         cts_upload(c, i16, sizeof i16), cts_upload(c, u16, sizeof u16),
+                         cts_upload(c, i32, sizeof i32), cts_upload(c, u32, sizeof u32),
+                         cts_upload(c, i64, sizeof i64), cts_upload(c, u64, sizeof u64),
+                         cts_upload(c, f32, sizeof f32), cts_upload(c, f16, sizeof f16),
+                         cts_upload(c, bf16, sizeof bf16)};
   ASSERT_OK(RUDA_LAUNCH(double_all, c, k, ruda_count_static(2, 1, 1), &h[0], &h[1], &h[2], &h[3],
                         &h[4], &h[5], &h[6], &h[7], &h[8], &h[9], &h[10], (uint32_t)N));
   int8_t o8[N];
@@ -191,7 +178,7 @@ TEST(f64_buffers_on_devices_with_f64) {
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(double_f64));
   double v[40];
   for (int i = 0; i < 40; i++) v[i] = i / 3.0;
-  ruda_handle_t h = upload(c, v, sizeof v);
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ASSERT_OK(RUDA_LAUNCH(double_f64, c, k, ruda_count_static(2, 1, 1), &h, 40u));
   double out[40];
   ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
@@ -206,7 +193,7 @@ TEST(barriers_in_a_uniform_loop_prefix_sum) {
   enum { RUDAS = 5, N = RUDAS * 128 };
   uint32_t in[N], out[N];
   for (int i = 0; i < N; i++) in[i] = (uint32_t)(i % 7 + 1);
-  ruda_handle_t hi = upload(c, in, sizeof in), ho = upload(c, out, sizeof out);
+  ruda_handle_t hi = cts_upload(c, in, sizeof in), ho = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(scan, c, k, ruda_count_static(RUDAS, 1, 1), &hi, &ho));
   ASSERT_OK(ruda_client_read(c, &ho, out, sizeof out));
   for (int r = 0; r < RUDAS; r++) {
@@ -227,7 +214,7 @@ TEST(private_arrays_live_across_barriers) {
   enum { RUDAS = 3 };
   float in[RUDAS * 8 * 32], out[RUDAS * 32];
   for (int i = 0; i < RUDAS * 8 * 32; i++) in[i] = (float)(i % 11) - 3.0f;
-  ruda_handle_t hi = upload(c, in, sizeof in), ho = upload(c, out, sizeof out);
+  ruda_handle_t hi = cts_upload(c, in, sizeof in), ho = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(private_sums, c, k, ruda_count_static(RUDAS, 1, 1), &hi, &ho));
   ASSERT_OK(ruda_client_read(c, &ho, out, sizeof out));
   for (int r = 0; r < RUDAS; r++)
@@ -253,8 +240,8 @@ TEST(tiled_matmul_with_shared_memory_and_privates) {
   float *A = malloc(M * K * 4), *B = malloc(K * N * 4), *C = malloc(M * N * 4);
   for (uint32_t i = 0; i < M * K; i++) A[i] = (float)(i % 9) - 4.0f;
   for (uint32_t i = 0; i < K * N; i++) B[i] = (float)(i % 5) * 0.5f;
-  ruda_handle_t ha = upload(c, A, M * K * 4), hb = upload(c, B, K * N * 4),
-                hc = upload(c, C, M * N * 4);
+  ruda_handle_t ha = cts_upload(c, A, M * K * 4), hb = cts_upload(c, B, K * N * 4),
+                hc = cts_upload(c, C, M * N * 4);
   ruda_count_t count = ruda_count_static((N + MATMUL_TILE - 1) / MATMUL_TILE,
                                          (M + MATMUL_TILE - 1) / MATMUL_TILE, 1);
   ASSERT_OK(RUDA_LAUNCH(matmul, c, k, count, &ha, &hb, &hc, M, N, K));
@@ -283,7 +270,7 @@ TEST(dynamic_shared_memory_sized_at_kernel_creation) {
     enum { RUDAS = 3 };
     uint32_t in[RUDAS * 64 * 8], out[RUDAS * 64];
     for (uint32_t i = 0; i < RUDAS * 64 * per; i++) in[i] = i % 13;
-    ruda_handle_t hi = upload(c, in, sizeof in), ho = upload(c, out, sizeof out);
+    ruda_handle_t hi = cts_upload(c, in, sizeof in), ho = cts_upload(c, out, sizeof out);
     ASSERT_OK(RUDA_LAUNCH(dynamic_sums, c, k, ruda_count_static(RUDAS, 1, 1), &hi, &ho, per));
     ASSERT_OK(ruda_client_read(c, &ho, out, sizeof out));
     for (uint32_t u = 0; u < RUDAS * 64; u++) {
@@ -304,7 +291,7 @@ TEST(ranges_single_regions_continue_helpers_and_tables) {
   static const uint32_t table[4] = {3, 1, 4, 1};
   uint32_t out[RUDAS * N + 2 * RUDAS];
   memset(out, 0xff, sizeof out);
-  ruda_handle_t h = upload(c, out, sizeof out);
+  ruda_handle_t h = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(ranges, c, k, ruda_count_static(RUDAS, 1, 1), &h, (uint32_t)N));
   ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
   for (int r = 0; r < RUDAS; r++) {
@@ -326,7 +313,7 @@ TEST(unit_shares_cover_a_range_once) {
       in[i] = i * 3 + 1;
       if (i < n) want += in[i];
     }
-    ruda_handle_t hi = upload(c, in, sizeof in), ho = upload(c, &out, sizeof out);
+    ruda_handle_t hi = cts_upload(c, in, sizeof in), ho = cts_upload(c, &out, sizeof out);
     ASSERT_OK(RUDA_LAUNCH(share_sum, c, k, ruda_count_static(1, 1, 1), &hi, &ho, n));
     ASSERT_OK(ruda_client_read(c, &ho, &out, sizeof out));
     ASSERT_UEQ(out, want);
@@ -343,8 +330,8 @@ TEST(atomics_32_bit_and_f32_add_on_buffers_and_shared_memory) {
   int32_t gi[5] = {0, INT32_MAX, INT32_MIN, 0, 0};
   uint32_t gu[8] = {0, UINT32_MAX, 0, 0, 0, 0, 0, 0};
   float gf[3] = {0};
-  ruda_handle_t hi = upload(c, gi, sizeof gi), hu = upload(c, gu, sizeof gu),
-                hf = upload(c, gf, sizeof gf);
+  ruda_handle_t hi = cts_upload(c, gi, sizeof gi), hu = cts_upload(c, gu, sizeof gu),
+                hf = cts_upload(c, gf, sizeof gf);
   ASSERT_OK(RUDA_LAUNCH(atomics32, c, k, ruda_count_static(RUDAS, 1, 1), &hi, &hu, &hf));
   ASSERT_OK(ruda_client_read(c, &hi, gi, sizeof gi));
   ASSERT_OK(ruda_client_read(c, &hu, gu, sizeof gu));
@@ -380,8 +367,8 @@ TEST(atomics_64_bit_and_f64_add_or_a_clear_error_at_launch) {
   int64_t gi[5] = {0, INT64_MAX, INT64_MIN, 0, 0};
   uint64_t gu[6] = {0, UINT64_MAX, 0, 0, 0, 0};
   double gd[2] = {0};
-  ruda_handle_t hi = upload(c, gi, sizeof gi), hu = upload(c, gu, sizeof gu),
-                hd = upload(c, gd, sizeof gd);
+  ruda_handle_t hi = cts_upload(c, gi, sizeof gi), hu = cts_upload(c, gu, sizeof gu),
+                hd = cts_upload(c, gd, sizeof gd);
   ruda_status_t s = RUDA_LAUNCH(atomics64, c, k, ruda_count_static(RUDAS, 1, 1), &hi, &hu, &hd);
   if (!has_feature(RUDA_FEATURE_ATOMIC_I64 | RUDA_FEATURE_F64)) {
     /* The device lacks them: the launch itself says so, naming the kernel. */
@@ -427,7 +414,7 @@ TEST(math_functions_f32) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(math_f32));
   float x = 0.7f, out[30];
-  ruda_handle_t hx = upload(c, &x, sizeof x), ho = upload(c, out, sizeof out);
+  ruda_handle_t hx = cts_upload(c, &x, sizeof x), ho = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(math_f32, c, k, ruda_count_static(1, 1, 1), &hx, &ho));
   ASSERT_OK(ruda_client_read(c, &ho, out, sizeof out));
   const double v = 0.7f;
@@ -456,7 +443,7 @@ TEST(math_functions_f64_on_devices_with_f64) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = create(RUDA_KERNEL_DESC(math_f64));
   double x = 0.7, out[10];
-  ruda_handle_t hx = upload(c, &x, sizeof x), ho = upload(c, out, sizeof out);
+  ruda_handle_t hx = cts_upload(c, &x, sizeof x), ho = cts_upload(c, out, sizeof out);
   ASSERT_OK(RUDA_LAUNCH(math_f64, c, k, ruda_count_static(1, 1, 1), &hx, &ho));
   ASSERT_OK(ruda_client_read(c, &ho, out, sizeof out));
   const double want[10] = {sqrt(x), exp(x),  log(x),  pow(x, 2.5),     sin(x),
@@ -476,7 +463,7 @@ TEST(dims_chosen_at_kernel_creation) {
     ruda_kernel_t *k = create(d);
     uint32_t units = dims[t].x * dims[t].y * dims[t].z;
     uint32_t out[3 * 32];
-    ruda_handle_t h = upload(c, out, sizeof out);
+    ruda_handle_t h = cts_upload(c, out, sizeof out);
     ASSERT_OK(RUDA_LAUNCH(any_dims, c, k, ruda_count_static(3, 1, 1), &h));
     ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
     for (uint32_t i = 0; i < 3 * units; i++) ASSERT_UEQ(out[i], (i % units) * 10 + dims[t].x);

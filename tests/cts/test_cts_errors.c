@@ -12,8 +12,7 @@ TEST(a_launch_missing_a_declared_scalar_is_refused_naming_it) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = cts_kernel_inc_u32(); /* x[i] += 1 for i < n: 1 buffer, 1 scalar */
   uint32_t x[4] = {1, 2, 3, 4};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &h));
+  ruda_handle_t h = cts_upload(c, x, sizeof x);
   ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1};
   ruda_status_t s = ruda_client_launch(c, k, ruda_count_static(1, 1, 1), &args);
   ASSERT_NOT_NULL(s);

@@ -25,8 +25,7 @@ static void roundtrip(size_t n) {
   uint8_t *src = malloc(n ? n : 1), *dst = malloc(n ? n : 1);
   fill_pattern(src, n, 7);
   memset(dst, 0xEE, n ? n : 1);
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, n, &h));
+  ruda_handle_t h = cts_upload(c, src, n);
   ASSERT_UEQ(ruda_handle_size_in_used(&h), n);
   ASSERT_OK(ruda_client_read(c, &h, dst, n));
   ASSERT_MEM_EQ(src, dst, n);
@@ -58,8 +57,7 @@ TEST(write_after_create_overwrites) {
     a[i] = 1;
     b[i] = (uint32_t)i;
   }
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &h));
+  ruda_handle_t h = cts_upload(c, a, sizeof a);
   write_reads_back(c, &h, b, sizeof b);
   ruda_handle_release(&h);
 }
@@ -68,8 +66,7 @@ TEST(offset_views_read_their_slice) {
   ruda_client_t *c = cts_client();
   uint8_t src[1024], dst[1024];
   fill_pattern(src, sizeof src, 3);
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t h = cts_upload(c, src, sizeof src);
   ruda_handle_t view = ruda_handle_clone(&h);
   ASSERT_OK(ruda_handle_offset_start(&view, 256));
   ASSERT_OK(ruda_handle_offset_end(&view, 512));
@@ -84,8 +81,7 @@ TEST(offset_views_read_their_slice) {
 TEST(read_into_too_small_buffer_is_invalid) {
   ruda_client_t *c = cts_client();
   uint8_t src[64] = {0}, dst[16];
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t h = cts_upload(c, src, sizeof src);
   ASSERT_ERR_KIND(ruda_client_read(c, &h, dst, sizeof dst), RUDA_ERR_INVALID_ARGUMENT);
   ASSERT_ERR_KIND(ruda_client_write(c, &h, src, 65), RUDA_ERR_INVALID_ARGUMENT);
   ruda_handle_t empty = {0};
@@ -158,8 +154,7 @@ TEST(transposed_read) {
   cts_require("arbitrary_strides");
   ruda_client_t *c = cts_client();
   uint32_t src[6] = {0, 1, 2, 3, 4, 5}; /* [2,3] row-major */
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t h = cts_upload(c, src, sizeof src);
   ruda_shape_t shape = ruda_shape_2d(3, 2);
   ruda_strides_t strides = {2, {1, 3}}; /* the transpose */
   uint32_t dst[6];
@@ -173,8 +168,7 @@ TEST(read_async_completes) {
   ruda_client_t *c = cts_client();
   uint64_t src[512], dst[512];
   for (int i = 0; i < 512; i++) src[i] = (uint64_t)i << 33;
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, src, sizeof src, &h));
+  ruda_handle_t h = cts_upload(c, src, sizeof src);
   ruda_future_t *f = NULL;
   ASSERT_OK(ruda_client_read_async(c, &h, dst, sizeof dst, &f));
   ruda_handle_release(&h); /* the read keeps the memory alive */
@@ -448,8 +442,7 @@ TEST(persistent_mode_allocates_exact_sizes) {
 TEST(get_resource_gives_an_address) {
   ruda_client_t *c = cts_client();
   uint32_t v[4] = {1, 2, 3, 4};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ruda_resource_t r;
   ASSERT_OK(ruda_client_get_resource(c, &h, &r));
   ASSERT_UNE(r.address, 0);

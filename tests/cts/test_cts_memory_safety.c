@@ -47,8 +47,7 @@ static void expect_refused_everywhere(ruda_client_t *c, const ruda_handle_t *h, 
 TEST(stale_handle_copy_is_refused_everywhere) {
   ruda_client_t *c = cts_fresh_stream_client();
   uint32_t v[16] = {1, 2, 3};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ruda_handle_t copy = h; /* a copy kept past the release */
   ruda_handle_release(&h);
   char released[64];
@@ -93,8 +92,7 @@ TEST(handle_of_another_device_is_refused) {
     SKIP("no second device to take a foreign handle from");
   }
   uint32_t v[16] = {5, 6, 7};
-  ruda_handle_t foreign;
-  ASSERT_OK(ruda_client_create_buffer(oc, v, sizeof v, &foreign));
+  ruda_handle_t foreign = cts_upload(oc, v, sizeof v);
   char a[32], b[32], want[96];
   ruda_device_id_format(other, a, sizeof a);
   ruda_device_id_format(self, b, sizeof b);
@@ -118,8 +116,7 @@ TEST(handle_claiming_more_than_its_allocation_is_refused) {
   ruda_client_t *c = cts_fresh_stream_client();
   uint8_t v[64];
   for (int i = 0; i < 64; i++) v[i] = (uint8_t)i;
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ruda_handle_t big = h;
   big.size = 1ull << 30;
   static uint8_t out[1 << 16];
@@ -152,8 +149,7 @@ TEST(stride_extent_overflow_is_refused) {
    * lands a GiB away. */
   ruda_client_t *c = cts_fresh_stream_client();
   uint8_t v[64] = {1, 2, 3, 4};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ruda_shape_t shape = ruda_shape_2d(2, 2);
   ruda_strides_t strides = {2, {1ull << 30, UINT64_MAX - (1ull << 30)}};
   uint8_t data[4] = {9, 9, 9, 9}, out[4];
@@ -224,8 +220,7 @@ TEST(persistent_reservation_of_2_pow_64_minus_1_fails_cleanly) {
   ruda_handle_release(&huge);
   /* The pool is consistent: a 0-byte and a 64-byte reservation work. */
   ASSERT_OK(ruda_client_empty(c, 0, &z));
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   uint8_t back[64];
   ASSERT_OK(ruda_client_read(c, &h, back, sizeof back));
   ASSERT_MEM_EQ(back, v, sizeof v);
@@ -241,8 +236,7 @@ TEST(small_dynamic_count_buffer_is_a_launch_error) {
   ruda_client_t *c = cts_fresh_stream_client();
   ruda_kernel_t *k = cts_kernel_empty();
   uint32_t xy[2] = {1, 1};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, xy, sizeof xy, &h));
+  ruda_handle_t h = cts_upload(c, xy, sizeof xy);
   ruda_status_t s = ruda_client_launch(c, k, ruda_count_dynamic(&h), NULL);
   ASSERT_EQ(ruda_status_kind(s), RUDA_ERR_LAUNCH_UNKNOWN);
   ASSERT_STR_CONTAINS(ruda_status_reason(s), "needs 12 bytes");

@@ -122,8 +122,7 @@ static void check_mode_scenario(void) {
   ASSERT_EQ(ruda_bounds_check_to_mode(ruda_client_check_mode(c)), RUDA_EXEC_VALIDATE);
   /* A launch in the configured mode runs. */
   uint32_t v[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, v, sizeof v, &h));
+  ruda_handle_t h = cts_upload(c, v, sizeof v);
   ruda_kernel_t *k = cts_kernel_fill_u32();
   uint64_t info[2] = {CTS_UNITS, 4};
   ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {info, 2, 2}};

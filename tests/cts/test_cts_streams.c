@@ -226,8 +226,7 @@ static ruda_status_t launch_and_sync(ruda_client_t *c, ruda_count_t count, ruda_
 TEST(dynamic_count_from_fewer_than_12_bytes_is_a_launch_error) {
   ruda_client_t *c = cts_fresh_stream_client();
   uint32_t out[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, out, sizeof out, &h));
+  ruda_handle_t h = cts_upload(c, out, sizeof out);
   uint32_t xyz[4] = {1, 1, 1, 0};
   ruda_handle_t small, big;
   ASSERT_OK(ruda_client_create_buffer(c, xyz, 8, &small));
@@ -265,8 +264,7 @@ TEST(dynamic_count_from_fewer_than_12_bytes_is_a_launch_error) {
 TEST(dispatch_counts_whose_ruda_total_overflows_are_rejected) {
   ruda_client_t *c = cts_fresh_stream_client();
   uint32_t out[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, out, sizeof out, &h));
+  ruda_handle_t h = cts_upload(c, out, sizeof out);
   ruda_count_t counts[2] = {ruda_count_static(1u << 22, 1u << 21, 1u << 21),
                             ruda_count_static(UINT32_MAX, UINT32_MAX, 2)};
   for (int i = 0; i < 2; i++) {

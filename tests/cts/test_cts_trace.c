@@ -16,8 +16,7 @@ TEST(the_trace_has_every_documented_category_and_counter) {
   ASSERT_OK(started);
 
   uint32_t x[CTS_UNITS] = {0};
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_create_buffer(c, x, sizeof x, &h)); /* alloc, copy */
+  ruda_handle_t h = cts_upload(c, x, sizeof x); /* alloc, copy */
   ruda_kernel_t *k = cts_kernel_inc_u32();
   uint64_t n = CTS_UNITS;
   ruda_kernel_args_t args = {.buffers = &h, .num_buffers = 1, .info = {&n, 1, 1}};
