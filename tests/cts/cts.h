@@ -69,6 +69,9 @@ ruda_kernel_t *cts_kernel_from(ruda_kernel_desc_t d);
 /* A new buffer holding the `bytes` bytes at `data`
  * (ruda_client_create_buffer); fails the test when it cannot be made. */
 ruda_handle_t cts_upload(ruda_client_t *c, const void *data, size_t bytes);
+/* A new buffer of `bytes` bytes, not initialized (ruda_client_empty);
+ * fails the test when the call fails. */
+ruda_handle_t cts_empty(ruda_client_t *c, uint64_t bytes);
 /* Launches fill_u32 with `count` over the first `n` u32 of `h` (out[i] =
  * `value`); the launch's status. */
 ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n, uint32_t value,

@@ -246,6 +246,12 @@ ruda_handle_t cts_upload(ruda_client_t *c, const void *data, size_t bytes) {
   return h;
 }
 
+ruda_handle_t cts_empty(ruda_client_t *c, uint64_t bytes) {
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_empty(c, bytes, &h));
+  return h;
+}
+
 ruda_status_t cts_fill_u32(ruda_client_t *c, const ruda_handle_t *h, uint64_t n, uint32_t value,
                            ruda_count_t count) {
   ruda_kernel_t *k = cts_kernel_fill_u32();

@@ -93,8 +93,7 @@ TEST(a_kernel_without_code_for_the_device_says_so) {
 TEST(a_compile_error_shows_the_users_lines_and_a_hint) {
   ruda_client_t *c = cts_client();
   ruda_kernel_t *k = cts_kernel_from(RUDA_KERNEL_DESC(keyword_scalar));
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 4, &h));
+  ruda_handle_t h = cts_empty(c, 4);
   /* What reaches stderr while the kernel is compiled (PoCL's clang writes
    * its closing count there). */
   fflush(stderr);

@@ -88,8 +88,7 @@ TEST(compile_errors_name_the_users_file_and_line) {
   const char *opts[] = {"-DBREAK_IT"};
   ruda_kernel_t *k = from_file("broken", opts, 1);
   ruda_client_t *c = cts_client();
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 64 * 4, &h));
+  ruda_handle_t h = cts_empty(c, 64 * 4);
   ruda_status_t s = test_launch_and_sync(c, k, &h);
   ASSERT_NOT_NULL(s);
   char *text = ruda_status_to_string(s);

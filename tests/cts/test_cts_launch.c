@@ -260,8 +260,7 @@ static ruda_status_t nested_profile(ruda_client_t *c, void *ctx) {
 
 TEST(profiling_measures_and_nests) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, (1 << 16) * 4, &h));
+  ruda_handle_t h = cts_empty(c, (1 << 16) * 4);
   ruda_profile_duration_t d;
   ASSERT_OK(ruda_client_profile(c, "outer", nested_profile, &h, &d));
   ASSERT_UGT(ruda_profile_duration_ns(d), 0);
@@ -384,8 +383,7 @@ TEST(cross_stream_producer_consumer) {
   ruda_client_t *producer = cts_fresh_stream_client();
   ruda_client_t *consumer = cts_fresh_stream_client();
   enum { N = 1 << 18 };
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(producer, N * 4, &h));
+  ruda_handle_t h = cts_empty(producer, N * 4);
   ruda_kernel_t *fill = cts_kernel_fill_u32();
   for (uint32_t round = 1; round <= 5; round++) {
     uint64_t info[2] = {N, round};

@@ -42,8 +42,7 @@ TEST(create_read_size_large) { roundtrip(24u << 20); }
 
 TEST(empty_then_write_then_read) {
   ruda_client_t *c = cts_client();
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 4096, &h));
+  ruda_handle_t h = cts_empty(c, 4096);
   uint32_t src[1024];
   for (int i = 0; i < 1024; i++) src[i] = (uint32_t)i * 3u;
   write_reads_back(c, &h, src, sizeof src);
@@ -133,8 +132,7 @@ TEST(empty_tensors_share_one_allocation) {
 TEST(pitched_write_and_read) {
   ruda_client_t *c = cts_client();
   /* A [4, 3] u32 view inside rows of 8 elements. */
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 4 * 8 * 4, &h));
+  ruda_handle_t h = cts_empty(c, 4 * 8 * 4);
   uint32_t zeros[32] = {0};
   ASSERT_OK(ruda_client_write(c, &h, zeros, sizeof zeros));
   ruda_shape_t shape = ruda_shape_2d(4, 3);
@@ -182,8 +180,7 @@ TEST(memory_usage_after_release_and_cleanup) {
   ASSERT_OK(ruda_client_memory_usage(c, &u));
   ASSERT_UEQ(u.number_allocs, 0);
   ASSERT_UEQ(u.bytes_in_use, 0);
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 1000, &h));
+  ruda_handle_t h = cts_empty(c, 1000);
   ASSERT_OK(ruda_client_memory_usage(c, &u));
   ASSERT_UEQ(u.number_allocs, 1);
   ASSERT_UEQ(u.bytes_in_use, 1000);
@@ -241,8 +238,7 @@ TEST(usage_of_a_contiguous_tensor) {
 
 TEST(freed_memory_is_reused_on_the_same_stream) {
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 4096, &h));
+  ruda_handle_t h = cts_empty(c, 4096);
   ruda_memory_usage_t before;
   ASSERT_OK(ruda_client_memory_usage(c, &before));
   ruda_handle_release(&h);
@@ -293,8 +289,7 @@ TEST(released_memory_comes_back_for_its_size_on_its_stream) {
   ruda_handle_release(&b);
   /* Another stream: other memory. */
   ruda_client_t *c2 = cts_fresh_stream_client();
-  ruda_handle_t e;
-  ASSERT_OK(ruda_client_empty(c2, 4096, &e));
+  ruda_handle_t e = cts_empty(c2, 4096);
   ASSERT_UNE((uint32_t)ruda_handle_memory_id(&e), (uint32_t)id);
   ASSERT_OK(ruda_client_sync(c2));
   ruda_handle_release(&e);

@@ -50,8 +50,7 @@ TEST(a_good_launch_never_returns_an_earlier_error) {
   ruda_kernel_t *bad = failing_kernel(c);
   /* The failing launch itself returns OK, as without profiling. */
   ASSERT_OK(ruda_client_launch(c, bad, ruda_count_static(1, 1, 1), NULL));
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, CTS_UNITS * 4, &h));
+  ruda_handle_t h = cts_empty(c, CTS_UNITS * 4);
   ASSERT_OK(fill(c, &h, CTS_UNITS, 5));
   ASSERT_OK(fill(c, &h, CTS_UNITS, 6));
   /* The next sync reports it, exactly once; the good work ran. */
@@ -159,8 +158,7 @@ TEST(threads_with_profiling_tracing_and_logging_get_their_own_errors) {
 TEST(observation_was_on) {
   /* The profiling log got the summary of the measured launches. */
   ruda_client_t *c = cts_fresh_stream_client();
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, CTS_UNITS * 4, &h));
+  ruda_handle_t h = cts_empty(c, CTS_UNITS * 4);
   ASSERT_OK(fill(c, &h, CTS_UNITS, 1));
   ASSERT_OK(ruda_client_sync(c));
   ruda_handle_release(&h);

@@ -111,8 +111,7 @@ TEST(memory_stays_with_its_stream_while_many_streams_come_and_go) {
   ASSERT_UEQ(before.bytes_in_use, sizeof data);
   for (uint64_t i = 0; i < 200; i++) {
     ruda_client_t *c = on_stream(IDS + 600000 + i);
-    ruda_handle_t t;
-    ASSERT_OK(ruda_client_empty(c, 128, &t));
+    ruda_handle_t t = cts_empty(c, 128);
     ruda_memory_usage_t u;
     ASSERT_OK(ruda_client_memory_usage(c, &u));
     ASSERT_UEQ(u.number_allocs, 1);
@@ -146,13 +145,11 @@ TEST(a_stream_keeps_its_allocation_mode_while_idle) {
   for (uint64_t i = 0; i < 160; i++) {
     ruda_client_t *o = on_stream(IDS + 800001 + i);
     ASSERT_OK(ruda_client_sync(o));
-    ruda_handle_t t;
-    ASSERT_OK(ruda_client_empty(o, 64, &t));
+    ruda_handle_t t = cts_empty(o, 64);
     ruda_handle_release(&t);
     ruda_client_release(o);
   }
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, 1024, &h));
+  ruda_handle_t h = cts_empty(c, 1024);
   ruda_memory_usage_t u;
   ASSERT_OK(ruda_client_memory_usage(c, &u));
   /* Persistent: a slice of exactly the request, no page around it. */
@@ -315,8 +312,7 @@ TEST(profile_tokens_nest_overlap_and_reject_unknown_ones) {
   ruda_client_t *c = cts_fresh_stream_client();
   ruda_client_t *other = cts_fresh_stream_client();
   enum { N = 1 << 16 };
-  ruda_handle_t h;
-  ASSERT_OK(ruda_client_empty(c, N * 4, &h));
+  ruda_handle_t h = cts_empty(c, N * 4);
   ruda_profiling_token_t outer, inner, foreign;
   ASSERT_OK(ruda_client_profile_start(c, &outer));
   launch_fill(c, &h, 1, N);

@@ -25,8 +25,7 @@ TEST(the_trace_has_every_documented_category_and_counter) {
   ASSERT_OK(ruda_client_read(c, &h, x, sizeof x));                         /* copy */
   ASSERT_UEQ(x[0], 1);
   /* A collective over this one device, where the backend has them. */
-  ruda_handle_t out;
-  ASSERT_OK(ruda_client_empty(c, sizeof x, &out));
+  ruda_handle_t out = cts_empty(c, sizeof x);
   ruda_status_t cs = ruda_client_all_reduce(&c, 1, &h, &out, RUDA_ELEM_U32, RUDA_REDUCE_SUM);
   bool collectives = cs == NULL;
   if (cs) {
