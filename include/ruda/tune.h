@@ -335,7 +335,11 @@ ruda_status_t ruda_tune_cache_import(const char *path, size_t *out_count);
 ruda_status_t ruda_tune_matmul_f32(ruda_client_t *client, const ruda_handle_t *a,
                                    const ruda_handle_t *b, const ruda_handle_t *c, uint64_t m,
                                    uint64_t n, uint64_t k);
-/* out[0] = the sum of x[0..n) (out holds at least 1 float). */
+/* out[0] = the sum of x[0..n) (out holds at least 1 float). The partial
+ * sums of the two-pass candidates go to a work buffer (n / 4096 floats)
+ * taken from the stream's pool for the call and released after its
+ * launches (a call of a size seen before on the stream reuses the memory
+ * an earlier call released: no heap allocation). */
 ruda_status_t ruda_tune_sum_f32(ruda_client_t *client, const ruda_handle_t *x,
                                 const ruda_handle_t *out, uint64_t n);
 /* a[i] = b[i] + s * c[i] for i < n (the bandwidth kernel). */

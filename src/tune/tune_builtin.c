@@ -49,6 +49,7 @@ typedef struct sum_param {
   ruda_kernel_t **second; /* the second pass (two-pass candidates), else NULL */
 } sum_param_t;
 
+/* The second pass of the two-pass candidates (256 units, one ruda). */
 static ruda_kernel_t *g_sum_final;
 
 /* args: buffers x, out, work; sizes n. */
@@ -349,7 +350,7 @@ static ruda_status_t op_for(ruda_client_t *c, int which, ruda_tune_op_t **out) {
   pthread_mutex_lock(&g_lock);
   ruda_status_t st = NULL;
   op = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!op && !g_sum_final) st = RUDA_KERNEL_CREATE(tuned_sum_final, &g_sum_final);
+  if (!op && !g_sum_final) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &g_sum_final);
   if (!op && !st) {
     st = which == OP_MATMUL ? make_matmul(c, &op) : which == OP_SUM ? make_sum(c, &op)
                                                                     : make_triad(c, &op);
@@ -414,22 +415,36 @@ ruda_status_t ruda_tune_matmul_f32(ruda_client_t *client, const ruda_handle_t *a
   return ruda_tune_op_launch(op, client, &args);
 }
 
+/* The checks of a call over vectors of n floats: the client, n, and that
+ * each of `bufs` (buffer i named by the letter names[i]) holds n floats. */
+static ruda_status_t check_vectors(const char *fn, ruda_client_t *client, uint64_t n,
+                                   const ruda_handle_t *const *bufs, const char *names) {
+  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
+  uint64_t bytes;
+  if (n == 0 || !bytes_of(n, 1, &bytes))
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: n must be 1 to 2^62 (n=%llu)", fn,
+                              (unsigned long long)n);
+  for (size_t i = 0; names[i]; i++) {
+    char what[2] = {names[i], '\0'};
+    ruda_status_t st = need(fn, what, bufs[i], bytes);
+    if (st) return st;
+  }
+  return NULL;
+}
+
 ruda_status_t ruda_tune_sum_f32(ruda_client_t *client, const ruda_handle_t *x,
                                 const ruda_handle_t *out, uint64_t n) {
   static const char fn[] = "ruda_tune_sum_f32";
-  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
-  uint64_t xb;
-  if (n == 0 || !bytes_of(n, 1, &xb))
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: n must be 1 to 2^62 (n=%llu)", fn,
-                              (unsigned long long)n);
-  ruda_status_t st = need(fn, "x", x, xb);
-  if (!st) st = need(fn, "out", out, 4);
-  if (st) return st;
   ruda_tune_op_t *op;
-  st = op_for(client, OP_SUM, &op);
+  const ruda_handle_t *v[1] = {x};
+  ruda_status_t st = check_vectors(fn, client, n, v, "x");
+  if (!st) st = need(fn, "out", out, 4);
+  if (!st) st = op_for(client, OP_SUM, &op);
   if (st) return st;
   uint64_t parts = (n + SUM_MIN_TWO_PASS_CHUNK - 1) / SUM_MIN_TWO_PASS_CHUNK;
   ruda_handle_t work;
+  /* From the stream's pool: a buffer of this size released by an earlier
+   * call comes back without a heap allocation. */
   st = ruda_client_empty(client, parts * sizeof(float), &work);
   if (st) return st;
   ruda_handle_t bufs[3] = {*x, *out, work};
@@ -442,18 +457,10 @@ ruda_status_t ruda_tune_sum_f32(ruda_client_t *client, const ruda_handle_t *x,
 ruda_status_t ruda_tune_triad_f32(ruda_client_t *client, const ruda_handle_t *a,
                                   const ruda_handle_t *b, const ruda_handle_t *c, float s,
                                   uint64_t n) {
-  static const char fn[] = "ruda_tune_triad_f32";
-  if (!client) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: client is NULL", fn);
-  uint64_t bytes;
-  if (n == 0 || !bytes_of(n, 1, &bytes))
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: n must be 1 to 2^62 (n=%llu)", fn,
-                              (unsigned long long)n);
-  ruda_status_t st = need(fn, "a", a, bytes);
-  if (!st) st = need(fn, "b", b, bytes);
-  if (!st) st = need(fn, "c", c, bytes);
-  if (st) return st;
   ruda_tune_op_t *op;
-  st = op_for(client, OP_TRIAD, &op);
+  const ruda_handle_t *v[3] = {a, b, c};
+  ruda_status_t st = check_vectors("ruda_tune_triad_f32", client, n, v, "abc");
+  if (!st) st = op_for(client, OP_TRIAD, &op);
   if (st) return st;
   uint64_t sw = 0;
   memcpy(&sw, &s, sizeof s);

@@ -381,9 +381,11 @@ static void free_names(char **names, size_t n) {
   ruda__free(names);
 }
 
-ruda_status_t ruda_tune_cache_list(bool (*fn)(const ruda_tune_entry_info_t *entry, void *ctx),
-                                   void *ctx) {
-  if (!fn) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_tune_cache_list: fn is NULL");
+/* Calls fn(path, record, ctx, &st) for every whole entry of the cache (the
+ * others are skipped), until it returns false. */
+static ruda_status_t each_record(bool (*fn)(const char *path, const ruda__tune_record_t *r,
+                                            void *ctx, ruda_status_t *st),
+                                 void *ctx) {
   char dir[RUDA_CONFIG_PATH_MAX + 8];
   char **names;
   size_t n;
@@ -394,13 +396,32 @@ ruda_status_t ruda_tune_cache_list(bool (*fn)(const ruda_tune_entry_info_t *entr
     char path[RUDA_CONFIG_PATH_MAX + 300];
     snprintf(path, sizeof path, "%s/%s", dir, names[i]);
     if (ruda__tune_cache_read(path, r) != 1) continue;
-    ruda_tune_entry_info_t info = {path, r->device, r->version, r->op, r->key_text,
-                                   r->num_rank ? r->rank[0] : "", r->scores, r->spent_ms};
-    if (!fn(&info, ctx)) break;
+    if (!fn(path, r, ctx, &st)) break;
   }
   ruda__free(r);
   free_names(names, n);
   return st;
+}
+
+typedef struct list_ctx {
+  bool (*fn)(const ruda_tune_entry_info_t *entry, void *ctx);
+  void *ctx;
+} list_ctx_t;
+
+static bool list_one(const char *path, const ruda__tune_record_t *r, void *arg,
+                     ruda_status_t *st) {
+  (void)st;
+  list_ctx_t *l = arg;
+  ruda_tune_entry_info_t info = {path, r->device, r->version, r->op, r->key_text,
+                                 r->num_rank ? r->rank[0] : "", r->scores, r->spent_ms};
+  return l->fn(&info, l->ctx);
+}
+
+ruda_status_t ruda_tune_cache_list(bool (*fn)(const ruda_tune_entry_info_t *entry, void *ctx),
+                                   void *ctx) {
+  if (!fn) return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_tune_cache_list: fn is NULL");
+  list_ctx_t l = {fn, ctx};
+  return each_record(list_one, &l);
 }
 
 ruda_status_t ruda_tune_cache_clear(size_t *out_removed) {
@@ -421,33 +442,41 @@ ruda_status_t ruda_tune_cache_clear(size_t *out_removed) {
   return st;
 }
 
-ruda_status_t ruda_tune_cache_export(const char *path, size_t *out_count) {
+/* The file argument of export and import (`fn`); zeroes *out_count. */
+static ruda_status_t file_arg(const char *fn, const char *path, size_t *out_count) {
   if (out_count) *out_count = 0;
   if (!path || !*path)
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_tune_cache_export: path is NULL or empty");
-  char dir[RUDA_CONFIG_PATH_MAX + 8];
-  char **names;
-  size_t n;
-  ruda_status_t st = list_files(dir, sizeof dir, &names, &n);
-  sbuf_t b = {0};
-  size_t count = 0;
-  ruda__tune_record_t *r = ruda__malloc(sizeof *r);
-  if (!r && !st) st = ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "tune cache: out of memory");
-  for (size_t i = 0; i < n && !st; i++) {
-    char file[RUDA_CONFIG_PATH_MAX + 300];
-    snprintf(file, sizeof file, "%s/%s", dir, names[i]);
-    if (ruda__tune_cache_read(file, r) != 1) continue;
-    char *t = ruda__tune_record_format(r);
-    if (!t) {
-      st = ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "tune cache: out of memory");
-      break;
-    }
-    sb_printf(&b, "%s", t);
-    ruda__free(t);
-    count++;
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "%s: path is NULL or empty", fn);
+  return NULL;
+}
+
+typedef struct export_ctx {
+  sbuf_t b;
+  size_t count;
+} export_ctx_t;
+
+static bool export_one(const char *path, const ruda__tune_record_t *r, void *arg,
+                       ruda_status_t *st) {
+  (void)path;
+  export_ctx_t *e = arg;
+  char *t = ruda__tune_record_format(r);
+  if (!t) {
+    *st = ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "tune cache: out of memory");
+    return false;
   }
-  ruda__free(r);
-  free_names(names, n);
+  sb_printf(&e->b, "%s", t);
+  ruda__free(t);
+  e->count++;
+  return true;
+}
+
+ruda_status_t ruda_tune_cache_export(const char *path, size_t *out_count) {
+  ruda_status_t st = file_arg("ruda_tune_cache_export", path, out_count);
+  if (st) return st;
+  export_ctx_t e = {{0}, 0};
+  st = each_record(export_one, &e);
+  sbuf_t b = e.b;
+  size_t count = e.count;
   if (!st && b.oom) st = ruda_status_create(RUDA_ERR_IO_OUT_OF_MEMORY, "tune cache: out of memory");
   if (!st) {
     char pdir[RUDA_CONFIG_PATH_MAX];
@@ -465,9 +494,8 @@ ruda_status_t ruda_tune_cache_export(const char *path, size_t *out_count) {
 }
 
 ruda_status_t ruda_tune_cache_import(const char *path, size_t *out_count) {
-  if (out_count) *out_count = 0;
-  if (!path || !*path)
-    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT, "ruda_tune_cache_import: path is NULL or empty");
+  ruda_status_t bad = file_arg("ruda_tune_cache_import", path, out_count);
+  if (bad) return bad;
   char dir[RUDA_CONFIG_PATH_MAX + 8];
   size_t dl = ruda_tune_cache_dir(dir, sizeof dir);
   if (dl == 0 || dl >= sizeof dir)

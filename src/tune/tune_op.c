@@ -534,6 +534,14 @@ static void tx_key(text_t *b, const ruda_tune_op_t *op, const ruda_tune_key_t *k
   tx(b, "}");
 }
 
+/* The start of every JSON line of the operation: {"op":...,"device":... */
+static void tx_head(text_t *b, const ruda_tune_op_t *op) {
+  tx(b, "{\"op\":");
+  tx_str(b, op->name);
+  tx(b, ",\"device\":");
+  tx_str(b, op->device_name);
+}
+
 static void key_text(const ruda_tune_op_t *op, const ruda_tune_key_t *k, char *buf, size_t cap) {
   size_t at = 0;
   buf[0] = '\0';
@@ -552,10 +560,7 @@ static void log_decision(const ruda_tune_op_t *op, const ruda_tune_key_t *key,
   if (!ruda_log_enabled(RUDA_LOG_CHANNEL_AUTOTUNE, RUDA_LOG_LEVEL_BASIC)) return;
   char buf[8192];
   text_t b = {buf, 0, sizeof buf};
-  tx(&b, "{\"op\":");
-  tx_str(&b, op->name);
-  tx(&b, ",\"device\":");
-  tx_str(&b, op->device_name);
+  tx_head(&b, op);
   tx(&b, ",\"key\":");
   tx_key(&b, op, key);
   tx(&b, ",\"bucket\":");
@@ -991,10 +996,7 @@ static decision_t *from_cache(ruda_tune_op_t *op, const char *path,
                  "entry replaced",
                  path, why, rec->version);
         text_t b = {line, 0, sizeof line};
-        tx(&b, "{\"op\":");
-        tx_str(&b, op->name);
-        tx(&b, ",\"device\":");
-        tx_str(&b, op->device_name);
+        tx_head(&b, op);
         tx(&b, ",\"warning\":");
         tx_str(&b, msg);
         tx(&b, "}");

@@ -1,43 +1,33 @@
 /* The body of the tuned matmul kernels (tuned_kernels.h includes it once
- * per candidate, after RUDA_KERNEL(...)). C[M x N] = A[M x K] * B[K x N],
+ * per candidate, after MM_SHAPE and its RUDA_KERNEL(...)). C[M x N] = A[M x K] * B[K x N],
  * f32, row major, any sizes. A ruda computes an MM_TM x MM_TN tile of C:
  * MM_BX x MM_BY units, each MM_WY rows (elements per unit) of one
  * column; tiles of MM_KT columns of A and rows of B are staged through
  * shared memory, MM_VEC consecutive elements per load. Each of a unit's
  * rows has its own private accumulator, so that on a CPU the unit loop is
  * the vector loop over contiguous accumulators. */
+/* One accumulator per row of a unit: MM_ROWS(X) is X(0) .. X(MM_WY - 1). */
+#if MM_WY == 1
+#define MM_ROWS(X) X(0)
+#elif MM_WY == 2
+#define MM_ROWS(X) X(0) X(1)
+#elif MM_WY == 4
+#define MM_ROWS(X) X(0) X(1) X(2) X(3)
+#elif MM_WY == 8
+#define MM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#else
+#error "MM_WY must be 1, 2, 4 or 8"
+#endif
+#define MM_ACC_DECL(w) RUDA_PRIVATE(float, acc##w);
+#define MM_ACC_ZERO(w) RUDA_PRIV(u, acc##w) = 0.0f;
+#define MM_ACC_ADD(w) RUDA_PRIV(u, acc##w) += As[(u.y + (w) * MM_BY) * MM_KT + p] * b;
+#define MM_ACC_STORE(w)                                          \
+  if (row0 + u.y + (w) * MM_BY < M)                               \
+    C[(size_t)(row0 + u.y + (w) * MM_BY) * N + c] = RUDA_PRIV(u, acc##w);
 {
-  RUDA_PRIVATE(float, acc0);
-#if MM_WY > 1
-  RUDA_PRIVATE(float, acc1);
-#endif
-#if MM_WY > 2
-  RUDA_PRIVATE(float, acc2);
-  RUDA_PRIVATE(float, acc3);
-#endif
-#if MM_WY > 4
-  RUDA_PRIVATE(float, acc4);
-  RUDA_PRIVATE(float, acc5);
-  RUDA_PRIVATE(float, acc6);
-  RUDA_PRIVATE(float, acc7);
-#endif
+  MM_ROWS(MM_ACC_DECL)
   const uint32_t row0 = ruda_pos.y * MM_TM, col0 = ruda_pos.x * MM_TN;
-  RUDA_UNITS_NOWAIT(u) {
-    RUDA_PRIV(u, acc0) = 0.0f;
-#if MM_WY > 1
-    RUDA_PRIV(u, acc1) = 0.0f;
-#endif
-#if MM_WY > 2
-    RUDA_PRIV(u, acc2) = 0.0f;
-    RUDA_PRIV(u, acc3) = 0.0f;
-#endif
-#if MM_WY > 4
-    RUDA_PRIV(u, acc4) = 0.0f;
-    RUDA_PRIV(u, acc5) = 0.0f;
-    RUDA_PRIV(u, acc6) = 0.0f;
-    RUDA_PRIV(u, acc7) = 0.0f;
-#endif
-  }
+  RUDA_UNITS_NOWAIT(u) { MM_ROWS(MM_ACC_ZERO) }
   for (uint32_t t = 0; t < K; t += MM_KT) {
     const bool inside = row0 + MM_TM <= M && col0 + MM_TN <= N && t + MM_KT <= K;
     RUDA_RANGE_NOWAIT(uint32_t, i, 0, MM_TM * MM_KT / MM_VEC) {
@@ -55,20 +45,7 @@
     for (uint32_t p = 0; p < MM_KT; p++) {
       RUDA_UNITS_NOWAIT(u) {
         const float b = Bs[p * MM_TN + u.x];
-        RUDA_PRIV(u, acc0) += As[(u.y + 0 * MM_BY) * MM_KT + p] * b;
-#if MM_WY > 1
-        RUDA_PRIV(u, acc1) += As[(u.y + 1 * MM_BY) * MM_KT + p] * b;
-#endif
-#if MM_WY > 2
-        RUDA_PRIV(u, acc2) += As[(u.y + 2 * MM_BY) * MM_KT + p] * b;
-        RUDA_PRIV(u, acc3) += As[(u.y + 3 * MM_BY) * MM_KT + p] * b;
-#endif
-#if MM_WY > 4
-        RUDA_PRIV(u, acc4) += As[(u.y + 4 * MM_BY) * MM_KT + p] * b;
-        RUDA_PRIV(u, acc5) += As[(u.y + 5 * MM_BY) * MM_KT + p] * b;
-        RUDA_PRIV(u, acc6) += As[(u.y + 6 * MM_BY) * MM_KT + p] * b;
-        RUDA_PRIV(u, acc7) += As[(u.y + 7 * MM_BY) * MM_KT + p] * b;
-#endif
+        MM_ROWS(MM_ACC_ADD)
       }
     }
     RUDA_BARRIER();
@@ -76,28 +53,14 @@
   RUDA_UNITS_NOWAIT(u) {
     const uint32_t c = col0 + u.x;
     if (c < N) {
-      uint32_t r = row0 + u.y;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc0);
-#if MM_WY > 1
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc1);
-#endif
-#if MM_WY > 2
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc2);
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc3);
-#endif
-#if MM_WY > 4
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc4);
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc5);
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc6);
-      r += MM_BY;
-      if (r < M) C[(size_t)r * N + c] = RUDA_PRIV(u, acc7);
-#endif
+      MM_ROWS(MM_ACC_STORE)
     }
   }
 }
+/* The constants are the candidate's: the next one defines its own. */
+#undef MM_ROWS
+#undef MM_ACC_DECL
+#undef MM_ACC_ZERO
+#undef MM_ACC_ADD
+#undef MM_ACC_STORE
+#undef MM_SHAPE

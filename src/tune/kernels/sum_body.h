@@ -1,15 +1,15 @@
 /* The body of the tuned reductions (tuned_kernels.h includes it once per
- * candidate): the sum of a ruda's `chunk` elements of x, SUM_UNITS units
- * each accumulating every SUM_UNITS-th element in a private (coalesced on
- * a GPU, one vector loop on a CPU), then a tree in shared memory. With
+ * candidate, after SUM_SHAPE and its RUDA_KERNEL(...)): the sum
+ * of a ruda's `chunk` elements of x, SUM_UNITS units each accumulating
+ * every SUM_UNITS-th element in a private (coalesced on a GPU, one vector
+ * loop on a CPU), then a tree in shared memory. With
  * SUM_ATOMIC the ruda adds its sum to out[0] (one pass; out[0] was
  * zeroed before the launch), else it writes part[ruda] (the first of two
- * passes). SUM_LANES (when defined and not 0) changes how a unit reads:
- * see below. */
+ * passes). SUM_LANES (when not 0) changes how a unit reads: see below. */
 {
   const uint64_t begin = (uint64_t)ruda_pos.x * chunk;
   const uint64_t end = RUDA_MIN(begin + chunk, n);
-#if defined(SUM_LANES) && SUM_LANES
+#if SUM_LANES
   /* Each unit sums its own contiguous share of the chunk in SUM_LANES
    * partial sums, one per element of a group of SUM_LANES consecutive
    * ones: a loop a compiler vectorizes within the unit (on a CPU, and on
@@ -45,3 +45,4 @@
   RUDA_SINGLE_NOWAIT out[ruda_pos.x] = sh[0];
 #endif
 }
+#undef SUM_SHAPE /* the next candidate defines its own */
