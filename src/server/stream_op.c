@@ -345,6 +345,20 @@ void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p) {
   ruda__stream_table_foreach(&p->server->streams, poll_one, p);
 }
 
+bool ruda__stream_pipe_settled(ruda__stream_pipeline_t *p, void *stream) {
+  ruda__stream_pipe_poll(p, stream, false);
+  return ruda__stream_pipe(stream)->nkept == 0 && ruda__stream_pipe(stream)->nspans == 0;
+}
+
+bool ruda__stream_pipe_memory_idle(ruda__stream_pipeline_t *p, void *stream,
+                                   ruda__memory_manager_t *staging) {
+  ruda__memory_manager_t *mm = ruda__stream_pipe(stream)->memory;
+  return ruda__memory_usage(mm).number_allocs == 0 &&
+         (staging == NULL || ruda__memory_usage(staging).number_allocs == 0) &&
+         ruda__memory_mode(mm) ==
+             ruda__device_settings_initial_mode(&p->server->utilities.settings);
+}
+
 void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive) {
   ruda__stream_pipe_t *pipe = stream;
   if (fences_alive) {

@@ -193,6 +193,15 @@ void ruda__stream_pipe_poll(ruda__stream_pipeline_t *p, void *stream, bool wait)
 /* ruda__stream_pipe_poll without waiting, on every stream holding kept
  * bindings (one load when none does). */
 void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p);
+/* For the stream table's `quiesce` hook: whether `stream` (set up, its
+ * work known complete) holds nothing of the pipeline's once its finished
+ * work is released (no kept binding, no trace slice waiting), and
+ * whether its device memory and `staging` (a second manager of the
+ * stream's, may be NULL) hold no allocation, in the configured allocation
+ * mode. */
+bool ruda__stream_pipe_settled(ruda__stream_pipeline_t *p, void *stream);
+bool ruda__stream_pipe_memory_idle(ruda__stream_pipeline_t *p, void *stream,
+                                   ruda__memory_manager_t *staging);
 /* Frees the pipe of `stream`: waits for its kept bindings and trace
  * slices, or releases them at once when `fences_alive` is false (the
  * device took the fences and marks with it). */

@@ -477,14 +477,10 @@ static bool cuda_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   if (ruda__cuda_faulted(&s->fault)) return false;
   if (s->api->cuStreamQuery(st->cu) != CUDA_SUCCESS) return false;
   /* Everything enqueued has completed: these do not wait. */
-  ruda__stream_pipe_poll(&s->pipeline, st, false);
-  if (st->pipe.nkept != 0 || st->pipe.nspans != 0) return false;
+  if (!ruda__stream_pipe_settled(&s->pipeline, st)) return false;
   ruda__drop_queue_flush(st->drops);
   ruda__drop_queue_flush(st->drops);
-  return ruda__memory_usage(st->gpu).number_allocs == 0 &&
-         ruda__memory_usage(st->pinned).number_allocs == 0 &&
-         ruda__memory_mode(st->gpu) ==
-             ruda__device_settings_initial_mode(&s->base.utilities.settings);
+  return ruda__stream_pipe_memory_idle(&s->pipeline, st, st->pinned);
 }
 
 /* Frees the CUDA part and the start events of the stream's open profiles. */

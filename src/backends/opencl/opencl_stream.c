@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_stream.h"
-#include "server/device_settings.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -526,14 +525,10 @@ static bool ocl_stream_quiesce(void *ctx, ruda__stream_t *rs) {
   ocl_server_t *s = ctx;
   ocl_stream_t *st = ocl_ext(rs);
   if (!st->pipe.ready) return true;
-  ruda__stream_pipe_poll(&s->pipeline, st, false);
-  if (st->pipe.nkept != 0 || st->pipe.nspans != 0) return false;
+  if (!ruda__stream_pipe_settled(&s->pipeline, st)) return false;
   for (int i = 0; i < INFO_RING; i++)
     if (!event_complete(s->api, st->ring[i].done)) return false;
-  return ruda__memory_usage(st->dev).number_allocs == 0 &&
-         ruda__memory_usage(st->pinned).number_allocs == 0 &&
-         ruda__memory_mode(st->dev) ==
-             ruda__device_settings_initial_mode(&s->base.utilities.settings);
+  return ruda__stream_pipe_memory_idle(&s->pipeline, st, st->pinned);
 }
 
 /* Frees the OpenCL part and the start markers of the stream's open
