@@ -117,6 +117,29 @@ ruda__future_t *ruda__future_ready(ruda_status_t status);
 
 /* ---- The vtable ---- */
 
+/* The types of the memory and profile methods (documented at their
+ * members below), so that a backend that defines them in files of their
+ * own declares each by name, once:
+ *   ruda__server_staging_fn ruda__ocl_staging; */
+typedef void ruda__server_initialize_memory_fn(ruda__server_t *s, ruda_memory_t *memory,
+                                               uint64_t size, ruda_stream_id_t stream);
+typedef ruda_status_t ruda__server_staging_fn(ruda__server_t *s, const uint64_t *sizes,
+                                              size_t count, ruda_stream_id_t stream,
+                                              ruda_bytes_t *out);
+typedef ruda_status_t ruda__server_get_resource_fn(ruda__server_t *s, const ruda_binding_t *b,
+                                                   ruda_stream_id_t stream, ruda_resource_t *out);
+typedef ruda_status_t ruda__server_memory_usage_fn(ruda__server_t *s, ruda_stream_id_t stream,
+                                                   ruda_memory_usage_t *out);
+typedef void ruda__server_memory_cleanup_fn(ruda__server_t *s, ruda_stream_id_t stream);
+typedef void ruda__server_allocation_mode_fn(ruda__server_t *s,
+                                             ruda_memory_allocation_mode_t mode,
+                                             ruda_stream_id_t stream);
+typedef ruda_status_t ruda__server_start_profile_fn(ruda__server_t *s, ruda_stream_id_t stream,
+                                                    ruda_profiling_token_t *out);
+typedef ruda_status_t ruda__server_end_profile_fn(ruda__server_t *s, ruda_stream_id_t stream,
+                                                  ruda_profiling_token_t token,
+                                                  ruda_profile_duration_t *out);
+
 typedef struct ruda__server_vtable {
   const char *name; /* "cpu", "cuda" */
 
@@ -128,12 +151,10 @@ typedef struct ruda__server_vtable {
 
   /* Reserves `size` bytes on `stream` and binds `memory` to them. Errors
    * are queued on the stream. (ignore, no flush) */
-  void (*initialize_memory)(ruda__server_t *s, ruda_memory_t *memory, uint64_t size,
-                            ruda_stream_id_t stream);
+  ruda__server_initialize_memory_fn *initialize_memory;
 
   /* Optional (NULL: IoError::UnsupportedIoOperation). Pinned host buffers. */
-  ruda_status_t (*staging)(ruda__server_t *s, const uint64_t *sizes, size_t count,
-                           ruda_stream_id_t stream, ruda_bytes_t *out);
+  ruda__server_staging_fn *staging;
 
   /* Copies each descriptor's data into dsts[i] (contiguous row-major,
    * shape x elem_size bytes). The returned future completes when the data
@@ -153,8 +174,7 @@ typedef struct ruda__server_vtable {
                         ruda__future_t **out);
 
   /* The backend address of a binding's view. (ignore, no flush) */
-  ruda_status_t (*get_resource)(ruda__server_t *s, const ruda_binding_t *b,
-                                ruda_stream_id_t stream, ruda_resource_t *out);
+  ruda__server_get_resource_fn *get_resource;
 
   /* Runs/queues the kernel. ruda__launch_validate checked the launch
    * (arguments, the kernel's dim and shared memory, a static count,
@@ -169,25 +189,20 @@ typedef struct ruda__server_vtable {
   ruda_status_t (*flush)(ruda__server_t *s, ruda_stream_id_t stream);
 
   /* Fails while errors are queued (no drain). */
-  ruda_status_t (*memory_usage)(ruda__server_t *s, ruda_stream_id_t stream,
-                                ruda_memory_usage_t *out);
+  ruda__server_memory_usage_fn *memory_usage;
   /* Optional (NULL: the sum of the stream table's usage hook). Usage of the
    * whole device; never fails for queued errors. */
   ruda_status_t (*memory_usage_device)(ruda__server_t *s, ruda_memory_usage_t *out);
-  void (*memory_cleanup)(ruda__server_t *s, ruda_stream_id_t stream);
-  void (*allocation_mode)(ruda__server_t *s, ruda_memory_allocation_mode_t mode,
-                          ruda_stream_id_t stream);
+  ruda__server_memory_cleanup_fn *memory_cleanup;
+  ruda__server_allocation_mode_fn *allocation_mode;
 
   /* Opens a profile on the stream (ignore, no flush). */
-  ruda_status_t (*start_profile)(ruda__server_t *s, ruda_stream_id_t stream,
-                                 ruda_profiling_token_t *out);
+  ruda__server_start_profile_fn *start_profile;
   /* Closes it: its duration, or a ProfileError: NotRegistered for a token
    * not open on this stream, the stream's failure when an error was queued
    * on it while the profile was open. Observing never drains: the stream's
    * queued errors stay for its next read, flush or sync. */
-  ruda_status_t (*end_profile)(ruda__server_t *s, ruda_stream_id_t stream,
-                               ruda_profiling_token_t token,
-                               ruda_profile_duration_t *out);
+  ruda__server_end_profile_fn *end_profile;
 
   /* True when every operation's work has finished by the time the worker
    * returns from it (the CPU backend). The client may then answer sync and

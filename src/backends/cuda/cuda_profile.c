@@ -7,7 +7,6 @@
 #include "backends/cuda/cuda_fault.h"
 #include "backends/cuda/cuda_profile.h"
 #include "backends/cuda/cuda_stream.h"
-#include "server/device_profile.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
@@ -64,12 +63,7 @@ static void cuda_release_event(void *ctx, void *mark) {
   s->api->cuEventDestroy((CUevent)mark);
 }
 
-static const ruda__device_clock_t cuda_clock = {cuda_elapsed, cuda_release_event};
-
-ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
-                                     ruda_profiling_token_t token, ruda_profile_duration_t *out) {
-  return ruda__device_profile_end(&s->base.streams, stream, token, &cuda_clock, s, out);
-}
+const ruda__device_clock_t ruda__cuda_profile_clock = {cuda_elapsed, cuda_release_event};
 
 /* A device reset took every event with it: open profiles lose their start
  * marks and report that they were interrupted. */

@@ -7,13 +7,16 @@
 #define RUDA_CUDA_PROFILE_H
 
 #include "backends/cuda/cuda_types.h"
+#include "server/device_profile.h"
 
 #if defined(RUDA_HAVE_CUDA_HEADERS)
 
 ruda_status_t ruda__cuda_start_profile(cuda_server_t *s, ruda_stream_id_t stream,
                                        ruda_profiling_token_t *out);
-ruda_status_t ruda__cuda_end_profile(cuda_server_t *s, ruda_stream_id_t stream,
-                                     ruda_profiling_token_t token, ruda_profile_duration_t *out);
+/* The clock that ends a profile (server/device_profile.h; its context the
+ * cuda_server_t): the device time between the start event and one
+ * recorded at the end, a fault seen while waiting for it reported. */
+extern const ruda__device_clock_t ruda__cuda_profile_clock;
 /* A stream-table visitor for after a device reset: the open profiles of
  * `rs` lose their start events (they went with the context) and will
  * report that they were interrupted. */

@@ -317,7 +317,8 @@ static ruda_status_t cuda_end_profile(ruda__server_t *base, ruda_stream_id_t str
                                       ruda_profiling_token_t token, ruda_profile_duration_t *out) {
   cuda_server_t *s = as_cuda(base);
   settle_poison(s, stream);
-  return ruda__cuda_end_profile(s, stream, token, out);
+  return ruda__device_profile_end(&base->streams, stream, token, &ruda__cuda_profile_clock, s,
+                                  out);
 }
 
 #if defined(RUDA_HAVE_NCCL_HEADERS)

@@ -1,5 +1,5 @@
-/* The memory methods of the OpenCL server (opencl_memory.c), with the
- * vtable's signatures (src/server/server.h): allocations in a stream's
+/* The memory methods of the OpenCL server (opencl_memory.c), of the
+ * vtable's types (src/server/server.h): allocations in a stream's
  * device pool, pinned staging, resources, usage reports, cleanup and the
  * allocation mode. Only built with the OpenCL headers.
  */
@@ -10,17 +10,12 @@
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
-void ruda__ocl_initialize_memory(ruda__server_t *base, ruda_memory_t *memory, uint64_t size,
-                                 ruda_stream_id_t stream);
-ruda_status_t ruda__ocl_staging(ruda__server_t *base, const uint64_t *sizes, size_t count,
-                                ruda_stream_id_t stream, ruda_bytes_t *out);
-ruda_status_t ruda__ocl_get_resource(ruda__server_t *base, const ruda_binding_t *b,
-                                     ruda_stream_id_t stream, ruda_resource_t *out);
-ruda_status_t ruda__ocl_memory_usage(ruda__server_t *base, ruda_stream_id_t stream,
-                                     ruda_memory_usage_t *out);
-void ruda__ocl_memory_cleanup(ruda__server_t *base, ruda_stream_id_t stream);
-void ruda__ocl_allocation_mode(ruda__server_t *base, ruda_memory_allocation_mode_t mode,
-                               ruda_stream_id_t stream);
+ruda__server_initialize_memory_fn ruda__ocl_initialize_memory;
+ruda__server_staging_fn ruda__ocl_staging;
+ruda__server_get_resource_fn ruda__ocl_get_resource;
+ruda__server_memory_usage_fn ruda__ocl_memory_usage;
+ruda__server_memory_cleanup_fn ruda__ocl_memory_cleanup;
+ruda__server_allocation_mode_fn ruda__ocl_allocation_mode;
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
 

@@ -7,7 +7,6 @@
 #include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_profile.h"
 #include "backends/opencl/opencl_stream.h"
-#include "server/device_profile.h"
 
 #if defined(RUDA_HAVE_OPENCL_HEADERS)
 
@@ -81,11 +80,6 @@ static void ocl_release_event(void *ctx, void *mark) {
   s->api->clReleaseEvent((cl_event)mark);
 }
 
-static const ruda__device_clock_t ocl_clock = {ocl_elapsed, ocl_release_event};
-
-ruda_status_t ruda__ocl_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
-                                    ruda_profiling_token_t token, ruda_profile_duration_t *out) {
-  return ruda__device_profile_end(&base->streams, stream, token, &ocl_clock, as_ocl(base), out);
-}
+const ruda__device_clock_t ruda__ocl_profile_clock = {ocl_elapsed, ocl_release_event};
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */

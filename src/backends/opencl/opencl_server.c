@@ -211,6 +211,13 @@ static void opencl_launch(ruda__server_t *base, ruda_kernel_t *kernel, const rud
   ruda__stream_launch(&as_ocl(base)->pipeline, kernel, count, args, stream, ruda__ocl_launch);
 }
 
+static ruda_status_t opencl_end_profile(ruda__server_t *base, ruda_stream_id_t stream,
+                                        ruda_profiling_token_t token,
+                                        ruda_profile_duration_t *out) {
+  return ruda__device_profile_end(&base->streams, stream, token, &ruda__ocl_profile_clock,
+                                  as_ocl(base), out);
+}
+
 static const ruda__server_vtable_t opencl_vtable = {
     .name = "opencl",
     .destroy = opencl_destroy,
@@ -231,7 +238,7 @@ static const ruda__server_vtable_t opencl_vtable = {
     .memory_cleanup = ruda__ocl_memory_cleanup,
     .allocation_mode = ruda__ocl_allocation_mode,
     .start_profile = ruda__ocl_start_profile,
-    .end_profile = ruda__ocl_end_profile,
+    .end_profile = opencl_end_profile,
     .completes_in_order = false,
     .comm_enabled = false,
 };
