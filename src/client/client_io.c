@@ -415,12 +415,8 @@ static ruda_status_t input_bytes(const void *data, uint64_t size, borrow_t *br,
   *borrowed = size >= BORROW_THRESHOLD;
   if (!*borrowed) return ruda_bytes_from_copy(data, size, out);
   ruda__completion_init(&br->done);
-  memset(out, 0, sizeof *out);
-  out->data = (void *)(uintptr_t)data; /* only read by the server */
-  out->size = size;
-  out->property = RUDA_BYTES_NATIVE;
-  out->release = borrow_release;
-  out->owner = br;
+  /* The caller's data, only read by the server. */
+  ruda__bytes_set((void *)(uintptr_t)data, size, RUDA_BYTES_NATIVE, borrow_release, br, out);
   return NULL;
 }
 

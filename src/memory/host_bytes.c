@@ -12,6 +12,15 @@ void ruda_bytes_release(ruda_bytes_t *b) {
   memset(b, 0, sizeof *b);
 }
 
+void ruda__bytes_set(void *data, uint64_t size, ruda_bytes_property_t property,
+                     void (*release)(ruda_bytes_t *self), void *owner, ruda_bytes_t *out) {
+  out->data = data;
+  out->size = size;
+  out->property = property;
+  out->release = release;
+  out->owner = owner;
+}
+
 static void bytes_free_native(ruda_bytes_t *b) { ruda__free(b->owner); }
 
 ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t *out) {
@@ -23,11 +32,7 @@ ruda_status_t ruda_bytes_from_copy(const void *data, uint64_t size, ruda_bytes_t
   void *p = ruda__malloc(size ? (size_t)size : 1);
   if (!p) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
   if (size) memcpy(p, data, (size_t)size);
-  out->data = p;
-  out->size = size;
-  out->property = RUDA_BYTES_NATIVE;
-  out->release = bytes_free_native;
-  out->owner = p;
+  ruda__bytes_set(p, size, RUDA_BYTES_NATIVE, bytes_free_native, p, out);
   return NULL;
 }
 
@@ -37,11 +42,7 @@ static void staging_release(ruda_bytes_t *b) {
 }
 
 void ruda__bytes_of_staging(ruda_memory_t *m, void *data, uint64_t size, ruda_bytes_t *out) {
-  out->data = data;
-  out->size = size;
-  out->property = RUDA_BYTES_PINNED;
-  out->release = staging_release;
-  out->owner = m;
+  ruda__bytes_set(data, size, RUDA_BYTES_PINNED, staging_release, m, out);
 }
 
 void ruda_resource_release(ruda_resource_t *r) {

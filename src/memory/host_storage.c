@@ -53,10 +53,8 @@ static ruda_status_t ruda__host_alloc(void *self, uint64_t size, ruda__storage_h
     memset(p, 0, (size_t)size);
   }
   s->outstanding += size;
-  out->id = atomic_fetch_add_explicit(&ruda__storage_next_id, 1, memory_order_relaxed);
-  out->base = (uint64_t)(uintptr_t)p;
-  out->offset = 0;
-  out->size = size;
+  uint64_t id = atomic_fetch_add_explicit(&ruda__storage_next_id, 1, memory_order_relaxed);
+  *out = ruda__storage_handle_whole(id, (uint64_t)(uintptr_t)p, size);
   return NULL;
 }
 

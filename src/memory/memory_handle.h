@@ -28,6 +28,11 @@ uint64_t ruda__memory_id(const ruda_memory_t *m);
 /* Drops a handle's reference (handles count in both the handle count and
  * the total). */
 void ruda__memory_release_handle(ruda_memory_t *m);
+/* Sets every field of *out: `size` bytes at `data` of kind `property`,
+ * which ruda_bytes_release gives back through release(out) (with `owner`
+ * in out->owner). Never fails. */
+void ruda__bytes_set(void *data, uint64_t size, ruda_bytes_property_t property,
+                     void (*release)(ruda_bytes_t *self), void *owner, ruda_bytes_t *out);
 /* Pinned staging as host bytes: *out holds `size` bytes at `data`, inside
  * the memory of handle `m` (taken), which ruda_bytes_release releases. */
 void ruda__bytes_of_staging(ruda_memory_t *m, void *data, uint64_t size, ruda_bytes_t *out);

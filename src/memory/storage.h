@@ -23,6 +23,14 @@ typedef struct ruda__storage_handle {
   uint64_t size;   /* bytes in the view */
 } ruda__storage_handle_t;
 
+/* A view of a whole allocation: `size` bytes from `base`, allocation `id`
+ * (what a storage's alloc returns). */
+static inline ruda__storage_handle_t ruda__storage_handle_whole(uint64_t id, uint64_t base,
+                                                                uint64_t size) {
+  ruda__storage_handle_t h = {id, base, 0, size};
+  return h;
+}
+
 /* The view's first byte. */
 static inline uint64_t ruda__storage_handle_addr(const ruda__storage_handle_t *h) {
   return h->base + h->offset;
