@@ -261,15 +261,13 @@ static void spans_poll(ruda__stream_pipeline_t *p, ruda__stream_pipe_t *pipe, bo
   for (; done < pipe->nspans; done++) {
     ruda__trace_span_t *t = &pipe->spans[done];
     uint64_t ns = 0;
-    int r = p->timer->elapsed(p->backend, t->start, t->end, wait, &ns);
-    if (r < 0) break;
-    if (r > 0) {
-      uint64_t start =
-          t->enqueued_ns > pipe->spans_last_end ? t->enqueued_ns : pipe->spans_last_end;
-      ruda__trace_slice(p->server->device, ruda__stream_of_ext(pipe)->id, t->category, t->name,
-                        start, start + ns, t->bytes);
-      pipe->spans_last_end = start + ns;
-    }
+    if (p->timer->elapsed(p->backend, t->start, t->end, wait, &ns) < 0) break;
+    /* Not measured (a driver without timestamps for the marks, a failed
+     * operation): the slice is still there, without a duration. */
+    uint64_t start = t->enqueued_ns > pipe->spans_last_end ? t->enqueued_ns : pipe->spans_last_end;
+    ruda__trace_slice(p->server->device, ruda__stream_of_ext(pipe)->id, t->category, t->name,
+                      start, start + ns, t->bytes);
+    pipe->spans_last_end = start + ns;
     p->timer->release(p->backend, t->start);
     p->timer->release(p->backend, t->end);
   }

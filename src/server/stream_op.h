@@ -87,7 +87,7 @@ typedef struct ruda__stream_timer {
   void *(*mark)(void *backend, void *stream);
   /* -1 while `end` has not completed (`wait`: waits for it first); else 1
    * with *ns the device time from `start` to `end`, or 0 when it cannot
-   * be measured (no slice). */
+   * be measured (the slice is then emitted without a duration). */
   int (*elapsed)(void *backend, void *start, void *end, bool wait, uint64_t *ns);
   /* Gives a mark back. */
   void (*release)(void *backend, void *mark);
