@@ -27,6 +27,7 @@
 #include "backends/cuda/cuda_internal.h"
 #include "base/alloc.h"
 #include "server/kernel_object.h"
+#include "server/kernel_cache.h"
 #include "server/module_table.h"
 #include "ruda/config.h"
 #include "ruda/kernel.h"
@@ -76,12 +77,9 @@ typedef struct entry {
 } entry_t;
 
 struct ruda__cuda_module_cache {
+  ruda__kernel_cache_t base; /* first; its table: kernel hash -> entry_t */
   const ruda__cuda_api_t *api;
   uint32_t cc;
-  uint64_t props_checksum;
-  ruda__module_table_t table; /* kernel hash -> entry_t */
-  bool disk_disabled;
-  char dir[RUDA_CONFIG_PATH_MAX + 8]; /* {cache root}/cuda; "" when off */
   /* The disk key's hash state after what every key of this cache shares
    * (format, device, driver, the NVRTC options), made on first use
    * (key_state). */
@@ -99,19 +97,11 @@ ruda__cuda_module_cache_t *ruda__cuda_module_cache_create(const ruda__cuda_api_t
                                                           uint32_t cc,
                                                           uint64_t properties_checksum,
                                                           const char *cache_dir) {
-  ruda__cuda_module_cache_t *c = ruda__calloc(1, sizeof *c);
+  ruda__cuda_module_cache_t *c =
+      ruda__kernel_cache_create(sizeof *c, properties_checksum, cache_dir, "cuda");
   if (c == NULL) return NULL;
   c->api = api;
   c->cc = cc;
-  c->props_checksum = properties_checksum;
-  if (!ruda__module_table_init(&c->table)) {
-    ruda__free(c);
-    return NULL;
-  }
-  char why[sizeof c->dir + 256];
-  c->disk_disabled = !ruda__binary_cache_dir(cache_dir, "cuda", c->dir, sizeof c->dir, why,
-                                             sizeof why);
-  if (why[0]) ruda__cuda_warn("%s", why);
   return c;
 }
 
@@ -130,8 +120,7 @@ static void release_entry(void *value, void *ctx) {
 void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload) {
   if (c == NULL) return;
   release_ctx_t r = {c->api, skip_unload};
-  ruda__module_table_destroy(&c->table, release_entry, &r);
-  ruda__free(c);
+  ruda__kernel_cache_destroy(c, release_entry, &r);
 }
 
 /* ---- NVRTC ---- */
@@ -342,7 +331,7 @@ static void hash_options(ruda__hasher_t *h, uint32_t cc) {
 static void key_state(ruda__cuda_module_cache_t *c) {
   ruda__hasher_init(&c->key_prefix, CACHE_SEED);
   ruda__hasher_u32(&c->key_prefix, CACHE_FORMAT);
-  ruda__hasher_u64(&c->key_prefix, c->props_checksum);
+  ruda__hasher_u64(&c->key_prefix, c->base.props_checksum);
   ruda__hasher_u32(&c->key_prefix, (uint32_t)c->api->driver_version);
   ruda__hasher_u32(&c->key_prefix, c->cc);
   hash_options(&c->key_prefix, c->cc);
@@ -402,8 +391,8 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__cuda_module_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  if (ruda__binary_cache_store(&cubin_kind, c->dir, path, nvrtc_version_word(), bin, size, "cuda",
-                               &g_disk_writes, &c->disk_disabled))
+  if (ruda__binary_cache_store(&cubin_kind, c->base.dir, path, nvrtc_version_word(), bin, size,
+                               "cuda", &g_disk_writes, &c->base.disk_disabled))
     ruda__cuda_log("compilation", "cached %s (%zu bytes)", path, size);
 }
 
@@ -434,7 +423,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
                                           const ruda_kernel_t *kernel,
                                           ruda__cuda_function_t **out) {
   ruda_hash128_t key = ruda_kernel_hash(kernel);
-  entry_t *e = ruda__module_table_find(&c->table, key);
+  entry_t *e = ruda__module_table_find(&c->base.table, key);
   if (e != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
     *out = &e->fn;
@@ -460,11 +449,11 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
       s = load_module(c->api, code->data, code->entry, &mod, &fn);
       break;
     default: {
-      char path[sizeof c->dir + 48];
+      char path[sizeof c->base.dir + 48];
       uint64_t t0 = ruda__now_ns();
-      bool use_disk = !c->disk_disabled &&
-                      ruda__binary_cache_path(c->dir, disk_key(c, kernel, code), ".cubin", path,
-                                              sizeof path);
+      bool use_disk = !c->base.disk_disabled &&
+                      ruda__binary_cache_path(c->base.dir, disk_key(c, kernel, code), ".cubin",
+                                              path, sizeof path);
       if (use_disk) {
         size_t size = 0;
         uint64_t t1 = ruda__now_ns();
@@ -519,7 +508,7 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
     e->fn.shared_mem_set = 0;
     e->fn.from_disk = from_disk;
   }
-  if (e == NULL || !ruda__module_table_insert(&c->table, key, e)) {
+  if (e == NULL || !ruda__module_table_insert(&c->base.table, key, e)) {
     ruda__free(e);
     c->api->cuModuleUnload(mod);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", d->name);

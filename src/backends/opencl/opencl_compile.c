@@ -26,6 +26,7 @@
 
 #include "backends/opencl/opencl_internal.h"
 #include "base/alloc.h"
+#include "server/kernel_cache.h"
 #include "server/module_table.h"
 #include "server/portable_kernel.h"
 #include "server/binary_cache.h"
@@ -223,13 +224,10 @@ typedef struct entry {
 } entry_t;
 
 struct ruda__opencl_program_cache {
+  ruda__kernel_cache_t base; /* first; its table: kernel hash -> entry_t */
   const ruda__opencl_api_t *api;
   cl_context ctx;
   const ruda__opencl_device_t *dev;
-  uint64_t props_checksum;
-  char dir[1040]; /* {cache root}/opencl; "" : no disk cache */
-  ruda__module_table_t table; /* kernel hash -> entry_t */
-  bool disk_disabled;
   ruda__hasher_t key_prefix; /* the disk key's state after its device part */
 };
 
@@ -238,20 +236,12 @@ static void key_prefix_init(ruda__opencl_program_cache_t *c);
 ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
     const ruda__opencl_api_t *api, cl_context ctx, const ruda__opencl_device_t *dev,
     uint64_t properties_checksum, const char *cache_dir) {
-  ruda__opencl_program_cache_t *c = ruda__calloc(1, sizeof *c);
+  ruda__opencl_program_cache_t *c =
+      ruda__kernel_cache_create(sizeof *c, properties_checksum, cache_dir, "opencl");
   if (c == NULL) return NULL;
   c->api = api;
   c->ctx = ctx;
   c->dev = dev;
-  c->props_checksum = properties_checksum;
-  if (!ruda__module_table_init(&c->table)) {
-    ruda__free(c);
-    return NULL;
-  }
-  char why[sizeof c->dir + 256];
-  c->disk_disabled = !ruda__binary_cache_dir(cache_dir, "opencl", c->dir, sizeof c->dir, why,
-                                             sizeof why);
-  if (why[0]) ruda__opencl_warn("%s", why);
   key_prefix_init(c);
   return c;
 }
@@ -266,8 +256,7 @@ static void release_entry(void *value, void *ctx) {
 
 void ruda__opencl_program_cache_destroy(ruda__opencl_program_cache_t *c) {
   if (c == NULL) return;
-  ruda__module_table_destroy(&c->table, release_entry, (void *)c->api);
-  ruda__free(c);
+  ruda__kernel_cache_destroy(c, release_entry, (void *)c->api);
 }
 
 /* ---- Disk cache ---- */
@@ -282,7 +271,7 @@ static void key_prefix_init(ruda__opencl_program_cache_t *c) {
   ruda__hasher_t *h = &c->key_prefix;
   ruda__hasher_init(h, CACHE_SEED);
   ruda__hasher_u32(h, CACHE_FORMAT);
-  ruda__hasher_u64(h, c->props_checksum);
+  ruda__hasher_u64(h, c->base.props_checksum);
   const char *names[] = {d->platform_name, d->platform_version, d->props.name,
                          d->device_version, d->driver_version};
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -310,8 +299,8 @@ static void *disk_read(const char *path, size_t *out_size) {
 
 static void disk_write(ruda__opencl_program_cache_t *c, const char *path, const void *bin,
                        size_t size) {
-  if (ruda__binary_cache_store(&clbin_kind, c->dir, path, 0, bin, size, "opencl", &g_disk_writes,
-                               &c->disk_disabled))
+  if (ruda__binary_cache_store(&clbin_kind, c->base.dir, path, 0, bin, size, "opencl",
+                               &g_disk_writes, &c->base.disk_disabled))
     ruda__opencl_log("compilation", "cached %s (%zu bytes)", path, size);
 }
 
@@ -387,7 +376,7 @@ static bool is_pocl(const ruda__opencl_device_t *d) {
 }
 
 bool ruda__opencl_program_cache_has(const ruda__opencl_program_cache_t *c, ruda_hash128_t key) {
-  return ruda__module_table_find(&c->table, key) != NULL;
+  return ruda__module_table_find(&c->base.table, key) != NULL;
 }
 
 ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
@@ -396,7 +385,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
                                              const char *const *options, size_t num_options,
                                              const ruda__compile_failure_t *portable,
                                              ruda__opencl_function_t **out) {
-  entry_t *e = ruda__module_table_find(&c->table, key);
+  entry_t *e = ruda__module_table_find(&c->base.table, key);
   if (e != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
     *out = &e->fn;
@@ -408,10 +397,10 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   if (len == 0) len = strlen(source);
   char *opts = join_options(options, num_options);
   if (opts == NULL) return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "joining options");
-  char path[sizeof c->dir + 48];
-  bool use_disk = !c->disk_disabled &&
-                  ruda__binary_cache_path(c->dir, disk_key(c, key, entry, opts), ".clbin", path,
-                                          sizeof path);
+  char path[sizeof c->base.dir + 48];
+  bool use_disk = !c->base.disk_disabled &&
+                  ruda__binary_cache_path(c->base.dir, disk_key(c, key, entry, opts), ".clbin",
+                                          path, sizeof path);
   cl_program prog = NULL;
   bool from_disk = false;
   if (use_disk) {
@@ -466,7 +455,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
   }
   e->program = prog;
   e->fn.from_disk = from_disk;
-  if (!ruda__module_table_insert(&c->table, key, e)) {
+  if (!ruda__module_table_insert(&c->base.table, key, e)) {
     api->clReleaseKernel(e->fn.kernel);
     api->clReleaseProgram(prog);
     ruda__free(e);
