@@ -6,7 +6,9 @@
  *    per-unit regions are plain loops over the ruda's units (barriers are
  *    the boundaries between those loops, so they cost nothing);
  *  - ruda_cpu__NAME: the CPU backend's kernel function (called once per
- *    ruda), which unpacks buffers and scalars and calls the body;
+ *    ruda), which unpacks buffers and scalars and calls the body
+ *    (ruda_run__NAME; ruda_cpu_wide__NAME for rudas at or past 2^31 units
+ *    in x, see RUDA__CPU_KERNEL);
  *  - ruda_desc__NAME / ruda_launch__NAME: host helpers behind
  *    RUDA_KERNEL_DESC, RUDA_KERNEL_CREATE and RUDA_LAUNCH.
  * The kernel text for the GPU backends comes from the embed step (see
@@ -148,8 +150,8 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
  * unit. As a uint32_t sum, which wraps at 2^32 as on a GPU (and still does
  * for the other rudas), the index was not affine and GCC vectorised no such
  * region. See RUDA__CPU_KERNEL for how the two are told apart. */
-#define RUDA__CPU_ABS_X(ux)                                                             \
-  (ruda__xfit ? (uint32_t)((uint64_t)(ruda_pos.x * ruda_dim.x & 0x7fffffffu) + (ux))       \
+#define RUDA__CPU_ABS_X(ux)                                                                  \
+  (ruda__xfit ? (uint32_t)((uint64_t)((ruda_pos.x * ruda_dim.x) & 0x7fffffffu) + (ux))      \
               : ruda_pos.x * ruda_dim.x + (ux))
 #define RUDA__CPU_UNITS(u)                                                                   \
   for (uint32_t ruda__uz = 0; ruda__uz < ruda_dim.z; ruda__uz++)                             \
@@ -328,9 +330,9 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
  * which compiles faster than a second copy of the whole body. */
 #if defined(RUDA__CPU_RUNTIME)
 #define RUDA__CPU_WIDE_FN(kname_)
-#define RUDA__CPU_RUN(kname_, kdims_)                                                          \
-  ruda_run__##kname_(ruda__ctx,                                                               \
-                     ruda__cpu_abs_x_fits(ruda__ctx->ruda_pos.x, RUDA__CPU_DIMS(kdims_, ruda__ctx).x));
+#define RUDA__CPU_RUN(kname_, kdims_)                                                      \
+  ruda_run__##kname_(ruda__ctx, ruda__cpu_abs_x_fits(ruda__ctx->ruda_pos.x,                  \
+                                                     RUDA__CPU_DIMS(kdims_, ruda__ctx).x));
 #else
 #define RUDA__CPU_WIDE_FN(kname_)                                                              \
   static __attribute__((noinline, cold, unused)) void ruda_cpu_wide__##kname_(                  \
