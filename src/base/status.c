@@ -59,14 +59,15 @@ typedef struct {
 } kind_info_t;
 
 enum {
-#define X(k, n, f, v, sh, t, bt, dc) KI_##k,
+#define X(k, f, v, sh, t, bt, dc) KI_##k,
   RUDA__ERROR_KINDS(X)
 #undef X
   KI_COUNT
 };
 
 static const kind_info_t k_kinds[KI_COUNT] = {
-#define X(k, n, f, v, sh, t, bt, dc) {k, n, f, v, sh, t, bt, (ruda_error_kind_t)(dc)},
+#define X(k, f, v, sh, t, bt, dc) \
+  {k, RUDA__FAMILY_NAME_##f "::" v, RUDA_FAMILY_##f, v, sh, t, bt, (ruda_error_kind_t)(dc)},
     RUDA__ERROR_KINDS(X)
 #undef X
 };
@@ -74,14 +75,14 @@ static const kind_info_t k_kinds[KI_COUNT] = {
 /* The errors handed out when memory is exhausted: one per kind, never
  * written after initialization. */
 static struct ruda_status g_static[KI_COUNT] = {
-#define X(k, n, f, v, sh, t, bt, dc) {.kind = k, .is_static = true},
+#define X(k, f, v, sh, t, bt, dc) {.kind = k, .is_static = true},
     RUDA__ERROR_KINDS(X)
 #undef X
 };
 
 static int kind_index(ruda_error_kind_t kind) {
   switch (kind) {
-#define X(k, n, f, v, sh, t, bt, dc) \
+#define X(k, f, v, sh, t, bt, dc) \
   case k:                            \
     return KI_##k;
     RUDA__ERROR_KINDS(X)
