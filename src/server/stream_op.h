@@ -17,11 +17,14 @@
  * record, wait on, query, synchronize, release; optionally a timer for the
  * trace. Everything about ordering, lifetime and the trace is here.
  * Launches, writes and reads run the whole pipeline here
- * (ruda__stream_launch, ruda__stream_write, ruda__stream_read): the
- * backend's function receives the operation prepared (ruda__launch_ctx_t,
- * ruda__copy_ctx_t: the stream, its extension, the resolved storage) and
- * makes only its device calls. The backends' other operations (graphs,
- * collectives) call the steps themselves.
+ * (ruda__stream_launch, ruda__stream_write, ruda__stream_read: steps 1 to
+ * 4 in one call into stream_op.c, the device calls, step 6 in another):
+ * the backend's function receives the operation prepared
+ * (ruda__launch_ctx_t, ruda__copy_ctx_t: the stream, its extension, the
+ * resolved storage) and makes only its device calls. Allocations
+ * (ruda__stream_alloc) and syncs (ruda__stream_trace_sync) are traced
+ * here too. The backends' other operations (graphs, collectives) call the
+ * steps themselves.
  *
  * The backend's extension of a stream's state (stream_table.h) starts with
  * a ruda__stream_pipe_t, so that the extension and the pipe have one
