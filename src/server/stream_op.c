@@ -357,6 +357,13 @@ bool ruda__stream_pipe_memory_idle(ruda__stream_pipeline_t *p, void *stream,
              ruda__device_settings_initial_mode(&p->server->utilities.settings);
 }
 
+ruda_memory_usage_t ruda__stream_pipe_usage(void *ctx, ruda__stream_t *rs) {
+  (void)ctx;
+  ruda__stream_pipe_t *pipe = ruda__stream_ext(rs);
+  ruda_memory_usage_t none = {0, 0, 0, 0};
+  return pipe->ready ? ruda__memory_usage(pipe->memory) : none;
+}
+
 void ruda__stream_pipe_deinit(ruda__stream_pipeline_t *p, void *stream, bool fences_alive) {
   ruda__stream_pipe_t *pipe = stream;
   if (fences_alive) {

@@ -205,6 +205,9 @@ void ruda__stream_pipe_poll_all(ruda__stream_pipeline_t *p);
 bool ruda__stream_pipe_settled(ruda__stream_pipeline_t *p, void *stream);
 bool ruda__stream_pipe_memory_idle(ruda__stream_pipeline_t *p, void *stream,
                                    ruda__memory_manager_t *staging);
+/* The stream table's `usage` hook of a device backend (ctx unused): the
+ * usage of the stream's device memory, zero before it was set up. */
+ruda_memory_usage_t ruda__stream_pipe_usage(void *ctx, ruda__stream_t *rs);
 /* Frees the pipe of `stream`: waits for its kept bindings and trace
  * slices, or releases them at once when `fences_alive` is false (the
  * device took the fences and marks with it). */

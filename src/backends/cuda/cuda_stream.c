@@ -33,6 +33,12 @@ static bool page_list_push(page_list_t *l, uint64_t addr, uint64_t size) {
   return true;
 }
 
+/* Forgets every page of `l` (freed, or gone with a reset context). */
+static void page_list_clear(page_list_t *l) {
+  l->n = 0;
+  l->bytes = 0;
+}
+
 /* A stashed page of exactly `size` bytes (pools ask for few sizes), the
  * latest first; false when there is none. */
 static bool stash_take(page_stash_t *st, uint64_t size, CUdeviceptr *out) {
@@ -50,14 +56,10 @@ static bool stash_take(page_stash_t *st, uint64_t size, CUdeviceptr *out) {
 void ruda__cuda_stash_drain(page_stash_t *st) {
   page_list_t *l = &st->list;
   for (size_t i = 0; i < l->n; i++) st->api->cuMemFree((CUdeviceptr)l->pages[i].addr);
-  l->n = 0;
-  l->bytes = 0;
+  page_list_clear(l);
 }
 
-void ruda__cuda_stash_forget(page_stash_t *st) {
-  st->list.n = 0;
-  st->list.bytes = 0;
-}
+void ruda__cuda_stash_forget(page_stash_t *st) { page_list_clear(&st->list); }
 
 void ruda__cuda_stash_destroy(page_stash_t *st) {
   ruda__cuda_stash_drain(st);
@@ -114,10 +116,7 @@ static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t
   CUdeviceptr p = 0;
   ruda_status_t e = ruda__cuda_gpu_malloc(g, size, &p);
   if (e) return e;
-  out->id = ++g->next_id;
-  out->base = (uint64_t)p;
-  out->offset = 0;
-  out->size = size;
+  *out = ruda__storage_handle_whole(++g->next_id, (uint64_t)p, size);
   ruda__cuda_log("memory", "device page of %llu bytes at 0x%llx", (unsigned long long)size,
                  (unsigned long long)p);
   return NULL;
@@ -131,8 +130,7 @@ void ruda__cuda_gpu_flush(void *self) {
   gpu_storage_t *g = self;
   for (size_t i = 0; i < g->pending.n; i++)
     gpu_free_now(g, g->pending.pages[i].addr, g->pending.pages[i].size);
-  g->pending.n = 0;
-  g->pending.bytes = 0;
+  page_list_clear(&g->pending);
 }
 
 static void gpu_destroy(void *self) {
@@ -150,10 +148,7 @@ static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handl
   void *ptr = NULL;
   CUresult r = p->api->cuMemAllocHost(&ptr, size ? (size_t)size : 1);
   if (r != CUDA_SUCCESS) return ruda__cu_alloc_error(r, "cuMemAllocHost", size);
-  out->id = ++p->next_id;
-  out->base = (uint64_t)(uintptr_t)ptr;
-  out->offset = 0;
-  out->size = size;
+  *out = ruda__storage_handle_whole(++p->next_id, (uint64_t)(uintptr_t)ptr, size);
   return NULL;
 }
 
@@ -167,8 +162,7 @@ void ruda__cuda_pinned_flush(void *self) {
   pinned_storage_t *p = self;
   for (size_t i = 0; i < p->pending.n; i++)
     p->api->cuMemFreeHost((void *)(uintptr_t)p->pending.pages[i].addr);
-  p->pending.n = 0;
-  p->pending.bytes = 0;
+  page_list_clear(&p->pending);
 }
 
 static void pinned_destroy(void *self) {
@@ -495,16 +489,9 @@ static void cuda_stream_release(void *ctx, ruda__stream_t *rs) {
   if (st->pipe.ready) ruda__cuda_stream_free(s, st, s->context_alive);
 }
 
-static ruda_memory_usage_t cuda_stream_usage(void *ctx, ruda__stream_t *rs) {
-  (void)ctx;
-  cuda_stream_t *st = cuda_ext(rs);
-  ruda_memory_usage_t none = {0, 0, 0, 0};
-  return st->pipe.ready ? ruda__memory_usage(st->gpu) : none;
-}
-
 /* ctx is set per server in cuda_create_server. */
 const ruda__stream_table_ops_t ruda__cuda_stream_ops = {sizeof(cuda_stream_t), cuda_stream_quiesce,
-                                                        cuda_stream_release, cuda_stream_usage,
-                                                        NULL};
+                                                        cuda_stream_release,
+                                                        ruda__stream_pipe_usage, NULL};
 
 #endif /* RUDA_HAVE_CUDA_HEADERS */

@@ -158,10 +158,7 @@ static ruda_status_t store_alloc(void *self, uint64_t size, ruda__storage_handle
     /* Unlisted, reads into it are only slower (blocking, Copies). */
     (void)pinned_add(s, p->host, size);
   }
-  out->id = ++g->next_id;
-  out->base = (uint64_t)(uintptr_t)p;
-  out->offset = 0;
-  out->size = size;
+  *out = ruda__storage_handle_whole(++g->next_id, (uint64_t)(uintptr_t)p, size);
   ruda__opencl_log("memory", "%s page of %llu bytes", g->pinned ? "pinned" : "device",
                    (unsigned long long)size);
   return NULL;
@@ -544,15 +541,9 @@ static void ocl_stream_release(void *ctx, ruda__stream_t *rs) {
   if (st->pipe.ready) stream_free(s, st);
 }
 
-static ruda_memory_usage_t ocl_stream_usage(void *ctx, ruda__stream_t *rs) {
-  (void)ctx;
-  ocl_stream_t *st = ocl_ext(rs);
-  ruda_memory_usage_t none = {0, 0, 0, 0};
-  return st->pipe.ready ? ruda__memory_usage(st->dev) : none;
-}
-
 /* ctx is set per server in opencl_create_server. */
 const ruda__stream_table_ops_t ruda__ocl_stream_ops = {sizeof(ocl_stream_t), ocl_stream_quiesce,
-                                                       ocl_stream_release, ocl_stream_usage, NULL};
+                                                       ocl_stream_release,
+                                                       ruda__stream_pipe_usage, NULL};
 
 #endif /* RUDA_HAVE_OPENCL_HEADERS */
