@@ -82,3 +82,23 @@ size_t ruda__tune_rank(const ruda__tune_result_t *r, size_t n, uint32_t *order) 
     if (r[i].state == RUDA__TUNE_MEASURED && !r[i].num_samples) order[k++] = (uint32_t)i;
   return k;
 }
+
+size_t ruda__tune_round_order(const ruda__tune_result_t *r, size_t n, uint32_t *order) {
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].state == RUDA__TUNE_MEASURED && !r[i].dropped && !r[i].num_samples)
+      order[k++] = (uint32_t)i;
+  size_t unsampled = k;
+  for (size_t i = 0; i < n; i++)
+    if (r[i].state == RUDA__TUNE_MEASURED && !r[i].dropped && r[i].num_samples) {
+      /* insertion by (fastest sample, index) */
+      double f = fastest(&r[i]);
+      size_t j = k++;
+      while (j > unsampled && fastest(&r[order[j - 1]]) > f) {
+        order[j] = order[j - 1];
+        j--;
+      }
+      order[j] = (uint32_t)i;
+    }
+  return k;
+}

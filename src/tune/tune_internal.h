@@ -76,6 +76,13 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor);
  * current (ruda__tune_score). */
 size_t ruda__tune_rank(const ruda__tune_result_t *r, size_t n, uint32_t *order);
 
+/* The order of a round of repetitions: the candidates still measured
+ * (not excluded, not dropped), those without a sample first (by index),
+ * then by their fastest sample (ties: lower index first), so that the
+ * budget goes to the contenders before it runs out. Writes the indices to
+ * `order` (room for n) and returns how many. */
+size_t ruda__tune_round_order(const ruda__tune_result_t *r, size_t n, uint32_t *order);
+
 /* ---- Keys (tune_op.c) ---- */
 
 /* The bucket of each key value under `dims` (num_dims values) and the

@@ -880,8 +880,11 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
     ruda__tune_drop_slow(r, op->num_cands, RUDA__TUNE_DROP_FACTOR_FIRST);
   bool spent = false;
   for (uint32_t rep = 0; rep < op->plan.reps && !spent; rep++) {
-    for (size_t i = 0; i < op->num_cands; i++) {
-      if (r[i].state != RUDA__TUNE_MEASURED || r[i].dropped || r[i].num_samples > rep) continue;
+    uint32_t round[RUDA__TUNE_MAX_CANDIDATES];
+    size_t in_round = ruda__tune_round_order(r, op->num_cands, round);
+    for (size_t o = 0; o < in_round; o++) {
+      size_t i = round[o];
+      if (r[i].num_samples > rep) continue;
       if (r[i].num_samples && now_ms() - t_measure >= op->budget_ms) {
         spent = true;
         break;

@@ -223,6 +223,24 @@ TEST(tune_one_short_slow_sample_does_not_drop) {
   ASSERT_TRUE(r[3].dropped);
 }
 
+TEST(tune_round_measures_contenders_first) {
+  ruda__tune_result_t r[5];
+  const double slow = 500, fast[2] = {300, 90}, mid = 200;
+  fill(&r[0], &slow, 1);
+  fill(&r[1], fast, 2);
+  memset(&r[2], 0, sizeof r[2]); /* no sample yet: first */
+  fill(&r[3], &mid, 1);
+  fill(&r[4], &mid, 1);
+  r[4].dropped = true; /* left out, as excluded ones are */
+  uint32_t order[5];
+  size_t n = ruda__tune_round_order(r, 5, order);
+  ASSERT_UEQ(n, 4);
+  ASSERT_UEQ(order[0], 2);
+  ASSERT_UEQ(order[1], 1); /* fastest sample 90 */
+  ASSERT_UEQ(order[2], 3);
+  ASSERT_UEQ(order[3], 0);
+}
+
 static void sample_record(ruda__tune_record_t *r) {
   memset(r, 0, sizeof *r);
   strcpy(r->version, ruda_version_string());
