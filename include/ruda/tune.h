@@ -29,9 +29,11 @@
  * (a compile error, a fault), or whose output differs from the reference
  * candidate's beyond the tolerance. A candidate clearly slower than the
  * best (its best time over 2x the best's after one sample each, a single
- * sample also 10 ms over it; over 1.5x later) stops being measured early,
+ * sample also 10 ms over it; over 1.5x later; only once the repetitions'
+ * measured time reaches 20 ms: short kernels are all measured, and get
+ * more repetitions, up to 32, until then) stops being measured early,
  * and the repetitions of each key get a time budget ([autotune]
- * budget_ms). Every candidate runs once first, whatever the budget, and
+ * budget_ms), each round measuring the fastest candidates first. Every candidate runs once first, whatever the budget, and
  * is checked then. A kernel compiled at its first launch (every kernel on
  * a GPU; on the CPU one made from text) is first launched with a single
  * ruda, which compiles it, unless the candidate has its own `launch`

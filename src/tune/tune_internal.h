@@ -54,6 +54,11 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
 #define RUDA__TUNE_DROP_FACTOR_FIRST 2.0
 #define RUDA__TUNE_DROP_FACTOR 1.5
 
+/* Repetitions past the level's count, while all the rounds' samples so
+ * far add up to less than this (ns) and up to RUDA__TUNE_MAX_SAMPLES
+ * rounds: more samples of short kernels, whose runs are the noisiest. */
+#define RUDA__TUNE_SHORT_NS 20e6
+
 /* Fills r->score and r->spread from its samples: the 20th percentile and
  * (p80 - p20) / p20 (nearest rank). */
 void ruda__tune_score(ruda__tune_result_t *r);

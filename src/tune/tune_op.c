@@ -879,7 +879,14 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   if (first_is_sample && op->plan.early_drop)
     ruda__tune_drop_slow(r, op->num_cands, RUDA__TUNE_DROP_FACTOR_FIRST);
   bool spent = false;
-  for (uint32_t rep = 0; rep < op->plan.reps && !spent; rep++) {
+  /* The level's repetitions; short kernels get more rounds (up to the
+   * samples kept) while the rounds' measured time stays short: a noisy
+   * 30 us run costs little to measure again. */
+  double measured_ns = 0;
+  for (uint32_t rep = 0;
+       !spent && (rep < op->plan.reps ||
+                  (rep < RUDA__TUNE_MAX_SAMPLES && measured_ns < RUDA__TUNE_SHORT_NS));
+       rep++) {
     uint32_t round[RUDA__TUNE_MAX_CANDIDATES];
     size_t in_round = ruda__tune_round_order(r, op->num_cands, round);
     for (size_t o = 0; o < in_round; o++) {
@@ -903,9 +910,12 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
         }
         ns = (double)ruda_profile_duration_ns(dur);
       }
+      measured_ns += ns;
       if (r[i].num_samples < RUDA__TUNE_MAX_SAMPLES) r[i].samples[r[i].num_samples++] = ns;
     }
-    if (op->plan.early_drop)
+    /* Dropping saves time only where runs are long; among short ones a
+     * burst of load over a few rounds would drop a close contender. */
+    if (op->plan.early_drop && measured_ns >= RUDA__TUNE_SHORT_NS)
       ruda__tune_drop_slow(r, op->num_cands,
                            rep == 0 ? RUDA__TUNE_DROP_FACTOR_FIRST : RUDA__TUNE_DROP_FACTOR);
   }
