@@ -400,7 +400,7 @@ ruda_status_t ruda__cuda_flush(cuda_server_t *s, ruda_stream_id_t stream) {
   cuda_stream_t *st = ruda__stream_pipe_find(&s->pipeline, stream);
   if (st != NULL) {
     ruda__drop_queue_flush(st->drops);
-    ruda__cuda_gpu_flush(st->gpu_store);
+    ruda__cuda_storage_flush(st->gpu_store);
   }
   ruda__stream_t *rs = ruda__stream_find(&s->base.streams, stream);
   ruda_status_t e = rs ? ruda__stream_check(rs, RUDA__MODE_DRAIN) : NULL;

@@ -29,7 +29,7 @@ static ruda_status_t upload_info(cuda_server_t *s, cuda_stream_t *st, const ruda
     ruda_status_t e = ruda__cuda_gpu_malloc(st->gpu_store, cap, &p);
     if (e) return e;
     /* Freed at the next flush: kernels before may still read it. */
-    if (st->info_dev != 0) ruda__cuda_gpu_retire(st->gpu_store, st->info_dev, st->info_cap);
+    if (st->info_dev != 0) ruda__cuda_storage_retire(st->gpu_store, st->info_dev, st->info_cap);
     st->info_dev = p;
     st->info_cap = cap;
   }

@@ -111,10 +111,10 @@ void ruda__cuda_memory_cleanup(cuda_server_t *s, ruda_stream_id_t stream) {
   ruda__drop_queue_flush(st->drops);
   ruda__memory_cleanup(st->gpu, true);
   ruda__memory_cleanup(st->pinned, true);
-  ruda__cuda_gpu_flush(st->gpu_store);
+  ruda__cuda_storage_flush(st->gpu_store);
   /* Pinned pages may still be read by copies in flight. */
   s->api->cuStreamSynchronize(st->cu);
-  ruda__cuda_pinned_flush(st->pin_store);
+  ruda__cuda_storage_flush(st->pin_store);
   ruda__server_trace_memory(&s->base);
 }
 

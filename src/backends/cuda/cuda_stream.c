@@ -98,17 +98,34 @@ ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr
   return NULL;
 }
 
-/* Frees `p` now (in stream order with cuMemFreeAsync), or stashes it when
- * the state is going away with nothing in flight. */
-static void gpu_free_now(gpu_storage_t *g, uint64_t p, uint64_t size) {
+void ruda__cuda_storage_retire(void *storage, uint64_t addr, uint64_t size) {
+  deferred_frees_t *d = storage;
+  if (!page_list_push(&d->pending, addr, size)) d->free_page(storage, addr, size);
+}
+
+void ruda__cuda_storage_flush(void *storage) {
+  deferred_frees_t *d = storage;
+  for (size_t i = 0; i < d->pending.n; i++)
+    d->free_page(storage, d->pending.pages[i].addr, d->pending.pages[i].size);
+  page_list_clear(&d->pending);
+}
+
+/* Flushes a device or pinned storage and frees it. */
+static void storage_destroy(void *storage) {
+  deferred_frees_t *d = storage;
+  ruda__cuda_storage_flush(storage);
+  ruda__free(d->pending.pages);
+  ruda__free(storage);
+}
+
+/* A device page's free_page: now (in stream order with cuMemFreeAsync), or
+ * stashed when the state is going away with nothing in flight. */
+static void gpu_free_now(void *storage, uint64_t p, uint64_t size) {
+  gpu_storage_t *g = storage;
   if (g->use_async)
     g->api->cuMemFreeAsync((CUdeviceptr)p, g->stream);
   else if (!g->to_stash || !page_list_push(&g->stash->list, p, size))
     g->api->cuMemFree((CUdeviceptr)p);
-}
-
-void ruda__cuda_gpu_retire(gpu_storage_t *g, CUdeviceptr p, uint64_t size) {
-  if (!page_list_push(&g->pending, (uint64_t)p, size)) gpu_free_now(g, (uint64_t)p, size);
 }
 
 static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
@@ -123,25 +140,11 @@ static ruda_status_t gpu_alloc(void *self, uint64_t size, ruda__storage_handle_t
 }
 
 static void gpu_dealloc(void *self, const ruda__storage_handle_t *h) {
-  ruda__cuda_gpu_retire(self, (CUdeviceptr)h->base, h->size ? h->size : 1);
+  ruda__cuda_storage_retire(self, h->base, h->size ? h->size : 1);
 }
 
-void ruda__cuda_gpu_flush(void *self) {
-  gpu_storage_t *g = self;
-  for (size_t i = 0; i < g->pending.n; i++)
-    gpu_free_now(g, g->pending.pages[i].addr, g->pending.pages[i].size);
-  page_list_clear(&g->pending);
-}
-
-static void gpu_destroy(void *self) {
-  gpu_storage_t *g = self;
-  ruda__cuda_gpu_flush(g);
-  ruda__free(g->pending.pages);
-  ruda__free(g);
-}
-
-static const ruda__storage_vtable_t gpu_storage_vt = {gpu_alloc, gpu_dealloc, ruda__cuda_gpu_flush,
-                                                      gpu_destroy};
+static const ruda__storage_vtable_t gpu_storage_vt = {gpu_alloc, gpu_dealloc,
+                                                      ruda__cuda_storage_flush, storage_destroy};
 
 static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handle_t *out) {
   pinned_storage_t *p = self;
@@ -153,27 +156,17 @@ static ruda_status_t pinned_alloc(void *self, uint64_t size, ruda__storage_handl
 }
 
 static void pinned_dealloc(void *self, const ruda__storage_handle_t *h) {
-  pinned_storage_t *p = self;
-  if (!page_list_push(&p->pending, h->base, h->size))
-    p->api->cuMemFreeHost((void *)(uintptr_t)h->base);
+  ruda__cuda_storage_retire(self, h->base, h->size);
 }
 
-void ruda__cuda_pinned_flush(void *self) {
-  pinned_storage_t *p = self;
-  for (size_t i = 0; i < p->pending.n; i++)
-    p->api->cuMemFreeHost((void *)(uintptr_t)p->pending.pages[i].addr);
-  page_list_clear(&p->pending);
-}
-
-static void pinned_destroy(void *self) {
-  pinned_storage_t *p = self;
-  ruda__cuda_pinned_flush(p);
-  ruda__free(p->pending.pages);
-  ruda__free(p);
+/* A pinned page's free_page. */
+static void pinned_free_now(void *storage, uint64_t p, uint64_t size) {
+  (void)size;
+  ((pinned_storage_t *)storage)->api->cuMemFreeHost((void *)(uintptr_t)p);
 }
 
 static const ruda__storage_vtable_t pinned_storage_vt = {pinned_alloc, pinned_dealloc,
-                                                         ruda__cuda_pinned_flush, pinned_destroy};
+                                                         ruda__cuda_storage_flush, storage_destroy};
 
 /* ---- Event and block pools ---- */
 
@@ -273,11 +266,13 @@ static ruda_status_t stream_init(cuda_server_t *s, cuda_stream_t *st) {
   st->gpu_store = ruda__calloc(1, sizeof *st->gpu_store);
   st->pin_store = ruda__calloc(1, sizeof *st->pin_store);
   if (!st->gpu_store || !st->pin_store) goto no_memory;
+  st->gpu_store->frees.free_page = gpu_free_now;
   st->gpu_store->api = api;
   st->gpu_store->stream = st->cu;
   st->gpu_store->use_async = api->cuMemAllocAsync != NULL && api->cuMemFreeAsync != NULL &&
                              ruda__env_int("RUDA_CUDA_ASYNC_ALLOC", 0) != 0;
   st->gpu_store->stash = &s->stash;
+  st->pin_store->frees.free_page = pinned_free_now;
   st->pin_store->api = api;
   const ruda_device_properties_t *props = &s->base.utilities.properties;
   /* The configured pools and persistent_memory (server layer settings). */
@@ -451,9 +446,9 @@ void ruda__cuda_stream_free(cuda_server_t *s, cuda_stream_t *st, bool context_al
   if (st->info_dev) gpu_free_now(st->gpu_store, st->info_dev, st->info_cap);
   /* A manager owns its storage; a storage without one is freed here. */
   if (st->gpu) ruda__memory_manager_destroy(st->gpu);
-  else if (st->gpu_store) gpu_destroy(st->gpu_store);
+  else if (st->gpu_store) storage_destroy(st->gpu_store);
   if (st->pinned) ruda__memory_manager_destroy(st->pinned);
-  else if (st->pin_store) pinned_destroy(st->pin_store);
+  else if (st->pin_store) storage_destroy(st->pin_store);
   if (st->count_host) api->cuMemFreeHost(st->count_host);
   if (st->cu != NULL) api->cuStreamDestroy(st->cu);
   ruda__cuda_synced_release(st->synced);

@@ -19,17 +19,18 @@
 /* ---- Storages ---- */
 
 ruda_status_t ruda__cuda_gpu_malloc(gpu_storage_t *g, uint64_t size, CUdeviceptr *out);
-/* Frees the device page `p` of `size` bytes at the storage's next flush
- * (work in flight may still use it). */
-void ruda__cuda_gpu_retire(gpu_storage_t *g, CUdeviceptr p, uint64_t size);
+/* Frees the page at `addr` of `size` bytes of a device or pinned storage
+ * (deferred_frees_t) at the storage's next flush (work in flight may still
+ * use it); at once when memory for the list is exhausted. */
+void ruda__cuda_storage_retire(void *storage, uint64_t addr, uint64_t size);
+/* Frees every page a device or pinned storage retired. */
+void ruda__cuda_storage_flush(void *storage);
 /* The server's stash of idle cuMemAlloc pages (page_stash_t): drain frees
  * them (cuMemFree waits for the device), forget drops them after a reset,
  * destroy drains and frees the list. */
 void ruda__cuda_stash_drain(page_stash_t *st);
 void ruda__cuda_stash_forget(page_stash_t *st);
 void ruda__cuda_stash_destroy(page_stash_t *st);
-void ruda__cuda_gpu_flush(void *self);
-void ruda__cuda_pinned_flush(void *self);
 
 /* ---- Event and block pools ---- */
 

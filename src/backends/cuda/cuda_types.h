@@ -96,7 +96,17 @@ typedef struct page_stash {
   page_list_t list;
 } page_stash_t;
 
+/* The first member of the device and pinned storages: pages they gave
+ * back (dealloc) while work in flight may still use them wait in
+ * `pending` for the storage's next flush, which hands each to free_page
+ * (called with the storage). */
+typedef struct deferred_frees {
+  page_list_t pending;
+  void (*free_page)(void *storage, uint64_t addr, uint64_t size);
+} deferred_frees_t;
+
 typedef struct gpu_storage {
+  deferred_frees_t frees; /* first */
   const ruda__cuda_api_t *api;
   CUstream stream;
   /* Pages from cuMemAllocAsync on the stream (RUDA_CUDA_ASYNC_ALLOC=1),
@@ -105,14 +115,13 @@ typedef struct gpu_storage {
   /* Set when the state is freed while the context lives: flushed pages go
    * to the stash instead of cuMemFree. */
   bool to_stash;
-  page_list_t pending;
   page_stash_t *stash; /* the server's; set when the storage is made */
   uint64_t next_id;
 } gpu_storage_t;
 
 typedef struct pinned_storage {
+  deferred_frees_t frees; /* first */
   const ruda__cuda_api_t *api;
-  page_list_t pending;
   uint64_t next_id;
 } pinned_storage_t;
 
