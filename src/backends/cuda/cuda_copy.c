@@ -35,21 +35,16 @@ static CUresult copy_rows(const ruda__cuda_api_t *api, CUstream stream, bool to_
   memset(&c, 0, sizeof c);
   c.WidthInBytes = (size_t)width;
   c.Height = (size_t)height;
-  if (to_device) {
-    c.srcMemoryType = CU_MEMORYTYPE_HOST;
-    c.srcHost = host;
-    c.srcPitch = (size_t)width;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dev;
-    c.dstPitch = (size_t)pitch;
-  } else {
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = dev;
-    c.srcPitch = (size_t)pitch;
-    c.dstMemoryType = CU_MEMORYTYPE_HOST;
-    c.dstHost = host;
-    c.dstPitch = (size_t)width;
-  }
+  /* The host's rows are packed, the device's `pitch` apart; each side
+   * sets the address field its memory type names (the other stays 0). */
+  c.srcMemoryType = to_device ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+  c.srcHost = to_device ? host : NULL;
+  c.srcDevice = to_device ? 0 : dev;
+  c.srcPitch = (size_t)(to_device ? width : pitch);
+  c.dstMemoryType = to_device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+  c.dstHost = to_device ? NULL : host;
+  c.dstDevice = to_device ? dev : 0;
+  c.dstPitch = (size_t)(to_device ? pitch : width);
   return api->cuMemcpy2DAsync(&c, stream);
 }
 
