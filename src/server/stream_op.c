@@ -50,11 +50,8 @@ static uint64_t *last_synced_slot(ruda__stream_pipe_t *pipe, uint32_t index) {
   return &pipe->last_synced[index];
 }
 
-RUDA__HOT
-void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
-                        ruda__keep_list_t *keep) {
-  /* Memory of the stream itself (the usual case) needs no lookup. */
-  if (b->stream.value == ruda__stream_of_ext(stream)->id || b->id == 0) return;
+void ruda__stream_order_other(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
+                              ruda__keep_list_t *keep) {
   ruda__stream_t *ors = ruda__stream_find(&p->server->streams, b->stream);
   if (ors == NULL) return; /* no state: the memory is not bound here */
   ruda__stream_pipe_t *origin = ruda__stream_ext(ors);
@@ -104,10 +101,11 @@ ruda_status_t ruda__stream_resolve(ruda__stream_pipeline_t *p, void *near, const
   return ruda__memory_resolve_binding(origin->memory, b, out);
 }
 
-RUDA__HOT
-ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
-                                     const ruda__copy_desc_t *d, const char *what,
-                                     ruda__copy_ctx_t *out) {
+/* ruda__stream_copy_part, inlined where ruda__stream_copy_begin prepares
+ * the first view (a small read makes no call of its own for it). */
+static inline __attribute__((always_inline)) ruda_status_t copy_part(
+    ruda__stream_pipeline_t *p, void *stream, const ruda__copy_desc_t *d, const char *what,
+    ruda__copy_ctx_t *out) {
   out->rs = stream ? ruda__stream_of_ext(stream) : NULL;
   out->stream = stream;
   out->desc = d;
@@ -128,6 +126,13 @@ ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
                               "%s: the copy reaches %llu bytes, the view holds %llu", what,
                               (unsigned long long)need, (unsigned long long)out->target.size);
   return NULL;
+}
+
+RUDA__HOT
+ruda_status_t ruda__stream_copy_part(ruda__stream_pipeline_t *p, void *stream,
+                                     const ruda__copy_desc_t *d, const char *what,
+                                     ruda__copy_ctx_t *out) {
+  return copy_part(p, stream, d, what, out);
 }
 
 RUDA__HOT
@@ -154,7 +159,7 @@ void *ruda__stream_copy_begin(ruda__stream_pipeline_t *p, ruda_stream_id_t strea
   }
   for (size_t i = 0; i < count; i++) ruda__stream_order(p, st, &descs[i].binding, keep);
   if (count > 0)
-    *first_err = ruda__stream_copy_part(p, st, &descs[0], read ? "read" : "write", first);
+    *first_err = copy_part(p, st, &descs[0], read ? "read" : "write", first);
   return st;
 }
 

@@ -176,9 +176,16 @@ void *ruda__stream_pipe_find(ruda__stream_pipeline_t *p, ruda_stream_id_t id);
 
 /* Orders `stream` (an extension) after the work on `b`'s stream when that
  * is another stream that was set up (a fence of the origin waited on, once
- * per origin cursor), and keeps a clone of `b` in `keep`. */
-void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
-                        ruda__keep_list_t *keep);
+ * per origin cursor), and keeps a clone of `b` in `keep`. Memory of the
+ * stream itself (the usual case) costs one compare, inline; the rest is
+ * ruda__stream_order_other's. */
+void ruda__stream_order_other(ruda__stream_pipeline_t *p, void *stream, const ruda_binding_t *b,
+                              ruda__keep_list_t *keep);
+static inline void ruda__stream_order(ruda__stream_pipeline_t *p, void *stream,
+                                      const ruda_binding_t *b, ruda__keep_list_t *keep) {
+  if (b->stream.value != ruda__stream_of_ext(stream)->id && b->id != 0)
+    ruda__stream_order_other(p, stream, b, keep);
+}
 /* The storage of a binding's view, in the device memory of the stream
  * that owns it; out->size is what the device really holds from the view's
  * start on, whatever the view says. IoError::NotFound when the memory is

@@ -216,9 +216,9 @@ ruda_status_t ruda__cuda_write_part(void *backend, const ruda__copy_ctx_t *c, ru
  * copy alone (the stream is idle), so it holds off the worker only for as
  * long. False when the read does not qualify (nothing done); otherwise
  * *out is the read's error or NULL. */
-RUDA__HOT
-static bool read_idle_small(cuda_server_t *s, const ruda__copy_ctx_t *c, void *dst,
-                            ruda_status_t *out) {
+static inline __attribute__((always_inline)) bool read_idle_small(cuda_server_t *s,
+                                                                 const ruda__copy_ctx_t *c,
+                                                                 void *dst, ruda_status_t *out) {
   cuda_stream_t *st = c->stream;
   ruda__stream_t *rs = c->rs;
   uint64_t width = c->width, height = c->height, pitch = c->pitch, bytes = c->bytes;
