@@ -14,14 +14,13 @@
  *   static x_api_t table;   (its first member a ruda__dynlib_head_t)
  *   ruda_status_t s = ruda__dynlib_once_spec(&once, &spec, NULL, &table, sizeof table);
  *
- * A symbol table comes from the backend's X-macro list of (name, required)
- * pairs: with RUDA__DYNLIB_TABLE defined as the table's struct type (whose
- * fields are named after the symbols), RUDA__DYNLIB_SYMBOL makes one
- * entry:
+ * A table and its symbol table come from the backend's X-macro list of
+ * (table type, name, required) rows, LIST(X, T) calling X(T, name,
+ * required) per row: RUDA__DYNLIB_FIELD declares one field of the table,
+ * RUDA__DYNLIB_SYMBOL makes one entry of the symbol table:
  *
- *   #define RUDA__DYNLIB_TABLE ruda__cuda_api_t
- *   static const ruda__dynlib_symbol_t syms[] = {RUDA__CU_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
- *   #undef RUDA__DYNLIB_TABLE
+ *   typedef struct x_api { ruda__dynlib_head_t head; LIST(RUDA__DYNLIB_FIELD, struct x_api) } x_api_t;
+ *   static const ruda__dynlib_symbol_t syms[] = {LIST(RUDA__DYNLIB_SYMBOL, x_api_t)};
  */
 #ifndef RUDA_BASE_DYNLIB_H
 #define RUDA_BASE_DYNLIB_H
@@ -68,9 +67,11 @@ typedef struct ruda__dynlib_symbol {
  * cuDeviceTotalMem is cuDeviceTotalMem_v2), which is what dlsym needs. */
 #define RUDA__DYNLIB_STR_(x) #x
 #define RUDA__DYNLIB_STR(x) RUDA__DYNLIB_STR_(x)
-#define RUDA__DYNLIB_SYMBOL(fn, required)                                             \
-  {RUDA__DYNLIB_STR(fn), offsetof(RUDA__DYNLIB_TABLE, fn),                            \
-   sizeof(((RUDA__DYNLIB_TABLE *)0)->fn), (required)},
+#define RUDA__DYNLIB_SYMBOL(table, fn, required)                                      \
+  {RUDA__DYNLIB_STR(fn), offsetof(table, fn), sizeof(((table *)0)->fn), (required)},
+/* A table's field for symbol `fn`: a pointer with the prototype the vendor
+ * header declares for it. */
+#define RUDA__DYNLIB_FIELD(table, fn, required) __typeof__(&fn) fn;
 
 /* Looks up every symbol of `syms` in lib and stores its address in
  * `table` (a found optional symbol too; a missing optional one leaves its

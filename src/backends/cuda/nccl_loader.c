@@ -16,9 +16,8 @@
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__nccl_api_t g_api;
 
-#define RUDA__DYNLIB_TABLE ruda__nccl_api_t
-static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
-#undef RUDA__DYNLIB_TABLE
+static const ruda__dynlib_symbol_t g_symbols[] = {
+    RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__nccl_api_t)};
 
 static const char *const g_names[] = {"libnccl.so.2", "libnccl.so",
                                      "/usr/local/cuda/lib/libnccl.so.2",

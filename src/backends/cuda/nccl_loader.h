@@ -27,9 +27,7 @@
 typedef struct ruda__nccl_api {
   ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int version;
-#define RUDA__NCCL_FIELD(name, required) __typeof__(&name) name;
-  RUDA__NCCL_SYMBOLS(RUDA__NCCL_FIELD)
-#undef RUDA__NCCL_FIELD
+  RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_FIELD, struct ruda__nccl_api)
 } ruda__nccl_api_t;
 
 /* The NCCL table, loaded once per process. Thread-safe. Errors:

@@ -27,9 +27,8 @@ static char g_override[512];
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__opencl_api_t g_api;
 
-#define RUDA__DYNLIB_TABLE ruda__opencl_api_t
-static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__CL_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
-#undef RUDA__DYNLIB_TABLE
+static const ruda__dynlib_symbol_t g_symbols[] = {
+    RUDA__CL_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__opencl_api_t)};
 
 /* Either way of making a queue will do (OpenCL 2.0's or 1.2's). */
 static ruda_status_t has_queue(const ruda__dynlib_t *lib, void *table) {

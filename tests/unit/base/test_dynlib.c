@@ -39,21 +39,19 @@ TEST(dynlib_open_names_every_failed_candidate_and_why) {
 }
 
 /* A table as a backend declares one, from an X-macro list. */
-#define TEST_SYMBOLS(X) \
-  X(cos, true)          \
-  X(sqrt, true)         \
-  X(ruda_no_such_function_here, false)
+#define TEST_SYMBOLS(X, T) \
+  X(T, cos, true)          \
+  X(T, sqrt, true)         \
+  X(T, ruda_no_such_function_here, false)
 
 typedef double (*fn_t)(double);
 typedef struct test_api {
   fn_t cos, sqrt, ruda_no_such_function_here;
 } test_api_t;
 
-#define RUDA__DYNLIB_TABLE test_api_t
-static const ruda__dynlib_symbol_t test_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
+static const ruda__dynlib_symbol_t test_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL, test_api_t)};
 static const ruda__dynlib_symbol_t required_missing[] = {
-    RUDA__DYNLIB_SYMBOL(ruda_no_such_function_here, true)};
-#undef RUDA__DYNLIB_TABLE
+    RUDA__DYNLIB_SYMBOL(test_api_t, ruda_no_such_function_here, true)};
 
 TEST(dynlib_resolve_fills_the_table_and_names_a_missing_required_symbol) {
   static ruda__dynlib_t lib;
@@ -134,9 +132,7 @@ typedef struct spec_api {
   int readied;
   fn_t cos, sqrt, ruda_no_such_function_here;
 } spec_api_t;
-#define RUDA__DYNLIB_TABLE spec_api_t
-static const ruda__dynlib_symbol_t spec_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL)};
-#undef RUDA__DYNLIB_TABLE
+static const ruda__dynlib_symbol_t spec_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL, spec_api_t)};
 
 static bool g_ready_fails;
 static ruda_status_t spec_ready(const ruda__dynlib_t *lib, void *table) {
