@@ -15,12 +15,13 @@
  *   ruda_status_t s = ruda__dynlib_once_spec(&once, &spec, NULL, &table, sizeof table);
  *
  * A table and its symbol table come from the backend's X-macro list of
- * (table type, name, required) rows, LIST(X, T) calling X(T, name,
- * required) per row: RUDA__DYNLIB_FIELD declares one field of the table,
- * RUDA__DYNLIB_SYMBOL makes one entry of the symbol table:
+ * (name, required) rows: RUDA__DYNLIB_FIELD declares a row's field of the
+ * table, and RUDA__DYNLIB_SYMBOL(table type, name, required) its entry of
+ * the symbol table, through a one-line macro that names the type:
  *
- *   typedef struct x_api { ruda__dynlib_head_t head; LIST(RUDA__DYNLIB_FIELD, struct x_api) } x_api_t;
- *   static const ruda__dynlib_symbol_t syms[] = {LIST(RUDA__DYNLIB_SYMBOL, x_api_t)};
+ *   typedef struct x_api { ruda__dynlib_head_t head; X_SYMBOLS(RUDA__DYNLIB_FIELD) } x_api_t;
+ *   #define X_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(x_api_t, fn, required)
+ *   static const ruda__dynlib_symbol_t syms[] = {X_SYMBOLS(X_SYMBOL)};
  */
 #ifndef RUDA_BASE_DYNLIB_H
 #define RUDA_BASE_DYNLIB_H
@@ -71,7 +72,7 @@ typedef struct ruda__dynlib_symbol {
   {RUDA__DYNLIB_STR(fn), offsetof(table, fn), sizeof(((table *)0)->fn), (required)},
 /* A table's field for symbol `fn`: a pointer with the prototype the vendor
  * header declares for it. */
-#define RUDA__DYNLIB_FIELD(table, fn, required) __typeof__(&fn) fn;
+#define RUDA__DYNLIB_FIELD(fn, required) __typeof__(&fn) fn;
 
 /* Looks up every symbol of `syms` in lib and stores its address in
  * `table` (a found optional symbol too; a missing optional one leaves its

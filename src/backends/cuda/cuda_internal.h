@@ -69,13 +69,13 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void);
 typedef struct ruda__cuda_api {
   ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int driver_version;   /* 13000 for 13.0 */
-  RUDA__CU_SYMBOLS(RUDA__DYNLIB_FIELD, struct ruda__cuda_api)
+  RUDA__CU_SYMBOLS(RUDA__DYNLIB_FIELD)
 } ruda__cuda_api_t;
 
 typedef struct ruda__nvrtc_api {
   ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int major, minor;
-  RUDA__NVRTC_SYMBOLS(RUDA__DYNLIB_FIELD, struct ruda__nvrtc_api)
+  RUDA__NVRTC_SYMBOLS(RUDA__DYNLIB_FIELD)
 } ruda__nvrtc_api_t;
 
 /* The driver API, loaded and cuInit()ed once per process. Thread-safe.

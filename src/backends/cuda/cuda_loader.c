@@ -29,10 +29,10 @@ static ruda__cuda_api_t g_cuda;
 static ruda__dynlib_once_t g_nvrtc_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__nvrtc_api_t g_nvrtc;
 
-static const ruda__dynlib_symbol_t g_cu_symbols[] = {
-    RUDA__CU_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__cuda_api_t)};
-static const ruda__dynlib_symbol_t g_nvrtc_symbols[] = {
-    RUDA__NVRTC_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__nvrtc_api_t)};
+#define CU_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(ruda__cuda_api_t, fn, required)
+#define NVRTC_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(ruda__nvrtc_api_t, fn, required)
+static const ruda__dynlib_symbol_t g_cu_symbols[] = {RUDA__CU_SYMBOLS(CU_SYMBOL)};
+static const ruda__dynlib_symbol_t g_nvrtc_symbols[] = {RUDA__NVRTC_SYMBOLS(NVRTC_SYMBOL)};
 
 /* The driver's entry points, then cuInit: a driver present but unusable
  * (no device, driver/kernel module mismatch) is unavailable too, keeping

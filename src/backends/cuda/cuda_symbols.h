@@ -1,9 +1,6 @@
 /* The CUDA driver and NVRTC entry points ruda uses, as X-macro tables.
  *
- * Each row is X(T, name, required), T the table's struct type (passed
- * through; base/dynlib.h's RUDA__DYNLIB_FIELD declares the row's field of
- * the table, RUDA__DYNLIB_SYMBOL its entry of the symbol table). The
- * loader (cuda_loader.c) fills one
+ * Each row is X(name, required). The loader (cuda_loader.c) fills one
  * function pointer per row with dlsym(); `name` goes through cuda.h's
  * version macros first, so cuMemAlloc is looked up as "cuMemAlloc_v2" and
  * the pointer gets the prototype cuda.h declares for it. A missing required
@@ -15,99 +12,99 @@
 #ifndef RUDA_CUDA_SYMBOLS_H
 #define RUDA_CUDA_SYMBOLS_H
 
-#define RUDA__CU_SYMBOLS(X, T)              \
-  X(T, cuInit, 1)                           \
-  X(T, cuDriverGetVersion, 1)               \
-  X(T, cuGetErrorName, 1)                   \
-  X(T, cuGetErrorString, 1)                 \
-  X(T, cuDeviceGetCount, 1)                 \
-  X(T, cuDeviceGet, 1)                      \
-  X(T, cuDeviceGetName, 1)                  \
-  X(T, cuDeviceGetAttribute, 1)             \
-  X(T, cuDeviceTotalMem, 1)                 \
-  X(T, cuDevicePrimaryCtxRetain, 1)         \
-  X(T, cuDevicePrimaryCtxRelease, 1)        \
-  X(T, cuDevicePrimaryCtxReset, 1)          \
-  X(T, cuCtxSetCurrent, 1)                  \
-  X(T, cuCtxGetCurrent, 1)                  \
-  X(T, cuCtxSynchronize, 1)                 \
-  X(T, cuCtxGetStreamPriorityRange, 1)      \
-  X(T, cuStreamCreateWithPriority, 1)       \
-  X(T, cuStreamDestroy, 1)                  \
-  X(T, cuStreamSynchronize, 1)              \
-  X(T, cuStreamQuery, 1)                    \
-  X(T, cuStreamWaitEvent, 1)                \
-  X(T, cuEventCreate, 1)                    \
-  X(T, cuEventDestroy, 1)                   \
-  X(T, cuEventRecord, 1)                    \
-  X(T, cuEventQuery, 1)                     \
-  X(T, cuEventSynchronize, 1)               \
-  X(T, cuEventElapsedTime, 1)               \
-  X(T, cuMemAlloc, 1)                       \
-  X(T, cuMemFree, 1)                        \
-  X(T, cuMemAllocAsync, 0)                  \
-  X(T, cuMemFreeAsync, 0)                   \
-  X(T, cuMemAllocHost, 1)                   \
-  X(T, cuMemFreeHost, 1)                    \
-  X(T, cuMemGetInfo, 1)                     \
-  X(T, cuMemcpyHtoD, 1)                     \
-  X(T, cuMemcpyDtoH, 1)                     \
-  X(T, cuMemcpyHtoDAsync, 1)                \
-  X(T, cuMemcpyDtoHAsync, 1)                \
-  X(T, cuMemcpyDtoDAsync, 1)                \
-  X(T, cuMemcpy2DAsync, 1)                  \
-  X(T, cuMemsetD8Async, 1)                  \
-  X(T, cuPointerGetAttribute, 1)            \
-  X(T, cuModuleLoadData, 1)                 \
-  X(T, cuModuleUnload, 1)                   \
-  X(T, cuModuleGetFunction, 1)              \
-  X(T, cuFuncSetAttribute, 1)               \
-  X(T, cuFuncGetAttribute, 1)               \
-  X(T, cuLaunchKernel, 1)                   \
-  X(T, cuLaunchKernelEx, 0)                 \
-  X(T, cuTensorMapEncodeTiled, 0)           \
-  X(T, cuTensorMapEncodeIm2col, 0)          \
-  X(T, cuTensorMapEncodeIm2colWide, 0)      \
-  X(T, cuStreamBeginCapture, 0)             \
-  X(T, cuStreamEndCapture, 0)               \
-  X(T, cuGraphInstantiate, 0)               \
-  X(T, cuGraphLaunch, 0)                    \
-  X(T, cuGraphExecDestroy, 0)               \
-  X(T, cuGraphDestroy, 0)
+#define RUDA__CU_SYMBOLS(X)                 \
+  X(cuInit, 1)                              \
+  X(cuDriverGetVersion, 1)                  \
+  X(cuGetErrorName, 1)                      \
+  X(cuGetErrorString, 1)                    \
+  X(cuDeviceGetCount, 1)                    \
+  X(cuDeviceGet, 1)                         \
+  X(cuDeviceGetName, 1)                     \
+  X(cuDeviceGetAttribute, 1)                \
+  X(cuDeviceTotalMem, 1)                    \
+  X(cuDevicePrimaryCtxRetain, 1)            \
+  X(cuDevicePrimaryCtxRelease, 1)           \
+  X(cuDevicePrimaryCtxReset, 1)             \
+  X(cuCtxSetCurrent, 1)                     \
+  X(cuCtxGetCurrent, 1)                     \
+  X(cuCtxSynchronize, 1)                    \
+  X(cuCtxGetStreamPriorityRange, 1)         \
+  X(cuStreamCreateWithPriority, 1)          \
+  X(cuStreamDestroy, 1)                     \
+  X(cuStreamSynchronize, 1)                 \
+  X(cuStreamQuery, 1)                       \
+  X(cuStreamWaitEvent, 1)                   \
+  X(cuEventCreate, 1)                       \
+  X(cuEventDestroy, 1)                      \
+  X(cuEventRecord, 1)                       \
+  X(cuEventQuery, 1)                        \
+  X(cuEventSynchronize, 1)                  \
+  X(cuEventElapsedTime, 1)                  \
+  X(cuMemAlloc, 1)                          \
+  X(cuMemFree, 1)                           \
+  X(cuMemAllocAsync, 0)                     \
+  X(cuMemFreeAsync, 0)                      \
+  X(cuMemAllocHost, 1)                      \
+  X(cuMemFreeHost, 1)                       \
+  X(cuMemGetInfo, 1)                        \
+  X(cuMemcpyHtoD, 1)                        \
+  X(cuMemcpyDtoH, 1)                        \
+  X(cuMemcpyHtoDAsync, 1)                   \
+  X(cuMemcpyDtoHAsync, 1)                   \
+  X(cuMemcpyDtoDAsync, 1)                   \
+  X(cuMemcpy2DAsync, 1)                     \
+  X(cuMemsetD8Async, 1)                     \
+  X(cuPointerGetAttribute, 1)               \
+  X(cuModuleLoadData, 1)                    \
+  X(cuModuleUnload, 1)                      \
+  X(cuModuleGetFunction, 1)                 \
+  X(cuFuncSetAttribute, 1)                  \
+  X(cuFuncGetAttribute, 1)                  \
+  X(cuLaunchKernel, 1)                      \
+  X(cuLaunchKernelEx, 0)                    \
+  X(cuTensorMapEncodeTiled, 0)              \
+  X(cuTensorMapEncodeIm2col, 0)             \
+  X(cuTensorMapEncodeIm2colWide, 0)         \
+  X(cuStreamBeginCapture, 0)                \
+  X(cuStreamEndCapture, 0)                  \
+  X(cuGraphInstantiate, 0)                  \
+  X(cuGraphLaunch, 0)                       \
+  X(cuGraphExecDestroy, 0)                  \
+  X(cuGraphDestroy, 0)
 
-#define RUDA__NVRTC_SYMBOLS(X, T)           \
-  X(T, nvrtcVersion, 1)                     \
-  X(T, nvrtcGetErrorString, 1)              \
-  X(T, nvrtcCreateProgram, 1)               \
-  X(T, nvrtcDestroyProgram, 1)              \
-  X(T, nvrtcCompileProgram, 1)              \
-  X(T, nvrtcGetProgramLogSize, 1)           \
-  X(T, nvrtcGetProgramLog, 1)               \
-  X(T, nvrtcGetPTXSize, 1)                  \
-  X(T, nvrtcGetPTX, 1)                      \
-  X(T, nvrtcGetCUBINSize, 0)                \
-  X(T, nvrtcGetCUBIN, 0)
+#define RUDA__NVRTC_SYMBOLS(X)              \
+  X(nvrtcVersion, 1)                        \
+  X(nvrtcGetErrorString, 1)                 \
+  X(nvrtcCreateProgram, 1)                  \
+  X(nvrtcDestroyProgram, 1)                 \
+  X(nvrtcCompileProgram, 1)                 \
+  X(nvrtcGetProgramLogSize, 1)              \
+  X(nvrtcGetProgramLog, 1)                  \
+  X(nvrtcGetPTXSize, 1)                     \
+  X(nvrtcGetPTX, 1)                         \
+  X(nvrtcGetCUBINSize, 0)                   \
+  X(nvrtcGetCUBIN, 0)
 
 /* NCCL (libnccl.so.2), loaded on the first collective (cuda_nccl.c). */
-#define RUDA__NCCL_SYMBOLS(X, T)            \
-  X(T, ncclGetVersion, 1)                   \
-  X(T, ncclGetErrorString, 1)               \
-  X(T, ncclGetLastError, 0)                 \
-  X(T, ncclGetUniqueId, 1)                  \
-  X(T, ncclCommInitRank, 1)                 \
-  X(T, ncclCommInitRankConfig, 1)           \
-  X(T, ncclCommInitAll, 1)                  \
-  X(T, ncclCommFinalize, 1)                 \
-  X(T, ncclCommDestroy, 1)                  \
-  X(T, ncclCommAbort, 1)                    \
-  X(T, ncclCommGetAsyncError, 1)            \
-  X(T, ncclGroupStart, 1)                   \
-  X(T, ncclGroupEnd, 1)                     \
-  X(T, ncclAllReduce, 1)                    \
-  X(T, ncclBroadcast, 1)                    \
-  X(T, ncclAllGather, 1)                    \
-  X(T, ncclReduceScatter, 1)                \
-  X(T, ncclSend, 1)                         \
-  X(T, ncclRecv, 1)
+#define RUDA__NCCL_SYMBOLS(X)               \
+  X(ncclGetVersion, 1)                      \
+  X(ncclGetErrorString, 1)                  \
+  X(ncclGetLastError, 0)                    \
+  X(ncclGetUniqueId, 1)                     \
+  X(ncclCommInitRank, 1)                    \
+  X(ncclCommInitRankConfig, 1)              \
+  X(ncclCommInitAll, 1)                     \
+  X(ncclCommFinalize, 1)                    \
+  X(ncclCommDestroy, 1)                     \
+  X(ncclCommAbort, 1)                       \
+  X(ncclCommGetAsyncError, 1)               \
+  X(ncclGroupStart, 1)                      \
+  X(ncclGroupEnd, 1)                        \
+  X(ncclAllReduce, 1)                       \
+  X(ncclBroadcast, 1)                       \
+  X(ncclAllGather, 1)                       \
+  X(ncclReduceScatter, 1)                   \
+  X(ncclSend, 1)                            \
+  X(ncclRecv, 1)
 
 #endif /* RUDA_CUDA_SYMBOLS_H */

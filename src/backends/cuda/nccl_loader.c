@@ -16,8 +16,8 @@
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__nccl_api_t g_api;
 
-static const ruda__dynlib_symbol_t g_symbols[] = {
-    RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__nccl_api_t)};
+#define NCCL_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(ruda__nccl_api_t, fn, required)
+static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__NCCL_SYMBOLS(NCCL_SYMBOL)};
 
 static const char *const g_names[] = {"libnccl.so.2", "libnccl.so",
                                      "/usr/local/cuda/lib/libnccl.so.2",

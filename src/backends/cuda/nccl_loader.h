@@ -27,7 +27,7 @@
 typedef struct ruda__nccl_api {
   ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
   int version;
-  RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_FIELD, struct ruda__nccl_api)
+  RUDA__NCCL_SYMBOLS(RUDA__DYNLIB_FIELD)
 } ruda__nccl_api_t;
 
 /* The NCCL table, loaded once per process. Thread-safe. Errors:

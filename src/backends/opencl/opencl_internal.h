@@ -92,7 +92,7 @@ void ruda__opencl_log(const char *channel, const char *fmt, ...)
 
 typedef struct ruda__opencl_api {
   ruda__dynlib_head_t head; /* first: base/dynlib.h's loader fills it */
-  RUDA__CL_SYMBOLS(RUDA__DYNLIB_FIELD, struct ruda__opencl_api)
+  RUDA__CL_SYMBOLS(RUDA__DYNLIB_FIELD)
 } ruda__opencl_api_t;
 
 /* The ICD loader's table, loaded once per process. Thread-safe.

@@ -27,8 +27,8 @@ static char g_override[512];
 static ruda__dynlib_once_t g_once = RUDA__DYNLIB_ONCE_INIT;
 static ruda__opencl_api_t g_api;
 
-static const ruda__dynlib_symbol_t g_symbols[] = {
-    RUDA__CL_SYMBOLS(RUDA__DYNLIB_SYMBOL, ruda__opencl_api_t)};
+#define CL_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(ruda__opencl_api_t, fn, required)
+static const ruda__dynlib_symbol_t g_symbols[] = {RUDA__CL_SYMBOLS(CL_SYMBOL)};
 
 /* Either way of making a queue will do (OpenCL 2.0's or 1.2's). */
 static ruda_status_t has_queue(const ruda__dynlib_t *lib, void *table) {

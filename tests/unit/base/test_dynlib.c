@@ -39,17 +39,18 @@ TEST(dynlib_open_names_every_failed_candidate_and_why) {
 }
 
 /* A table as a backend declares one, from an X-macro list. */
-#define TEST_SYMBOLS(X, T) \
-  X(T, cos, true)          \
-  X(T, sqrt, true)         \
-  X(T, ruda_no_such_function_here, false)
+#define TEST_SYMBOLS(X) \
+  X(cos, true)          \
+  X(sqrt, true)         \
+  X(ruda_no_such_function_here, false)
 
 typedef double (*fn_t)(double);
 typedef struct test_api {
   fn_t cos, sqrt, ruda_no_such_function_here;
 } test_api_t;
 
-static const ruda__dynlib_symbol_t test_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL, test_api_t)};
+#define TEST_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(test_api_t, fn, required)
+static const ruda__dynlib_symbol_t test_symbols[] = {TEST_SYMBOLS(TEST_SYMBOL)};
 static const ruda__dynlib_symbol_t required_missing[] = {
     RUDA__DYNLIB_SYMBOL(test_api_t, ruda_no_such_function_here, true)};
 
@@ -132,7 +133,8 @@ typedef struct spec_api {
   int readied;
   fn_t cos, sqrt, ruda_no_such_function_here;
 } spec_api_t;
-static const ruda__dynlib_symbol_t spec_symbols[] = {TEST_SYMBOLS(RUDA__DYNLIB_SYMBOL, spec_api_t)};
+#define SPEC_SYMBOL(fn, required) RUDA__DYNLIB_SYMBOL(spec_api_t, fn, required)
+static const ruda__dynlib_symbol_t spec_symbols[] = {TEST_SYMBOLS(SPEC_SYMBOL)};
 
 static bool g_ready_fails;
 static ruda_status_t spec_ready(const ruda__dynlib_t *lib, void *table) {
