@@ -34,11 +34,10 @@ ruda_status_t ruda__exclusive_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
   /* After a refusal of the storage, a page of the request's own size. */
   uint64_t alloc_size = ruda__round_up(ps->exact_pages ? size : want, p->alignment);
   ruda__slice_t *s;
-  ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_with_slice(ps, p, alloc_size, size, &pg, &s);
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, alloc_size, size, &s);
   if (st) return st;
-  pg->slice = s;
-  pg->free_count = 4;
+  s->page->slice = s;
+  s->page->free_count = 4;
   ruda__slice_mark_used(p, s, size);
   *out = s;
   return NULL;

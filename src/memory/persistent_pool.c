@@ -111,9 +111,9 @@ ruda_status_t ruda__persistent_alloc(ruda__page_store_t *ps, ruda__pool_t *p,
   if (!ruda__persistent_fits(p, size)) return ruda_status_size(RUDA_ERR_IO_BUFFER_TOO_BIG, size);
   uint64_t key = ruda__persistent_key(p, size);
   ruda__slice_t *s;
-  ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_with_slice(ps, p, key, size, &pg, &s);
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, key, size, &s);
   if (st) return st;
+  ruda__page_t *pg = s->page;
   /* The bucket only exists once its first slice does. */
   ruda__bucket_t *b = ruda__bucket_get(p, key);
   if (!b) {

@@ -114,18 +114,21 @@ ruda_status_t ruda__pool_page_new(ruda__page_store_t *ps, ruda__pool_t *p, uint6
 }
 
 ruda_status_t ruda__pool_page_with_slice(ruda__page_store_t *ps, ruda__pool_t *p,
-                                         uint64_t page_size, uint64_t size, ruda__page_t **pg,
-                                         ruda__slice_t **s) {
+                                         uint64_t page_size, uint64_t size, ruda__slice_t **s) {
   *s = ruda__slice_get(ps);
   if (!*s) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda_status_t st = ruda__pool_page_new(ps, p, page_size, pg);
+  ruda__page_t *pg;
+  ruda_status_t st = ruda__pool_page_new(ps, p, page_size, &pg);
   if (st) {
     ruda__slice_put(ps, *s);
     *s = NULL;
     return st;
   }
-  (*s)->page = *pg;
+  (*s)->page = pg;
   (*s)->offset = 0;
+  (*s)->size = page_size;
+  (*s)->padding = 0;
+  (*s)->used = false;
   (*s)->memory = NULL;
   (*s)->prev = (*s)->next = NULL;
   return NULL;

@@ -111,13 +111,13 @@ void ruda__slice_put(ruda__page_store_t *ps, ruda__slice_t *s);
 ruda_status_t ruda__pool_page_new(ruda__page_store_t *ps, ruda__pool_t *p, uint64_t size,
                                   ruda__page_t **out);
 /* A slice record (ruda__slice_get) on a new page of `page_size`
- * (ruda__pool_page_new): the slice starts the page, with no memory and no
- * neighbours; the rest of both is the caller's to set (the page does not
- * point at the slice yet). On failure nothing is left taken; `size`, the
- * request, is what an out-of-memory error names. */
+ * (ruda__pool_page_new), in *s; its page is (*s)->page. The slice spans
+ * the page, free, with no memory and no neighbours; the rest of the page
+ * is the caller's to set (it does not point at the slice yet). On failure
+ * nothing is left taken; `size`, the request, is what an out-of-memory
+ * error names. */
 ruda_status_t ruda__pool_page_with_slice(ruda__page_store_t *ps, ruda__pool_t *p,
-                                         uint64_t page_size, uint64_t size, ruda__page_t **pg,
-                                         ruda__slice_t **s);
+                                         uint64_t page_size, uint64_t size, ruda__slice_t **s);
 /* Deallocates the page's storage (not flushed) and frees the page, putting
  * its slices back on the store's spare list. The page must be empty and
  * is not removed from the pool's arrays (the caller compacts them with

@@ -101,12 +101,9 @@ ruda_status_t ruda__sliced_alloc(ruda__page_store_t *ps, ruda__pool_t *p, uint64
                                  ruda__slice_t **out) {
   uint64_t page_size = ruda__sliced_page_size(ps, p, size);
   ruda__slice_t *first;
-  ruda__page_t *pg;
-  ruda_status_t st = ruda__pool_page_with_slice(ps, p, page_size, size, &pg, &first);
+  ruda_status_t st = ruda__pool_page_with_slice(ps, p, page_size, size, &first);
   if (st) return st;
-  first->size = page_size;
-  first->padding = 0;
-  first->used = false;
+  ruda__page_t *pg = first->page;
   pg->first = first;
   pg->free_bytes = page_size;
   pg->root = ruda__free_tree_insert(NULL, first);
