@@ -166,7 +166,10 @@ ruda_status_t ruda_client_read_tensor_async(ruda_client_t *c, const ruda_handle_
 
 /* ---- Allocation ---- */
 
-/* Allocation, optionally followed by writes into views of it. */
+/* Allocation, optionally followed by writes into views of it; or writes
+ * alone (`memory` unset: a write into a handle, or into memory that came
+ * bound from the reuse cache). A cancelled operation writes nothing (only
+ * writes alone are cancellable). */
 typedef struct alloc_op {
   ruda__op_t base;
   size_t block_size; /* for ruda__device_op_free */
@@ -181,9 +184,9 @@ typedef struct alloc_op {
 static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
-  if (s) {
-    if (a->memory.id)
-      s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
+  if (s && a->memory.id)
+    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
+  if (s && !op->cancelled) {
     if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
   } else {
     for (size_t i = 0; i < a->num_writes; i++) ruda_bytes_release(&a->bytes[i]);
@@ -205,6 +208,17 @@ static alloc_op_t *alloc_op_new(ruda_client_t *c, size_t num_writes) {
   a->descs = (ruda__copy_desc_t *)(a + 1);
   a->bytes = (ruda_bytes_t *)(a->descs + num_writes);
   return a;
+}
+
+/* The op's first write: all of `bytes` (taken) into `binding` from its
+ * start. */
+static void alloc_op_write_whole(alloc_op_t *a, ruda_binding_t binding, ruda_bytes_t *bytes) {
+  a->descs[0].binding = binding;
+  a->descs[0].shape = ruda_shape_1d(bytes->size);
+  a->descs[0].strides = ruda_strides_contiguous(&a->descs[0].shape);
+  a->descs[0].elem_size = 1;
+  a->bytes[0] = *bytes;
+  memset(bytes, 0, sizeof *bytes);
 }
 
 typedef struct reserve_here {
@@ -383,12 +397,7 @@ ruda_status_t ruda_client_create_buffer_from_bytes(ruda_client_t *c, ruda_bytes_
   }
   a->memory = ruda_handle_binding(out);
   a->size = bytes->size;
-  a->descs[0].binding = ruda_handle_binding(out);
-  a->descs[0].shape = ruda_shape_1d(bytes->size);
-  a->descs[0].strides = ruda_strides_contiguous(&a->descs[0].shape);
-  a->descs[0].elem_size = 1;
-  a->bytes[0] = *bytes;
-  memset(bytes, 0, sizeof *bytes);
+  alloc_op_write_whole(a, ruda_handle_binding(out), bytes);
   ruda__device_submit(c->dev, &a->base);
   return NULL;
 }
@@ -462,20 +471,6 @@ ruda_status_t ruda_client_create_tensor(ruda_client_t *c, const void *data,
 
 /* ---- Writes ---- */
 
-typedef struct write_op {
-  ruda__op_t base;
-  ruda__copy_desc_t desc;
-  ruda_bytes_t bytes;
-} write_op_t;
-
-static void run_write(ruda__device_t *d, ruda__op_t *op) {
-  write_op_t *w = (write_op_t *)op;
-  if (d->server && !op->cancelled) d->server->vt->write(d->server, &w->desc, &w->bytes, 1, op->stream);
-  else ruda_bytes_release(&w->bytes);
-  ruda_binding_release(&w->desc.binding);
-  ruda__free(w);
-}
-
 static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                                   const ruda_shape_t *shape, const ruda_strides_t *strides,
                                   size_t elem_size, const void *data, uint64_t size) {
@@ -486,35 +481,34 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
                               "write: handle #%u.%u is a read-only DLPack import",
                               (unsigned)h->id, (unsigned)(h->id >> 32));
   }
-  write_op_t *w = ruda__calloc(1, sizeof *w);
+  alloc_op_t *w = alloc_op_new(c, 1);
   if (!w) return ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, size);
-  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &w->desc.binding);
+  ruda__copy_desc_t *d = &w->descs[0];
+  ruda_status_t s = ruda__handle_bind(h, c->dev->id, "write", &d->binding);
   if (s) {
-    ruda__free(w);
+    ruda__device_op_free(c->dev, w, w->block_size);
     return s;
   }
-  w->desc.shape = *shape;
-  w->desc.strides = *strides;
-  w->desc.elem_size = elem_size;
+  d->shape = *shape;
+  d->strides = *strides;
+  d->elem_size = elem_size;
   /* A stream that records a graph keeps a copy of the data instead. */
   bool recorded;
-  s = ruda__client_record_write(c, &w->desc, data, size, &recorded);
+  s = ruda__client_record_write(c, d, data, size, &recorded);
   if (recorded) {
-    ruda_binding_release(&w->desc.binding);
-    ruda__free(w);
+    ruda_binding_release(&d->binding);
+    ruda__device_op_free(c->dev, w, w->block_size);
     return s;
   }
   borrow_t br;
   bool borrowed;
-  s = input_bytes(data, size, &br, &w->bytes, &borrowed);
+  s = input_bytes(data, size, &br, &w->bytes[0], &borrowed);
   if (s) {
-    ruda_binding_release(&w->desc.binding);
-    ruda__free(w);
+    ruda_binding_release(&d->binding);
+    ruda__device_op_free(c->dev, w, w->block_size);
     return s;
   }
-  w->base.run = run_write;
   w->base.cancellable = true;
-  w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   if (borrowed) ruda__completion_wait(&br.done);
   return NULL;
@@ -523,23 +517,17 @@ static ruda_status_t submit_write(ruda_client_t *c, const ruda_handle_t *h,
 /* Queues the write of all of `bytes` (taken) into `h` from its start. */
 static ruda_status_t submit_bytes_write(ruda_client_t *c, const ruda_handle_t *h,
                                         ruda_bytes_t *bytes) {
-  write_op_t *w = ruda__calloc(1, sizeof *w);
-  ruda_status_t s = w ? ruda__handle_bind(h, c->dev->id, "ruda_client_create_buffer",
-                                          &w->desc.binding)
+  alloc_op_t *w = alloc_op_new(c, 1);
+  ruda_binding_t b = {0};
+  ruda_status_t s = w ? ruda__handle_bind(h, c->dev->id, "ruda_client_create_buffer", &b)
                       : ruda_status_size(RUDA_ERR_IO_OUT_OF_MEMORY, sizeof *w);
   if (s) {
-    ruda__free(w);
+    if (w) ruda__device_op_free(c->dev, w, w->block_size);
     ruda_bytes_release(bytes);
     return s;
   }
-  w->desc.shape = ruda_shape_1d(bytes->size);
-  w->desc.strides = ruda_strides_contiguous(&w->desc.shape);
-  w->desc.elem_size = 1;
-  w->bytes = *bytes;
-  memset(bytes, 0, sizeof *bytes);
-  w->base.run = run_write;
+  alloc_op_write_whole(w, b, bytes);
   w->base.cancellable = true;
-  w->base.stream = ruda__client_stream(c);
   ruda__device_submit(c->dev, &w->base);
   return NULL;
 }
