@@ -139,29 +139,36 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
  * one-element-per-unit form went from 0.80x to 0.93x of the range form on
  * the 2-core VM); vectorised regions are not slowed.
  *
- * u.abs_x, the natural form's index: for a ruda whose units' abs_x all lie
- * below 2^31 (ruda__xfit; every ruda of a dispatch up to 2^31 units wide)
- * it is computed as a 64-bit sum of the ruda's first index, masked to 31
- * bits (the same value), and the unit's x. The compiler then knows that it
- * does not wrap, `x[u.abs_x]` is an affine index of the unit loop, and a
- * store under `if (u.abs_x < n)` vectorises where the target has masked
- * stores (GCC 12 and Clang at -O3 -march=native on AVX2/AVX-512); at -O2
- * the scalar loop loses a zero extension and an address computation per
- * unit. As a uint32_t sum, which wraps at 2^32 as on a GPU (and still does
- * for the other rudas), the index was not affine and GCC vectorised no such
- * region. See RUDA__CPU_KERNEL for how the two are told apart. */
-#define RUDA__CPU_ABS_X(ux)                                                                  \
-  (ruda__xfit ? (uint32_t)((uint64_t)((ruda_pos.x * ruda_dim.x) & 0x7fffffffu) + (ux))      \
-              : ruda_pos.x * ruda_dim.x + (ux))
+ * The natural form, one element per unit under `if (u.abs_x < n)`, gets a
+ * full-block fast path and a clipped tail from the compiler. The x loop
+ * counts u.abs_x itself (ruda__ax, from the ruda's first index ruda__a0,
+ * while ruda__ax - ruda__a0 < ruda_dim.x: a trip count the compiler still
+ * sees as the constant dims; u.x is a second counter from 0), so a
+ * comparison of u.abs_x with a value the loop does not change is a point
+ * where GCC's loop splitting (-fsplit-loops, on in every kernel function:
+ * RUDA__CPU_FN_OPT) cuts the loop in two: the units below the bound run
+ * the statement without the check, a plain loop that vectorises without
+ * masked stores (at -O2 and -O3, with or without -march), and the units
+ * past it, where the check is false, run nothing (GCC removes that loop).
+ * The split needs a counter that does not wrap. For a ruda whose units'
+ * abs_x all lie below 2^31 (ruda__xfit; every ruda of a dispatch up to
+ * 2^31 units wide) the counter starts at the ruda's first index masked to
+ * 31 bits (the same value), which tells the compiler so. The other rudas
+ * (in dispatches wider than that) count from 0 and add the ruda's first
+ * index, wrapping at 2^32 as on a GPU; they run a cold second copy of the
+ * body (see RUDA__CPU_KERNEL). Regions without such a check compile as
+ * before. */
 #define RUDA__CPU_UNITS(u)                                                                   \
   for (uint32_t ruda__uz = 0; ruda__uz < ruda_dim.z; ruda__uz++)                             \
     for (uint32_t ruda__uy = 0; ruda__uy < ruda_dim.y; ruda__uy++)                           \
       _Pragma("GCC unroll 4")                                                                \
-      for (uint32_t ruda__ux = 0, ruda__once = 1; ruda__ux < ruda_dim.x;                     \
-           ruda__ux++, ruda__once = 1)                                                       \
+      for (uint32_t ruda__ux = 0,                                                            \
+                    ruda__a0 = ruda__xfit ? (ruda_pos.x * ruda_dim.x) & 0x7fffffffu : 0,     \
+                    ruda__ax = ruda__a0, ruda__once = 1;                                     \
+           ruda__ax - ruda__a0 < ruda_dim.x; ruda__ux++, ruda__ax++, ruda__once = 1)         \
         for (const ruda_unit_t u = {ruda__ux, ruda__uy, ruda__uz,                            \
                                     ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz), \
-                                    RUDA__CPU_ABS_X(ruda__ux),                               \
+                                    ruda__xfit ? ruda__ax : ruda_pos.x * ruda_dim.x + ruda__ax, \
                                     ruda_pos.y * ruda_dim.y + ruda__uy,                      \
                                     ruda_pos.z * ruda_dim.z + ruda__uz,                      \
                                     ruda__ux + ruda_dim.x * (ruda__uy + ruda_dim.y * ruda__uz)}; \
@@ -202,7 +209,7 @@ static inline bool ruda__cpu_args_fit(const ruda_cpu_kernel_ctx_t *ctx, size_t b
 }
 
 /* True when every unit of the ruda at x position `pos` has abs_x below 2^31
- * (RUDA__CPU_ABS_X). */
+ * (RUDA__CPU_UNITS). */
 static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
   return (uint64_t)pos * dim + dim <= (uint64_t)INT32_MAX + 1;
 }
@@ -280,6 +287,26 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
  * ruda_kernel_from_file, or a portable entry without a cpu_fn), the kernel
  * function is the shared object's export and the host helpers are left
  * out; the CPU backend's prelude defines RUDA__CPU_RUNTIME. */
+/* GCC's options for every kernel function (the body is inlined into it):
+ * loop splitting, which gives the natural form its fast path (see
+ * RUDA__CPU_UNITS; on by default only at -O3), and the vectoriser's
+ * dynamic cost model (-O3's), whose loops may need a remainder (-O2's
+ * very-cheap model takes only loops whose trip count it knows to be a
+ * multiple of the vector width). Compiled at run time, loop unswitching
+ * too (on by default only at -O3): it gives each loop that uses abs_x a
+ * copy for ruda__xfit and one for the other rudas (RUDA__CPU_RUN). They
+ * are appended to the compiler's own options: -O0, -O1 and
+ * -fno-tree-vectorize still vectorise nothing. Clang has no such
+ * attribute (nor loop splitting) and vectorises at -O2. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(RUDA__CPU_RUNTIME)
+#define RUDA__CPU_FN_OPT \
+  __attribute__((optimize("split-loops", "unswitch-loops", "vect-cost-model=dynamic")))
+#elif defined(__GNUC__) && !defined(__clang__)
+#define RUDA__CPU_FN_OPT __attribute__((optimize("split-loops", "vect-cost-model=dynamic")))
+#else
+#define RUDA__CPU_FN_OPT
+#endif
+
 #if defined(RUDA__CPU_RUNTIME)
 #define RUDA__CPU_FN_LINKAGE __attribute__((visibility("default"), unused))
 #define RUDA__CPU_HOST_PARTS(kname_, kdims_, ...)
@@ -321,13 +348,14 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
 
 /* The kernel function: the checks and the unpacking (ruda_run__NAME), then
  * the body, with ruda__xfit telling whether the ruda's abs_x values fit in
- * 31 bits (RUDA__CPU_ABS_X). Compiled into a program, the body is inlined
+ * 31 bits (RUDA__CPU_UNITS). Compiled into a program, the body is inlined
  * twice: with ruda__xfit = 1, and in a cold function for the other rudas
  * (only dispatches wider than 2^31 units have them), so that each copy's
  * loops are plain whatever the flags. Compiled by ruda at run time
  * (compilation.cpu_flags, -O3 by default), it is inlined once with the
- * flag as a value: the compiler unswitches the loops that use abs_x on it,
- * which compiles faster than a second copy of the whole body. */
+ * flag as a value: the compiler unswitches the loops that use abs_x on it
+ * (RUDA__CPU_FN_OPT), which compiles faster than a second copy of the
+ * whole body. */
 #if defined(RUDA__CPU_RUNTIME)
 #define RUDA__CPU_WIDE_FN(kname_)
 #define RUDA__CPU_RUN(kname_, kdims_)                                                      \
@@ -375,7 +403,8 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
                       ruda__xfit RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                        \
   }                                                                                           \
   RUDA__CPU_WIDE_FN(kname_)                                                                   \
-  RUDA__CPU_FN_LINKAGE void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) {        \
+  RUDA__CPU_FN_LINKAGE RUDA__CPU_FN_OPT void ruda_cpu__##kname_(                                 \
+      const ruda_cpu_kernel_ctx_t *ruda__ctx) {                                               \
     RUDA__CPU_RUN(kname_, kdims_)                                                             \
   }                                                                                           \
   RUDA__CPU_HOST_PARTS(kname_, kdims_, __VA_ARGS__)                                          \

@@ -59,6 +59,82 @@ TEST(cpu_mapping_gives_abs_x_below_and_past_2_31_and_wraps_at_2_32) {
   }
 }
 
+/* The natural form's fast path: the CPU mapping lets the compiler split
+ * the unit loop at a bound on u.abs_x (RUDA__CPU_UNITS). Bounds written
+ * each way round, inclusive, from below, 64-bit, and in a 2-D ruda, at
+ * every place relative to the ruda's units (before, at its first, inside,
+ * at its last, past it) must give what one unit at a time would. */
+RUDA_KERNEL(bounds_of_units, RUDA_DIM(64, 1, 1), RUDA_BUFFER(uint32_t *, out),
+            RUDA_SCALAR(uint32_t, n), RUDA_SCALAR(uint64_t, n64)) {
+  RUDA_UNITS_NOWAIT(u) {
+    uint32_t *o = out + 6 * u.x;
+    if (u.abs_x < n) o[0] = u.abs_x;
+    if (n > u.abs_x) o[1] = u.abs_x + 1;
+    if (u.abs_x <= n) o[2] = u.abs_x + 2;
+    if (u.abs_x >= n) o[3] = u.abs_x + 3;
+    if (u.abs_x < n64) o[4] = u.abs_x + 4;
+    if (u.abs_x < n) continue;
+    o[5] = u.abs_x + 5;
+  }
+}
+RUDA_KERNEL(bounds_of_units_2d, RUDA_DIM(16, 4, 1), RUDA_BUFFER(uint32_t *, out),
+            RUDA_SCALAR(uint32_t, n)) {
+  RUDA_UNITS_NOWAIT(u) {
+    if (u.abs_x < n) out[u.index] = u.abs_x * 10u + u.y;
+  }
+}
+
+static void run_units_kernel(const ruda_kernel_code_t *code, uint32_t pos, uint32_t dim_x,
+                             uint32_t dim_y, void *out, const uint64_t *info, size_t info_len) {
+  void *bufs[1] = {out};
+  ruda_cpu_kernel_ctx_t ctx;
+  memset(&ctx, 0, sizeof ctx);
+  ctx.ruda_pos.x = pos;
+  ctx.ruda_count.x = pos + 1;
+  ctx.ruda_count.y = ctx.ruda_count.z = 1;
+  ctx.ruda_dim = ruda_dim_new_3d(dim_x, dim_y, 1);
+  ctx.buffers = bufs;
+  ctx.num_buffers = 1;
+  ctx.info = info;
+  ctx.info_len = info_len;
+  code->cpu_fn(&ctx);
+}
+
+TEST(cpu_mapping_splits_the_natural_form_at_any_bound) {
+  static const uint32_t positions[] = {0, 3, 33554431}; /* the last: abs_x up to 2^31 - 1 */
+  for (size_t p = 0; p < sizeof positions / sizeof positions[0]; p++) {
+    uint32_t first = positions[p] * 64u;
+    const uint32_t bounds[] = {0, first ? first - 1 : 0, first, first + 1, first + 37,
+                               first + 63, first + 64, UINT32_MAX};
+    for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+      uint32_t n = bounds[b];
+      uint32_t out[6 * 64];
+      uint64_t info[2] = {n, (uint64_t)n + (n == UINT32_MAX ? 1 : 0)};
+      memset(out, 0xff, sizeof out);
+      run_units_kernel(RUDA_KERNEL_CODE(bounds_of_units), positions[p], 64, 1, out, info, 2);
+      for (uint32_t x = 0; x < 64; x++) {
+        uint32_t a = first + x;
+        const uint32_t *o = out + 6 * x;
+        ASSERT_UEQ(o[0], a < n ? a : UINT32_MAX);
+        ASSERT_UEQ(o[1], n > a ? a + 1 : UINT32_MAX);
+        ASSERT_UEQ(o[2], a <= n ? a + 2 : UINT32_MAX);
+        ASSERT_UEQ(o[3], a >= n ? a + 3 : UINT32_MAX);
+        ASSERT_UEQ(o[4], a < info[1] ? a + 4 : UINT32_MAX);
+        ASSERT_UEQ(o[5], a < n ? UINT32_MAX : a + 5);
+      }
+      uint32_t out2[64];
+      memset(out2, 0xff, sizeof out2);
+      uint32_t first2 = positions[p] * 16u;
+      uint32_t n2 = n == UINT32_MAX ? n : n / 4; /* the same places for 16 units */
+      uint64_t info2[1] = {n2};
+      run_units_kernel(RUDA_KERNEL_CODE(bounds_of_units_2d), positions[p], 16, 4, out2, info2, 1);
+      for (uint32_t y = 0; y < 4; y++)
+        for (uint32_t x = 0; x < 16; x++)
+          ASSERT_UEQ(out2[y * 16 + x], first2 + x < n2 ? (first2 + x) * 10u + y : UINT32_MAX);
+    }
+  }
+}
+
 TEST(preludes_are_built_in_and_composed_before_the_text) {
   size_t n = 0;
   const char *cuda = ruda__portable_prelude(RUDA__PORTABLE_CUDA, &n);
