@@ -30,8 +30,8 @@
  * candidate's beyond the tolerance. A candidate clearly slower than the
  * best (its best time over 2x the best's after one sample each, a single
  * sample also 10 ms over it; over 1.5x later; only once the repetitions'
- * measured time reaches 20 ms: short kernels are all measured, and get
- * more repetitions, up to 32, until then) stops being measured early,
+ * measured time reaches 50 ms: short kernels are all measured, and get
+ * more repetitions, up to 128, until then) stops being measured early,
  * and the repetitions of each key get a time budget ([autotune]
  * budget_ms), each round measuring the fastest candidates first. Every candidate runs once first, whatever the budget, and
  * is checked then. A kernel compiled at its first launch (every kernel on

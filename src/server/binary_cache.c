@@ -124,8 +124,7 @@ bool ruda__binary_cache_path(const char *dir, ruda_hash128_t key, const char *ex
   return true;
 }
 
-/* mkdir -p, each folder made with mode 0700. */
-static bool make_dirs(const char *dir) {
+bool ruda__binary_cache_make_dirs(const char *dir) {
   char tmp[1200];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s", dir) >= sizeof tmp) {
     errno = ENAMETOOLONG;
@@ -153,7 +152,7 @@ bool ruda__binary_cache_dir(const char *root, const char *sub, char *dir, size_t
     return false;
   }
   struct stat st;
-  if (!make_dirs(dir) || lstat(dir, &st) != 0) {
+  if (!ruda__binary_cache_make_dirs(dir) || lstat(dir, &st) != 0) {
     snprintf(why, why_cap, "compilation cache directory %s cannot be created (%s); disk cache off",
              dir, strerror(errno));
   } else if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
@@ -188,7 +187,7 @@ static bool write_all(int fd, const void *data, size_t len) {
 ruda__binary_write_t ruda__binary_cache_write(const ruda__binary_kind_t *kind, const char *dir,
                                               const char *path, uint64_t word, const void *bin,
                                               size_t size) {
-  if (!make_dirs(dir)) return RUDA__BINARY_WRITE_NO_DIRECTORY;
+  if (!ruda__binary_cache_make_dirs(dir)) return RUDA__BINARY_WRITE_NO_DIRECTORY;
   char tmp[1300];
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp) {
     errno = ENAMETOOLONG;

@@ -59,6 +59,10 @@ typedef enum ruda__binary_read {
 bool ruda__binary_cache_dir(const char *root, const char *sub, char *dir, size_t cap, char *why,
                             size_t why_cap);
 
+/* mkdir -p `dir`, each missing folder made with mode 0700 (the policy
+ * above; the tune cache's folders too). False with errno on failure. */
+bool ruda__binary_cache_make_dirs(const char *dir);
+
 /* Reads the file at `path`. OK: *payload (ruda__malloc'ed, the caller
  * frees it), *size (> 0) and *word. UNUSABLE: *why says what was wrong
  * ("owned by another user", "writable by others", "not a regular file",

@@ -34,6 +34,7 @@
 #include "base/alloc.h"
 #include "base/json.h"
 #include "ruda/log.h"
+#include "server/binary_cache.h"
 #include "tune/tune_internal.h"
 
 enum { FILE_MAX = 1 << 20 };
@@ -71,37 +72,32 @@ bool ruda__tune_cache_path(const char *dir, const char *device, const char *op,
 
 /* ---- text ---- */
 
+/* Text made of printf pieces: each formatted by ruda__vasprintf, then
+ * appended (one realloc a piece: a record has a dozen, an export one a
+ * record). */
 typedef struct {
   char *p;
-  size_t len, cap;
+  size_t len;
   bool oom;
 } sbuf_t;
 
 static void sb_printf(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void sb_printf(sbuf_t *b, const char *fmt, ...) {
   if (b->oom) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int w = vsnprintf(b->p ? b->p + b->len : NULL, b->p ? b->cap - b->len : 0, fmt, ap);
-    va_end(ap);
-    if (w < 0) {
-      b->oom = true;
-      return;
-    }
-    if (b->p && b->len + (size_t)w < b->cap) {
-      b->len += (size_t)w;
-      return;
-    }
-    size_t nc = (b->cap ? b->cap * 2 : 1024) + (size_t)w;
-    char *np = ruda__realloc(b->p, nc);
-    if (!np) {
-      b->oom = true;
-      return;
-    }
+  va_list ap;
+  va_start(ap, fmt);
+  char *piece = ruda__vasprintf(fmt, ap);
+  va_end(ap);
+  size_t n = piece ? strlen(piece) : 0;
+  char *np = piece ? ruda__realloc(b->p, b->len + n + 1) : NULL;
+  if (np) {
+    memcpy(np + b->len, piece, n + 1);
     b->p = np;
-    b->cap = nc;
+    b->len += n;
+  } else {
+    b->oom = true;
   }
+  ruda__free(piece);
 }
 
 static uint64_t text_check(const char *p, size_t n) {
@@ -267,30 +263,20 @@ int ruda__tune_cache_read(const char *path, ruda__tune_record_t *out) {
   return 1;
 }
 
-static bool make_dirs(const char *dir) {
-  char tmp[RUDA_CONFIG_PATH_MAX + 16];
-  size_t n = strlen(dir);
-  if (n >= sizeof tmp) return false;
-  memcpy(tmp, dir, n + 1);
-  for (char *s = tmp + 1; *s; s++) {
-    if (*s != '/') continue;
-    *s = '\0';
-    if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return false;
-    *s = '/';
-  }
-  return mkdir(tmp, 0755) == 0 || errno == EEXIST;
-}
-
 static _Atomic unsigned g_tmp_counter;
 
-/* Writes `n` bytes to `path` through a temporary file renamed into place. */
-static bool write_atomic(const char *dir, const char *path, const char *data, size_t n) {
-  if (!make_dirs(dir)) return false;
+/* Writes `n` bytes to `path` through a temporary file of mode `mode`
+ * renamed into place; `dir` and its missing parents are made first, with
+ * the compile cache's policy (server/binary_cache.h: folders 0700; its
+ * files are 0600, as the tune cache's entries). */
+static bool write_atomic(const char *dir, const char *path, const char *data, size_t n,
+                         mode_t mode) {
+  if (!ruda__binary_cache_make_dirs(dir)) return false;
   char tmp[RUDA_CONFIG_PATH_MAX + 96];
   unsigned k = atomic_fetch_add(&g_tmp_counter, 1);
   if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld.%u", path, (long)getpid(), k) >= sizeof tmp)
     return false;
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) return false;
   size_t at = 0;
   while (at < n) {
@@ -307,7 +293,7 @@ static bool write_atomic(const char *dir, const char *path, const char *data, si
 
 bool ruda__tune_cache_write(const char *dir, const char *path, const ruda__tune_record_t *r) {
   char *text = ruda__tune_record_format(r);
-  bool ok = text && write_atomic(dir, path, text, strlen(text));
+  bool ok = text && write_atomic(dir, path, text, strlen(text), 0600);
   if (!ok) warn("tune cache: cannot write %s (%s); the decision stays in memory", path,
                 text ? strerror(errno) : "out of memory");
   ruda__free(text);
@@ -485,7 +471,8 @@ ruda_status_t ruda_tune_cache_export(const char *path, size_t *out_count) {
     if (slash) *slash = '\0';
     else snprintf(pdir, sizeof pdir, ".");
     errno = 0;
-    if (!write_atomic(slash && slash == pdir ? "/" : pdir, path, b.p ? b.p : "", b.len))
+    /* An export is the user's file to ship: 0644 (less the umask). */
+    if (!write_atomic(slash && slash == pdir ? "/" : pdir, path, b.p ? b.p : "", b.len, 0644))
       st = io_error("cannot write", path);
   }
   ruda__free(b.p);

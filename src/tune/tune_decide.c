@@ -66,6 +66,11 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor) {
   }
 }
 
+bool ruda__tune_budget_allows(const ruda__tune_result_t *r, double elapsed_ms, double budget_ms) {
+  if (!r->num_samples) return true;
+  return elapsed_ms + fastest(r) / 1e6 <= budget_ms;
+}
+
 size_t ruda__tune_rank(const ruda__tune_result_t *r, size_t n, uint32_t *order) {
   size_t k = 0;
   for (size_t i = 0; i < n; i++)

@@ -9,7 +9,8 @@
  *   tune_builtin.c  the tuned operations ruda ships (kernels/)
  *
  * The layer is built on the client's public API (ruda/client.h) and the
- * base layer; nothing below it includes it. */
+ * base layer, and makes the tune cache's folders as the compile cache
+ * does (server/binary_cache.h); nothing below it includes it. */
 #ifndef RUDA_TUNE_INTERNAL_H
 #define RUDA_TUNE_INTERNAL_H
 
@@ -22,7 +23,7 @@
 
 /* ---- Deciding (tune_decide.c) ---- */
 
-enum { RUDA__TUNE_MAX_SAMPLES = 32, RUDA__TUNE_REASON_MAX = 240 };
+enum { RUDA__TUNE_MAX_SAMPLES = 128, RUDA__TUNE_REASON_MAX = 240 };
 
 typedef enum ruda__tune_state {
   RUDA__TUNE_MEASURED = 0,    /* has samples (or will) */
@@ -57,7 +58,7 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
 /* Repetitions past the level's count, while all the rounds' samples so
  * far add up to less than this (ns) and up to RUDA__TUNE_MAX_SAMPLES
  * rounds: more samples of short kernels, whose runs are the noisiest. */
-#define RUDA__TUNE_SHORT_NS 20e6
+#define RUDA__TUNE_SHORT_NS 50e6
 
 /* Fills r->score and r->spread from its samples: the 20th percentile and
  * (p80 - p20) / p20 (nearest rank). */
@@ -73,6 +74,14 @@ void ruda__tune_score(ruda__tune_result_t *r);
  * over `factor` times the fastest sample of all (with one sample only,
  * also RUDA__TUNE_DROP_STALL_NS over it). */
 void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor);
+
+/* Whether another repetition of `r` may start `elapsed_ms` into a
+ * budget of `budget_ms`: always while it has no sample; else when its
+ * fastest sample so far would end within the budget. A run that cannot
+ * end in time is not started (on PoCL a 1024^3 matmul runs 0.3-1.3 s: a
+ * repetition started just before the end went on past it, by up to
+ * half the budget). */
+bool ruda__tune_budget_allows(const ruda__tune_result_t *r, double elapsed_ms, double budget_ms);
 
 /* The ranking: measured candidates with samples by score (ties: lower
  * index first), then measured candidates without samples (budget spent)

@@ -103,17 +103,14 @@ struct ruda_tune_op {
   ruda_client_t *tune_client; /* its own stream: tuning never touches the caller's */
   cand_t *cands;
   size_t num_cands;
-  uint32_t default_cand;
   ruda_tune_dim_t dims[RUDA_TUNE_KEY_MAX];
   size_t num_dims;
-  ruda_status_t (*key)(const ruda_tune_args_t *, void *, ruda_tune_key_t *);
-  void *key_ctx;
   ruda_tune_access_t *access;
   size_t num_access;
-  uint32_t check_ref;
-  ruda_elem_type_t check_elem;
-  double check_rtol, check_atol;
-  uint32_t budget_ms;
+  /* The description's settings: default candidate, key function, check,
+   * budget (RUDA_TUNE_BUDGET_CONFIG resolved); its arrays are the copies
+   * above, its name is `name`. */
+  ruda_tune_op_desc_t set;
   ruda_autotune_level_t level;
   ruda__tune_plan_t plan;
   int64_t pinned; /* candidate index, or -1 */
@@ -378,15 +375,13 @@ ruda_status_t ruda_tune_op_create(ruda_client_t *client, const ruda_tune_op_desc
     return st;
   }
   op->device = ruda_client_device(client);
-  op->default_cand = desc->default_candidate;
-  op->key = desc->key;
-  op->key_ctx = desc->key_ctx;
-  op->check_ref = desc->check_reference;
-  op->check_elem = desc->check_elem;
-  op->check_rtol = desc->check_rtol;
-  op->check_atol = desc->check_atol;
+  op->set = *desc;
+  op->set.name = op->name;
+  op->set.candidates = NULL;
+  op->set.dims = op->dims;
+  op->set.access = op->access;
   const ruda_config_t *cfg = ruda_config_get();
-  op->budget_ms = desc->budget_ms == RUDA_TUNE_BUDGET_CONFIG ? cfg->autotune.budget_ms : desc->budget_ms;
+  if (op->set.budget_ms == RUDA_TUNE_BUDGET_CONFIG) op->set.budget_ms = cfg->autotune.budget_ms;
   op->level = cfg->autotune.level;
   op->plan = ruda__tune_plan(op->level);
   set_identity(op, client);
@@ -614,29 +609,30 @@ static void reason_of(ruda__tune_result_t *r, const char *prefix, ruda_status_t 
   r->state = RUDA__TUNE_EXCLUDED;
 }
 
+/* What tuning keeps of argument buffer i besides its handle. */
+typedef struct scratch_buf {
+  bool own;   /* bufs[i] is a scratch buffer */
+  void *orig; /* a read-write buffer: its contents */
+  void *out;  /* a written buffer: the candidate's output (check) */
+  void *ref;  /* a written buffer: the reference's output */
+  uint64_t size;
+} scratch_buf_t;
+
 typedef struct scratch {
-  ruda_handle_t *bufs;  /* the arguments' buffers while tuning */
-  bool *own;            /* bufs[i] is a scratch buffer */
-  void **orig;          /* read-write buffers: their contents */
-  void **out;           /* written buffers: the candidate's output (check) */
-  void **ref;           /* written buffers: the reference's output */
-  uint64_t *size;
+  ruda_handle_t *bufs; /* the arguments' buffers while tuning */
+  scratch_buf_t *b;    /* n of them */
   size_t n;
 } scratch_t;
 
 static void scratch_free(scratch_t *s) {
-  for (size_t i = 0; i < s->n; i++) {
-    if (s->own && s->own[i]) ruda_handle_release(&s->bufs[i]);
-    if (s->orig) ruda__free(s->orig[i]);
-    if (s->out) ruda__free(s->out[i]);
-    if (s->ref) ruda__free(s->ref[i]);
+  for (size_t i = 0; s->b && i < s->n; i++) {
+    if (s->b[i].own) ruda_handle_release(&s->bufs[i]);
+    ruda__free(s->b[i].orig);
+    ruda__free(s->b[i].out);
+    ruda__free(s->b[i].ref);
   }
   ruda__free(s->bufs);
-  ruda__free(s->own);
-  ruda__free(s->orig);
-  ruda__free(s->out);
-  ruda__free(s->ref);
-  ruda__free(s->size);
+  ruda__free(s->b);
 }
 
 static ruda_status_t scratch_make(ruda_tune_op_t *op, const ruda_tune_args_t *args, bool check,
@@ -647,34 +643,31 @@ static ruda_status_t scratch_make(ruda_tune_op_t *op, const ruda_tune_args_t *ar
   s->n = n;
   if (n == 0) return NULL;
   s->bufs = ruda__calloc(n, sizeof *s->bufs);
-  s->own = ruda__calloc(n, sizeof *s->own);
-  s->orig = ruda__calloc(n, sizeof *s->orig);
-  s->out = ruda__calloc(n, sizeof *s->out);
-  s->ref = ruda__calloc(n, sizeof *s->ref);
-  s->size = ruda__calloc(n, sizeof *s->size);
-  if (!s->bufs || !s->own || !s->orig || !s->out || !s->ref || !s->size)
+  s->b = ruda__calloc(n, sizeof *s->b);
+  if (!s->bufs || !s->b)
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "autotune: out of memory");
   for (size_t i = 0; i < n; i++) {
     ruda_tune_access_t a = access_of(op, i);
     uint64_t size = ruda_handle_size_in_used(&args->buffers[i]);
-    s->size[i] = size;
+    scratch_buf_t *sb = &s->b[i];
+    sb->size = size;
     if (a == RUDA_TUNE_READ) {
       s->bufs[i] = args->buffers[i];
       continue;
     }
     if (check && a != RUDA_TUNE_WORKSPACE) {
-      s->out[i] = ruda__malloc(size ? size : 1);
-      s->ref[i] = ruda__malloc(size ? size : 1);
-      if (!s->out[i] || !s->ref[i])
+      sb->out = ruda__malloc(size ? size : 1);
+      sb->ref = ruda__malloc(size ? size : 1);
+      if (!sb->out || !sb->ref)
         return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "autotune: out of memory");
     }
     ruda_status_t st;
     if (a == RUDA_TUNE_READ_WRITE) {
-      s->orig[i] = ruda__malloc(size ? size : 1);
-      if (!s->orig[i])
+      sb->orig = ruda__malloc(size ? size : 1);
+      if (!sb->orig)
         return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "autotune: out of memory");
-      st = ruda_client_read(tc, &args->buffers[i], s->orig[i], size);
-      if (!st) st = ruda_client_create_buffer(tc, s->orig[i], size, &s->bufs[i]);
+      st = ruda_client_read(tc, &args->buffers[i], sb->orig, size);
+      if (!st) st = ruda_client_create_buffer(tc, sb->orig, size, &s->bufs[i]);
     } else {
       /* Written now (zeros), so that no candidate's run pays for the first
        * touch of its pages. */
@@ -685,7 +678,7 @@ static ruda_status_t scratch_make(ruda_tune_op_t *op, const ruda_tune_args_t *ar
       ruda__free(zeros);
     }
     if (st) return st;
-    s->own[i] = true;
+    sb->own = true;
   }
   return NULL;
 }
@@ -693,8 +686,9 @@ static ruda_status_t scratch_make(ruda_tune_op_t *op, const ruda_tune_args_t *ar
 /* Restores the read-write scratch buffers to the caller's contents. */
 static ruda_status_t scratch_restore(ruda_tune_op_t *op, scratch_t *s) {
   for (size_t i = 0; i < s->n; i++)
-    if (s->orig[i]) {
-      ruda_status_t st = ruda_client_write(op->tune_client, &s->bufs[i], s->orig[i], s->size[i]);
+    if (s->b[i].orig) {
+      ruda_status_t st =
+          ruda_client_write(op->tune_client, &s->bufs[i], s->b[i].orig, s->b[i].size);
       if (st) return st;
     }
   return NULL;
@@ -704,32 +698,33 @@ static ruda_status_t scratch_restore(ruda_tune_op_t *op, scratch_t *s) {
  * within the tolerance, else a description into `why`. */
 static bool outputs_match(const ruda_tune_op_t *op, const scratch_t *s, char *why, size_t cap) {
   for (size_t b = 0; b < s->n; b++) {
-    if (!s->out[b]) continue;
-    if (op->check_elem == RUDA_ELEM_F32 || op->check_elem == RUDA_ELEM_F64) {
-      bool f32 = op->check_elem == RUDA_ELEM_F32;
-      size_t n = s->size[b] / (f32 ? 4 : 8);
+    const scratch_buf_t *sb = &s->b[b];
+    if (!sb->out) continue;
+    if (op->set.check_elem == RUDA_ELEM_F32 || op->set.check_elem == RUDA_ELEM_F64) {
+      bool f32 = op->set.check_elem == RUDA_ELEM_F32;
+      size_t n = sb->size / (f32 ? 4 : 8);
       for (size_t i = 0; i < n; i++) {
         double got, want;
         if (f32) {
           float g, w;
-          memcpy(&g, (const char *)s->out[b] + i * 4, 4);
-          memcpy(&w, (const char *)s->ref[b] + i * 4, 4);
+          memcpy(&g, (const char *)sb->out + i * 4, 4);
+          memcpy(&w, (const char *)sb->ref + i * 4, 4);
           got = g;
           want = w;
         } else {
-          memcpy(&got, (const char *)s->out[b] + i * 8, 8);
-          memcpy(&want, (const char *)s->ref[b] + i * 8, 8);
+          memcpy(&got, (const char *)sb->out + i * 8, 8);
+          memcpy(&want, (const char *)sb->ref + i * 8, 8);
         }
         if (isnan(got) && isnan(want)) continue;
-        if (!(fabs(got - want) <= op->check_atol + op->check_rtol * fabs(want))) {
+        if (!(fabs(got - want) <= op->set.check_atol + op->set.check_rtol * fabs(want))) {
           snprintf(why, cap, "buffer %zu element %zu is %g, the reference gives %g", b, i, got,
                    want);
           return false;
         }
       }
-    } else if (memcmp(s->out[b], s->ref[b], s->size[b]) != 0) {
+    } else if (memcmp(sb->out, sb->ref, sb->size) != 0) {
       size_t i = 0;
-      while (((const char *)s->out[b])[i] == ((const char *)s->ref[b])[i]) i++;
+      while (((const char *)sb->out)[i] == ((const char *)sb->ref)[i]) i++;
       snprintf(why, cap, "buffer %zu differs from the reference at byte %zu", b, i);
       return false;
     }
@@ -737,10 +732,13 @@ static bool outputs_match(const ruda_tune_op_t *op, const scratch_t *s, char *wh
   return true;
 }
 
-static ruda_status_t read_outputs(ruda_tune_op_t *op, scratch_t *s, void **into) {
+/* The written buffers' contents into their `ref` copies (the reference
+ * candidate) or their `out` copies. */
+static ruda_status_t read_outputs(ruda_tune_op_t *op, scratch_t *s, bool into_ref) {
   for (size_t i = 0; i < s->n; i++)
-    if (s->out[i]) {
-      ruda_status_t st = ruda_client_read(op->tune_client, &s->bufs[i], into[i], s->size[i]);
+    if (s->b[i].out) {
+      ruda_status_t st = ruda_client_read(op->tune_client, &s->bufs[i],
+                                          into_ref ? s->b[i].ref : s->b[i].out, s->b[i].size);
       if (st) return st;
     }
   return NULL;
@@ -795,8 +793,8 @@ static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *
   if (!settled(tc, st, r)) return;
   if (timed) r->samples[r->num_samples++] = (double)ruda_profile_duration_ns(dur);
   if (!check) return;
-  bool is_ref = i == op->check_ref;
-  st = read_outputs(op, s, is_ref ? s->ref : s->out);
+  bool is_ref = i == op->set.check_reference;
+  st = read_outputs(op, s, is_ref);
   if (st) {
     reason_of(r, "its output could not be read", st);
     return;
@@ -809,7 +807,7 @@ static void try_candidate(ruda_tune_op_t *op, size_t i, const ruda_tune_args_t *
   char why[200];
   if (!outputs_match(op, s, why, sizeof why)) {
     snprintf(r->reason, sizeof r->reason, "fails the check against '%s': %s",
-             op->cands[op->check_ref].name, why);
+             op->cands[op->set.check_reference].name, why);
     r->state = RUDA__TUNE_EXCLUDED;
   }
 }
@@ -837,7 +835,7 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
                               decision_t *d, double *spent_ms) {
   double t0 = now_ms();
   ruda_client_t *tc = op->tune_client;
-  bool check = op->check_ref != RUDA_TUNE_NO_CHECK;
+  bool check = op->set.check_reference != RUDA_TUNE_NO_CHECK;
   scratch_t s;
   ruda_status_t st = scratch_make(op, args, check, &s);
   if (st) {
@@ -855,9 +853,9 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
   bool first_is_sample = op->plan.warmups == 1 && !g_timer;
   /* The reference first, so every other candidate can be checked. */
   size_t order[RUDA__TUNE_MAX_CANDIDATES], n = 0;
-  if (check) order[n++] = op->check_ref;
+  if (check) order[n++] = op->set.check_reference;
   for (size_t i = 0; i < op->num_cands; i++)
-    if (!check || i != op->check_ref) order[n++] = i;
+    if (!check || i != op->set.check_reference) order[n++] = i;
   for (size_t o = 0; o < n; o++) {
     size_t i = order[o];
     if (op->cands[i].applies && !op->cands[i].applies(key, op->cands[i].param)) {
@@ -892,7 +890,7 @@ static ruda_status_t tune_key(ruda_tune_op_t *op, const ruda_tune_args_t *args,
     for (size_t o = 0; o < in_round; o++) {
       size_t i = round[o];
       if (r[i].num_samples > rep) continue;
-      if (r[i].num_samples && now_ms() - t_measure >= op->budget_ms) {
+      if (!ruda__tune_budget_allows(&r[i], now_ms() - t_measure, op->set.budget_ms)) {
         spent = true;
         break;
       }
@@ -1143,8 +1141,8 @@ static ruda_status_t check_call(const ruda_tune_op_t *op, ruda_client_t *c,
 static ruda_status_t make_key(const ruda_tune_op_t *op, const ruda_tune_args_t *args,
                               ruda_tune_key_t *key) {
   memset(key, 0, sizeof *key);
-  if (op->key) {
-    ruda_status_t st = op->key(args, op->key_ctx, key);
+  if (op->set.key) {
+    ruda_status_t st = op->set.key(args, op->set.key_ctx, key);
     if (st) {
       char *t = ruda_status_to_string(st);
       ruda_status_free(st);
@@ -1180,7 +1178,7 @@ static ruda_status_t resolve(ruda_tune_op_t *op, ruda_client_t *client,
     return NULL;
   }
   if (op->level == RUDA_AUTOTUNE_OFF) {
-    *fixed = op->default_cand;
+    *fixed = op->set.default_candidate;
     return NULL;
   }
   ruda_status_t st = make_key(op, args, key);

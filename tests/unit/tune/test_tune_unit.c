@@ -118,7 +118,16 @@ TEST(tune_entry_of_another_version_is_ignored_then_replaced) {
   char dir[600];
   snprintf(dir, sizeof dir, "%s", file);
   *strrchr(dir, '/') = '\0';
+  /* The compile cache's policy: the folder is the user's alone (0700),
+   * and so is every entry (0600). */
+  struct stat fst, dst;
+  ASSERT_EQ(stat(dir, &dst), 0);
+  ASSERT_EQ(stat(file, &fst), 0);
+  ASSERT_EQ((int)(dst.st_mode & 0777), 0700);
+  ASSERT_EQ((int)(fst.st_mode & 0777), 0600);
   ASSERT_TRUE(ruda__tune_cache_write(dir, file, &r));
+  ASSERT_EQ(stat(file, &fst), 0);
+  ASSERT_EQ((int)(fst.st_mode & 0777), 0600);
   ruda_tune_op_t *op2;
   ASSERT_OK(ruda_tune_op_create(c, &d, &op2));
   ASSERT_OK(ruda_tune_op_launch(op2, c, &args));
@@ -221,6 +230,22 @@ TEST(tune_one_short_slow_sample_does_not_drop) {
   ruda__tune_drop_slow(&r[2], 2, RUDA__TUNE_DROP_FACTOR_FIRST);
   ASSERT_FALSE(r[2].dropped);
   ASSERT_TRUE(r[3].dropped);
+}
+
+TEST(tune_budget_starts_only_runs_that_end_in_time) {
+  ruda__tune_result_t r;
+  memset(&r, 0, sizeof r);
+  ASSERT_TRUE(ruda__tune_budget_allows(&r, 5000, 1000)); /* no sample yet: always */
+  const double runs[2] = {400e6, 300e6};                 /* 0.4 s, 0.3 s */
+  fill(&r, runs, 2);
+  ASSERT_TRUE(ruda__tune_budget_allows(&r, 0, 1000));
+  ASSERT_TRUE(ruda__tune_budget_allows(&r, 700, 1000));  /* ends at 1000 */
+  ASSERT_FALSE(ruda__tune_budget_allows(&r, 701, 1000)); /* would end past it */
+  ASSERT_FALSE(ruda__tune_budget_allows(&r, 1000, 1000));
+  const double short_run = 30e3;                          /* 30 us */
+  fill(&r, &short_run, 1);
+  ASSERT_TRUE(ruda__tune_budget_allows(&r, 999.9, 1000));
+  ASSERT_FALSE(ruda__tune_budget_allows(&r, 1000, 1000));
 }
 
 TEST(tune_round_measures_contenders_first) {
