@@ -181,11 +181,19 @@ typedef struct alloc_op {
   ruda_bytes_t *bytes;      /* trailing */
 } alloc_op_t;
 
+/* The op's allocation (none when `memory` is unset), on the worker or, by
+ * ruda__device_run_here, on the caller's thread. */
+static ruda_status_t alloc_op_reserve(ruda__server_t *s, ruda_stream_id_t stream, void *op) {
+  alloc_op_t *a = op;
+  if (a->memory.id)
+    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, stream);
+  return NULL;
+}
+
 static void run_alloc(ruda__device_t *d, ruda__op_t *op) {
   alloc_op_t *a = (alloc_op_t *)op;
   ruda__server_t *s = d->server;
-  if (s && a->memory.id)
-    s->vt->initialize_memory(s, ruda__binding_memory(&a->memory), a->size, op->stream);
+  if (s) alloc_op_reserve(s, op->stream, a);
   if (s && !op->cancelled) {
     if (a->num_writes) s->vt->write(s, a->descs, a->bytes, a->num_writes, op->stream);
   } else {
@@ -221,17 +229,6 @@ static void alloc_op_write_whole(alloc_op_t *a, ruda_binding_t binding, ruda_byt
   memset(bytes, 0, sizeof *bytes);
 }
 
-typedef struct reserve_here {
-  ruda_memory_t *memory;
-  uint64_t size;
-} reserve_here_t;
-
-static ruda_status_t do_reserve(ruda__server_t *s, ruda_stream_id_t st, void *ctx) {
-  reserve_here_t *r = ctx;
-  s->vt->initialize_memory(s, r->memory, r->size, st);
-  return NULL;
-}
-
 /* A handle of `size` bytes on `stream` from memory released on that
  * stream (memory/reuse_cache.h), bound at once; false when the cache has
  * none. A trace records every allocation, so while one runs every
@@ -252,9 +249,9 @@ static ruda_status_t client_empty_reserve(ruda_client_t *c, uint64_t size,
   ruda_binding_t b = ruda_handle_binding(out);
   /* An idle device reserves on this thread: no hand-off, and the pool's
    * memory stays in this core's cache (reserve and release in a loop). */
-  reserve_here_t r = {ruda__binding_memory(&b), size};
+  alloc_op_t here = {.memory = b, .size = size};
   ruda_status_t ignored;
-  if (ruda__device_run_here(c->dev, stream, do_reserve, &r, &ignored)) {
+  if (ruda__device_run_here(c->dev, stream, alloc_op_reserve, &here, &ignored)) {
     ruda_binding_release(&b);
     return NULL;
   }
