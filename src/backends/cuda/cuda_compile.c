@@ -71,13 +71,8 @@ ruda__cuda_compile_stats_t ruda__cuda_compile_stats(void) {
 #define CACHE_FORMAT 3u /* 3: binary key fields, ruda__checksum128 */
 #define CACHE_SEED 0x6375626e63616368ull
 
-typedef struct entry {
-  CUmodule module;
-  ruda__cuda_function_t fn;
-} entry_t;
-
 struct ruda__cuda_module_cache {
-  ruda__kernel_cache_t base; /* first; its table: kernel hash -> entry_t */
+  ruda__kernel_cache_t base; /* first; its table: kernel hash -> ruda__cuda_function_t */
   const ruda__cuda_api_t *api;
   uint32_t cc;
   /* The disk key's hash state after what every key of this cache shares
@@ -110,17 +105,17 @@ typedef struct release_ctx {
   bool skip_unload;
 } release_ctx_t;
 
-static void release_entry(void *value, void *ctx) {
-  entry_t *e = value;
+static void release_function(void *value, void *ctx) {
+  ruda__cuda_function_t *f = value;
   const release_ctx_t *r = ctx;
-  if (!r->skip_unload && e->module != NULL) r->api->cuModuleUnload(e->module);
-  ruda__free(e);
+  if (!r->skip_unload && f->module != NULL) r->api->cuModuleUnload(f->module);
+  ruda__free(f);
 }
 
 void ruda__cuda_module_cache_destroy(ruda__cuda_module_cache_t *c, bool skip_unload) {
   if (c == NULL) return;
   release_ctx_t r = {c->api, skip_unload};
-  ruda__kernel_cache_destroy(c, release_entry, &r);
+  ruda__kernel_cache_destroy(c, release_function, &r);
 }
 
 /* ---- NVRTC ---- */
@@ -423,10 +418,10 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
                                           const ruda_kernel_t *kernel,
                                           ruda__cuda_function_t **out) {
   ruda_hash128_t key = ruda_kernel_hash(kernel);
-  entry_t *e = ruda__module_table_find(&c->base.table, key);
-  if (e != NULL) {
+  ruda__cuda_function_t *f = ruda__module_table_find(&c->base.table, key);
+  if (f != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
-    *out = &e->fn;
+    *out = f;
     return NULL;
   }
   const ruda_kernel_desc_t *d = ruda_kernel_desc(kernel);
@@ -501,20 +496,20 @@ ruda_status_t ruda__cuda_module_cache_get(ruda__cuda_module_cache_t *c,
     }
   }
   if (s != NULL) return s;
-  e = ruda__calloc(1, sizeof *e);
-  if (e != NULL) {
-    e->module = mod;
-    e->fn.fn = fn;
-    e->fn.shared_mem_set = 0;
-    e->fn.from_disk = from_disk;
+  f = ruda__calloc(1, sizeof *f);
+  if (f != NULL) {
+    f->fn = fn;
+    f->module = mod;
+    f->shared_mem_set = 0;
+    f->from_disk = from_disk;
   }
-  if (e == NULL || !ruda__module_table_insert(&c->base.table, key, e)) {
-    ruda__free(e);
+  if (f == NULL || !ruda__module_table_insert(&c->base.table, key, f)) {
+    ruda__free(f);
     c->api->cuModuleUnload(mod);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", d->name);
   }
   if (from_disk) atomic_fetch_add(&g_hit_total_ns, ruda__now_ns() - hit_start);
-  *out = &e->fn;
+  *out = f;
   return NULL;
 unsupported:
   return ruda_status_wrap(RUDA_ERR_LAUNCH_COMPILATION,

@@ -131,6 +131,7 @@ typedef struct ruda__cuda_module_cache ruda__cuda_module_cache_t;
 
 typedef struct ruda__cuda_function {
   CUfunction fn;
+  CUmodule module;         /* fn's own; the module cache unloads it */
   uint64_t shared_mem_set; /* MAX_DYNAMIC_SHARED_SIZE_BYTES already set */
   bool from_disk;          /* the CUBIN came from the disk cache */
 } ruda__cuda_function_t;

@@ -218,13 +218,8 @@ ruda_status_t ruda__opencl_program_binary(const ruda__opencl_api_t *api, cl_prog
 
 /* ---- The cache ---- */
 
-typedef struct entry {
-  cl_program program;
-  ruda__opencl_function_t fn;
-} entry_t;
-
 struct ruda__opencl_program_cache {
-  ruda__kernel_cache_t base; /* first; its table: kernel hash -> entry_t */
+  ruda__kernel_cache_t base; /* first; its table: kernel hash -> ruda__opencl_function_t */
   const ruda__opencl_api_t *api;
   cl_context ctx;
   const ruda__opencl_device_t *dev;
@@ -246,17 +241,17 @@ ruda__opencl_program_cache_t *ruda__opencl_program_cache_create(
   return c;
 }
 
-static void release_entry(void *value, void *ctx) {
-  entry_t *e = value;
+static void release_function(void *value, void *ctx) {
+  ruda__opencl_function_t *f = value;
   const ruda__opencl_api_t *api = ctx;
-  if (e->fn.kernel) api->clReleaseKernel(e->fn.kernel);
-  if (e->program) api->clReleaseProgram(e->program);
-  ruda__free(e);
+  if (f->kernel) api->clReleaseKernel(f->kernel);
+  if (f->program) api->clReleaseProgram(f->program);
+  ruda__free(f);
 }
 
 void ruda__opencl_program_cache_destroy(ruda__opencl_program_cache_t *c) {
   if (c == NULL) return;
-  ruda__kernel_cache_destroy(c, release_entry, (void *)c->api);
+  ruda__kernel_cache_destroy(c, release_function, (void *)c->api);
 }
 
 /* ---- Disk cache ---- */
@@ -385,10 +380,10 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
                                              const char *const *options, size_t num_options,
                                              const ruda__compile_failure_t *portable,
                                              ruda__opencl_function_t **out) {
-  entry_t *e = ruda__module_table_find(&c->base.table, key);
-  if (e != NULL) {
+  ruda__opencl_function_t *f = ruda__module_table_find(&c->base.table, key);
+  if (f != NULL) {
     atomic_fetch_add(&g_memory_hits, 1);
-    *out = &e->fn;
+    *out = f;
     return NULL;
   }
   const ruda__opencl_api_t *api = c->api;
@@ -441,24 +436,24 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     }
   }
   ruda__free(opts);
-  e = ruda__calloc(1, sizeof *e);
-  if (e == NULL) {
+  f = ruda__calloc(1, sizeof *f);
+  if (f == NULL) {
     api->clReleaseProgram(prog);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
   }
   uint64_t query_ns = 0;
-  s = make_function(api, prog, dev, entry, &e->fn, &query_ns);
+  s = make_function(api, prog, dev, entry, f, &query_ns);
   if (s) {
     api->clReleaseProgram(prog);
-    ruda__free(e);
+    ruda__free(f);
     return s;
   }
-  e->program = prog;
-  e->fn.from_disk = from_disk;
-  if (!ruda__module_table_insert(&c->base.table, key, e)) {
-    api->clReleaseKernel(e->fn.kernel);
+  f->program = prog;
+  f->from_disk = from_disk;
+  if (!ruda__module_table_insert(&c->base.table, key, f)) {
+    api->clReleaseKernel(f->kernel);
     api->clReleaseProgram(prog);
-    ruda__free(e);
+    ruda__free(f);
     return ruda_status_create(RUDA_ERR_LAUNCH_OUT_OF_MEMORY, "caching kernel %s", entry);
   }
   if (from_disk) {
@@ -470,7 +465,7 @@ ruda_status_t ruda__opencl_program_cache_get(ruda__opencl_program_cache_t *c,
     atomic_fetch_add(&g_hit_total_ns, t4 - t0);
     atomic_fetch_add(&g_hit_query_ns, query_ns);
   }
-  *out = &e->fn;
+  *out = f;
   return NULL;
 }
 

@@ -192,6 +192,7 @@ typedef struct ruda__opencl_program_cache ruda__opencl_program_cache_t;
  * the device thread) and what was learnt about it when it was built. */
 typedef struct ruda__opencl_function {
   cl_kernel kernel;
+  cl_program program;        /* the kernel's own; the program cache releases it */
   cl_uint num_args;
   uint64_t static_local_mem; /* CL_KERNEL_LOCAL_MEM_SIZE with no dynamic part */
   size_t max_work_group;     /* CL_KERNEL_WORK_GROUP_SIZE */
