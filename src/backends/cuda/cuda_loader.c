@@ -57,7 +57,8 @@ static ruda_status_t init_cuda(const ruda__dynlib_t *lib, void *table) {
 static const char *const g_cuda_names[] = {"libcuda.so.1", "libcuda.so"};
 static const ruda__dynlib_spec_t g_cuda_spec = {
     RUDA_ERR_UNAVAILABLE, "CUDA is unavailable: ", "the CUDA driver library", "",
-    " (driver too old?)", "RUDA_CUDA_DRIVER_LIBRARY", g_cuda_names, 2, g_cu_symbols,
+    " (driver too old?)", "RUDA_CUDA_DRIVER_LIBRARY", g_cuda_names,
+    sizeof g_cuda_names / sizeof g_cuda_names[0], g_cu_symbols,
     sizeof g_cu_symbols / sizeof g_cu_symbols[0], init_cuda};
 
 ruda_status_t ruda__cuda_api_get(const ruda__cuda_api_t **out) {

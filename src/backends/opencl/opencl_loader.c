@@ -44,7 +44,8 @@ static ruda_status_t has_queue(const ruda__dynlib_t *lib, void *table) {
 static const char *const g_names[] = {"libOpenCL.so.1", "libOpenCL.so"};
 static const ruda__dynlib_spec_t g_spec = {
     RUDA_ERR_UNAVAILABLE, "OpenCL is unavailable: ", "the OpenCL ICD loader", "",
-    " (an OpenCL 1.2 loader or newer is needed)", "RUDA_OPENCL_LIBRARY", g_names, 2, g_symbols,
+    " (an OpenCL 1.2 loader or newer is needed)", "RUDA_OPENCL_LIBRARY", g_names,
+    sizeof g_names / sizeof g_names[0], g_symbols,
     sizeof g_symbols / sizeof g_symbols[0], has_queue};
 
 ruda_status_t ruda__opencl_api_get(const ruda__opencl_api_t **out) {
