@@ -38,7 +38,11 @@
  * a GPU; on the CPU one made from text) is first launched with a single
  * ruda, which compiles it, unless the candidate has its own `launch`
  * (then that first run compiles it and is not measured); the first run
- * of a compiled kernel is measured and is its first sample.
+ * of a compiled kernel is measured and is its first sample. After
+ * compiles (50 ms or more of them) the candidates run 50 ms unmeasured
+ * before the repetitions, and a candidate whose runs are under 2 ms runs
+ * once unmeasured before each measured repetition: it is measured back
+ * to back, as a program calling the operation runs it.
  *
  * Decisions are remembered in the process and in the tune cache, a folder
  * `tune` in the compiled-kernel cache directory (ruda_config_cache_dir),

@@ -43,7 +43,7 @@ void ruda__tune_score(ruda__tune_result_t *r) {
   r->spread = lo > 0 ? (hi - lo) / lo : 0;
 }
 
-static double fastest(const ruda__tune_result_t *r) {
+double ruda__tune_fastest(const ruda__tune_result_t *r) {
   double m = INFINITY;
   for (uint32_t i = 0; i < r->num_samples; i++)
     if (r->samples[i] < m) m = r->samples[i];
@@ -54,13 +54,13 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor) {
   double best = INFINITY;
   for (size_t i = 0; i < n; i++)
     if (r[i].state == RUDA__TUNE_MEASURED && r[i].num_samples) {
-      double f = fastest(&r[i]);
+      double f = ruda__tune_fastest(&r[i]);
       if (f < best) best = f;
     }
   if (!isfinite(best)) return;
   for (size_t i = 0; i < n; i++) {
     if (r[i].state != RUDA__TUNE_MEASURED || !r[i].num_samples) continue;
-    double f = fastest(&r[i]);
+    double f = ruda__tune_fastest(&r[i]);
     if (f > factor * best && (r[i].num_samples > 1 || f - best >= RUDA__TUNE_DROP_STALL_NS))
       r[i].dropped = true;
   }
@@ -68,7 +68,7 @@ void ruda__tune_drop_slow(ruda__tune_result_t *r, size_t n, double factor) {
 
 bool ruda__tune_budget_allows(const ruda__tune_result_t *r, double elapsed_ms, double budget_ms) {
   if (!r->num_samples) return true;
-  return elapsed_ms + fastest(r) / 1e6 <= budget_ms;
+  return elapsed_ms + ruda__tune_fastest(r) / 1e6 <= budget_ms;
 }
 
 size_t ruda__tune_rank(const ruda__tune_result_t *r, size_t n, uint32_t *order) {
@@ -97,9 +97,9 @@ size_t ruda__tune_round_order(const ruda__tune_result_t *r, size_t n, uint32_t *
   for (size_t i = 0; i < n; i++)
     if (r[i].state == RUDA__TUNE_MEASURED && !r[i].dropped && r[i].num_samples) {
       /* insertion by (fastest sample, index) */
-      double f = fastest(&r[i]);
+      double f = ruda__tune_fastest(&r[i]);
       size_t j = k++;
-      while (j > unsampled && fastest(&r[order[j - 1]]) > f) {
+      while (j > unsampled && ruda__tune_fastest(&r[order[j - 1]]) > f) {
         order[j] = order[j - 1];
         j--;
       }

@@ -60,6 +60,17 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
  * rounds: more samples of short kernels, whose runs are the noisiest. */
 #define RUDA__TUNE_SHORT_NS 50e6
 
+/* After compiles that took this long (ms) in a key's first runs, the
+ * candidates run this long, unmeasured, before the repetitions. */
+#define RUDA__TUNE_SETTLE_MS 50.0
+
+/* A candidate whose fastest run so far is shorter than this (ns) runs
+ * once, unmeasured, before each measured repetition. */
+#define RUDA__TUNE_WARM_NS 2e6
+
+/* The fastest sample of `r` (ns); infinity when it has none. */
+double ruda__tune_fastest(const ruda__tune_result_t *r);
+
 /* Fills r->score and r->spread from its samples: the 20th percentile and
  * (p80 - p20) / p20 (nearest rank). */
 void ruda__tune_score(ruda__tune_result_t *r);
