@@ -146,3 +146,58 @@ TEST(options_outside_the_allowed_set_are_refused_at_launch) {
   ruda_status_free(s);
   ruda_kernel_release(k);
 }
+
+/* The natural form compiled at run time (one copy of the body, unswitched
+ * on whether abs_x fits in 31 bits, then split at the bound: cpu.h's
+ * RUDA__CPU_UNITS): bounds written each way round, inclusive, from below,
+ * 64-bit and through `continue`, placed before, at and inside each of four
+ * rudas, and past them all, give what one unit at a time would. */
+static const char k_bounds_text[] =
+    "#include <ruda/kernel_dialect.h>\n"
+    "RUDA_KERNEL(bounds, RUDA_DIM(64, 1, 1), RUDA_BUFFER(uint32_t *restrict, out),\n"
+    "            RUDA_SCALAR(uint32_t, n), RUDA_SCALAR(uint64_t, n64)) {\n"
+    "  RUDA_UNITS_NOWAIT(u) {\n"
+    "    uint32_t *o = out + 6 * u.abs_x;\n"
+    "    if (u.abs_x < n) o[0] = u.abs_x;\n"
+    "    if (n > u.abs_x) o[1] = u.abs_x + 1;\n"
+    "    if (u.abs_x <= n) o[2] = u.abs_x + 2;\n"
+    "    if (u.abs_x >= n) o[3] = u.abs_x + 3;\n"
+    "    if (u.abs_x < n64) o[4] = u.abs_x + 4;\n"
+    "    if (u.abs_x < n) continue;\n"
+    "    o[5] = u.abs_x + 5;\n"
+    "  }\n"
+    "}\n";
+
+TEST(the_natural_form_compiled_at_run_time_splits_at_any_bound) {
+  ruda_client_t *c = client();
+  ruda_kernel_t *k = test_kernel_from_text(k_bounds_text, "bounds.c", NULL);
+  enum { UNITS = 4 * 64 };
+  static uint32_t out[6 * UNITS];
+  ruda_handle_t h;
+  ASSERT_OK(ruda_client_create_buffer(c, out, sizeof out, &h));
+  static const uint32_t bounds[] = {0, 1, 63, 64, 65, 100, 191, 255, 256, 1000, UINT32_MAX};
+  for (size_t b = 0; b < sizeof bounds / sizeof bounds[0]; b++) {
+    uint32_t n = bounds[b];
+    memset(out, 0xff, sizeof out);
+    ASSERT_OK(ruda_client_write(c, &h, out, sizeof out));
+    uint64_t info[2] = {n, n == UINT32_MAX ? (uint64_t)n + 1 : n};
+    ruda_kernel_args_t args = {
+        .buffers = &h,
+        .num_buffers = 1,
+        .info = {.data = info, .len = 2, .dynamic_metadata_offset = 2},
+    };
+    ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args));
+    ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
+    for (uint32_t a = 0; a < UNITS; a++) {
+      const uint32_t *o = out + 6 * a;
+      ASSERT_UEQ(o[0], a < n ? a : UINT32_MAX);
+      ASSERT_UEQ(o[1], n > a ? a + 1 : UINT32_MAX);
+      ASSERT_UEQ(o[2], a <= n ? a + 2 : UINT32_MAX);
+      ASSERT_UEQ(o[3], a >= n ? a + 3 : UINT32_MAX);
+      ASSERT_UEQ(o[4], a < info[1] ? a + 4 : UINT32_MAX);
+      ASSERT_UEQ(o[5], a < n ? UINT32_MAX : a + 5);
+    }
+  }
+  ruda_handle_release(&h);
+  ruda_kernel_release(k);
+}
