@@ -39,6 +39,21 @@ static inline ruda_kernel_t *test_kernel_from_text(const char *text, const char 
   return k;
 }
 
+/* The six values the bounds kernels of the natural-form tests
+ * (test_portable_kernel.c, test_cpu_compile.c) write for the unit whose
+ * abs_x is `a`, each under one bound on abs_x (`< n`, `n >`, `<= n`,
+ * `>= n`, `< n64`, past `continue` when `< n`), UINT32_MAX where the bound
+ * leaves it unwritten. Fails the test on the first that differs. */
+static inline void test_check_unit_bounds(const uint32_t o[6], uint32_t a, uint32_t n,
+                                          uint64_t n64) {
+  ASSERT_UEQ(o[0], a < n ? a : UINT32_MAX);
+  ASSERT_UEQ(o[1], n > a ? a + 1 : UINT32_MAX);
+  ASSERT_UEQ(o[2], a <= n ? a + 2 : UINT32_MAX);
+  ASSERT_UEQ(o[3], a >= n ? a + 3 : UINT32_MAX);
+  ASSERT_UEQ(o[4], a < n64 ? a + 4 : UINT32_MAX);
+  ASSERT_UEQ(o[5], a < n ? UINT32_MAX : a + 5);
+}
+
 /* Launches `k` on one ruda over the one buffer `h`, then syncs: the
  * launch's error, else the stream's, else NULL. */
 static inline ruda_status_t test_launch_and_sync(ruda_client_t *c, ruda_kernel_t *k,

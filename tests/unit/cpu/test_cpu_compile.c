@@ -188,15 +188,7 @@ TEST(the_natural_form_compiled_at_run_time_splits_at_any_bound) {
     };
     ASSERT_OK(ruda_client_launch(c, k, ruda_count_static(4, 1, 1), &args));
     ASSERT_OK(ruda_client_read(c, &h, out, sizeof out));
-    for (uint32_t a = 0; a < UNITS; a++) {
-      const uint32_t *o = out + 6 * a;
-      ASSERT_UEQ(o[0], a < n ? a : UINT32_MAX);
-      ASSERT_UEQ(o[1], n > a ? a + 1 : UINT32_MAX);
-      ASSERT_UEQ(o[2], a <= n ? a + 2 : UINT32_MAX);
-      ASSERT_UEQ(o[3], a >= n ? a + 3 : UINT32_MAX);
-      ASSERT_UEQ(o[4], a < info[1] ? a + 4 : UINT32_MAX);
-      ASSERT_UEQ(o[5], a < n ? UINT32_MAX : a + 5);
-    }
+    for (uint32_t a = 0; a < UNITS; a++) test_check_unit_bounds(out + 6 * a, a, n, info[1]);
   }
   ruda_handle_release(&h);
   ruda_kernel_release(k);

@@ -11,6 +11,7 @@
 #include "server/kernel_object.h"
 #include "server/portable_kernel.h"
 #include "test.h"
+#include "test_kernel.h"
 
 RUDA_KERNEL(two_buffers, RUDA_DIM(8, 1, 1), RUDA_BUFFER(float *, a), RUDA_BUFFER(float *, b),
             RUDA_SCALAR(uint32_t, n)) {
@@ -112,16 +113,7 @@ TEST(cpu_mapping_splits_the_natural_form_at_any_bound) {
       uint64_t info[2] = {n, (uint64_t)n + (n == UINT32_MAX ? 1 : 0)};
       memset(out, 0xff, sizeof out);
       run_units_kernel(RUDA_KERNEL_CODE(bounds_of_units), positions[p], 64, 1, out, info, 2);
-      for (uint32_t x = 0; x < 64; x++) {
-        uint32_t a = first + x;
-        const uint32_t *o = out + 6 * x;
-        ASSERT_UEQ(o[0], a < n ? a : UINT32_MAX);
-        ASSERT_UEQ(o[1], n > a ? a + 1 : UINT32_MAX);
-        ASSERT_UEQ(o[2], a <= n ? a + 2 : UINT32_MAX);
-        ASSERT_UEQ(o[3], a >= n ? a + 3 : UINT32_MAX);
-        ASSERT_UEQ(o[4], a < info[1] ? a + 4 : UINT32_MAX);
-        ASSERT_UEQ(o[5], a < n ? UINT32_MAX : a + 5);
-      }
+      for (uint32_t x = 0; x < 64; x++) test_check_unit_bounds(out + 6 * x, first + x, n, info[1]);
       uint32_t out2[64];
       memset(out2, 0xff, sizeof out2);
       uint32_t first2 = positions[p] * 16u;
