@@ -145,11 +145,17 @@ static inline float ruda_atomic_xchg_f32(float *p, float v) {
  * while ruda__ax - ruda__a0 < ruda_dim.x: a trip count the compiler still
  * sees as the constant dims; u.x is a second counter from 0), so a
  * comparison of u.abs_x with a value the loop does not change is a point
- * where GCC's loop splitting (-fsplit-loops, on in every kernel function:
- * RUDA__CPU_FN_OPT) cuts the loop in two: the units below the bound run
- * the statement without the check, a plain loop that vectorises without
- * masked stores (at -O2 and -O3, with or without -march), and the units
+ * where GCC's loop splitting (-fsplit-loops: on at -O3, the flags kernels
+ * compiled at run time get by default) cuts the loop in two: the units
+ * below the bound run the statement without the check, a plain loop that
+ * vectorises without masked stores (with or without -march), and the units
  * past it, where the check is false, run nothing (GCC removes that loop).
+ * At -O2 the loop stays whole, a compare and a branch per unit, as before
+ * (-O2 vectorises no range either; add -fsplit-loops
+ * -fvect-cost-model=dynamic to the kernel file's flags to have both). A
+ * pragma or attribute here could turn these on only by replacing the
+ * options of an enclosing `#pragma GCC optimize` (it stopped the inlining
+ * of the dialect's helpers into such kernels): not done.
  * The split needs a counter that does not wrap. For a ruda whose units'
  * abs_x all lie below 2^31 (ruda__xfit; every ruda of a dispatch up to
  * 2^31 units wide) the counter starts at the ruda's first index masked to
@@ -287,26 +293,6 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
  * ruda_kernel_from_file, or a portable entry without a cpu_fn), the kernel
  * function is the shared object's export and the host helpers are left
  * out; the CPU backend's prelude defines RUDA__CPU_RUNTIME. */
-/* GCC's options for every kernel function (the body is inlined into it):
- * loop splitting, which gives the natural form its fast path (see
- * RUDA__CPU_UNITS; on by default only at -O3), and the vectoriser's
- * dynamic cost model (-O3's), whose loops may need a remainder (-O2's
- * very-cheap model takes only loops whose trip count it knows to be a
- * multiple of the vector width). Compiled at run time, loop unswitching
- * too (on by default only at -O3): it gives each loop that uses abs_x a
- * copy for ruda__xfit and one for the other rudas (RUDA__CPU_RUN). They
- * are appended to the compiler's own options: -O0, -O1 and
- * -fno-tree-vectorize still vectorise nothing. Clang has no such
- * attribute (nor loop splitting) and vectorises at -O2. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(RUDA__CPU_RUNTIME)
-#define RUDA__CPU_FN_OPT \
-  __attribute__((optimize("split-loops", "unswitch-loops", "vect-cost-model=dynamic")))
-#elif defined(__GNUC__) && !defined(__clang__)
-#define RUDA__CPU_FN_OPT __attribute__((optimize("split-loops", "vect-cost-model=dynamic")))
-#else
-#define RUDA__CPU_FN_OPT
-#endif
-
 #if defined(RUDA__CPU_RUNTIME)
 #define RUDA__CPU_FN_LINKAGE __attribute__((visibility("default"), unused))
 #define RUDA__CPU_HOST_PARTS(kname_, kdims_, ...)
@@ -354,8 +340,8 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
  * loops are plain whatever the flags. Compiled by ruda at run time
  * (compilation.cpu_flags, -O3 by default), it is inlined once with the
  * flag as a value: the compiler unswitches the loops that use abs_x on it
- * (RUDA__CPU_FN_OPT), which compiles faster than a second copy of the
- * whole body. */
+ * (-funswitch-loops, on at -O3; loop splitting comes after), which
+ * compiles faster than a second copy of the whole body. */
 #if defined(RUDA__CPU_RUNTIME)
 #define RUDA__CPU_WIDE_FN(kname_)
 #define RUDA__CPU_RUN(kname_, kdims_)                                                      \
@@ -403,8 +389,7 @@ static inline bool ruda__cpu_abs_x_fits(uint32_t pos, uint32_t dim) {
                       ruda__xfit RUDA__PARAMS(RUDA__ARG, __VA_ARGS__));                        \
   }                                                                                           \
   RUDA__CPU_WIDE_FN(kname_)                                                                   \
-  RUDA__CPU_FN_LINKAGE RUDA__CPU_FN_OPT void ruda_cpu__##kname_(                                 \
-      const ruda_cpu_kernel_ctx_t *ruda__ctx) {                                               \
+  RUDA__CPU_FN_LINKAGE void ruda_cpu__##kname_(const ruda_cpu_kernel_ctx_t *ruda__ctx) {        \
     RUDA__CPU_RUN(kname_, kdims_)                                                             \
   }                                                                                           \
   RUDA__CPU_HOST_PARTS(kname_, kdims_, __VA_ARGS__)                                          \
