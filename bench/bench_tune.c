@@ -125,38 +125,35 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
         samples[k][rounds] = mm_time(&x, k == 0 ? SIZE_MAX : k - 1, 1, &err);
       rounds++;
     }
-    /* The best fixed candidate: the lowest 20th percentile (the tuner's
-     * score; nearest rank: the second fastest of 5 or 7 rounds, the 20th
-     * of 100). On a shared machine a run that lost the processor says
+    /* Rates: the 20th percentile of each side's runs (the tuner's score;
+     * nearest rank: the second fastest of 5 or 7 rounds, the 20th of
+     * 100). On a shared machine a run that lost the processor says
      * nothing of the kernel, and the very fastest of many short runs is a
      * lucky one (over 128 interleaved runs at 128^3 the fastest named a
      * top candidate 30 times in 40, the 20th percentile 40 in 40, at load
      * 2.6). */
-    double tuned = NAN, best = INFINITY, dflt = NAN;
-    size_t kbest = 0;
+    double tuned = NAN, dflt = NAN;
     for (size_t k = 0; !err && k <= nc && k <= 16; k++) {
       double sorted[MM_ROUNDS];
       memcpy(sorted, samples[k], rounds * sizeof sorted[0]);
       ruda_bench_stats_from_samples(sorted, rounds);
       double t = sorted[(size_t)floor(0.2 * (double)(rounds - 1) + 0.5)];
       if (k == 0) tuned = t;
-      else if (t < best) {
-        best = t;
-        kbest = k;
-      }
       if (k == 1) dflt = t;
     }
-    /* The ratio: the median over the rounds of the best candidate's time
-     * over the tuned call's in the same round (paired, so that a change
-     * of load from one round to the next cancels out: with the 20th
-     * percentiles of 7 rounds of 10-100 ms runs at load 3-4, the tuned
-     * call came out 0.83-1.19x of the same kernel run as a candidate).
-     * The baseline's rate is the tuned call's over that ratio. */
-    double paired = NAN;
-    if (!err && kbest) {
+    /* The ratio: against each candidate, the median over the rounds of
+     * its time over the tuned call's in the same round (paired, so that a
+     * change of load from one round to the next cancels out: with the
+     * 20th percentiles of 7 rounds of 10-100 ms runs at load 3-4, the
+     * tuned call came out 0.83-1.19x of the same kernel run as a
+     * candidate); the best fixed candidate is the one of the lowest. The
+     * baseline's rate is the tuned call's over that ratio. */
+    double paired = INFINITY;
+    for (size_t k = 1; !err && k <= nc && k <= 16; k++) {
       double pairs[MM_ROUNDS];
-      for (size_t r = 0; r < rounds; r++) pairs[r] = samples[kbest][r] / samples[0][r];
-      paired = ruda_bench_stats_from_samples(pairs, rounds).median;
+      for (size_t r = 0; r < rounds; r++) pairs[r] = samples[k][r] / samples[0][r];
+      double m = ruda_bench_stats_from_samples(pairs, rounds).median;
+      if (m < paired) paired = m;
     }
     mm_close(&x);
     if (ruda_bench_fail_status(b, "tune", name, err)) continue;
