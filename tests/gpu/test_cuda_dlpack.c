@@ -105,7 +105,11 @@ TEST(cumemalloc_buffer_imported_written_by_ruda_exported_to_a_consumer_stream) {
   ruda_dlpack_tensor_t rt;
   ASSERT_OK(ruda_dlpack_import(c, &p.t, &rt));
   uint32_t probe[4];
-  ASSERT_OK(ruda_client_read(c, &rt.handle, probe, sizeof probe));
+  ruda_handle_t head = ruda_handle_clone(&rt.handle); /* its first 16 bytes */
+  ASSERT_OK(ruda_handle_offset_end(&head, N * sizeof(uint32_t) - sizeof probe));
+  ASSERT_OK(ruda_client_read(c, &head, probe, sizeof probe));
+  ruda_handle_release(&head);
+  ASSERT_UEQ(probe[0], 7);
   ASSERT_UEQ(probe[3], 7);
 
   /* A ruda kernel writes the producer's memory in place. */
