@@ -25,8 +25,8 @@ void ruda__ocl_fault_note(ruda__device_loss_t *loss, cl_int code, const char *ke
   if (!loss || !ends_context(code)) return;
   ruda__device_loss_mark(loss,
                          "a command failed on the device with %s (kernels: %s), which ends "
-                         "its OpenCL context; ruda_device_recover makes a fresh one (buffers "
-                         "made before are gone)",
+                         "its OpenCL context; ruda_device_recover makes a fresh one where the "
+                         "driver allows it (buffers made before are gone)",
                          ruda__cl_error_name(code), kernels);
 }
 

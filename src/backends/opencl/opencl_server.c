@@ -136,12 +136,15 @@ static void opencl_destroy(ruda__server_t *base) {
 
 /* The context and the queue for the server's own commands, new
  * (ruda__cl_error naming the failing call otherwise). */
-static ruda_status_t context_make(ocl_server_t *s, uint16_t index) {
+/* The context and the service queue; *code is the failing call's code
+ * (CL_SUCCESS when none failed). */
+static ruda_status_t context_make(ocl_server_t *s, uint16_t index, cl_int *code) {
   const ruda__opencl_api_t *api = s->api;
   const ruda__opencl_device_t *dev = s->dev;
   cl_context_properties cprops[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)dev->platform, 0};
   cl_int r = CL_SUCCESS;
   s->ctx = api->clCreateContext(cprops, 1, &dev->device, NULL, NULL, &r);
+  *code = r;
   if (r != CL_SUCCESS || s->ctx == NULL) {
     s->ctx = NULL;
     return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateContext", "device opencl:%u (%s)",
@@ -152,6 +155,7 @@ static ruda_status_t context_make(ocl_server_t *s, uint16_t index) {
   if (s->service == NULL && api->clCreateCommandQueue != NULL)
     s->service = api->clCreateCommandQueue(s->ctx, dev->device, 0, &r);
   if (s->service == NULL) {
+    *code = r;
     api->clReleaseContext(s->ctx);
     s->ctx = NULL;
     return ruda__cl_error(RUDA_ERR_UNAVAILABLE, r, "clCreateCommandQueue",
@@ -163,7 +167,9 @@ static ruda_status_t context_make(ocl_server_t *s, uint16_t index) {
 /* Device loss (docs/errors.md): a fresh context. Every stream starts
  * afresh (its queue, its memory and its queued errors go with the old
  * context: buffers made before report NotFound), compiled programs are
- * built again. The device stays lost when a new context cannot be made. */
+ * built again. The device stays lost when a new context cannot be made:
+ * after a real kernel fault NVIDIA's driver refuses every new context of
+ * the process with its -9999, as its CUDA driver does. */
 static ruda_status_t opencl_recover(ruda__server_t *base, ruda_stream_id_t stream) {
   (void)stream;
   ocl_server_t *s = as_ocl(base);
@@ -183,7 +189,18 @@ static ruda_status_t opencl_recover(ruda__server_t *base, ruda_stream_id_t strea
   s->ctx = NULL;
   ruda__stream_table_ops_t ops = ruda__ocl_stream_ops;
   ops.ctx = s;
-  ruda_status_t e = context_make(s, base->device.index_id);
+  cl_int code = CL_SUCCESS;
+  ruda_status_t e = context_make(s, base->device.index_id, &code);
+  if (e != NULL && code == -9999) {
+    ruda_status_t out = ruda_status_create(
+        RUDA_ERR_UNAVAILABLE,
+        "opencl:%u cannot be recovered in this process: after a kernel fault NVIDIA's OpenCL "
+        "driver refuses every new context (clCreateContext: CL_NV_KERNEL_FAULT) until the "
+        "process exits; restart the process (see examples/supervisor.c)",
+        base->device.index_id);
+    ruda_status_free(e);
+    return out;
+  }
   if (e == NULL) e = ruda__server_streams_init(base, &ops);
   if (e == NULL) {
     s->programs = ruda__opencl_program_cache_create(api, s->ctx, s->dev,
@@ -292,7 +309,8 @@ static ruda_status_t opencl_create_server(uint16_t index, ruda__server_t **out) 
   if (s == NULL) return ruda_status_create(RUDA_ERR_UNAVAILABLE, "out of host memory");
   s->api = api;
   s->dev = dev;
-  e = context_make(s, index);
+  cl_int code = CL_SUCCESS;
+  e = context_make(s, index, &code);
   if (e) {
     ruda__free(s);
     return e;
