@@ -22,6 +22,9 @@
  *           read_pinned_256MiB       device -> staging bytes     vs clEnqueueReadBuffer into it
  *  compile  kernel_load_warm_cache   program from the disk cache vs clBuildProgram from source
  *                                    (each up to a cl_kernel)
+ *           kernel_load_warm_cache_vs_binary_build  the same vs the driver's own floor for
+ *                                    it: clCreateProgramWithBinary + clBuildProgram +
+ *                                    clCreateKernel from the binary already in memory
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,6 +313,8 @@ typedef struct compile_ctx {
   uint64_t props_hash;
   ruda_hash128_t key;
   ruda_status_t err;
+  unsigned char *binary; /* the raw side's program binary (binary_build) */
+  size_t binary_size;
 } compile_ctx_t;
 
 static void ruda_warm_load(void *p) {
@@ -335,6 +340,45 @@ static void raw_build(void *p) {
   cl_kernel k = e == CL_SUCCESS ? api->clCreateKernel(prog, "bench_saxpy", &e) : NULL;
   if (e != CL_SUCCESS)
     ruda_bench_keep_error(&x->err, ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, e, "clBuildProgram", "baseline"));
+  if (k) api->clReleaseKernel(k);
+  if (prog) api->clReleaseProgram(prog);
+}
+
+/* The program binary of compile_src built from source on the raw side;
+ * NULL when the driver gives none. */
+static unsigned char *raw_binary(raw_t *raw, size_t *size) {
+  const ruda__opencl_api_t *api = raw->api;
+  const char *srcs[1] = {compile_src};
+  cl_int e = CL_SUCCESS;
+  unsigned char *bin = NULL;
+  *size = 0;
+  cl_program prog = api->clCreateProgramWithSource(raw->ctx, 1, srcs, NULL, &e);
+  if (e == CL_SUCCESS) e = api->clBuildProgram(prog, 1, &raw->dev->device, "", NULL, NULL);
+  if (e == CL_SUCCESS)
+    e = api->clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof *size, size, NULL);
+  if (e == CL_SUCCESS && *size > 0 && (bin = malloc(*size)) != NULL &&
+      api->clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) != CL_SUCCESS) {
+    free(bin);
+    bin = NULL;
+  }
+  if (prog) api->clReleaseProgram(prog);
+  return bin;
+}
+
+/* What the driver needs to turn a binary in memory into a kernel: the
+ * floor of any warm load from a disk cache. */
+static void binary_build(void *p) {
+  compile_ctx_t *x = p;
+  const ruda__opencl_api_t *api = x->raw->api;
+  const unsigned char *bins[1] = {x->binary};
+  cl_int e = CL_SUCCESS, st = CL_SUCCESS;
+  cl_program prog = api->clCreateProgramWithBinary(x->raw->ctx, 1, &x->raw->dev->device,
+                                                   &x->binary_size, bins, &st, &e);
+  if (e == CL_SUCCESS) e = api->clBuildProgram(prog, 1, &x->raw->dev->device, "", NULL, NULL);
+  cl_kernel k = e == CL_SUCCESS ? api->clCreateKernel(prog, "bench_saxpy", &e) : NULL;
+  if (e != CL_SUCCESS)
+    ruda_bench_keep_error(&x->err, ruda__cl_error(RUDA_ERR_COMPILATION_GENERIC, e,
+                                                  "clCreateProgramWithBinary", "baseline"));
   if (k) api->clReleaseKernel(k);
   if (prog) api->clReleaseProgram(prog);
 }
@@ -377,6 +421,20 @@ void ruda_bench_opencl_compile(ruda_bench_t *b) {
   if (ruda_bench_gpu_ok(b, "compile", "kernel_load_warm_cache", x.err))
     ruda_bench_report(b, "compile", "kernel_load_warm_cache", "ns", r, base,
                       "clBuildProgram (source)", true);
+  x.binary = raw_binary(&raw, &x.binary_size);
+  if (x.binary == NULL) {
+    ruda_bench_skip(b, "compile", "kernel_load_warm_cache_vs_binary_build",
+                    "the driver gives no program binary");
+  } else {
+    ruda_bench_stats_t bb;
+    ruda_bench_compare_calls(ruda_warm_load, binary_build, &x, 1, reps, 1, &r, &bb);
+    if (ruda_bench_gpu_ok(b, "compile", "kernel_load_warm_cache_vs_binary_build", x.err))
+      ruda_bench_report(b, "compile", "kernel_load_warm_cache_vs_binary_build", "ns", r, bb,
+                        "clCreateProgramWithBinary+clBuildProgram+clCreateKernel (binary in "
+                        "memory)",
+                        true);
+    free(x.binary);
+  }
   ruda_kernel_release(x.k);
 out:
   ruda_bench_gpu_close(&g);
