@@ -109,20 +109,32 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
     ruda_status_t err = mm_open(c, s[0], s[1], s[2], &x);
     if (!err) err = ruda_tune_op_tune(x.op, c, &x.args, false, NULL);
     double flop = 2.0 * (double)s[0] * (double)s[1] * (double)s[2];
-    /* Rounds of one run each (the tuned call, then every candidate), so
-     * that a change of the machine's load between them hits all alike;
+    /* Rounds: in each, every candidate is timed next to a run of the
+     * tuned call (a pair, in turn one or the other first), so that a
+     * change of the machine's load hits both sides of a pair alike (with
+     * the tuned call once a round, its run and a candidate's could be
+     * half a second apart at 1024^3, the default's 0.15 s runs between).
      * `reps` rounds, and more (up to MM_ROUNDS) while the rounds have
-     * taken under MM_SHORT_NS: at 128^3 a round takes under a
+     * taken under MM_SHORT_NS: at 128^3 a round takes about a
      * millisecond, and a few rounds in one burst of load would compare
-     * the tuned call and the candidates on a handful of disturbed runs. */
+     * the tuned call and the candidates on a handful of disturbed runs.
+     * Each round starts at the next candidate. */
     size_t nc = x.op ? ruda_tune_op_num_candidates(x.op) : 0;
-    double samples[1 + 16][MM_ROUNDS];
+    if (nc > 16) nc = 16;
+    double cand[16][MM_ROUNDS], with[16][MM_ROUNDS], tuned_all[16 * MM_ROUNDS];
+    size_t num_tuned = 0;
     uint64_t t_rounds = ruda_bench_now_ns();
     size_t rounds = 0;
-    while (!err && rounds < MM_ROUNDS &&
+    while (!err && nc && rounds < MM_ROUNDS &&
            (rounds < reps || (double)(ruda_bench_now_ns() - t_rounds) < MM_SHORT_NS)) {
-      for (size_t k = 0; k <= nc && k <= 16 && !err; k++)
-        samples[k][rounds] = mm_time(&x, k == 0 ? SIZE_MAX : k - 1, 1, &err);
+      for (size_t j = 0; j < nc && !err; j++) {
+        size_t k = (j + rounds) % nc;
+        bool tuned_first = (rounds + j) % 2 == 0;
+        if (tuned_first) with[k][rounds] = mm_time(&x, SIZE_MAX, 1, &err);
+        cand[k][rounds] = mm_time(&x, k, 1, &err);
+        if (!tuned_first) with[k][rounds] = mm_time(&x, SIZE_MAX, 1, &err);
+        tuned_all[num_tuned++] = with[k][rounds];
+      }
       rounds++;
     }
     /* Rates: the 20th percentile of each side's runs (the tuner's score;
@@ -133,25 +145,22 @@ static void bench_matmul(ruda_bench_t *b, ruda_client_t *c) {
      * top candidate 30 times in 40, the 20th percentile 40 in 40, at load
      * 2.6). */
     double tuned = NAN, dflt = NAN;
-    for (size_t k = 0; !err && k <= nc && k <= 16; k++) {
+    if (!err && num_tuned) {
+      ruda_bench_stats_from_samples(tuned_all, num_tuned); /* sorts them */
+      tuned = tuned_all[(size_t)floor(0.2 * (double)(num_tuned - 1) + 0.5)];
       double sorted[MM_ROUNDS];
-      memcpy(sorted, samples[k], rounds * sizeof sorted[0]);
+      memcpy(sorted, cand[0], rounds * sizeof sorted[0]);
       ruda_bench_stats_from_samples(sorted, rounds);
-      double t = sorted[(size_t)floor(0.2 * (double)(rounds - 1) + 0.5)];
-      if (k == 0) tuned = t;
-      if (k == 1) dflt = t;
+      dflt = sorted[(size_t)floor(0.2 * (double)(rounds - 1) + 0.5)];
     }
     /* The ratio: against each candidate, the median over the rounds of
-     * its time over the tuned call's in the same round (paired, so that a
-     * change of load from one round to the next cancels out: with the
-     * 20th percentiles of 7 rounds of 10-100 ms runs at load 3-4, the
-     * tuned call came out 0.83-1.19x of the same kernel run as a
-     * candidate); the best fixed candidate is the one of the lowest. The
-     * baseline's rate is the tuned call's over that ratio. */
+     * its time over the tuned call's in its pair; the best fixed
+     * candidate is the one of the lowest. The baseline's rate is the
+     * tuned call's over that ratio. */
     double paired = INFINITY;
-    for (size_t k = 1; !err && k <= nc && k <= 16; k++) {
+    for (size_t k = 0; !err && k < nc; k++) {
       double pairs[MM_ROUNDS];
-      for (size_t r = 0; r < rounds; r++) pairs[r] = samples[k][r] / samples[0][r];
+      for (size_t r = 0; r < rounds; r++) pairs[r] = cand[k][r] / with[k][r];
       double m = ruda_bench_stats_from_samples(pairs, rounds).median;
       if (m < paired) paired = m;
     }

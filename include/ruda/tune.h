@@ -40,7 +40,7 @@
  * (then that first run compiles it and is not measured); the first run
  * of a compiled kernel is measured and is its first sample. After
  * compiles (50 ms or more of them) the candidates run 50 ms unmeasured
- * before the repetitions, and a candidate whose runs are under 2 ms runs
+ * before the repetitions, and a candidate whose runs are under 20 ms runs
  * once unmeasured before each measured repetition: it is measured back
  * to back, as a program calling the operation runs it.
  *

@@ -66,7 +66,7 @@ ruda__tune_plan_t ruda__tune_plan(ruda_autotune_level_t level);
 
 /* A candidate whose fastest run so far is shorter than this (ns) runs
  * once, unmeasured, before each measured repetition. */
-#define RUDA__TUNE_WARM_NS 2e6
+#define RUDA__TUNE_WARM_NS 20e6
 
 /* The fastest sample of `r` (ns); infinity when it has none. */
 double ruda__tune_fastest(const ruda__tune_result_t *r);
