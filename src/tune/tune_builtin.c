@@ -125,7 +125,7 @@ typedef struct op_spec {
   double tol; /* check_rtol and check_atol, against candidate 0 */
 } op_spec_t;
 
-enum { MAX_CANDIDATES = 8 };
+enum { MAX_CANDIDATES = 12 };
 
 /* Creates the operation of `n` candidates (names[i] on kernels[i]); the
  * kernels stay the caller's. */
@@ -268,6 +268,22 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
     st = make_micro(&mu[i], cpu, &ck[n]);
     cn[n] = mu[i].name;
     cp[n++] = &mp[i];
+  }
+  /* On GPUs, last, the register-blocked tiled kernels
+   * (kernels/matmul_regs_body.h): on a CPU their accumulators live in
+   * memory, and they lose. */
+  enum { RG = 4 };
+  static const mm_param_t k_rg_param[RG] = {{128, 128}, {128, 128}, {128, 64}, {64, 64}};
+  static const char *const rg_names[RG] = {"r16x16_t8x8_k8", "r16x16_t8x8_k8_rolled",
+                                           "r16x16_t8x4_k16", "r16x16_t4x4_k16"};
+  for (size_t i = 0; i < (cpu ? 0 : RG) && !st; i++) {
+    ruda_kernel_t **k = &ck[n];
+    st = i == 0   ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8, k)
+         : i == 1 ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8_rolled, k)
+         : i == 2 ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x4_k16, k)
+                  : RUDA_KERNEL_CREATE(tuned_mm_r16x16_t4x4_k16, k);
+    cn[n] = rg_names[i];
+    cp[n++] = &k_rg_param[i];
   }
   if (!st) {
     static const ruda_tune_dim_t dims[3] = {{"m", 2}, {"n", 2}, {"k", 2}};

@@ -88,6 +88,70 @@ RUDA_KERNEL(tuned_mm_b128x1_w4_k64_v4, RUDA_DIM(MM_BX, MM_BY, 1),
             RUDA_SHARED(float, As, MM_TM * MM_KT), RUDA_SHARED(float, Bs, MM_KT * MM_TN))
 #include "matmul_body.h"
 
+/* The register-blocked candidates for GPUs (matmul_regs_body.h): RG_SHAPE
+ * is (units in x, units in y, rows per unit, columns per unit, k tile,
+ * 1: the loop over a k tile unrolled on CUDA, more registers per unit and
+ * fewer rudas per multiprocessor, or 0: not); each unit keeps its rows x
+ * columns sub-tile of C in registers. */
+#define RG_APPLY(m, args) m args
+#define RG__BX(bx, by, rm, rn, kt, un) bx
+#define RG__BY(bx, by, rm, rn, kt, un) by
+#define RG__RM(bx, by, rm, rn, kt, un) rm
+#define RG__RN(bx, by, rm, rn, kt, un) rn
+#define RG__KT(bx, by, rm, rn, kt, un) kt
+#define RG__UN(bx, by, rm, rn, kt, un) un
+#define RG_BX RG_APPLY(RG__BX, RG_SHAPE)
+#define RG_BY RG_APPLY(RG__BY, RG_SHAPE)
+#define RG_RM RG_APPLY(RG__RM, RG_SHAPE)
+#define RG_RN RG_APPLY(RG__RN, RG_SHAPE)
+#define RG_KT RG_APPLY(RG__KT, RG_SHAPE)
+#define RG_UN RG_APPLY(RG__UN, RG_SHAPE)
+#define RG_TM (RG_BY * RG_RM)
+#define RG_TN (RG_BX * RG_RN)
+
+/* 16 x 16 units, 8 x 8 each: 128 x 128 tiles, k tiles of 8 (large sizes). */
+#define RG_SHAPE (16, 16, 8, 8, 8, 1)
+RUDA_KERNEL(tuned_mm_r16x16_t8x8_k8, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
+/* 16 x 16 units, 8 x 4 each: 128 x 64 tiles, k tiles of 16 (mid sizes:
+ * twice the rudas of the 128 x 128 tiles). */
+#define RG_SHAPE (16, 16, 8, 4, 16, 1)
+RUDA_KERNEL(tuned_mm_r16x16_t8x4_k16, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
+/* 16 x 16 units, 4 x 4 each: 64 x 64 tiles, k tiles of 16 (mid and small
+ * sizes: four times the rudas). */
+#define RG_SHAPE (16, 16, 4, 4, 16, 1)
+RUDA_KERNEL(tuned_mm_r16x16_t4x4_k16, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
+/* The 128 x 128 tiles again, the k loop rolled: about 125 registers per
+ * unit instead of 143, two rudas per multiprocessor instead of one. */
+#define RG_SHAPE (16, 16, 8, 8, 8, 0)
+RUDA_KERNEL(tuned_mm_r16x16_t8x8_k8_rolled, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
 /* ---- sum: units per ruda, elements per unit (the launch's chunk), one
  * pass (atomic) or two ---- */
 

@@ -1,0 +1,81 @@
+/* The register-blocked matmul kernels of the tuned matmul
+ * (src/tune/kernels/matmul_regs_body.h), launched directly on every
+ * backend: the tuner offers them on GPUs only, and they must compute the
+ * right result everywhere. The sizes give whole tiles (the path without
+ * bounds checks), edges in m, n and k, one element, and several k tiles. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cts.h"
+#include "tune/kernels/tuned_kernels.h"
+
+/* Launches kernel `which` (0: 128 x 128 tiles, 1: 128 x 64, 2: 64 x 64,
+ * 3: 128 x 128 with the k loop rolled) on
+ * C = A * B of these sizes and checks C against a plain loop. */
+static void check_regs(int which, uint32_t m, uint32_t n, uint32_t k) {
+  static const uint32_t tile[4][2] = {{128, 128}, {128, 64}, {64, 64}, {128, 128}};
+  ruda_client_t *c = cts_client();
+  float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
+  float *got = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n);
+  ASSERT_TRUE(a && b && got && want);
+  for (uint32_t i = 0; i < m * k; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
+  for (uint32_t i = 0; i < k * n; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
+  for (uint32_t i = 0; i < m; i++)
+    for (uint32_t j = 0; j < n; j++) {
+      float s = 0;
+      for (uint32_t p = 0; p < k; p++) s += a[i * k + p] * b[p * n + j];
+      want[i * n + j] = s;
+    }
+  ruda_handle_t ha, hb, hc;
+  ASSERT_OK(ruda_client_create_buffer(c, a, sizeof(float) * m * k, &ha));
+  ASSERT_OK(ruda_client_create_buffer(c, b, sizeof(float) * k * n, &hb));
+  for (uint32_t i = 0; i < m * n; i++) got[i] = NAN; /* every element must be written */
+  ASSERT_OK(ruda_client_create_buffer(c, got, sizeof(float) * m * n, &hc));
+  ruda_kernel_t *kern;
+  ruda_count_t count = ruda_count_static((n + tile[which][1] - 1) / tile[which][1],
+                                         (m + tile[which][0] - 1) / tile[which][0], 1);
+  if (which == 0) {
+    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8, &kern));
+    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x8_k8, c, kern, count, &ha, &hb, &hc, m, n, k));
+  } else if (which == 1) {
+    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x4_k16, &kern));
+    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x4_k16, c, kern, count, &ha, &hb, &hc, m, n, k));
+  } else if (which == 2) {
+    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t4x4_k16, &kern));
+    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t4x4_k16, c, kern, count, &ha, &hb, &hc, m, n, k));
+  } else {
+    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8_rolled, &kern));
+    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x8_k8_rolled, c, kern, count, &ha, &hb, &hc, m, n,
+                          k));
+  }
+  ASSERT_OK(ruda_client_read(c, &hc, got, sizeof(float) * m * n));
+  for (uint32_t i = 0; i < m * n; i++) {
+    if (!(fabs(got[i] - want[i]) <= 1e-3))
+      fprintf(stderr, "kernel %d, %u x %u x %u: C[%u] = %g, want %g\n", which, m, n, k, i,
+              got[i], want[i]);
+    ASSERT_DBL_NEAR(got[i], want[i], 1e-3);
+  }
+  ruda_kernel_release(kern);
+  ruda_handle_release(&ha);
+  ruda_handle_release(&hb);
+  ruda_handle_release(&hc);
+  free(a);
+  free(b);
+  free(got);
+  free(want);
+}
+
+TEST(tune_regs_matmul_right_on_whole_tiles_and_edges) {
+  static const uint32_t sizes[][3] = {
+      {128, 128, 32}, /* whole tiles only, four k tiles of 8 */
+      {256, 192, 48}, /* whole tiles and (128 x 128) a ruda at the n edge */
+      {130, 136, 37}, /* whole tiles, edges in m, n and a part k tile */
+      {1, 1, 1},      /* one element */
+      {70, 45, 300},  /* no whole tile, many k tiles */
+  };
+  for (int which = 0; which < 4; which++)
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+      check_regs(which, sizes[s][0], sizes[s][1], sizes[s][2]);
+}
