@@ -7,7 +7,8 @@
 #
 # Logs go to $OUT (or ./gpu-out):
 #   tune_build.log        cmake + ninja
-#   tune_ctest.log        cts_test_cts_tune on cuda:0 and opencl:0, kernels_check
+#   tune_ctest.log        cts_test_cts_tune (and _regs, the register-blocked matmul
+#                         kernels) on cuda:0, cts_test_cts_tune on opencl:0, kernels_check
 #   tune_bench_N.json     `ruda bench tune --device cuda:0 --json`, runs 1..3
 #   tune_bench_opencl_N.json  the same on opencl:0 (NVIDIA's OpenCL), where
 #                         `ruda devices` lists an OpenCL device
@@ -22,6 +23,7 @@ export RUDA_CACHE_DIR="$PWD/build-gpu-tune/cache"
   > "$OUT/tune_build.log" 2>&1 || { echo "build failed: see tune_build.log"; exit 1; }
 (cd build-gpu-tune &&
   RUDA_CTS_DEVICE=cuda:0 ./tests/cts_test_cts_tune &&
+  RUDA_CTS_DEVICE=cuda:0 ./tests/cts_test_cts_tune_regs &&
   RUDA_CTS_DEVICE=opencl:0 ./tests/cts_test_cts_tune;
   ctest -R kernels_check --output-on-failure) > "$OUT/tune_ctest.log" 2>&1
 for i in 1 2 3; do

@@ -270,13 +270,16 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
     cp[n++] = &mp[i];
   }
   /* On GPUs, last, the register-blocked tiled kernels
-   * (kernels/matmul_regs_body.h): on a CPU their accumulators live in
-   * memory, and they lose. */
+   * (kernels/matmul_regs_body.h). Not on a CPU, nor on an OpenCL device
+   * of CPU cores (PoCL): there their accumulators live in memory, they
+   * lose, and each costs seconds of tuning at 1024 cubed. */
+  const ruda_device_properties_t *props = ruda_client_properties(c);
+  const bool gpu = !cpu && props && props->hardware.num_cpu_cores == 0;
   enum { RG = 4 };
   static const mm_param_t k_rg_param[RG] = {{128, 128}, {128, 128}, {128, 64}, {64, 64}};
   static const char *const rg_names[RG] = {"r16x16_t8x8_k8", "r16x16_t8x8_k8_rolled",
                                            "r16x16_t8x4_k16", "r16x16_t4x4_k16"};
-  for (size_t i = 0; i < (cpu ? 0 : RG) && !st; i++) {
+  for (size_t i = 0; i < (gpu ? RG : 0) && !st; i++) {
     ruda_kernel_t **k = &ck[n];
     st = i == 0   ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8, k)
          : i == 1 ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8_rolled, k)

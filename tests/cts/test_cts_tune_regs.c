@@ -79,3 +79,16 @@ TEST(tune_regs_matmul_right_on_whole_tiles_and_edges) {
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
       check_regs(which, sizes[s][0], sizes[s][1], sizes[s][2]);
 }
+
+/* The tuned matmul offers them on GPUs, and only there. */
+TEST(tune_regs_offered_on_gpus_only) {
+  ruda_client_t *c = cts_client();
+  ruda_tune_op_t *op;
+  ASSERT_OK(ruda_tune_builtin_op(c, "matmul_f32", &op));
+  size_t regs = 0;
+  for (size_t i = 0; i < ruda_tune_op_num_candidates(op); i++)
+    if (strncmp(ruda_tune_op_candidate_name(op, i), "r16x16_", 7) == 0) regs++;
+  const ruda_device_properties_t *p = ruda_client_properties(c);
+  ASSERT_TRUE(p != NULL);
+  ASSERT_UEQ(regs, p->hardware.num_cpu_cores == 0 ? 4 : 0);
+}
