@@ -125,7 +125,7 @@ typedef struct op_spec {
   double tol; /* check_rtol and check_atol, against candidate 0 */
 } op_spec_t;
 
-enum { MAX_CANDIDATES = 12 };
+enum { MAX_CANDIDATES = 14 };
 
 /* Creates the operation of `n` candidates (names[i] on kernels[i]); the
  * kernels stay the caller's. */
@@ -275,16 +275,18 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
    * lose, and each costs seconds of tuning at 1024 cubed. */
   const ruda_device_properties_t *props = ruda_client_properties(c);
   const bool gpu = !cpu && props && props->hardware.num_cpu_cores == 0;
-  enum { RG = 4 };
-  static const mm_param_t k_rg_param[RG] = {{128, 128}, {128, 128}, {128, 64}, {64, 64}};
+  enum { RG = 6 };
+  static const mm_param_t k_rg_param[RG] = {{128, 128}, {128, 128}, {128, 64},
+                                            {64, 64},   {64, 64},   {128, 64}};
   static const char *const rg_names[RG] = {"r16x16_t8x8_k8", "r16x16_t8x8_k8_rolled",
-                                           "r16x16_t8x4_k16", "r16x16_t4x4_k16"};
+                                           "r16x16_t8x4_k16", "r16x16_t4x4_k16",
+                                           "r8x8_t8x8_k8",    "r8x16_t8x8_k8"};
+  const ruda_kernel_desc_t rg[RG] = {
+      RUDA_KERNEL_DESC(tuned_mm_r16x16_t8x8_k8), RUDA_KERNEL_DESC(tuned_mm_r16x16_t8x8_k8_rolled),
+      RUDA_KERNEL_DESC(tuned_mm_r16x16_t8x4_k16), RUDA_KERNEL_DESC(tuned_mm_r16x16_t4x4_k16),
+      RUDA_KERNEL_DESC(tuned_mm_r8x8_t8x8_k8),    RUDA_KERNEL_DESC(tuned_mm_r8x16_t8x8_k8)};
   for (size_t i = 0; i < (gpu ? RG : 0) && !st; i++) {
-    ruda_kernel_t **k = &ck[n];
-    st = i == 0   ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8, k)
-         : i == 1 ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8_rolled, k)
-         : i == 2 ? RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x4_k16, k)
-                  : RUDA_KERNEL_CREATE(tuned_mm_r16x16_t4x4_k16, k);
+    st = ruda_kernel_create(&rg[i], &ck[n]);
     cn[n] = rg_names[i];
     cp[n++] = &k_rg_param[i];
   }

@@ -11,11 +11,19 @@
 #include "cts.h"
 #include "tune/kernels/tuned_kernels.h"
 
-/* Launches kernel `which` (0: 128 x 128 tiles, 1: 128 x 64, 2: 64 x 64,
- * 3: 128 x 128 with the k loop rolled) on
- * C = A * B of these sizes and checks C against a plain loop. */
+/* The kernels, and the tile of C each ruda computes (rows, columns). */
+enum { NUM_RG = 6 };
+static const uint32_t k_tile[NUM_RG][2] = {{128, 128}, {128, 64}, {64, 64},
+                                           {128, 128}, {64, 64},  {128, 64}};
+#define RUN_KERNEL(name)                                                       \
+  do {                                                                     \
+    ASSERT_OK(RUDA_KERNEL_CREATE(name, &kern));                            \
+    ASSERT_OK(RUDA_LAUNCH(name, c, kern, count, &ha, &hb, &hc, m, n, k)); \
+  } while (0)
+
+/* Launches kernel `which` (k_tile's order) on C = A * B of these sizes
+ * and checks C against a plain loop. */
 static void check_regs(int which, uint32_t m, uint32_t n, uint32_t k) {
-  static const uint32_t tile[4][2] = {{128, 128}, {128, 64}, {64, 64}, {128, 128}};
   ruda_client_t *c = cts_client();
   float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
   float *got = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n);
@@ -33,22 +41,16 @@ static void check_regs(int which, uint32_t m, uint32_t n, uint32_t k) {
   ASSERT_OK(ruda_client_create_buffer(c, b, sizeof(float) * k * n, &hb));
   for (uint32_t i = 0; i < m * n; i++) got[i] = NAN; /* every element must be written */
   ASSERT_OK(ruda_client_create_buffer(c, got, sizeof(float) * m * n, &hc));
-  ruda_kernel_t *kern;
-  ruda_count_t count = ruda_count_static((n + tile[which][1] - 1) / tile[which][1],
-                                         (m + tile[which][0] - 1) / tile[which][0], 1);
-  if (which == 0) {
-    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8, &kern));
-    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x8_k8, c, kern, count, &ha, &hb, &hc, m, n, k));
-  } else if (which == 1) {
-    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x4_k16, &kern));
-    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x4_k16, c, kern, count, &ha, &hb, &hc, m, n, k));
-  } else if (which == 2) {
-    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t4x4_k16, &kern));
-    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t4x4_k16, c, kern, count, &ha, &hb, &hc, m, n, k));
-  } else {
-    ASSERT_OK(RUDA_KERNEL_CREATE(tuned_mm_r16x16_t8x8_k8_rolled, &kern));
-    ASSERT_OK(RUDA_LAUNCH(tuned_mm_r16x16_t8x8_k8_rolled, c, kern, count, &ha, &hb, &hc, m, n,
-                          k));
+  ruda_kernel_t *kern = NULL;
+  ruda_count_t count = ruda_count_static((n + k_tile[which][1] - 1) / k_tile[which][1],
+                                         (m + k_tile[which][0] - 1) / k_tile[which][0], 1);
+  switch (which) {
+    case 0: RUN_KERNEL(tuned_mm_r16x16_t8x8_k8); break;
+    case 1: RUN_KERNEL(tuned_mm_r16x16_t8x4_k16); break;
+    case 2: RUN_KERNEL(tuned_mm_r16x16_t4x4_k16); break;
+    case 3: RUN_KERNEL(tuned_mm_r16x16_t8x8_k8_rolled); break;
+    case 4: RUN_KERNEL(tuned_mm_r8x8_t8x8_k8); break;
+    default: RUN_KERNEL(tuned_mm_r8x16_t8x8_k8); break;
   }
   ASSERT_OK(ruda_client_read(c, &hc, got, sizeof(float) * m * n));
   for (uint32_t i = 0; i < m * n; i++) {
@@ -75,7 +77,7 @@ TEST(tune_regs_matmul_right_on_whole_tiles_and_edges) {
       {1, 1, 1},      /* one element */
       {70, 45, 300},  /* no whole tile, many k tiles */
   };
-  for (int which = 0; which < 4; which++)
+  for (int which = 0; which < NUM_RG; which++)
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
       check_regs(which, sizes[s][0], sizes[s][1], sizes[s][2]);
 }
@@ -87,8 +89,10 @@ TEST(tune_regs_offered_on_gpus_only) {
   ASSERT_OK(ruda_tune_builtin_op(c, "matmul_f32", &op));
   size_t regs = 0;
   for (size_t i = 0; i < ruda_tune_op_num_candidates(op); i++)
-    if (strncmp(ruda_tune_op_candidate_name(op, i), "r16x16_", 7) == 0) regs++;
+    if (strncmp(ruda_tune_op_candidate_name(op, i), "r16x16_", 7) == 0 ||
+        strncmp(ruda_tune_op_candidate_name(op, i), "r8x", 3) == 0)
+      regs++;
   const ruda_device_properties_t *p = ruda_client_properties(c);
   ASSERT_TRUE(p != NULL);
-  ASSERT_UEQ(regs, p->hardware.num_cpu_cores == 0 ? 4 : 0);
+  ASSERT_UEQ(regs, p->hardware.num_cpu_cores == 0 ? NUM_RG : 0);
 }

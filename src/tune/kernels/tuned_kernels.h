@@ -152,6 +152,27 @@ RUDA_KERNEL(tuned_mm_r16x16_t8x8_k8_rolled, RUDA_DIM(RG_BX, RG_BY, 1),
             RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
 #include "matmul_regs_body.h"
 
+/* 8 x 8 units, 8 x 8 each: 64 x 64 tiles of two warps (mid sizes: four
+ * times the rudas of the 128 x 128 tiles, each unit as busy). */
+#define RG_SHAPE (8, 8, 8, 8, 8, 1)
+RUDA_KERNEL(tuned_mm_r8x8_t8x8_k8, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
+/* 8 x 16 units, 8 x 8 each: 128 x 64 tiles of four warps. */
+#define RG_SHAPE (8, 16, 8, 8, 8, 1)
+RUDA_KERNEL(tuned_mm_r8x16_t8x8_k8, RUDA_DIM(RG_BX, RG_BY, 1),
+            RUDA_BUFFER(const float *restrict, A), RUDA_BUFFER(const float *restrict, B),
+            RUDA_BUFFER(float *restrict, C),
+            RUDA_SCALAR(uint32_t, M), RUDA_SCALAR(uint32_t, N), RUDA_SCALAR(uint32_t, K),
+            RUDA_SHARED(float, As, 2 * RG_KT * (RG_TM + 4)),
+            RUDA_SHARED(float, Bs, 2 * RG_KT * RG_TN))
+#include "matmul_regs_body.h"
+
 /* ---- sum: units per ruda, elements per unit (the launch's chunk), one
  * pass (atomic) or two ---- */
 
