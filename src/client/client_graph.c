@@ -89,13 +89,11 @@ bool ruda__client_recording(ruda_client_t *c) {
   return on;
 }
 
-RUDA__HOT
-ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel,
-                                         const ruda__count_t *count,
-                                         const ruda__launch_args_t *args,
-                                         ruda_execution_mode_t mode, bool *recorded) {
+ruda_status_t ruda__client_record_launch_any(ruda_client_t *c, ruda_kernel_t *kernel,
+                                             const ruda__count_t *count,
+                                             const ruda__launch_args_t *args,
+                                             ruda_execution_mode_t mode, bool *recorded) {
   *recorded = false;
-  if (!atomic_load_explicit(&c->dev->num_recordings, memory_order_acquire)) return NULL;
   ruda_status_t s = NULL;
   pthread_mutex_lock(&c->dev->recording_lock);
   ruda_graph_t *g = recording_of(c->dev, ruda__client_stream(c));

@@ -94,10 +94,21 @@ bool ruda__client_recording(ruda_client_t *c);
  * atomic load while no stream of the device records). Errors:
  * RUDA_ERR_IO_OUT_OF_MEMORY, RUDA_ERR_INVALID_ARGUMENT (a dynamic count;
  * *recorded is then true: nothing may be queued). */
-ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel,
-                                         const ruda__count_t *count,
-                                         const ruda__launch_args_t *args,
-                                         ruda_execution_mode_t mode, bool *recorded);
+ruda_status_t ruda__client_record_launch_any(ruda_client_t *c, ruda_kernel_t *kernel,
+                                             const ruda__count_t *count,
+                                             const ruda__launch_args_t *args,
+                                             ruda_execution_mode_t mode, bool *recorded);
+/* ruda__client_record_launch_any, inline: every launch asks, and while no
+ * stream of the device records the answer is one atomic load. */
+static inline ruda_status_t ruda__client_record_launch(ruda_client_t *c, ruda_kernel_t *kernel,
+                                                       const ruda__count_t *count,
+                                                       const ruda__launch_args_t *args,
+                                                       ruda_execution_mode_t mode,
+                                                       bool *recorded) {
+  *recorded = false;
+  if (!atomic_load_explicit(&c->dev->num_recordings, memory_order_acquire)) return NULL;
+  return ruda__client_record_launch_any(c, kernel, count, args, mode, recorded);
+}
 ruda_status_t ruda__client_record_write(ruda_client_t *c, const ruda__copy_desc_t *desc,
                                         const void *data, uint64_t size, bool *recorded);
 

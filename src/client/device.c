@@ -513,13 +513,19 @@ ruda_status_t ruda__device_call_gated(ruda__device_t *d, const char *who,
   return s;
 }
 
-enum { OP_CACHE_MAX = 256 };
+enum { OP_CACHE_MAX = 256, OP_KEEP_MAX = 8 };
 
-/* One block per thread in front of the device's cache: a thread that
- * frees the ops it allocated (a launch made by its caller) takes no lock.
- * The block goes with its thread (a key's destructor); the main thread's
- * stays reachable until exit. */
+/* A list of blocks per thread in front of the device's cache, linked
+ * through each block's first word. A thread that frees the ops it
+ * allocated (a launch made by its caller) keeps up to OP_KEEP_MAX blocks
+ * and takes no lock; a thread whose list is empty takes the device's
+ * whole cache in one lock, so a burst of launches meets the worker (which
+ * frees their ops into the cache) on the lock once per cache-full rather
+ * than once per launch. The blocks go with their thread (a key's
+ * destructor); the main thread's stay reachable until exit. A thread
+ * holds at most OP_CACHE_MAX blocks. */
 static RUDA__THREAD_LOCAL void *tls_op_block;
+static RUDA__THREAD_LOCAL uint32_t tls_op_block_len;
 static RUDA__THREAD_LOCAL bool tls_op_block_keyed;
 static pthread_key_t op_block_key;
 static bool op_block_key_made;
@@ -527,25 +533,35 @@ static pthread_once_t op_block_once = PTHREAD_ONCE_INIT;
 
 static void op_block_thread_exit(void *unused) {
   (void)unused;
-  ruda__free(tls_op_block);
-  tls_op_block = NULL;
+  while (tls_op_block) {
+    void *b = tls_op_block;
+    tls_op_block = *(void **)b;
+    ruda__free(b);
+  }
+  tls_op_block_len = 0;
 }
 
 static void op_block_key_make(void) {
   op_block_key_made = pthread_key_create(&op_block_key, op_block_thread_exit) == 0;
 }
 
-/* Keeps `block` in this thread's slot; false when the slot is taken or
- * the block could not be tied to the thread's exit. */
+/* True once this thread's blocks are tied to its exit. */
+static bool op_block_keyed(void) {
+  if (tls_op_block_keyed) return true;
+  pthread_once(&op_block_once, op_block_key_make);
+  /* Any non-NULL value: the destructor frees the list. */
+  if (!op_block_key_made || pthread_setspecific(op_block_key, &op_block_key) != 0) return false;
+  tls_op_block_keyed = true;
+  return true;
+}
+
+/* Keeps `block` on this thread's list; false when the thread holds
+ * OP_KEEP_MAX blocks already or they could not be tied to its exit. */
 static bool op_block_keep(void *block) {
-  if (tls_op_block) return false;
-  if (!tls_op_block_keyed) {
-    pthread_once(&op_block_once, op_block_key_make);
-    /* Any non-NULL value: the destructor frees the slot's block. */
-    if (!op_block_key_made || pthread_setspecific(op_block_key, &op_block_key) != 0) return false;
-    tls_op_block_keyed = true;
-  }
+  if (tls_op_block_len >= OP_KEEP_MAX || !op_block_keyed()) return false;
+  *(void **)block = tls_op_block;
   tls_op_block = block;
+  tls_op_block_len++;
   return true;
 }
 
@@ -554,12 +570,20 @@ void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes) {
   if (bytes > RUDA__OP_BLOCK) return ruda__malloc(bytes);
   if (tls_op_block) {
     void *mine = tls_op_block;
-    tls_op_block = NULL;
+    tls_op_block = *(void **)mine;
+    tls_op_block_len--;
     return mine;
   }
+  bool keyed = op_block_keyed();
   pthread_mutex_lock(&d->op_cache_lock);
   void *b = d->op_cache;
-  if (b) {
+  if (b && keyed) {
+    /* The rest of the cache becomes this thread's list. */
+    tls_op_block = *(void **)b;
+    tls_op_block_len = d->op_cache_len - 1;
+    d->op_cache = NULL;
+    d->op_cache_len = 0;
+  } else if (b) {
     d->op_cache = *(void **)b;
     d->op_cache_len--;
   }

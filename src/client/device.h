@@ -138,8 +138,9 @@ struct ruda__device {
 
 /* Operation blocks: callers allocate ops that the worker frees, which
  * glibc serves from its slow cross-thread path. Blocks of at most
- * RUDA__OP_BLOCK bytes are recycled through one block per thread, then a
- * small per-device cache, instead. Thread-safe. NULL when memory is
+ * RUDA__OP_BLOCK bytes are recycled through a list per thread (one block
+ * kept by the thread that frees it, or the device's cache taken whole by
+ * the thread that allocates), then a small per-device cache, instead. Thread-safe. NULL when memory is
  * exhausted. */
 #define RUDA__OP_BLOCK 256
 void *ruda__device_op_alloc(ruda__device_t *d, size_t bytes);

@@ -610,19 +610,42 @@ size_t ruda__elem_types_format(uint64_t types, char *buf, size_t cap);
 
 /* The one validation of a launch is ruda__launch_validate
  * (server/launch_check.h). */
+/* The errors of ruda__validate_launch and ruda__validate_count, for
+ * arguments they found out of the limits (out of line: every launch asks
+ * the inline checks, few fail). */
+ruda_status_t ruda__validate_launch_error(const ruda_device_properties_t *p, ruda_dim_t dim,
+                                          uint64_t shared_mem_bytes);
+ruda_status_t ruda__validate_count_error(const ruda_device_properties_t *p,
+                                         const ruda_kernel_desc_t *desc, ruda_count3_t c);
 /* Checks dim, units and shared memory against the properties; NULL when
  * they fit, else LaunchError::TooManyResources wrapping the
  * ResourceLimitError (RudaDim, Units or SharedMemory) that was exceeded. */
-ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
-                                    uint64_t shared_mem_bytes);
+static inline ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p,
+                                                  ruda_dim_t dim, uint64_t shared_mem_bytes) {
+  const ruda_hardware_properties_t *h = &p->hardware;
+  uint64_t units;
+  if (dim.x > h->max_ruda_dim[0] || dim.y > h->max_ruda_dim[1] || dim.z > h->max_ruda_dim[2] ||
+      __builtin_mul_overflow((uint64_t)dim.x * dim.y, (uint64_t)dim.z, &units) ||
+      units > h->max_units_per_ruda || shared_mem_bytes > h->max_shared_memory_size)
+    return ruda__validate_launch_error(p, dim, shared_mem_bytes);
+  return NULL;
+}
 /* Checks a dispatch count of kernel `desc` against max_ruda_count
  * (LaunchError::TooManyResources wrapping ResourceLimitError::RudaCount)
  * and that its total number of rudas (x * y * z) fits in 64 bits
  * (LaunchError::Unknown naming the kernel and the value). Backends
  * call it for dynamic counts, once read (static ones were checked by
  * ruda__launch_validate). */
-ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
-                                   const ruda_kernel_desc_t *desc, ruda_count3_t c);
+static inline ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
+                                                 const ruda_kernel_desc_t *desc,
+                                                 ruda_count3_t c) {
+  const uint32_t *m = p->hardware.max_ruda_count;
+  uint64_t rudas;
+  if (c.x > m[0] || c.y > m[1] || c.z > m[2] ||
+      __builtin_mul_overflow((uint64_t)c.x * c.y, (uint64_t)c.z, &rudas))
+    return ruda__validate_count_error(p, desc, c);
+  return NULL;
+}
 /* Smallest view a dynamic count is read from (three uint32). */
 #define RUDA__DYNAMIC_COUNT_BYTES 12u
 

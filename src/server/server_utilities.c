@@ -127,9 +127,9 @@ ruda_status_t ruda__launch_check_features(ruda_device_id_t device,
   return ruda__kernel_check_features(kernel, device.type_id, p->features, where);
 }
 
-RUDA__HOT
-ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_t dim,
-                                    uint64_t shared_mem_bytes) {
+RUDA__COLD
+ruda_status_t ruda__validate_launch_error(const ruda_device_properties_t *p, ruda_dim_t dim,
+                                          uint64_t shared_mem_bytes) {
   const ruda_hardware_properties_t *h = &p->hardware;
   ruda_status_t limit = NULL;
   if (dim.x > h->max_ruda_dim[0] || dim.y > h->max_ruda_dim[1] ||
@@ -149,9 +149,9 @@ ruda_status_t ruda__validate_launch(const ruda_device_properties_t *p, ruda_dim_
   return ruda_status_wrap(RUDA_ERR_LAUNCH_TOO_MANY_RESOURCES, limit);
 }
 
-RUDA__HOT
-ruda_status_t ruda__validate_count(const ruda_device_properties_t *p,
-                                   const ruda_kernel_desc_t *desc, ruda_count3_t c) {
+RUDA__COLD
+ruda_status_t ruda__validate_count_error(const ruda_device_properties_t *p,
+                                         const ruda_kernel_desc_t *desc, ruda_count3_t c) {
   const uint32_t *m = p->hardware.max_ruda_count;
   const char *name = desc && desc->name ? desc->name : "(unnamed)";
   if (c.x > m[0] || c.y > m[1] || c.z > m[2]) {
