@@ -212,21 +212,12 @@ static ruda_status_t profiled_launch_body(ruda_client_t *c, void *ctx) {
   return NULL;
 }
 
-RUDA__HOT
-static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
-                                           ruda_count_t count, const ruda_kernel_args_t *args,
-                                           ruda_execution_mode_t mode) {
-  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_launch");
-  if (refused) return refused;
-  if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
-      ruda__device_on_worker(c->dev) || ruda__client_recording(c)) {
-    if (c && kernel && c->dev->profile_level == RUDA_LOG_LEVEL_MINIMAL) {
-      char name[256];
-      ruda_name_balanced(kernel->desc.name, name, sizeof name);
-      ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_MINIMAL, "Executing %s", name);
-    }
-    return launch(c, kernel, count, args, mode);
-  }
+/* A measured launch (profiling level basic and above). Out of line, as
+ * is the log line of level minimal: their name buffers would make every
+ * launch's frame (the launch waits for its work here anyway). */
+RUDA__COLD __attribute__((noinline))
+static ruda_status_t launch_profiled(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_t count,
+                                     const ruda_kernel_args_t *args, ruda_execution_mode_t mode) {
   profiled_launch_t p = {kernel, count, args, mode, NULL, false, {0, 0, RUDA_TIMING_SYSTEM}};
   ruda_status_t s = ruda_client_exclusive(c, profiled_launch_body, &p);
   if (s) {
@@ -246,6 +237,27 @@ static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kern
   }
   ruda_profile_summary_record(name, ruda_profile_duration_ns(p.duration));
   return NULL;
+}
+
+RUDA__COLD __attribute__((noinline))
+static void launch_log_name(const ruda_kernel_t *kernel) {
+  char name[256];
+  ruda_name_balanced(kernel->desc.name, name, sizeof name);
+  ruda_log(RUDA_LOG_CHANNEL_PROFILING, RUDA_LOG_LEVEL_MINIMAL, "Executing %s", name);
+}
+
+RUDA__HOT
+static ruda_status_t launch_maybe_profiled(ruda_client_t *c, ruda_kernel_t *kernel,
+                                           ruda_count_t count, const ruda_kernel_args_t *args,
+                                           ruda_execution_mode_t mode) {
+  ruda_status_t refused = ruda__device_refuse_in_kernel("ruda_client_launch");
+  if (refused) return refused;
+  if (!c || !kernel || c->dev->profile_level < RUDA_LOG_LEVEL_BASIC ||
+      ruda__device_on_worker(c->dev) || ruda__client_recording(c)) {
+    if (c && kernel && c->dev->profile_level == RUDA_LOG_LEVEL_MINIMAL) launch_log_name(kernel);
+    return launch(c, kernel, count, args, mode);
+  }
+  return launch_profiled(c, kernel, count, args, mode);
 }
 
 RUDA__HOT
