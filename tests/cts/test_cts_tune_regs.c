@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cts.h"
+#include "cts_matmul_data.h"
 #include "tune/kernels/tuned_kernels.h"
 
 /* The kernels, and the tile of C each ruda computes (rows, columns). */
@@ -28,14 +29,7 @@ static void check_regs(int which, uint32_t m, uint32_t n, uint32_t k) {
   float *a = malloc(sizeof(float) * m * k), *b = malloc(sizeof(float) * k * n);
   float *got = malloc(sizeof(float) * m * n), *want = malloc(sizeof(float) * m * n);
   ASSERT_TRUE(a && b && got && want);
-  for (uint32_t i = 0; i < m * k; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
-  for (uint32_t i = 0; i < k * n; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
-  for (uint32_t i = 0; i < m; i++)
-    for (uint32_t j = 0; j < n; j++) {
-      float s = 0;
-      for (uint32_t p = 0; p < k; p++) s += a[i * k + p] * b[p * n + j];
-      want[i * n + j] = s;
-    }
+  cts_matmul_data(a, b, want, m, n, k);
   ruda_handle_t ha, hb, hc;
   ASSERT_OK(ruda_client_create_buffer(c, a, sizeof(float) * m * k, &ha));
   ASSERT_OK(ruda_client_create_buffer(c, b, sizeof(float) * k * n, &hb));
