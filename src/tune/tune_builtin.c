@@ -100,6 +100,10 @@ static const sum_param_t k_sum[] = {
     {16 * 4096, &g_sum_final}, /* u16, contiguous, 16 lanes, two passes, 4096 per unit */
     {16 * 16384, &g_sum_final}, /* u16, contiguous, 16 lanes, two passes, 16384 per unit */
     {64 * 1024, &g_sum_final}, /* u64, contiguous, 16 lanes, two passes, 1024 per unit */
+    {256 * 8 * 16, &g_sum_final}, /* u256, 8 per step, two passes, 16 steps */
+    {256 * 8 * 4, &g_sum_final},  /* u256, 8 per step, two passes, 4 steps */
+    {256 * 8 * 8, NULL},          /* u256, 8 per step, one pass, 8 steps */
+    {256 * 4 * 16, &g_sum_final}, /* u256, 4 per step, two passes, 16 steps */
 };
 /* The smallest chunk of a two-pass candidate: it sizes the work buffer. */
 #define SUM_MIN_TWO_PASS_CHUNK (64 * 64)
@@ -303,7 +307,7 @@ static ruda_status_t make_matmul(ruda_client_t *c, ruda_tune_op_t **out) {
 }
 
 static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
-  enum { NUM = 8 };
+  enum { NUM = 12 };
   ruda_kernel_t *k[NUM] = {0};
   ruda_status_t st = RUDA_KERNEL_CREATE(tuned_sum_u64_part, &k[0]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_atomic, &k[1]);
@@ -313,13 +317,18 @@ static ruda_status_t make_sum(ruda_client_t *c, ruda_tune_op_t **out) {
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u16_l16_part, &k[5]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u16_l16_part, &k[6]);
   if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u64_l16_part, &k[7]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_i8_part, &k[8]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_i8_part, &k[9]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_i8_atomic, &k[10]);
+  if (!st) st = RUDA_KERNEL_CREATE(tuned_sum_u256_i4_part, &k[11]);
   if (st) {
     release_all(k, NUM);
     return st;
   }
   static const char *const names[NUM] = {
       "u64_e64_2pass",   "u256_e16_1pass",        "u256_e64_2pass",        "u64_e1024_1pass",
-      "u256_e256_2pass", "u16_l16_e4096_2pass", "u16_l16_e16384_2pass", "u64_l16_e1024_2pass"};
+      "u256_e256_2pass", "u16_l16_e4096_2pass", "u16_l16_e16384_2pass", "u64_l16_e1024_2pass",
+      "u256_i8_e128_2pass", "u256_i8_e32_2pass", "u256_i8_e64_1pass", "u256_i4_e64_2pass"};
   static const ruda_tune_dim_t dims[1] = {{"n", 2}};
   static const op_spec_t spec = {OP_SUM, NULL, sum_launch, k_sum, sizeof k_sum[0], dims, 1,
                                  {RUDA_TUNE_READ, RUDA_TUNE_WRITE, RUDA_TUNE_WORKSPACE}, 1e-3};

@@ -5,7 +5,9 @@
  * loop on a CPU), then a tree in shared memory. With
  * SUM_ATOMIC the ruda adds its sum to out[0] (one pass; out[0] was
  * zeroed before the launch), else it writes part[ruda] (the first of two
- * passes). SUM_LANES (when not 0) changes how a unit reads: see below. */
+ * passes). SUM_LANES (when not 0) changes how a unit reads, and SUM_ILP
+ * how many elements a unit reads per step of the strided form: see
+ * below. */
 {
   const uint64_t begin = (uint64_t)ruda_pos.x * chunk;
   const uint64_t end = RUDA_MIN(begin + chunk, n);
@@ -28,13 +30,29 @@
     sh[u.x] = t;
   }
 #else
-  RUDA_PRIVATE(float, acc);
-  const uint64_t full = begin + (end > begin ? (end - begin) / SUM_UNITS * SUM_UNITS : 0);
-  RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) = 0.0f;
-  for (uint64_t b = begin; b < full; b += SUM_UNITS) {
-    RUDA_UNITS_NOWAIT(u) RUDA_PRIV(u, acc) += x[b + u.x];
+  /* A step reads SUM_ILP elements per unit, SUM_UNITS apart (unit u.x
+   * reads b + j * SUM_UNITS + u.x), into SUM_ILP independent accumulators
+   * acc0, acc1, ... (SUM_EACH, tuned_kernels.h): on a GPU each thread has
+   * SUM_ILP loads in flight and no add waits on the one before, each load
+   * coalesced across the threads; on a CPU each accumulator is its own
+   * vector loop over the units. The last, partial step: each unit adds
+   * the elements at its positions that lie before `end`. */
+  SUM_EACH(SUM__DECL)
+  const uint64_t step = (uint64_t)SUM_UNITS * SUM_ILP;
+  const uint64_t full = begin + (end > begin ? (end - begin) / step * step : 0);
+  RUDA_UNITS_NOWAIT(u) {
+    SUM_EACH(SUM__ZERO)
   }
-  RUDA_UNITS(u) sh[u.x] = RUDA_PRIV(u, acc) + (full + u.x < end ? x[full + u.x] : 0.0f);
+  for (uint64_t b = begin; b < full; b += step) {
+    RUDA_UNITS_NOWAIT(u) {
+      SUM_EACH(SUM__ADD)
+    }
+  }
+  RUDA_UNITS(u) {
+    float t = -0.0f; /* x + -0.0f is x: with one accumulator, as before it */
+    SUM_EACH(SUM__FOLD)
+    sh[u.x] = t;
+  }
 #endif
   for (uint32_t s = SUM_UNITS / 2; s > 0; s /= 2) {
     RUDA_RANGE(uint32_t, i, 0, s) sh[i] += sh[i + s];

@@ -178,31 +178,49 @@ RUDA_KERNEL(tuned_mm_r8x16_t8x8_k8, RUDA_DIM(RG_BX, RG_BY, 1),
 
 /* Each candidate defines SUM_SHAPE, (units, 1: atomic one pass or 0: the
  * first of two passes, lanes: 0, or partial sums per unit over a
- * contiguous share, see sum_body.h), then its RUDA_KERNEL and the body,
- * which ends by undefining SUM_SHAPE. */
+ * contiguous share, ilp: elements a unit reads per step of the strided
+ * form, each into its own accumulator, see sum_body.h), then its
+ * RUDA_KERNEL and the body, which ends by undefining SUM_SHAPE. */
 #define SUM_APPLY(m, args) m args
-#define SUM__UNITS(units, atomic, lanes) units
-#define SUM__ATOMIC(units, atomic, lanes) atomic
-#define SUM__LANES(units, atomic, lanes) lanes
+#define SUM__UNITS(units, atomic, lanes, ilp) units
+#define SUM__ATOMIC(units, atomic, lanes, ilp) atomic
+#define SUM__LANES(units, atomic, lanes, ilp) lanes
+#define SUM__ILP(units, atomic, lanes, ilp) ilp
 #define SUM_UNITS SUM_APPLY(SUM__UNITS, SUM_SHAPE)
 #define SUM_ATOMIC SUM_APPLY(SUM__ATOMIC, SUM_SHAPE)
 #define SUM_LANES SUM_APPLY(SUM__LANES, SUM_SHAPE)
+#define SUM_ILP SUM_APPLY(SUM__ILP, SUM_SHAPE)
+/* SUM_EACH(m): m(j) for each accumulator j of the strided form (SUM_ILP
+ * of them: 1, 4 or 8), with the steps of sum_body.h on accumulator j
+ * (its names: the unit u, the step's first element b, full and end). */
+#define SUM__CAT(a, b) a##b
+#define SUM__XCAT(a, b) SUM__CAT(a, b)
+#define SUM__EACH1(m) m(0)
+#define SUM__EACH4(m) m(0) m(1) m(2) m(3)
+#define SUM__EACH8(m) SUM__EACH4(m) m(4) m(5) m(6) m(7)
+#define SUM_EACH(m) SUM__XCAT(SUM__EACH, SUM_ILP)(m)
+#define SUM__DECL(j) RUDA_PRIVATE(float, acc##j);
+#define SUM__ZERO(j) RUDA_PRIV(u, acc##j) = 0.0f;
+#define SUM__ADD(j) RUDA_PRIV(u, acc##j) += x[b + (j) * SUM_UNITS + u.x];
+#define SUM__FOLD(j)                                                                    \
+  t += RUDA_PRIV(u, acc##j) +                                                           \
+       (full + (j) * SUM_UNITS + u.x < end ? x[full + (j) * SUM_UNITS + u.x] : 0.0f);
 
-#define SUM_SHAPE (64, 1, 0)
+#define SUM_SHAPE (64, 1, 0, 1)
 RUDA_KERNEL(tuned_sum_u64_atomic, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
             RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
 #include "sum_body.h"
 
-#define SUM_SHAPE (256, 1, 0)
+#define SUM_SHAPE (256, 1, 0, 1)
 RUDA_KERNEL(tuned_sum_u256_atomic, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
             RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
 #include "sum_body.h"
 
-#define SUM_SHAPE (64, 0, 0)
+#define SUM_SHAPE (64, 0, 0, 1)
 RUDA_KERNEL(tuned_sum_u64_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
@@ -211,7 +229,7 @@ RUDA_KERNEL(tuned_sum_u64_part, RUDA_DIM(SUM_UNITS, 1, 1),
 
 /* Also the second pass of every two-pass candidate: one ruda sums the
  * first pass's partial sums. */
-#define SUM_SHAPE (256, 0, 0)
+#define SUM_SHAPE (256, 0, 0, 1)
 RUDA_KERNEL(tuned_sum_u256_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
@@ -219,15 +237,38 @@ RUDA_KERNEL(tuned_sum_u256_part, RUDA_DIM(SUM_UNITS, 1, 1),
 #include "sum_body.h"
 
 /* Units reading contiguous shares, 16 partial sums each (sum_body.h). */
-#define SUM_SHAPE (16, 0, 16)
+#define SUM_SHAPE (16, 0, 16, 1)
 RUDA_KERNEL(tuned_sum_u16_l16_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
             RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
 #include "sum_body.h"
 
-#define SUM_SHAPE (64, 0, 16)
+#define SUM_SHAPE (64, 0, 16, 1)
 RUDA_KERNEL(tuned_sum_u64_l16_part, RUDA_DIM(SUM_UNITS, 1, 1),
+            RUDA_BUFFER(const float *restrict, x),
+            RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
+            RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
+#include "sum_body.h"
+
+/* Strided, 4 or 8 elements and accumulators per unit and step: loads in
+ * flight on a GPU (sum_body.h). */
+#define SUM_SHAPE (256, 0, 0, 8)
+RUDA_KERNEL(tuned_sum_u256_i8_part, RUDA_DIM(SUM_UNITS, 1, 1),
+            RUDA_BUFFER(const float *restrict, x),
+            RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
+            RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
+#include "sum_body.h"
+
+#define SUM_SHAPE (256, 1, 0, 8)
+RUDA_KERNEL(tuned_sum_u256_i8_atomic, RUDA_DIM(SUM_UNITS, 1, 1),
+            RUDA_BUFFER(const float *restrict, x),
+            RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
+            RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
+#include "sum_body.h"
+
+#define SUM_SHAPE (256, 0, 0, 4)
+RUDA_KERNEL(tuned_sum_u256_i4_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
             RUDA_BUFFER(float *restrict, out), RUDA_SCALAR(uint64_t, n),
             RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
