@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cts.h"
+#include "cts_matmul_data.h"
 #include "test_kernel.h"
 #include "cts_tune_kernels.h"
 #include "tune/tune_internal.h"
@@ -323,14 +324,7 @@ TEST(tune_builtin_operations_compute_right_results) {
   ruda_client_t *c = cts_client();
   enum { M = 70, K = 33, NN = 45 };
   static float a[M * K], b[K * NN], cc[M * NN], want[M * NN];
-  for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
-  for (int i = 0; i < K * NN; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < NN; j++) {
-      float s = 0;
-      for (int p = 0; p < K; p++) s += a[i * K + p] * b[p * NN + j];
-      want[i * NN + j] = s;
-    }
+  cts_matmul_data(a, b, want, M, NN, K);
   ruda_handle_t ha, hb, hc;
   ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &ha));
   ASSERT_OK(ruda_client_create_buffer(c, b, sizeof b, &hb));
@@ -380,14 +374,7 @@ TEST(tune_builtin_every_candidate_computes_right_results) {
   ruda_client_t *c = cts_client();
   enum { M = 70, K = 300, NN = 45 };
   static float a[M * K], b[K * NN], cc[M * NN], want[M * NN];
-  for (int i = 0; i < M * K; i++) a[i] = (float)((i * 7) % 13) - 6.0f;
-  for (int i = 0; i < K * NN; i++) b[i] = (float)((i * 5) % 11) - 5.0f;
-  for (int i = 0; i < M; i++)
-    for (int j = 0; j < NN; j++) {
-      float s = 0;
-      for (int p = 0; p < K; p++) s += a[i * K + p] * b[p * NN + j];
-      want[i * NN + j] = s;
-    }
+  cts_matmul_data(a, b, want, M, NN, K);
   ruda_handle_t mm[3];
   ASSERT_OK(ruda_client_create_buffer(c, a, sizeof a, &mm[0]));
   ASSERT_OK(ruda_client_create_buffer(c, b, sizeof b, &mm[1]));
