@@ -77,8 +77,9 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   if (!args) args = &no_args;
   /* Everything about the launch is checked here, once, before anything
    * is queued (the server and the backends trust it). */
-  ruda_status_t invalid = ruda__launch_validate(c->dev->id, ruda_client_properties(c),
-                                                ruda__client_stream(c), kernel, count, args);
+  ruda_stream_id_t stream = ruda__client_stream(c);
+  ruda_status_t invalid =
+      ruda__launch_validate(c->dev->id, ruda_client_properties(c), stream, kernel, count, args);
   if (invalid) return invalid;
   size_t nb = args->num_buffers, nt = args->num_tensor_maps, ni = args->info.len;
   /* Counts from the caller: the block's size must not wrap. */
@@ -100,7 +101,7 @@ static ruda_status_t launch(ruda_client_t *c, ruda_kernel_t *kernel, ruda_count_
   l->block_size = bytes;
   l->base.run = run_launch;
   l->base.cancellable = true;
-  l->base.stream = ruda__client_stream(c);
+  l->base.stream = stream;
   l->kernel = ruda_kernel_retain(kernel);
   l->mode = mode;
   l->buffers = (ruda_binding_t *)(l + 1);
