@@ -49,7 +49,9 @@ typedef struct sum_param {
   ruda_kernel_t **second; /* the second pass (two-pass candidates), else NULL */
 } sum_param_t;
 
-/* The second pass of the two-pass candidates (256 units, one ruda). */
+/* The second pass of the two-pass candidates (256 units, one ruda, 8
+ * elements per unit and step: on a GPU this pass is all latency, and a
+ * unit's 8 loads are in flight together). */
 static ruda_kernel_t *g_sum_final;
 
 /* args: buffers x, out, work; sizes n. */
@@ -380,7 +382,7 @@ static ruda_status_t op_for(ruda_client_t *c, int which, ruda_tune_op_t **out) {
   pthread_mutex_lock(&g_lock);
   ruda_status_t st = NULL;
   op = atomic_load_explicit(slot, memory_order_relaxed);
-  if (!op && !g_sum_final) st = RUDA_KERNEL_CREATE(tuned_sum_u256_part, &g_sum_final);
+  if (!op && !g_sum_final) st = RUDA_KERNEL_CREATE(tuned_sum_u256_i8_part, &g_sum_final);
   if (!op && !st) {
     st = which == OP_MATMUL ? make_matmul(c, &op) : which == OP_SUM ? make_sum(c, &op)
                                                                     : make_triad(c, &op);

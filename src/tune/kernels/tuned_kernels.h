@@ -227,8 +227,6 @@ RUDA_KERNEL(tuned_sum_u64_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_SCALAR(uint64_t, chunk), RUDA_SHARED(float, sh, SUM_UNITS))
 #include "sum_body.h"
 
-/* Also the second pass of every two-pass candidate: one ruda sums the
- * first pass's partial sums. */
 #define SUM_SHAPE (256, 0, 0, 1)
 RUDA_KERNEL(tuned_sum_u256_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
@@ -252,7 +250,8 @@ RUDA_KERNEL(tuned_sum_u64_l16_part, RUDA_DIM(SUM_UNITS, 1, 1),
 #include "sum_body.h"
 
 /* Strided, 4 or 8 elements and accumulators per unit and step: loads in
- * flight on a GPU (sum_body.h). */
+ * flight on a GPU (sum_body.h). The first is also the second pass of
+ * every two-pass candidate: one ruda sums the first pass's partial sums. */
 #define SUM_SHAPE (256, 0, 0, 8)
 RUDA_KERNEL(tuned_sum_u256_i8_part, RUDA_DIM(SUM_UNITS, 1, 1),
             RUDA_BUFFER(const float *restrict, x),
