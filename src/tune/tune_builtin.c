@@ -139,6 +139,10 @@ static ruda_status_t create_op(ruda_client_t *c, const op_spec_t *s, const char 
                                ruda_kernel_t *const *kernels, const void *const *params, size_t n,
                                ruda_tune_op_t **out) {
   ruda_tune_candidate_t cands[MAX_CANDIDATES];
+  if (n > MAX_CANDIDATES) /* a built-in operation outgrew the table: say so, never overrun it */
+    return ruda_status_create(RUDA_ERR_INVALID_ARGUMENT,
+                              "%s has %zu built-in candidates, more than the %d this build holds",
+                              k_op_names[s->which], n, (int)MAX_CANDIDATES);
   memset(cands, 0, sizeof cands);
   for (size_t i = 0; i < n; i++) {
     cands[i].name = names[i];
