@@ -18,7 +18,8 @@ ruda_status_t ruda__ocl_fault_error(cl_int code, const char *call, const char *k
 }
 
 static bool ends_context(cl_int code) {
-  return code == CL_OUT_OF_RESOURCES || code == CL_INVALID_COMMAND_QUEUE || code == -9999;
+  return code == CL_OUT_OF_RESOURCES || code == CL_INVALID_COMMAND_QUEUE ||
+         code == RUDA__CL_NV_KERNEL_FAULT;
 }
 
 void ruda__ocl_fault_note(ruda__device_loss_t *loss, cl_int code, const char *kernels) {

@@ -32,9 +32,14 @@ ruda_status_t ruda__ocl_event_error(const ruda__opencl_api_t *api, cl_event ev,
 
 /* ---- Device loss (docs/errors.md) ---- */
 
+/* NVIDIA's code for a kernel fault: from a command's execution, and from
+ * every clCreateContext of the process after one (the context cannot be
+ * made again: the device stays lost until the process exits). */
+#define RUDA__CL_NV_KERNEL_FAULT (-9999)
+
 /* A command failed on the device with `code` (any thread): where the code
  * says the context is gone (CL_OUT_OF_RESOURCES or CL_INVALID_COMMAND_QUEUE
- * from a command's execution, NVIDIA's -9999), the device is lost
+ * from a command's execution, RUDA__CL_NV_KERNEL_FAULT), the device is lost
  * (ruda__device_loss_mark on `loss`, which may be NULL). */
 void ruda__ocl_fault_note(ruda__device_loss_t *loss, cl_int code, const char *kernels);
 /* Consumes the fault ruda__opencl_test_inject_fault asked for: NULL, or

@@ -75,6 +75,7 @@
 #include <string.h>
 
 #include "backends/opencl/opencl_copy.h"
+#include "backends/opencl/opencl_fault.h"
 #include "backends/opencl/opencl_launch.h"
 #include "backends/opencl/opencl_memory.h"
 #include "backends/opencl/opencl_profile.h"
@@ -169,7 +170,7 @@ static ruda_status_t context_make(ocl_server_t *s, uint16_t index, cl_int *code)
  * context: buffers made before report NotFound), compiled programs are
  * built again. The device stays lost when a new context cannot be made:
  * after a real kernel fault NVIDIA's driver refuses every new context of
- * the process with its -9999, as its CUDA driver does. */
+ * the process (RUDA__CL_NV_KERNEL_FAULT), as its CUDA driver does. */
 static ruda_status_t opencl_recover(ruda__server_t *base, ruda_stream_id_t stream) {
   (void)stream;
   ocl_server_t *s = as_ocl(base);
@@ -191,7 +192,7 @@ static ruda_status_t opencl_recover(ruda__server_t *base, ruda_stream_id_t strea
   ops.ctx = s;
   cl_int code = CL_SUCCESS;
   ruda_status_t e = context_make(s, base->device.index_id, &code);
-  if (e != NULL && code == -9999) {
+  if (e != NULL && code == RUDA__CL_NV_KERNEL_FAULT) {
     ruda_status_t out = ruda_status_create(
         RUDA_ERR_UNAVAILABLE,
         "opencl:%u cannot be recovered in this process: after a kernel fault NVIDIA's OpenCL "
